@@ -1,0 +1,123 @@
+#include "csp/alt.hpp"
+
+#include <memory>
+#include <vector>
+
+#include "csp/error.hpp"
+#include "csp/observer.hpp"
+
+namespace csp::detail {
+namespace {
+
+struct alt_description {
+    std::span<guard* const> guards;
+};
+
+void describe_alt(const void* subject, std::string& out) {
+    const auto& d = *static_cast<const alt_description*>(subject);
+    out += "selecting over [";
+    bool first = true;
+    for (const guard* g : d.guards) {
+        if (!g->enabled()) continue;
+        if (!first) out += ", ";
+        g->describe(out);
+        first = false;
+    }
+    out += "]";
+}
+
+// One wait_node per guard: on the stack for the common small alternation.
+class node_array {
+public:
+    explicit node_array(std::size_t n) {
+        if (n > local_.size()) heap_ = std::make_unique<wait_node[]>(n);
+    }
+    wait_node& operator[](std::size_t i) { return heap_ ? heap_[i] : local_[i]; }
+
+private:
+    std::array<wait_node, 8> local_{};
+    std::unique_ptr<wait_node[]> heap_;
+};
+
+}  // namespace
+
+// The protocol, in the order of guard.hpp:
+//  1. Try every enabled guard, starting at `first`. Nobody can see this
+//     alternation yet, so the first guard that completes is the choice.
+//  2. Make a waiter and enable the guards in the same order. A guard that
+//     reports itself ready means a partner arrived after step 1: withdraw by
+//     committing our own waiter to `retry`, and start again. If that commit
+//     fails, a partner already chose us; absorb its wake (waiter invariant 3).
+//  3. Otherwise suspend until a partner or the earliest deadline commits us.
+//  4. Disable every enabled guard, then let the chosen guard finish.
+std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
+    const std::size_t n = guards.size();
+    auto at = [&](std::size_t k) { return (first + k) % n; };
+    bool any_enabled = false;
+    for (const guard* g : guards) any_enabled = any_enabled || g->enabled();
+    if (!any_enabled) throw usage_error("select: no guard is enabled (every precondition is false)");
+
+    alt_description description{guards};
+    for (;;) {
+        for (std::size_t k = 0; k < n; ++k) {
+            guard* g = guards[at(k)];
+            if (g->enabled() && g->try_complete()) {
+                notify(event::kind::alt_chose, nullptr, at(k));
+                return at(k);
+            }
+        }
+
+        clock::time_point deadline = clock::time_point::max();
+        int timeout_index = waiter::retry;
+        for (std::size_t k = 0; k < n; ++k) {
+            const guard* g = guards[at(k)];
+            if (g->enabled() && g->deadline() < deadline) {
+                deadline = g->deadline();
+                timeout_index = static_cast<int>(at(k));
+            }
+        }
+
+        waiter w(deadline != clock::time_point::max());
+        w.set_description(&describe_alt, &description);
+        node_array nodes(n);
+        std::size_t enabled_upto = 0;  // guards at(0..enabled_upto-1) need disabling
+        bool ready = false;
+        try {
+            for (std::size_t k = 0; k < n && !ready; ++k) {
+                const std::size_t i = at(k);
+                if (!guards[i]->enabled()) continue;
+                nodes[i].owner = &w;
+                nodes[i].index = static_cast<int>(i);
+                enabled_upto = k + 1;
+                ready = guards[i]->enable(nodes[i]);
+            }
+        } catch (...) {
+            if (!w.commit(waiter::retry)) w.absorb();
+            for (std::size_t k = 0; k < enabled_upto; ++k)
+                if (guards[at(k)]->enabled()) guards[at(k)]->disable(nodes[at(k)]);
+            throw;
+        }
+
+        int chosen;
+        if (ready && w.commit(waiter::retry)) {
+            chosen = waiter::retry;
+        } else if (ready) {
+            chosen = w.absorb();
+        } else {
+            chosen = w.wait(deadline, timeout_index);
+        }
+        for (std::size_t k = 0; k < enabled_upto; ++k)
+            if (guards[at(k)]->enabled()) guards[at(k)]->disable(nodes[at(k)]);
+
+        if (chosen == waiter::retry) continue;
+        if (chosen == waiter::aborted) {
+            throw deadlock_error(w.runtime() ? w.runtime()->deadlock_report() : "deadlock");
+        }
+        const auto i = static_cast<std::size_t>(chosen);
+        guards[i]->complete(nodes[i]);
+        notify(event::kind::alt_chose, nullptr, i);
+        return i;
+    }
+}
+
+}  // namespace csp::detail

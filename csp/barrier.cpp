@@ -1,0 +1,72 @@
+#include "csp/barrier.hpp"
+
+#include <mutex>
+
+#include "csp/error.hpp"
+
+namespace csp {
+
+barrier::barrier(std::size_t enrolled, std::string name)
+    : enrolled_(enrolled), name_(std::move(name)) {}
+
+std::string barrier::label() const {
+    return name_.empty() ? "barrier" : "barrier '" + name_ + "'";
+}
+
+void barrier::enroll(std::size_t n) {
+    std::lock_guard lk(lock_);
+    enrolled_ += n;
+}
+
+void barrier::resign() {
+    std::lock_guard lk(lock_);
+    if (enrolled_ == 0) throw usage_error("resign from " + label() + " with nobody enrolled");
+    --enrolled_;
+    if (arrived_ > 0 && arrived_ == enrolled_) complete_phase_locked();
+}
+
+void barrier::complete_phase_locked() {
+    arrived_ = 0;
+    ++phase_;
+    waiting_.release_all(wait_node::outcome::done);
+}
+
+void barrier::sync() {
+    lock_.lock();
+    if (enrolled_ == 0) {
+        lock_.unlock();
+        throw usage_error("sync on " + label() + " with nobody enrolled");
+    }
+    if (++arrived_ == enrolled_) {
+        complete_phase_locked();
+        lock_.unlock();
+        return;
+    }
+    waiter w;
+    wait_node n{&w, 0, nullptr};
+    w.set_description(
+        [](const void* b, std::string& out) { out += "syncing on " + static_cast<const barrier*>(b)->label(); },
+        this);
+    waiting_.push_back(n);
+    lock_.unlock();
+    if (w.wait() == waiter::aborted) {
+        {
+            std::lock_guard lk(lock_);
+            waiting_.erase(n);
+            --arrived_;
+        }
+        throw deadlock_error(w.runtime() ? w.runtime()->deadlock_report() : "deadlock");
+    }
+}
+
+std::size_t barrier::enrolled() const {
+    std::lock_guard lk(lock_);
+    return enrolled_;
+}
+
+std::uint64_t barrier::phase() const {
+    std::lock_guard lk(lock_);
+    return phase_;
+}
+
+}  // namespace csp

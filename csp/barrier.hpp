@@ -1,0 +1,43 @@
+#pragma once
+// occam-pi's BARRIER: processes enrolled on a barrier synchronise together.
+// sync() blocks until every enrolled process has called sync() in the current
+// phase; enroll() and resign() change how many that is. A resign that leaves
+// everyone else already waiting completes the phase.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "csp/detail/spinlock.hpp"
+#include "csp/detail/wait_queue.hpp"
+
+namespace csp {
+
+class barrier {
+public:
+    explicit barrier(std::size_t enrolled = 0, std::string name = {});
+    barrier(const barrier&) = delete;
+    barrier& operator=(const barrier&) = delete;
+
+    void enroll(std::size_t n = 1);
+    // Throws usage_error if nobody is enrolled.
+    void resign();
+    // Throws usage_error if nobody is enrolled.
+    void sync();
+
+    std::size_t enrolled() const;
+    // How many phases have completed.
+    std::uint64_t phase() const;
+    std::string label() const;
+
+private:
+    void complete_phase_locked();
+
+    mutable detail::spinlock lock_;
+    detail::wait_queue waiting_;
+    std::size_t enrolled_;
+    std::size_t arrived_ = 0;
+    std::uint64_t phase_ = 0;
+    std::string name_;
+};
+
+}  // namespace csp

@@ -1,0 +1,165 @@
+#pragma once
+// Channels and their ends.
+//
+//   csp::channel<int> c{"numbers"};                  // rendezvous, any-to-any
+//   csp::channel<job> q{"jobs", csp::buffer::fifo(16), csp::sharing::one_to_any};
+//   csp::reader<int> in = c.reader();                // what a consumer takes
+//   csp::writer<int> out = c.writer();               // what a producer takes
+//
+// A channel is a handle to shared state: copies refer to the same channel.
+// Ends are what processes receive as parameters; an end says what its holder
+// may do. Each call of reader() or writer() makes a new holder of that side;
+// copies of an end are the same holder. When the holders of a side have all
+// retired or gone, and at least one retired, the side is retired and the other
+// side's operations throw retired_error (once buffered values have been read).
+// poison() on any end or on the channel ends it for everyone at once.
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "csp/buffer.hpp"
+#include "csp/detail/channel_core.hpp"
+
+namespace csp {
+
+template <class T> class channel;
+template <class T> class input_guard;
+template <class T> class output_guard;
+
+namespace detail {
+
+// One holder of one side of a channel (PyCSP's "joined" end). Every call of
+// channel::reader() or writer() makes a holder; copies of an end share it.
+template <side S>
+class holder {
+public:
+    explicit holder(std::shared_ptr<channel_base> core) : core_(std::move(core)) { core_->enroll(S); }
+    ~holder() {
+        if (!retired_.load(std::memory_order_relaxed)) core_->leave(S, false);
+    }
+    holder(const holder&) = delete;
+    holder& operator=(const holder&) = delete;
+
+    void retire() {
+        if (!retired_.exchange(true)) core_->leave(S, true);
+    }
+    bool retired() const noexcept { return retired_.load(std::memory_order_relaxed); }
+
+private:
+    std::shared_ptr<channel_base> core_;
+    std::atomic<bool> retired_{false};
+};
+
+// What reader<T> and writer<T> share: a channel and the holder they act for.
+template <class T, side S>
+class channel_end {
+public:
+    channel_end() = default;
+
+    // Poison the whole channel: every waiter wakes and every later operation
+    // on either side throws poisoned_error.
+    void poison() const { checked().poison(); }
+
+    // This holder is done with its side (PyCSP's retire); applies to every
+    // copy of this end. Idempotent.
+    void retire() const {
+        if (holder_) holder_->retire();
+    }
+
+    bool valid() const noexcept { return core_ != nullptr; }
+    std::string label() const { return core_ ? core_->label() : "an empty channel end"; }
+
+protected:
+    explicit channel_end(std::shared_ptr<channel_core<T>> core)
+        : core_(core.get()), holder_(std::make_shared<holder<S>>(std::move(core))) {}
+
+    channel_core<T>& checked() const {
+        if (!core_) throw usage_error("operation on an empty channel end (default-constructed or moved-from)");
+        if (holder_->retired())
+            throw retired_error("this " + std::string(S == reading ? "reader" : "writer") + " of " +
+                                core_->label() + " has retired");
+        return *core_;
+    }
+
+private:
+    channel_core<T>* core_ = nullptr;   // kept alive by holder_
+    std::shared_ptr<holder<S>> holder_;
+
+    friend class input_guard<T>;
+    friend class output_guard<T>;
+};
+
+}  // namespace detail
+
+template <class T>
+class reader : public detail::channel_end<T, detail::reading> {
+    using base = detail::channel_end<T, detail::reading>;
+
+public:
+    reader() = default;
+
+    // Blocks until a writer's value is available, and takes it.
+    T read() const { return this->checked().read(); }
+    T operator()() const { return read(); }
+
+private:
+    using base::base;
+    friend class channel<T>;
+};
+
+template <class T>
+class writer : public detail::channel_end<T, detail::writing> {
+    using base = detail::channel_end<T, detail::writing>;
+
+public:
+    writer() = default;
+
+    // Blocks until a reader has taken v (rendezvous) or v is buffered.
+    void write(T v) const { this->checked().write(std::move(v)); }
+    void operator()(T v) const { write(std::move(v)); }
+
+private:
+    using base::base;
+    friend class channel<T>;
+};
+
+template <class T>
+class channel {
+public:
+    // Options in any order: a name (anything a std::string is made from), a
+    // csp::buffer, a csp::sharing.
+    template <class... Option>
+        requires(!std::is_same_v<std::decay_t<Option>, channel> && ...)
+    explicit channel(Option&&... options) {
+        std::string name;
+        buffer buf = buffer::none();
+        sharing share = sharing::any_to_any;
+        (apply(std::forward<Option>(options), name, buf, share), ...);
+        core_ = std::make_shared<detail::channel_core<T>>(std::move(name), buf, share);
+    }
+
+    csp::reader<T> reader() const { return csp::reader<T>(core_); }
+    csp::writer<T> writer() const { return csp::writer<T>(core_); }
+
+    void poison() const { core_->poison(); }
+    bool poisoned() const { return core_->poisoned(); }
+    const std::string& name() const noexcept { return core_->name(); }
+    std::string label() const { return core_->label(); }
+    // Values currently held in the buffer (always 0 for a rendezvous).
+    std::size_t buffered() const { return core_->buffered(); }
+
+private:
+    template <class O>
+    static void apply(O&& o, std::string& name, buffer& buf, sharing& share) {
+        using D = std::decay_t<O>;
+        if constexpr (std::is_same_v<D, buffer>) buf = o;
+        else if constexpr (std::is_same_v<D, sharing>) share = o;
+        else if constexpr (std::is_constructible_v<std::string, O&&>) name = std::string(std::forward<O>(o));
+        else static_assert(sizeof(D) == 0, "channel options: a name, a csp::buffer or a csp::sharing");
+    }
+
+    std::shared_ptr<detail::channel_core<T>> core_;
+};
+
+}  // namespace csp

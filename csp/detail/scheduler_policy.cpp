@@ -1,0 +1,161 @@
+#include "csp/detail/scheduler_policy.hpp"
+
+#include <boost/fiber/type.hpp>
+
+namespace csp::detail {
+
+using boost::fibers::context;
+using time_point = std::chrono::steady_clock::time_point;
+
+namespace {
+bool pinned(const context* ctx) { return ctx->is_context(boost::fibers::type::pinned_context); }
+}  // namespace
+
+// ---- single thread ----------------------------------------------------------
+
+single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt) {
+    rt_->add_idle_hook([](void* self) { static_cast<single_thread_policy*>(self)->notify(); }, this);
+}
+
+void single_thread_policy::awakened(context* ctx) noexcept { ctx->ready_link(ready_); }
+
+context* single_thread_policy::pick_next() noexcept {
+    if (ready_.empty()) return nullptr;
+    context* ctx = &ready_.front();
+    ready_.pop_front();
+    return ctx;
+}
+
+bool single_thread_policy::has_ready_fibers() const noexcept { return !ready_.empty(); }
+
+void single_thread_policy::suspend_until(time_point const& t) noexcept {
+    if (rt_->check_deadlock()) return;
+    std::unique_lock lk(mutex_);
+    if (t == time_point::max()) cv_.wait(lk, [this] { return notified_; });
+    else cv_.wait_until(lk, t, [this] { return notified_; });
+    notified_ = false;
+}
+
+void single_thread_policy::notify() noexcept {
+    {
+        std::lock_guard lk(mutex_);
+        notified_ = true;
+    }
+    cv_.notify_all();
+}
+
+// ---- worker pool --------------------------------------------------------------
+
+void worker_pool::attach(std::size_t idx, worker_policy* w) {
+    std::lock_guard lk(mutex_);
+    workers_[idx] = w;
+}
+
+void worker_pool::work_added() {
+    if (sleepers_.load() == 0) return;
+    {
+        std::lock_guard lk(mutex_);
+        ++epoch_;
+    }
+    cv_.notify_one();
+}
+
+void worker_pool::wake_all() {
+    {
+        std::lock_guard lk(mutex_);
+        ++epoch_;
+    }
+    cv_.notify_all();
+}
+
+bool worker_pool::has_stealable_work(const worker_policy* except) const {
+    for (const worker_policy* w : workers_)
+        if (w && w != except && w->has_stealable()) return true;
+    return false;
+}
+
+context* worker_pool::steal_for(const worker_policy* thief) {
+    // Start after the thief so that workers do not all raid the same victim.
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+        if (workers_[i] == thief) start = i + 1;
+    for (std::size_t k = 0; k < workers_.size(); ++k) {
+        worker_policy* victim = workers_[(start + k) % workers_.size()];
+        if (victim == nullptr || victim == thief) continue;
+        if (context* ctx = victim->steal()) return ctx;
+    }
+    return nullptr;
+}
+
+void worker_pool::idle(worker_policy* self, runtime_core* rt, time_point until) {
+    if (rt->check_deadlock()) return;
+    std::unique_lock lk(mutex_);
+    const std::uint64_t seen = epoch_;
+    sleepers_.fetch_add(1);
+    if (!self->has_ready_fibers() && !has_stealable_work(self)) {
+        if (until == time_point::max()) cv_.wait(lk, [&] { return epoch_ != seen; });
+        else cv_.wait_until(lk, until, [&] { return epoch_ != seen; });
+    }
+    sleepers_.fetch_sub(1);
+}
+
+// ---- worker -----------------------------------------------------------------
+
+worker_policy::worker_policy(worker_pool* pool, std::size_t idx, runtime_core* rt)
+    : pool_(pool), rt_(rt) {
+    pool_->attach(idx, this);
+    rt_->add_idle_hook([](void* p) { static_cast<worker_pool*>(p)->wake_all(); }, pool_);
+}
+
+void worker_policy::awakened(context* ctx) noexcept {
+    if (!pinned(ctx)) ctx->detach();
+    {
+        std::lock_guard lk(mutex_);
+        ready_.push_back(ctx);
+    }
+    pool_->work_added();
+}
+
+context* worker_policy::pick_next() noexcept {
+    context* ctx = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        if (!ready_.empty()) {
+            ctx = ready_.front();
+            ready_.pop_front();
+        }
+    }
+    if (ctx == nullptr) ctx = pool_->steal_for(this);
+    if (ctx != nullptr && !pinned(ctx)) context::active()->attach(ctx);
+    return ctx;
+}
+
+bool worker_policy::has_ready_fibers() const noexcept {
+    std::lock_guard lk(mutex_);
+    return !ready_.empty();
+}
+
+bool worker_policy::has_stealable() const noexcept {
+    std::lock_guard lk(mutex_);
+    for (const context* ctx : ready_)
+        if (!pinned(ctx)) return true;
+    return false;
+}
+
+context* worker_policy::steal() noexcept {
+    std::lock_guard lk(mutex_);
+    for (auto it = ready_.rbegin(); it != ready_.rend(); ++it) {
+        if (!pinned(*it)) {
+            context* ctx = *it;
+            ready_.erase(std::next(it).base());
+            return ctx;
+        }
+    }
+    return nullptr;
+}
+
+void worker_policy::suspend_until(time_point const& t) noexcept { pool_->idle(this, rt_, t); }
+
+void worker_policy::notify() noexcept { pool_->wake_all(); }
+
+}  // namespace csp::detail

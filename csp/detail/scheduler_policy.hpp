@@ -1,0 +1,89 @@
+#pragma once
+// Boost.Fiber scheduling policies of a runtime. Both do what Boost's
+// round_robin / work_stealing do, and add the one thing csp needs: when a
+// worker runs out of ready fibers it asks the runtime whether the program is
+// deadlocked before it goes to sleep.
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include <boost/fiber/algo/algorithm.hpp>
+#include <boost/fiber/context.hpp>
+#include <boost/fiber/scheduler.hpp>
+
+#include "csp/detail/runtime_core.hpp"
+
+namespace csp::detail {
+
+// One thread: a plain FIFO ready queue, no locks on the fast path.
+class single_thread_policy final : public boost::fibers::algo::algorithm {
+public:
+    explicit single_thread_policy(runtime_core* rt);
+
+    void awakened(boost::fibers::context* ctx) noexcept override;
+    boost::fibers::context* pick_next() noexcept override;
+    bool has_ready_fibers() const noexcept override;
+    void suspend_until(std::chrono::steady_clock::time_point const& t) noexcept override;
+    void notify() noexcept override;
+
+private:
+    boost::fibers::scheduler::ready_queue_type ready_;
+    runtime_core* rt_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool notified_ = false;
+};
+
+class worker_policy;
+
+// The workers of a multi-threaded runtime and the idle protocol between them.
+// A worker about to sleep announces itself in `sleepers` before it looks for
+// stealable work one last time; a worker that queues work checks `sleepers`
+// after queueing. One of the two always sees the other (no lost wake-up).
+class worker_pool {
+public:
+    explicit worker_pool(std::size_t n) : workers_(n, nullptr) {}
+
+    void attach(std::size_t idx, worker_policy* w);
+    void work_added();
+    void wake_all();
+    bool has_stealable_work(const worker_policy* except) const;
+    void idle(worker_policy* self, runtime_core* rt, std::chrono::steady_clock::time_point until);
+    boost::fibers::context* steal_for(const worker_policy* thief);
+
+private:
+    std::vector<worker_policy*> workers_;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::uint64_t epoch_ = 0;
+    std::atomic<int> sleepers_{0};
+};
+
+// One worker of a multi-threaded runtime: a locked deque per worker; an idle
+// worker steals from the back of another's (never a pinned main or
+// dispatcher context).
+class worker_policy final : public boost::fibers::algo::algorithm {
+public:
+    worker_policy(worker_pool* pool, std::size_t idx, runtime_core* rt);
+
+    void awakened(boost::fibers::context* ctx) noexcept override;
+    boost::fibers::context* pick_next() noexcept override;
+    bool has_ready_fibers() const noexcept override;
+    void suspend_until(std::chrono::steady_clock::time_point const& t) noexcept override;
+    void notify() noexcept override;
+
+    boost::fibers::context* steal() noexcept;
+    bool has_stealable() const noexcept;
+
+private:
+    worker_pool* pool_;
+    runtime_core* rt_;
+    mutable std::mutex mutex_;
+    std::deque<boost::fibers::context*> ready_;
+};
+
+}  // namespace csp::detail

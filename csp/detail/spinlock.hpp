@@ -1,0 +1,27 @@
+#pragma once
+#include <atomic>
+#include <thread>
+
+namespace csp::detail {
+
+// Test-and-test-and-set lock guarding a channel's or barrier's state. Critical
+// sections are a few dozen instructions and never suspend a fiber, so spinning
+// beats parking; after a short spin the holder is probably descheduled, so yield.
+class spinlock {
+public:
+    void lock() noexcept {
+        for (;;) {
+            if (!locked_.exchange(true, std::memory_order_acquire)) return;
+            for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+                if (spins > 64) std::this_thread::yield();
+            }
+        }
+    }
+    bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> locked_{false};
+};
+
+}  // namespace csp::detail

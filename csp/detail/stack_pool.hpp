@@ -1,0 +1,52 @@
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <boost/context/stack_context.hpp>
+
+namespace csp::detail {
+
+// Fiber stacks carved out of large anonymous mappings and recycled.
+//
+// Memory is reserved, not committed: a stack costs only the pages its process
+// touches (usually one or two), which is what lets a million blocked processes
+// fit in a few GiB. The price is that stacks have no guard page: a process
+// that recurses past its stack size corrupts its neighbour, so deep recursion
+// needs a larger runtime_options::stack_size.
+class stack_pool {
+public:
+    explicit stack_pool(std::size_t stack_size);
+    ~stack_pool();
+    stack_pool(const stack_pool&) = delete;
+    stack_pool& operator=(const stack_pool&) = delete;
+
+    boost::context::stack_context allocate();
+    void deallocate(boost::context::stack_context& sc) noexcept;
+    std::size_t stack_size() const noexcept { return size_; }
+
+private:
+    std::mutex mutex_;
+    std::size_t size_;
+    std::vector<void*> free_;  // tops of returned stacks
+    std::vector<std::pair<void*, std::size_t>> regions_;
+    char* next_ = nullptr;
+    char* end_ = nullptr;
+    std::size_t carved_ = 0;
+};
+
+// The StackAllocator Boost.Fiber copies into each fiber. It shares the pool,
+// so stacks released after their runtime has gone still have a home.
+class stack_allocator {
+public:
+    explicit stack_allocator(std::shared_ptr<stack_pool> pool) : pool_(std::move(pool)) {}
+    boost::context::stack_context allocate() { return pool_->allocate(); }
+    void deallocate(boost::context::stack_context& sc) noexcept { pool_->deallocate(sc); }
+
+private:
+    std::shared_ptr<stack_pool> pool_;
+};
+
+}  // namespace csp::detail

@@ -1,0 +1,63 @@
+#pragma once
+// The guard contract used by alternation (alt.hpp).
+//
+// A guard is one thing a process may wait for among others: a channel input
+// or output, a timeout, skip; outside csp/, a socket's readiness or a network
+// port. Alternation drives every guard through the same steps:
+//
+//   try_complete()  Complete now if possible, without registering anything.
+//                   The alternation is invisible to partners during this step.
+//   enable(node)    Register `node` so a partner can commit it (waiter.hpp),
+//                   and report whether the guard looks ready already. If any
+//                   guard does, the alternation withdraws and tries again.
+//   disable(node)   Remove the registration (called for every enabled guard,
+//                   whether or not it registered or fired).
+//   complete(node)  This guard's node was committed by a partner: finish, for
+//                   example move the received value out, or throw if the node
+//                   was released by poison or retirement.
+//
+// A new kind of guard implements these five functions and follows the waiter
+// invariants; csp/ needs no change to alternate over it.
+#include <string>
+
+#include "csp/waiter.hpp"
+
+namespace csp {
+
+class guard {
+public:
+    virtual ~guard() = default;
+
+    virtual bool try_complete() = 0;
+    virtual bool enable(wait_node& node) = 0;
+    virtual void disable(wait_node& node) = 0;
+    virtual void complete(wait_node& node) = 0;
+
+    // When the guard becomes ready by itself (timeouts); max() if never.
+    virtual clock::time_point deadline() const { return clock::time_point::max(); }
+
+    // Appends what the guard waits for ("read from 'results'"), for reports.
+    virtual void describe(std::string& out) const = 0;
+
+    // The boolean precondition: a disabled guard takes no part.
+    bool enabled() const noexcept { return enabled_; }
+
+protected:
+    bool enabled_ = true;
+};
+
+// Gives a concrete guard a chainable precondition: input(r, v).when(ready).
+template <class Derived>
+class guard_base : public guard {
+public:
+    Derived& when(bool precondition) & {
+        enabled_ = precondition;
+        return static_cast<Derived&>(*this);
+    }
+    Derived&& when(bool precondition) && {
+        enabled_ = precondition;
+        return static_cast<Derived&&>(*this);
+    }
+};
+
+}  // namespace csp

@@ -1,0 +1,118 @@
+#pragma once
+// Composing processes: par, par_for, seq.
+//
+// A process is any callable. par() runs callables concurrently, each on its
+// own fiber, and returns when all have finished: their results as a tuple
+// (std::monostate for a void one), or nothing if all return void. If some
+// branches throw, par still waits for every branch, then rethrows the first
+// failure. Poisoning the channels a failing branch shares with the others is
+// how it stops them (see channel.hpp).
+//
+//   auto [sum, count] = csp::par([&] { return add(in1); }, [&] { return tally(in2); });
+//   csp::par_for(n, [&](std::size_t i) { worker(i, jobs.reader(), results.writer()); });
+//   csp::par(csp::proc("producer", [w = c.writer()] { ... }), ...);  // named
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "csp/detail/spawn.hpp"
+
+namespace csp {
+
+namespace detail {
+
+inline process_record* calling_process(const char* what) {
+    process_record* self = current_process();
+    if (self == nullptr)
+        throw usage_error(std::string(what) + " must be called from a process of a running csp::runtime");
+    return self;
+}
+
+template <class R>
+auto take_result(result_slot<R>& slot) {
+    if constexpr (std::is_void_v<R>) return std::monostate{};
+    else return std::move(*slot.value);
+}
+
+}  // namespace detail
+
+template <class... F>
+auto par(F&&... branches) {
+    constexpr std::size_t n = sizeof...(F);
+    detail::process_record* self = detail::calling_process("csp::par");
+    detail::runtime_core* rt = self->runtime();
+    std::tuple<detail::result_slot<detail::process_result_t<F>>...> results;
+    detail::join_state join(n);
+    detail::notify(event::kind::par_begin, nullptr, n);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (detail::spawn(rt, self, I, std::forward<F>(branches), &std::get<I>(results), &join), ...);
+    }(std::index_sequence_for<F...>{});
+    join.wait();
+    detail::notify(event::kind::par_end);
+    join.rethrow_if_failed();
+    if constexpr ((std::is_void_v<detail::process_result_t<F>> && ...)) {
+        return;
+    } else {
+        return std::apply([](auto&... slot) { return std::make_tuple(detail::take_result(slot)...); },
+                          results);
+    }
+}
+
+// occam's PAR i = 0 FOR n: runs body(i) for i in [0, n) concurrently. Returns
+// the results in index order, or nothing if body returns void.
+template <class F>
+auto par_for(std::size_t n, F&& body) {
+    using R = std::invoke_result_t<F&, std::size_t>;
+    detail::process_record* self = detail::calling_process("csp::par_for");
+    detail::runtime_core* rt = self->runtime();
+    std::vector<detail::result_slot<R>> results(n);
+    detail::join_state join(n);
+    detail::notify(event::kind::par_begin, nullptr, n);
+    for (std::size_t i = 0; i < n; ++i)
+        detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], &join);
+    join.wait();
+    detail::notify(event::kind::par_end);
+    join.rethrow_if_failed();
+    if constexpr (!std::is_void_v<R>) {
+        std::vector<R> out;
+        out.reserve(n);
+        for (auto& r : results) out.push_back(std::move(*r.value));
+        return out;
+    }
+}
+
+// Runs the steps one after another in the calling process; returns their
+// results like par().
+template <class... F>
+auto seq(F&&... steps) {
+    detail::notify(event::kind::seq_begin, nullptr, sizeof...(F));
+    auto run_one = [](auto&& step) {
+        using traits = detail::process_traits<std::decay_t<decltype(step)>>;
+        auto& fn = traits::callable(step);
+        if constexpr (std::is_void_v<std::invoke_result_t<decltype(fn)>>) {
+            fn();
+            return std::monostate{};
+        } else {
+            return fn();
+        }
+    };
+    // Braced initialisation evaluates left to right: the steps run in order.
+    std::tuple<decltype(run_one(std::forward<F>(steps)))...> results{run_one(std::forward<F>(steps))...};
+    detail::notify(event::kind::seq_end);
+    if constexpr ((std::is_void_v<detail::process_result_t<F>> && ...)) {
+        return;
+    } else {
+        return results;
+    }
+}
+
+namespace this_process {
+// The calling process's name ("main.1.0" when it was not given one).
+inline std::string name() { return detail::calling_process("csp::this_process::name")->label(); }
+inline void set_name(std::string n) { detail::calling_process("csp::this_process::set_name")->set_name(std::move(n)); }
+}  // namespace this_process
+
+}  // namespace csp

@@ -1,0 +1,93 @@
+#pragma once
+// The runtime: runs a root process and everything it starts.
+//
+//   int answer = csp::run([] { ... return 42; });                 // one thread
+//   csp::run(root, {.threads = 2});                               // work stealing
+//
+// run() returns the root's result or rethrows its exception. If every process
+// becomes blocked on channels, barriers or par joins, with no timer pending
+// and no external party alive, run() throws deadlock_error naming each blocked
+// process and what it waits for (the blocked operations throw it first, so
+// the processes unwind normally).
+//
+// Channels work across worker threads and from plain std::threads. A thread
+// outside the runtime that will use the runtime's channels should hold a
+// csp::external_party while it may do so; otherwise a process waiting for it
+// could be reported as deadlocked.
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "csp/process.hpp"
+
+namespace csp {
+
+struct runtime_options {
+#if defined(__SANITIZE_ADDRESS__)
+    static constexpr std::size_t default_stack_size = 256 * 1024;
+#else
+    static constexpr std::size_t default_stack_size = 64 * 1024;
+#endif
+    // Worker threads; the thread calling run() is the first of them.
+    std::size_t threads = 1;
+    // Bytes of stack per process (reserved, not committed; no guard page).
+    std::size_t stack_size = default_stack_size;
+};
+
+namespace detail {
+
+// Installs the scheduling policies and worker threads for one run() on the
+// calling thread, and takes them down again.
+class run_scope {
+public:
+    explicit run_scope(const runtime_options& o);
+    ~run_scope();
+    run_scope(const run_scope&) = delete;
+    run_scope& operator=(const run_scope&) = delete;
+
+    runtime_core* core() noexcept { return core_.get(); }
+
+private:
+    struct workers;
+    std::unique_ptr<runtime_core> core_;
+    std::unique_ptr<workers> workers_;
+};
+
+}  // namespace detail
+
+template <class F>
+auto run(F&& root, runtime_options options = {}) {
+    using R = detail::process_result_t<F>;
+    if (detail::current_process() != nullptr)
+        throw usage_error("csp::run called from inside a process: runtimes do not nest");
+    if (options.threads == 0) throw usage_error("runtime_options::threads must be at least 1");
+    detail::result_slot<R> result;
+    {
+        detail::run_scope scope(options);
+        detail::join_state join(1);
+        detail::spawn(scope.core(), nullptr, 0, std::forward<F>(root), &result, &join);
+        join.wait();
+        join.rethrow_if_failed();
+    }
+    if constexpr (!std::is_void_v<R>) return std::move(*result.value);
+}
+
+// Held by a thread outside the runtime while it may still use the runtime's
+// channels. Create it inside a process and move it into the thread.
+class external_party {
+public:
+    external_party() : rt_(detail::calling_process("csp::external_party")->runtime()) {
+        rt_->external_enter();
+    }
+    external_party(external_party&& o) noexcept : rt_(std::exchange(o.rt_, nullptr)) {}
+    external_party& operator=(external_party&&) = delete;
+    ~external_party() {
+        if (rt_) rt_->external_leave();
+    }
+
+private:
+    detail::runtime_core* rt_;
+};
+
+}  // namespace csp

@@ -1,0 +1,144 @@
+#pragma once
+// The waiter: one blocked fiber (or plain thread) and its registrations.
+//
+// Everything that can make a process wait (channel ends, alternation guards,
+// barriers, par joins, and outside csp/ sockets and ports) follows one protocol,
+// which is what makes alternation over mixed event sources safe.
+//
+// Invariants
+//  1. A waiter commits exactly once, by a compare-and-swap of its state from
+//     `waiting` to the index of the guard that fired (or `retry`, `aborted`).
+//     The winner of that CAS alone completes the operation; everyone else sees
+//     the node as stale and skips it.
+//  2. Whoever commits a waiter for someone else (a partner, poison, retire)
+//     does the data transfer and wakes the waiter while still holding the lock
+//     of the event source where it found the waiter's node. The waiter takes
+//     that lock to unregister before it returns, so its stack outlives the wake.
+//  3. Each commit by someone else is followed by exactly one wake, and the
+//     waiter consumes it by suspending exactly once, even when it learns of the
+//     commit before it got to suspend (absorb()). A timed wait resumed by its
+//     timer has used up its waker's epoch, so a late wake is stale and harmless.
+//  4. Deadlock accounting (runtime_core): an untimed waiter of a process is
+//     "counted": it calls blocking() just before suspending, and its committer
+//     calls waking() just before waking it.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <boost/fiber/context.hpp>
+#include <boost/fiber/detail/spinlock.hpp>
+
+#include "csp/detail/runtime_core.hpp"
+
+namespace csp {
+
+using clock = std::chrono::steady_clock;
+
+class waiter {
+public:
+    static constexpr int waiting = -1;
+    static constexpr int retry = -2;    // the waiter withdrew to look again
+    static constexpr int aborted = -3;  // the runtime found a deadlock
+
+    // `timed` says whether the wait will have a deadline; it decides whether
+    // the wait counts as blocked for deadlock detection (invariant 4).
+    explicit waiter(bool timed = false) noexcept
+        : ctx_(boost::fibers::context::active()),
+          proc_(static_cast<detail::process_record*>(ctx_->get_properties())),
+          waker_(ctx_->create_waker()),
+          counted_(!timed && proc_ != nullptr) {}
+
+    waiter(const waiter&) = delete;
+    waiter& operator=(const waiter&) = delete;
+
+    int state() const noexcept { return state_.load(std::memory_order_acquire); }
+    bool is_waiting() const noexcept { return state() == waiting; }
+
+    // Invariant 1: the single compare-and-swap that decides the waiter's fate.
+    bool commit(int index) noexcept {
+        int expected = waiting;
+        return state_.compare_exchange_strong(expected, index, std::memory_order_acq_rel,
+                                              std::memory_order_acquire);
+    }
+
+    // Wake after a successful commit() made by someone other than the waiter.
+    void wake() noexcept {
+        if (counted_) proc_->runtime()->waking();
+        waker_.wake();
+    }
+
+    // Suspend until committed. With a deadline, commits `timeout_index` itself
+    // if the deadline passes first. Returns the committed state.
+    int wait(clock::time_point deadline = clock::time_point::max(), int timeout_index = retry) {
+        if (deadline == clock::time_point::max()) {
+            suspend_counted();
+            return state();
+        }
+        boost::fibers::detail::spinlock splk;
+        boost::fibers::detail::spinlock_lock lk(splk);
+        ctx_->wait_until(deadline, lk, boost::fibers::waker(waker_));
+        if (commit(timeout_index)) return timeout_index;
+        return state();  // a partner committed first; its wake was stale or consumed
+    }
+
+    // The waiter found itself committed by someone else before it suspended:
+    // consume the wake that is on its way (invariant 3).
+    int absorb() {
+        suspend_counted();
+        return state();
+    }
+
+    detail::process_record* process() const noexcept { return proc_; }
+    detail::runtime_core* runtime() const noexcept { return proc_ ? proc_->runtime() : nullptr; }
+
+    // What the waiter waits for, in words, for the deadlock report.
+    void set_description(void (*fn)(const void*, std::string&), const void* subject) noexcept {
+        describe_ = fn;
+        subject_ = subject;
+    }
+    void describe(std::string& out) const {
+        if (describe_) describe_(subject_, out); else out += "waiting for an event";
+    }
+
+    // Par joins are not aborted on deadlock: they end when their children do.
+    bool abortable = true;
+
+private:
+    void suspend_counted() {
+        if (counted_) {
+            proc_->blocked_on = this;
+            proc_->runtime()->blocking();
+        }
+        ctx_->suspend();
+        if (counted_) proc_->blocked_on = nullptr;
+    }
+
+    std::atomic<int> state_{waiting};
+    boost::fibers::context* ctx_;
+    detail::process_record* proc_;
+    boost::fibers::waker waker_;
+    bool counted_;
+    void (*describe_)(const void*, std::string&) = nullptr;
+    const void* subject_ = nullptr;
+};
+
+// A waiter's registration with one event source. An alternation owns one node
+// per guard; a plain channel operation owns one.
+struct wait_node {
+    enum class outcome : std::uint8_t { pending, done, poisoned, retired };
+
+    waiter* owner = nullptr;
+    int index = 0;         // the value owner->state takes when this node commits
+    void* slot = nullptr;  // the event source's data exchange area
+    outcome result = outcome::pending;
+
+    // Links of the event source's queue; owned by whoever holds its lock.
+    wait_node* prev = nullptr;
+    wait_node* next = nullptr;
+    bool linked = false;
+
+    bool commit() noexcept { return owner->commit(index); }
+};
+
+}  // namespace csp

@@ -1,0 +1,53 @@
+// Commstime, the classic CSP context-switch benchmark.
+//
+//   prefix(0) --a--> delta --b--> succ --c--> prefix
+//                      \--d--> consumer
+//
+// Each loop moves one value around the ring and out to the consumer: four
+// channel communications. The consumer times N loops and reports the cost of
+// one communication.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "csp/csp.hpp"
+
+int main(int argc, char** argv) {
+    const long loops = argc > 1 ? std::atol(argv[1]) : 1'000'000;
+    csp::channel<long> a{"a"}, b{"b"}, c{"c"}, d{"d"};
+
+    auto prefix = [in = c.reader(), out = a.writer()] {
+        out.write(0);
+        for (;;) out.write(in.read());
+    };
+    auto delta = [in = a.reader(), to_consumer = d.writer(), to_succ = b.writer()] {
+        for (;;) {
+            const long v = in.read();
+            to_consumer.write(v);
+            to_succ.write(v);
+        }
+    };
+    auto succ = [in = b.reader(), out = c.writer()] {
+        for (;;) out.write(in.read() + 1);
+    };
+    auto consumer = [in = d.reader(), loops, a, b, c, d]() mutable {
+        in.read();
+        const auto start = std::chrono::steady_clock::now();
+        long last = 0;
+        for (long i = 0; i < loops; ++i) last = in.read();
+        const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+        // Stop the ring: every blocked process wakes with poisoned_error.
+        a.poison(), b.poison(), c.poison(), d.poison();
+        std::printf("commstime: %ld loops, last value %ld, %.1f ns per communication\n", loops, last,
+                    took.count() / (static_cast<double>(loops) * 4));
+    };
+
+    try {
+        csp::run([&] {
+            csp::par(csp::proc("prefix", prefix), csp::proc("delta", delta), csp::proc("succ", succ),
+                     csp::proc("consumer", consumer));
+        });
+    } catch (const csp::poisoned_error&) {
+        // The ring ends by poison: expected.
+    }
+}
