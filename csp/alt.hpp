@@ -14,6 +14,7 @@
 // commit took nothing, an output that did not commit still holds its value.
 #include <array>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -141,6 +142,7 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first);
 // Priority select over guards of any kinds; returns the index of the one that
 // committed. Throws usage_error if no guard is enabled.
 template <class... G>
+    requires(std::derived_from<std::remove_cvref_t<G>, guard> && ...)
 std::size_t select(G&&... guards) {
     const std::array<guard*, sizeof...(G)> gs{static_cast<guard*>(&guards)...};
     return detail::select_from(gs, 0);
@@ -153,9 +155,12 @@ inline std::size_t select(std::span<guard* const> guards) { return detail::selec
 class alternation {
 public:
     template <class... G>
+        requires(std::derived_from<std::remove_cvref_t<G>, guard> && ...)
     std::size_t pri_select(G&&... guards) { return select(std::forward<G>(guards)...); }
+    std::size_t pri_select(std::span<guard* const> guards) { return select(guards); }
 
     template <class... G>
+        requires(std::derived_from<std::remove_cvref_t<G>, guard> && ...)
     std::size_t fair_select(G&&... guards) {
         const std::array<guard*, sizeof...(G)> gs{static_cast<guard*>(&guards)...};
         return fair_select(std::span<guard* const>(gs));

@@ -18,9 +18,8 @@
 //     waiter consumes it by suspending exactly once, even when it learns of the
 //     commit before it got to suspend (absorb()). A timed wait resumed by its
 //     timer has used up its waker's epoch, so a late wake is stale and harmless.
-//  4. Deadlock accounting (runtime_core): an untimed waiter of a process is
-//     "counted": it calls blocking() just before suspending, and its committer
-//     calls waking() just before waking it.
+//  4. An untimed waiter of a process publishes itself in the process record
+//     (blocked_on) while suspended, for deadlock detection (runtime_core.hpp).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -41,13 +40,13 @@ public:
     static constexpr int retry = -2;    // the waiter withdrew to look again
     static constexpr int aborted = -3;  // the runtime found a deadlock
 
-    // `timed` says whether the wait will have a deadline; it decides whether
-    // the wait counts as blocked for deadlock detection (invariant 4).
+    // `timed` says whether the wait will have a deadline; only untimed waits
+    // can be part of a deadlock (invariant 4).
     explicit waiter(bool timed = false) noexcept
         : ctx_(boost::fibers::context::active()),
           proc_(static_cast<detail::process_record*>(ctx_->get_properties())),
           waker_(ctx_->create_waker()),
-          counted_(!timed && proc_ != nullptr) {}
+          published_(!timed && proc_ != nullptr) {}
 
     waiter(const waiter&) = delete;
     waiter& operator=(const waiter&) = delete;
@@ -63,16 +62,13 @@ public:
     }
 
     // Wake after a successful commit() made by someone other than the waiter.
-    void wake() noexcept {
-        if (counted_) proc_->runtime()->waking();
-        waker_.wake();
-    }
+    void wake() noexcept { waker_.wake(); }
 
     // Suspend until committed. With a deadline, commits `timeout_index` itself
     // if the deadline passes first. Returns the committed state.
     int wait(clock::time_point deadline = clock::time_point::max(), int timeout_index = retry) {
         if (deadline == clock::time_point::max()) {
-            suspend_counted();
+            suspend_published();
             return state();
         }
         boost::fibers::detail::spinlock splk;
@@ -85,7 +81,7 @@ public:
     // The waiter found itself committed by someone else before it suspended:
     // consume the wake that is on its way (invariant 3).
     int absorb() {
-        suspend_counted();
+        suspend_published();
         return state();
     }
 
@@ -105,20 +101,17 @@ public:
     bool abortable = true;
 
 private:
-    void suspend_counted() {
-        if (counted_) {
-            proc_->blocked_on = this;
-            proc_->runtime()->blocking();
-        }
+    void suspend_published() {
+        if (published_) proc_->blocked_on.store(this, std::memory_order_release);
         ctx_->suspend();
-        if (counted_) proc_->blocked_on = nullptr;
+        if (published_) proc_->blocked_on.store(nullptr, std::memory_order_relaxed);
     }
 
     std::atomic<int> state_{waiting};
     boost::fibers::context* ctx_;
     detail::process_record* proc_;
     boost::fibers::waker waker_;
-    bool counted_;
+    bool published_;
     void (*describe_)(const void*, std::string&) = nullptr;
     const void* subject_ = nullptr;
 };

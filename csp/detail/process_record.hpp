@@ -42,10 +42,10 @@ public:
 
     void set_name(std::string name) { name_ = std::move(name); }
 
-    // The waiter this process is blocked in, for the deadlock report. Written by
-    // the process itself before it blocks; read by the detector only once every
-    // process is blocked, so no further synchronisation is needed.
-    waiter* blocked_on = nullptr;
+    // The untimed waiter this process is blocked in, or nullptr. Written by
+    // the process itself around its suspension; read by the deadlock detector
+    // while no fiber runs (runtime_core.hpp).
+    std::atomic<waiter*> blocked_on{nullptr};
 
     // Registry links, guarded by runtime_core's registry mutex.
     process_record* prev = nullptr;

@@ -4,34 +4,37 @@
 
 namespace csp::detail {
 
-bool runtime_core::check_deadlock() {
-    if (active_.load() != 0 || live_.load() == 0 || externals_.load() != 0) return false;
+bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
+    if (externals_.load() != 0 || live_.load() == 0) return false;
     std::lock_guard lk(registry_mutex_);
-    // Re-check under the registry lock: two idle workers may race here, and
-    // only the first may abort (the second sees the woken processes active).
-    if (active_.load() != 0 || live_.load() == 0 || externals_.load() != 0) return false;
+    if (registered_ != live_.load()) return false;  // a process has yet to start
+    for (process_record* p = head_; p; p = p->next) {
+        const waiter* w = p->blocked_on.load(std::memory_order_acquire);
+        if (w == nullptr || !w->is_waiting()) return false;
+    }
 
     std::string report = "deadlock: every process is blocked and nothing can wake any of them\n";
-    std::size_t listed = 0;
     for (process_record* p = head_; p; p = p->next) {
-        if (!p->blocked_on) continue;
         report += "  process '" + p->label() + "' is blocked ";
-        p->blocked_on->describe(report);
+        p->blocked_on.load(std::memory_order_relaxed)->describe(report);
         report += "\n";
-        ++listed;
     }
-    report += "(" + std::to_string(listed) + " blocked processes)";
+    report += "(" + std::to_string(registered_) + " blocked processes)";
     report_ = std::move(report);
 
-    bool woke = false;
+    const std::size_t before = to_wake.size();
     for (process_record* p = head_; p; p = p->next) {
-        waiter* w = p->blocked_on;
-        if (w && w->abortable && w->commit(waiter::aborted)) {
-            w->wake();
-            woke = true;
-        }
+        waiter* w = p->blocked_on.load(std::memory_order_relaxed);
+        if (w->abortable && w->commit(waiter::aborted)) to_wake.push_back(w);
     }
-    return woke;
+    return to_wake.size() > before;
+}
+
+bool runtime_core::check_deadlock() {
+    std::vector<waiter*> to_wake;
+    if (!find_deadlock(to_wake)) return false;
+    for (waiter* w : to_wake) w->wake();
+    return true;
 }
 
 }  // namespace csp::detail

@@ -12,56 +12,57 @@ namespace csp::detail {
 
 // Shared state of one runtime that processes and waiters touch directly.
 //
-// Deadlock accounting. `active_` counts processes that are not blocked on a CSP
-// event (channel, alternation without timeout, barrier, par join):
-//   - +1 when a process is spawned, -1 when it finishes;
-//   - -1 by a process just before it suspends in an untimed wait;
-//   - +1 by whoever commits such a waiter, before waking it.
-// Only an active process (or an external thread) can commit a waiter, so
-// active_ can reach 0 only when every live process is blocked and no wake is in
-// flight. A process sleeping or waiting with a deadline stays active: a timer
-// will wake it. The runtime is deadlocked when active_ == 0 while processes are
-// still live and no external party (a thread outside the runtime that declared
-// it may still use the runtime's channels) exists.
+// Deadlock detection. A process waiting without a deadline (channel,
+// alternation without timeout, barrier, par join) publishes its waiter in
+// process_record::blocked_on. The runtime is deadlocked when, at a moment when
+// no fiber of the runtime is running:
+//   - every live process is registered (none is still waiting to start),
+//   - every one of them has a blocked_on waiter that is still waiting (not
+//     committed by a partner and on its way back), and
+//   - no external party (a thread outside the runtime that declared it may
+//     still use the runtime's channels) exists.
+// A process sleeping or waiting with a deadline does not publish a waiter: a
+// timer will wake it, so the runtime is not deadlocked. The scheduling
+// policies call find_deadlock() only when every worker is idle, so no process
+// can change state during the walk; this keeps the hot path free of shared
+// counters.
 class runtime_core {
 public:
     explicit runtime_core(std::size_t stack_size)
         : stacks_(std::make_shared<stack_pool>(stack_size)) {}
 
-    // Accounting of a process's life: spawned by its (active) parent, started
-    // and stopped on its own fiber, exited as its very last act.
-    void process_spawned() noexcept {
-        active_.fetch_add(1);
-        live_.fetch_add(1);
-    }
+    // Accounting of a process's life: spawned by its parent, started and
+    // stopped on its own fiber, exited as its very last act.
+    void process_spawned() noexcept { live_.fetch_add(1); }
     void process_started(process_record* p) {
         std::lock_guard lk(registry_mutex_);
         p->next = head_;
         if (head_) head_->prev = p;
         head_ = p;
+        ++registered_;
     }
     void process_stopped(process_record* p) {
         std::lock_guard lk(registry_mutex_);
         if (p->prev) p->prev->next = p->next; else head_ = p->next;
         if (p->next) p->next->prev = p->prev;
+        --registered_;
     }
-    void process_exited() noexcept {
-        live_.fetch_sub(1);
-        active_.fetch_sub(1);
-    }
+    void process_exited() noexcept { live_.fetch_sub(1); }
 
     stack_allocator stacks() const { return stack_allocator(stacks_); }
 
-    void blocking() noexcept { active_.fetch_sub(1); }
-    void waking() noexcept { active_.fetch_add(1); }
-
     void external_enter() noexcept { externals_.fetch_add(1); }
     void external_leave() {
-        if (externals_.fetch_sub(1) == 1 && active_.load() == 0) poke_workers();
+        if (externals_.fetch_sub(1) == 1) poke_workers();
     }
 
-    // Called by an idle worker thread. If the runtime is deadlocked, builds the
-    // report once, aborts every blocked waiter and returns true.
+    // Precondition: no fiber of this runtime is running. If the runtime is
+    // deadlocked, writes the report, commits every abortable blocked waiter to
+    // `aborted` and appends it to `to_wake`; the caller wakes them once it has
+    // released its own locks. Returns whether a deadlock was found.
+    bool find_deadlock(std::vector<waiter*>& to_wake);
+
+    // find_deadlock() and the wakes, for a caller that holds no lock.
     bool check_deadlock();
 
     // The report of the last deadlock found in this runtime (empty if none).
@@ -78,22 +79,29 @@ public:
     }
 
 private:
-    std::shared_ptr<stack_pool> stacks_;
-    std::atomic<long> active_{0};
-    std::atomic<long> live_{0};
-    std::atomic<long> externals_{0};
+    // Lock order: a worker pool's mutex before registry_mutex_, so the hooks
+    // (which take the pool's mutex) run after the registry lock is released.
     void poke_workers() {
-        std::lock_guard lk(registry_mutex_);
-        for (auto& h : hooks_) h.fn(h.arg);
+        std::vector<hook> hooks;
+        {
+            std::lock_guard lk(registry_mutex_);
+            hooks = hooks_;
+        }
+        for (auto& h : hooks) h.fn(h.arg);
     }
 
     struct hook {
         void (*fn)(void*);
         void* arg;
     };
+
+    std::shared_ptr<stack_pool> stacks_;
+    std::atomic<long> live_{0};
+    std::atomic<long> externals_{0};
     mutable std::mutex registry_mutex_;
     std::vector<hook> hooks_;
     process_record* head_ = nullptr;
+    long registered_ = 0;
     std::string report_;
 };
 

@@ -1,6 +1,11 @@
 #include "csp/detail/scheduler_policy.hpp"
 
+#include <utility>
+
 #include <boost/fiber/type.hpp>
+
+#include "csp/waiter.hpp"
+#include "csp/detail/spinlock.hpp"
 
 namespace csp::detail {
 
@@ -17,18 +22,35 @@ single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt) {
     rt_->add_idle_hook([](void* self) { static_cast<single_thread_policy*>(self)->notify(); }, this);
 }
 
-void single_thread_policy::awakened(context* ctx) noexcept { ctx->ready_link(ready_); }
+void single_thread_policy::awakened(context* ctx) noexcept {
+    if (ctx->is_context(boost::fibers::type::dispatcher_context)) dispatcher_ = ctx;
+    else ctx->ready_link(ready_);
+}
 
 context* single_thread_policy::pick_next() noexcept {
+    if (dispatcher_ && (ready_.empty() || ++picks_since_dispatch_ >= dispatch_interval)) {
+        picks_since_dispatch_ = 0;
+        return std::exchange(dispatcher_, nullptr);
+    }
     if (ready_.empty()) return nullptr;
     context* ctx = &ready_.front();
     ready_.pop_front();
     return ctx;
 }
 
-bool single_thread_policy::has_ready_fibers() const noexcept { return !ready_.empty(); }
+bool single_thread_policy::has_ready_fibers() const noexcept {
+    return dispatcher_ != nullptr || !ready_.empty();
+}
 
 void single_thread_policy::suspend_until(time_point const& t) noexcept {
+    {
+        std::lock_guard lk(mutex_);
+        if (notified_) {  // a fiber woken from another thread waits in Boost's remote queue
+            notified_ = false;
+            return;
+        }
+    }
+    // No fiber of the runtime runs now: the precondition of the deadlock walk.
     if (rt_->check_deadlock()) return;
     std::unique_lock lk(mutex_);
     if (t == time_point::max()) cv_.wait(lk, [this] { return notified_; });
@@ -60,6 +82,14 @@ void worker_pool::work_added() {
     cv_.notify_one();
 }
 
+void worker_pool::notify(worker_policy* w) {
+    {
+        std::lock_guard lk(mutex_);
+        w->notified = true;
+    }
+    cv_.notify_all();
+}
+
 void worker_pool::wake_all() {
     {
         std::lock_guard lk(mutex_);
@@ -88,14 +118,39 @@ context* worker_pool::steal_for(const worker_policy* thief) {
 }
 
 void worker_pool::idle(worker_policy* self, runtime_core* rt, time_point until) {
-    if (rt->check_deadlock()) return;
+    const time_point spin_until = std::min(until, std::chrono::steady_clock::now() + spin_for);
+    for (unsigned i = 1;; ++i) {
+        if (self->notified.load(std::memory_order_relaxed) || has_stealable_work(self)) {
+            self->notified = false;
+            return;
+        }
+        if (i % 16 == 0 && std::chrono::steady_clock::now() >= spin_until) break;
+        spin_pause();
+    }
     std::unique_lock lk(mutex_);
+    if (self->notified || self->has_ready_fibers() || has_stealable_work(self)) {
+        self->notified = false;
+        return;
+    }
     const std::uint64_t seen = epoch_;
     sleepers_.fetch_add(1);
-    if (!self->has_ready_fibers() && !has_stealable_work(self)) {
-        if (until == time_point::max()) cv_.wait(lk, [&] { return epoch_ != seen; });
-        else cv_.wait_until(lk, until, [&] { return epoch_ != seen; });
+    // The last worker to go idle, with nothing pending anywhere, holds the
+    // only moment when no fiber runs: the precondition of the deadlock walk.
+    // Workers cannot leave idle while we hold the mutex; the aborted waiters
+    // are woken after it is released (waking takes it again).
+    bool all_idle = static_cast<std::size_t>(sleepers_.load()) == workers_.size();
+    for (const worker_policy* w : workers_) all_idle = all_idle && !w->notified;
+    std::vector<waiter*> to_wake;
+    if (all_idle && rt->find_deadlock(to_wake)) {
+        sleepers_.fetch_sub(1);
+        lk.unlock();
+        for (waiter* w : to_wake) w->wake();
+        return;
     }
+    auto woken = [&] { return epoch_ != seen || self->notified; };
+    if (until == time_point::max()) cv_.wait(lk, woken);
+    else cv_.wait_until(lk, until, woken);
+    self->notified = false;
     sleepers_.fetch_sub(1);
 }
 
@@ -156,6 +211,6 @@ context* worker_policy::steal() noexcept {
 
 void worker_policy::suspend_until(time_point const& t) noexcept { pool_->idle(this, rt_, t); }
 
-void worker_policy::notify() noexcept { pool_->wake_all(); }
+void worker_policy::notify() noexcept { pool_->notify(this); }
 
 }  // namespace csp::detail

@@ -56,8 +56,8 @@ template <> struct result_slot<void> {};
 // The parent's side of a par: lives on the parent's stack.
 //
 // Protocol: each child, as its very last act, calls child_done() which
-// records its error, wakes the parent if it was the last, and removes the
-// child from the runtime's accounting, all under `lock`. The parent takes the
+// records its error, wakes the parent if it was the last, and leaves the
+// runtime's live count, all under `lock`. The parent takes the
 // lock once more after waking, so it never destroys this object while a
 // child is still inside child_done().
 class join_state {
@@ -105,9 +105,9 @@ private:
     std::exception_ptr error_;
 };
 
-// Start `f` as a new process of runtime `rt`. The parent has already counted
-// it (runtime_core::process_spawned) so the runtime never looks idle while a
-// child sits in a ready queue. The callable is decay-copied into the process
+// Start `f` as a new process of runtime `rt`. It counts as live from here
+// (runtime_core::process_spawned), so the runtime never looks deadlocked
+// while the child has yet to start. The callable is decay-copied into the process
 // (like std::thread) and destroyed there before the child reports back.
 template <class F, class R>
 void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&& f,

@@ -4,6 +4,15 @@
 
 namespace csp::detail {
 
+// Tell the CPU we are spinning (saves power, frees the sibling hyperthread).
+inline void spin_pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
 // Test-and-test-and-set lock guarding a channel's or barrier's state. Critical
 // sections are a few dozen instructions and never suspend a fiber, so spinning
 // beats parking; after a short spin the holder is probably descheduled, so yield.
@@ -13,7 +22,7 @@ public:
         for (;;) {
             if (!locked_.exchange(true, std::memory_order_acquire)) return;
             for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-                if (spins > 64) std::this_thread::yield();
+                if (spins > 64) std::this_thread::yield(); else spin_pause();
             }
         }
     }

@@ -1,0 +1,214 @@
+// Benchmarks of the core, each next to its natural peer where there is one.
+//
+//   commstime/csp, commstime/boost_fiber   ns per communication, one thread
+//   commstime/ratio                         csp / boost_fiber (target <= 0.5)
+//   select/2, select/8                      priority select, one of n ready
+//   spawn/csp, spawn/boost_fiber            start and join one process
+//   commstime/csp_2_threads                 commstime on 2 workers (report only)
+//   million_processes                       peak RSS per blocked process
+//                                           (only with --benchmark_filter=million)
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <boost/fiber/all.hpp>
+
+#include "bench/peer_ratio.hpp"
+#include "csp/csp.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double elapsed_ns(clock_type::time_point since) {
+    return std::chrono::duration<double, std::nano>(clock_type::now() - since).count();
+}
+
+// Prefix(0) -> Delta -> Succ -> Prefix, Delta writing first to the consumer,
+// then to Succ. One benchmark iteration is one loop: four communications.
+void commstime_csp(benchmark::State& state, std::size_t threads) {
+    csp::channel<long> a, b, c, d;
+    double ns = 0;
+    try {
+        csp::run(
+            [&] {
+                csp::par(
+                    [in = c.reader(), out = a.writer()] {
+                        out.write(0);
+                        for (;;) out.write(in.read());
+                    },
+                    [in = a.reader(), cons = d.writer(), succ = b.writer()] {
+                        for (;;) {
+                            const long v = in.read();
+                            cons.write(v);
+                            succ.write(v);
+                        }
+                    },
+                    [in = b.reader(), out = c.writer()] {
+                        for (;;) out.write(in.read() + 1);
+                    },
+                    [&, in = d.reader()] {
+                        const auto start = clock_type::now();
+                        for (auto _ : state) benchmark::DoNotOptimize(in.read());
+                        ns = elapsed_ns(start);
+                        a.poison(), b.poison(), c.poison(), d.poison();
+                    });
+            },
+            {.threads = threads});
+    } catch (const csp::poisoned_error&) {
+    }
+    const double per_comm = ns / (static_cast<double>(state.iterations()) * 4);
+    state.counters["ns_per_comm"] = per_comm;
+    if (threads == 1) bench::record("commstime/csp", per_comm);
+}
+
+void commstime_boost_fiber(benchmark::State& state) {
+    using chan = boost::fibers::unbuffered_channel<long>;
+    chan a, b, c, d;
+    double ns = 0;
+    boost::fibers::fiber prefix([&] {
+        if (a.push(0) != boost::fibers::channel_op_status::success) return;
+        long v;
+        while (c.pop(v) == boost::fibers::channel_op_status::success &&
+               a.push(v) == boost::fibers::channel_op_status::success) {
+        }
+    });
+    boost::fibers::fiber delta([&] {
+        long v;
+        while (a.pop(v) == boost::fibers::channel_op_status::success &&
+               d.push(v) == boost::fibers::channel_op_status::success &&
+               b.push(v) == boost::fibers::channel_op_status::success) {
+        }
+    });
+    boost::fibers::fiber succ([&] {
+        long v;
+        while (b.pop(v) == boost::fibers::channel_op_status::success &&
+               c.push(v + 1) == boost::fibers::channel_op_status::success) {
+        }
+    });
+    boost::fibers::fiber consumer([&] {
+        long v;
+        const auto start = clock_type::now();
+        for (auto _ : state) {
+            d.pop(v);
+            benchmark::DoNotOptimize(v);
+        }
+        ns = elapsed_ns(start);
+        a.close(), b.close(), c.close(), d.close();
+    });
+    consumer.join();
+    prefix.join();
+    delta.join();
+    succ.join();
+    const double per_comm = ns / (static_cast<double>(state.iterations()) * 4);
+    state.counters["ns_per_comm"] = per_comm;
+    bench::record("commstime/boost_fiber", per_comm);
+}
+
+// One of n input guards is ready; the ready one is the last (priority select
+// has to look past n - 1 empty channels).
+void select_n(benchmark::State& state) {
+    const auto n = static_cast<std::size_t>(state.range(0));
+    std::vector<csp::channel<long>> chans(n);
+    double ns = 0;
+    csp::channel<long> stop;
+    csp::run([&] {
+        csp::par(
+            [&, out = chans.back().writer()] {
+                try {
+                    for (long i = 0;; ++i) out.write(i);
+                } catch (const csp::poisoned_error&) {
+                }
+            },
+            [&] {
+                std::vector<csp::input_guard<long>> guards;
+                std::vector<csp::reader<long>> readers;
+                long v = 0;
+                for (auto& c : chans) readers.push_back(c.reader());
+                guards.reserve(n);
+                for (auto& r : readers) guards.emplace_back(r, v);
+                std::vector<csp::guard*> gs;
+                for (auto& g : guards) gs.push_back(&g);
+                const auto start = clock_type::now();
+                for (auto _ : state) benchmark::DoNotOptimize(csp::select(gs));
+                ns = elapsed_ns(start);
+                chans.back().poison();
+            });
+    });
+    state.counters["ns_per_select"] = ns / static_cast<double>(state.iterations());
+}
+
+void spawn_csp(benchmark::State& state) {
+    csp::run([&] {
+        long sink = 0;
+        for (auto _ : state) csp::par([&] { ++sink; });
+        benchmark::DoNotOptimize(sink);
+    });
+}
+
+void spawn_boost_fiber(benchmark::State& state) {
+    long sink = 0;
+    for (auto _ : state) boost::fibers::fiber([&] { ++sink; }).join();
+    benchmark::DoNotOptimize(sink);
+}
+
+long peak_rss_kib() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    return -1;
+}
+
+// n processes all blocked reading one shared channel, then released one value
+// each. Reports the growth of peak RSS divided by n.
+void million_processes(benchmark::State& state) {
+    const auto n = static_cast<std::size_t>(state.range(0));
+    for (auto _ : state) {
+        const long before = peak_rss_kib();
+        csp::channel<int> shared{"shared"};
+        long received = 0;
+        csp::run(
+            [&] {
+                csp::par(
+                    [&, in = shared.reader()] {
+                        csp::par_for(n, [&](std::size_t) { received += in.read(); });
+                    },
+                    [&, out = shared.writer()] {
+                        for (std::size_t i = 0; i < n; ++i) out.write(1);
+                    });
+            },
+            {.stack_size = 16 * 1024});
+        const long after = peak_rss_kib();
+        if (received != static_cast<long>(n)) state.SkipWithError("lost messages");
+        state.counters["rss_bytes_per_process"] =
+            static_cast<double>(after - before) * 1024.0 / static_cast<double>(n);
+    }
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(commstime_csp, csp, 1)->Name("commstime/csp")->UseRealTime();
+BENCHMARK(commstime_boost_fiber)->Name("commstime/boost_fiber")->UseRealTime();
+BENCHMARK_CAPTURE(commstime_csp, csp_2_threads, 2)->Name("commstime/csp_2_threads")->UseRealTime();
+BENCHMARK(select_n)->Name("select")->Arg(2)->Arg(8)->UseRealTime();
+BENCHMARK(spawn_csp)->Name("spawn/csp")->UseRealTime();
+BENCHMARK(spawn_boost_fiber)->Name("spawn/boost_fiber")->UseRealTime();
+BENCHMARK(million_processes)->Name("million_processes")->Arg(1'000'000)->Iterations(1)->UseRealTime();
+
+int main(int argc, char** argv) {
+    bench::register_ratio("commstime/ratio", "commstime/csp", "commstime/boost_fiber");
+    // The million-process run takes a few GiB and many seconds: only on request.
+    bool filtered = false;
+    for (int i = 1; i < argc; ++i) filtered = filtered || std::string(argv[i]).rfind("--benchmark_filter", 0) == 0;
+    std::vector<char*> args(argv, argv + argc);
+    std::string default_filter = "--benchmark_filter=-million";
+    if (!filtered) args.push_back(default_filter.data());
+    int count = static_cast<int>(args.size());
+    benchmark::Initialize(&count, args.data());
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+}
