@@ -9,22 +9,30 @@
 namespace csp::detail {
 namespace {
 
-struct alt_description {
-    std::span<guard* const> guards;
-};
+class alt_site final : public wait_site {
+public:
+    explicit alt_site(std::span<guard* const> guards) : guards_(guards) {}
 
-void describe_alt(const void* subject, std::string& out) {
-    const auto& d = *static_cast<const alt_description*>(subject);
-    out += "selecting over [";
-    bool first = true;
-    for (const guard* g : d.guards) {
-        if (!g->enabled()) continue;
-        if (!first) out += ", ";
-        g->describe(out);
-        first = false;
+    void describe(std::string& out) const override {
+        out += "selecting over [";
+        bool first = true;
+        for (const guard* g : guards_) {
+            if (!g->enabled()) continue;
+            if (!first) out += ", ";
+            g->describe(out);
+            first = false;
+        }
+        out += "]";
     }
-    out += "]";
-}
+    bool reachable_from_outside() const override {
+        for (const guard* g : guards_)
+            if (g->enabled() && g->reachable_from_outside()) return true;
+        return false;
+    }
+
+private:
+    std::span<guard* const> guards_;
+};
 
 // One wait_node per guard: on the stack for the common small alternation.
 class node_array {
@@ -57,7 +65,7 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
     for (const guard* g : guards) any_enabled = any_enabled || g->enabled();
     if (!any_enabled) throw usage_error("select: no guard is enabled (every precondition is false)");
 
-    alt_description description{guards};
+    const alt_site site(guards);
     for (;;) {
         for (std::size_t k = 0; k < n; ++k) {
             guard* g = guards[at(k)];
@@ -78,7 +86,7 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
         }
 
         waiter w(deadline != clock::time_point::max());
-        w.set_description(&describe_alt, &description);
+        w.set_site(&site);
         node_array nodes(n);
         std::size_t enabled_upto = 0;  // guards at(0..enabled_upto-1) need disabling
         bool ready = false;

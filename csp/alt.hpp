@@ -51,8 +51,9 @@ public:
         detail::notify(event::kind::channel_read, core_);
     }
     void describe(std::string& out) const override {
-        detail::channel_core<T>::describe(detail::reading, core_, out);
+        detail::channel_base::site(core_, detail::reading).describe(out);
     }
+    bool reachable_from_outside() const override { return core_->outside_holders() > 0; }
 
 private:
     detail::channel_core<T>* core_;
@@ -89,8 +90,9 @@ public:
         detail::notify(event::kind::channel_write, core_);
     }
     void describe(std::string& out) const override {
-        detail::channel_core<T>::describe(detail::writing, core_, out);
+        detail::channel_base::site(core_, detail::writing).describe(out);
     }
+    bool reachable_from_outside() const override { return core_->outside_holders() > 0; }
 
 private:
     detail::channel_core<T>* core_;

@@ -44,9 +44,7 @@ void barrier::sync() {
     }
     waiter w;
     wait_node n{&w, 0, nullptr};
-    w.set_description(
-        [](const void* b, std::string& out) { out += "syncing on " + static_cast<const barrier*>(b)->label(); },
-        this);
+    w.set_site(this);
     waiting_.push_back(n);
     lock_.unlock();
     if (w.wait() == waiter::aborted) {

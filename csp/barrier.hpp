@@ -12,7 +12,7 @@
 
 namespace csp {
 
-class barrier {
+class barrier final : public wait_site {
 public:
     explicit barrier(std::size_t enrolled = 0, std::string name = {});
     barrier(const barrier&) = delete;
@@ -28,6 +28,8 @@ public:
     // How many phases have completed.
     std::uint64_t phase() const;
     std::string label() const;
+
+    void describe(std::string& out) const override { out.append("syncing on ").append(label()); }
 
 private:
     void complete_phase_locked();

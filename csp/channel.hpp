@@ -13,6 +13,10 @@
 // retired or gone, and at least one retired, the side is retired and the other
 // side's operations throw retired_error (once buffered values have been read).
 // poison() on any end or on the channel ends it for everyone at once.
+//
+// An end made outside any runtime (say, on the main thread before run(), for
+// a std::thread) tells the deadlock detector that a thread may still act on
+// the channel, so processes waiting on it are not reported.
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -34,8 +38,13 @@ namespace detail {
 template <side S>
 class holder {
 public:
-    explicit holder(std::shared_ptr<channel_base> core) : core_(std::move(core)) { core_->enroll(S); }
+    explicit holder(std::shared_ptr<channel_base> core)
+        : core_(std::move(core)), outside_(current_process() == nullptr) {
+        core_->enroll(S);
+        if (outside_) core_->outside_holder_added();
+    }
     ~holder() {
+        if (outside_) core_->outside_holder_removed();
         if (!retired_.load(std::memory_order_relaxed)) core_->leave(S, false);
     }
     holder(const holder&) = delete;
@@ -48,6 +57,7 @@ public:
 
 private:
     std::shared_ptr<channel_base> core_;
+    const bool outside_;  // made by a thread outside any runtime
     std::atomic<bool> retired_{false};
 };
 

@@ -36,8 +36,11 @@ public:
     // When the guard becomes ready by itself (timeouts); max() if never.
     virtual clock::time_point deadline() const { return clock::time_point::max(); }
 
-    // Appends what the guard waits for ("read from 'results'"), for reports.
+    // Appends what the guard waits for ("reading from channel 'x'"), for reports.
     virtual void describe(std::string& out) const = 0;
+
+    // Could a thread outside the runtime make this guard ready? (wait_site)
+    virtual bool reachable_from_outside() const { return false; }
 
     // The boolean precondition: a disabled guard takes no part.
     bool enabled() const noexcept { return enabled_; }

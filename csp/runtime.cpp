@@ -51,7 +51,7 @@ struct run_scope::workers {
     std::vector<std::thread> threads;
 };
 
-run_scope::run_scope(const runtime_options& o) : core_(std::make_unique<runtime_core>(o.stack_size)) {
+run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size)) {
     if (o.threads == 1) {
         boost::fibers::use_scheduling_algorithm<single_thread_policy>(core_.get());
         return;
@@ -69,6 +69,7 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_unique<runtime_
 }
 
 run_scope::~run_scope() {
+    core_->clear_idle_hooks();
     if (workers_) {
         for (std::size_t i = 1; i < workers_->stops.size(); ++i) workers_->stops[i].set();
         for (auto& t : workers_->threads) t.join();

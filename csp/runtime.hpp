@@ -50,7 +50,7 @@ public:
 
 private:
     struct workers;
-    std::unique_ptr<runtime_core> core_;
+    std::shared_ptr<runtime_core> core_;  // external parties may hold it longer
     std::unique_ptr<workers> workers_;
 };
 
@@ -77,17 +77,18 @@ auto run(F&& root, runtime_options options = {}) {
 // channels. Create it inside a process and move it into the thread.
 class external_party {
 public:
-    external_party() : rt_(detail::calling_process("csp::external_party")->runtime()) {
+    external_party()
+        : rt_(detail::calling_process("csp::external_party")->runtime()->shared_from_this()) {
         rt_->external_enter();
     }
-    external_party(external_party&& o) noexcept : rt_(std::exchange(o.rt_, nullptr)) {}
+    external_party(external_party&&) noexcept = default;
     external_party& operator=(external_party&&) = delete;
     ~external_party() {
         if (rt_) rt_->external_leave();
     }
 
 private:
-    detail::runtime_core* rt_;
+    std::shared_ptr<detail::runtime_core> rt_;
 };
 
 }  // namespace csp

@@ -34,6 +34,20 @@ namespace csp {
 
 using clock = std::chrono::steady_clock;
 
+// What a waiter waits on, as the deadlock detector sees it. Lives on the
+// waiting fiber's stack for the duration of the wait.
+class wait_site {
+public:
+    // Appends what is awaited ("reading from channel 'x'"), for reports.
+    virtual void describe(std::string& out) const = 0;
+    // Could a thread outside the runtime complete this wait? If so, the
+    // waiting process is never reported as deadlocked.
+    virtual bool reachable_from_outside() const { return false; }
+
+protected:
+    ~wait_site() = default;
+};
+
 class waiter {
 public:
     static constexpr int waiting = -1;
@@ -88,14 +102,9 @@ public:
     detail::process_record* process() const noexcept { return proc_; }
     detail::runtime_core* runtime() const noexcept { return proc_ ? proc_->runtime() : nullptr; }
 
-    // What the waiter waits for, in words, for the deadlock report.
-    void set_description(void (*fn)(const void*, std::string&), const void* subject) noexcept {
-        describe_ = fn;
-        subject_ = subject;
-    }
-    void describe(std::string& out) const {
-        if (describe_) describe_(subject_, out); else out += "waiting for an event";
-    }
+    // What the waiter waits on; must be set before the waiter can block.
+    void set_site(const wait_site* site) noexcept { site_ = site; }
+    const wait_site* site() const noexcept { return site_; }
 
     // Par joins are not aborted on deadlock: they end when their children do.
     bool abortable = true;
@@ -112,8 +121,7 @@ private:
     detail::process_record* proc_;
     boost::fibers::waker waker_;
     bool published_;
-    void (*describe_)(const void*, std::string&) = nullptr;
-    const void* subject_ = nullptr;
+    const wait_site* site_ = nullptr;
 };
 
 // A waiter's registration with one event source. An alternation owns one node

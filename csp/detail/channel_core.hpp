@@ -110,12 +110,31 @@ protected:
         std::rethrow_exception(e);
     }
 
-    static void describe_read(const void* ch, std::string& out) {
-        out += "reading from " + static_cast<const channel_base*>(ch)->label();
-    }
-    static void describe_write(const void* ch, std::string& out) {
-        out += "writing to " + static_cast<const channel_base*>(ch)->label();
-    }
+public:
+    // One side of this channel as a wait_site (for plain reads and writes,
+    // and for the guards in alt.hpp).
+    class site final : public wait_site {
+    public:
+        site(const channel_base* ch, side s) : ch_(ch), side_(s) {}
+        void describe(std::string& out) const override {
+            out.append(side_ == reading ? "reading from " : "writing to ").append(ch_->label());
+        }
+        bool reachable_from_outside() const override { return ch_->outside_holders() > 0; }
+
+    private:
+        const channel_base* ch_;
+        side side_;
+    };
+
+    // Ends made by threads outside any runtime. A process waiting on such a
+    // channel may be woken by one of them, so it is never reported as
+    // deadlocked.
+    void outside_holder_added() noexcept { outside_holders_.fetch_add(1, std::memory_order_relaxed); }
+    void outside_holder_removed() noexcept { outside_holders_.fetch_sub(1, std::memory_order_relaxed); }
+    int outside_holders() const noexcept { return outside_holders_.load(std::memory_order_relaxed); }
+
+protected:
+    std::atomic<int> outside_holders_{0};
 
     // After a partner committed our node: throw unless the operation happened.
     void finish(const wait_node& n, side s) const {
@@ -163,7 +182,8 @@ public:
         waiter w;
         wait_node n{&w, 0, &out};
         if (must_refuse(reading, &w)) refuse_and_unlock(reading);
-        w.set_description(&describe_read, this);
+        const site here(this, reading);
+        w.set_site(&here);
         readers_.push_back(n);
         lock_.unlock();
         if (w.wait() == waiter::aborted) unregister_aborted(n, w, readers_);
@@ -183,7 +203,8 @@ public:
         waiter w;
         wait_node n{&w, 0, &v};
         if (must_refuse(writing, &w)) refuse_and_unlock(writing);
-        w.set_description(&describe_write, this);
+        const site here(this, writing);
+        w.set_site(&here);
         writers_.push_back(n);
         lock_.unlock();
         if (w.wait() == waiter::aborted) unregister_aborted(n, w, writers_);
@@ -250,9 +271,6 @@ public:
         return buf_.size();
     }
 
-    static void describe(side s, const channel_core* ch, std::string& out) {
-        (s == reading ? describe_read : describe_write)(ch, out);
-    }
 
 private:
     bool has_room_locked() const {

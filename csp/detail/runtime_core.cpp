@@ -10,16 +10,16 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
     if (registered_ != live_.load()) return false;  // a process has yet to start
     for (process_record* p = head_; p; p = p->next) {
         const waiter* w = p->blocked_on.load(std::memory_order_acquire);
-        if (w == nullptr || !w->is_waiting()) return false;
+        if (w == nullptr || !w->is_waiting() || w->site()->reachable_from_outside()) return false;
     }
 
     std::string report = "deadlock: every process is blocked and nothing can wake any of them\n";
     for (process_record* p = head_; p; p = p->next) {
-        report += "  process '" + p->label() + "' is blocked ";
-        p->blocked_on.load(std::memory_order_relaxed)->describe(report);
+        report.append("  process '").append(p->label()).append("' is blocked ");
+        p->blocked_on.load(std::memory_order_relaxed)->site()->describe(report);
         report += "\n";
     }
-    report += "(" + std::to_string(registered_) + " blocked processes)";
+    report.append("(").append(std::to_string(registered_)).append(" blocked processes)");
     report_ = std::move(report);
 
     const std::size_t before = to_wake.size();

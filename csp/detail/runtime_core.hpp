@@ -26,7 +26,7 @@ namespace csp::detail {
 // policies call find_deadlock() only when every worker is idle, so no process
 // can change state during the walk; this keeps the hot path free of shared
 // counters.
-class runtime_core {
+class runtime_core : public std::enable_shared_from_this<runtime_core> {
 public:
     explicit runtime_core(std::size_t stack_size)
         : stacks_(std::make_shared<stack_pool>(stack_size)) {}
@@ -72,22 +72,23 @@ public:
     }
 
     // Worker policies to poke when the deadlock condition may have changed
-    // without any fiber running (an external party left).
+    // without any fiber running (an external party left). The policies remove
+    // them (clear_idle_hooks) before they go.
     void add_idle_hook(void (*fn)(void*), void* arg) {
-        std::lock_guard lk(registry_mutex_);
+        std::lock_guard lk(hooks_mutex_);
         hooks_.push_back({fn, arg});
+    }
+    void clear_idle_hooks() {
+        std::lock_guard lk(hooks_mutex_);
+        hooks_.clear();
     }
 
 private:
-    // Lock order: a worker pool's mutex before registry_mutex_, so the hooks
-    // (which take the pool's mutex) run after the registry lock is released.
+    // Lock order: hooks_mutex_, then a worker pool's mutex (taken by the
+    // hooks), then registry_mutex_ (taken by find_deadlock under the pool's).
     void poke_workers() {
-        std::vector<hook> hooks;
-        {
-            std::lock_guard lk(registry_mutex_);
-            hooks = hooks_;
-        }
-        for (auto& h : hooks) h.fn(h.arg);
+        std::lock_guard lk(hooks_mutex_);
+        for (auto& h : hooks_) h.fn(h.arg);
     }
 
     struct hook {
@@ -99,6 +100,7 @@ private:
     std::atomic<long> live_{0};
     std::atomic<long> externals_{0};
     mutable std::mutex registry_mutex_;
+    std::mutex hooks_mutex_;
     std::vector<hook> hooks_;
     process_record* head_ = nullptr;
     long registered_ = 0;

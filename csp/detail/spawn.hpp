@@ -60,7 +60,7 @@ template <> struct result_slot<void> {};
 // runtime's live count, all under `lock`. The parent takes the
 // lock once more after waking, so it never destroys this object while a
 // child is still inside child_done().
-class join_state {
+class join_state final : public wait_site {
 public:
     explicit join_state(std::size_t n) : remaining_(n) {}
 
@@ -80,7 +80,7 @@ public:
         }
         waiter w;
         w.abortable = false;  // it ends when the children end
-        w.set_description(&describe, this);
+        w.set_site(this);
         parent_ = &w;
         lock_.unlock();
         w.wait();
@@ -92,12 +92,14 @@ public:
         if (error_) std::rethrow_exception(error_);
     }
 
-private:
-    static void describe(const void* self, std::string& out) {
-        const std::size_t n = static_cast<const join_state*>(self)->remaining_;
-        out += "waiting for " + std::to_string(n) + (n == 1 ? " child process" : " child processes") +
-               " to finish";
+    void describe(std::string& out) const override {
+        out.append("waiting for ")
+            .append(std::to_string(remaining_))
+            .append(remaining_ == 1 ? " child process" : " child processes")
+            .append(" to finish");
     }
+
+private:
 
     spinlock lock_;
     std::size_t remaining_;

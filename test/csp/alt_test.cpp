@@ -1,0 +1,252 @@
+#include <array>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class alt_test : public csp_test::on_threads {};
+CSP_ON_1_AND_2_THREADS(alt_test);
+
+TEST(alt, priority_select_picks_the_first_ready_guard_in_order) {
+    csp::channel<int> a{csp::buffer::fifo(1)}, b{csp::buffer::fifo(1)}, c{csp::buffer::fifo(1)};
+    csp::run([&] {
+        b.writer().write(2);
+        c.writer().write(3);
+        int v = 0;
+        auto ra = a.reader(), rb = b.reader(), rc = c.reader();
+        EXPECT_EQ(csp::select(csp::input(ra, v), csp::input(rb, v), csp::input(rc, v)), 1u);
+        EXPECT_EQ(v, 2);
+        EXPECT_EQ(csp::select(csp::input(ra, v), csp::input(rb, v), csp::input(rc, v)), 2u);
+        EXPECT_EQ(v, 3);
+        EXPECT_EQ(c.buffered() + b.buffered(), 0u);  // each select took exactly one value
+    });
+}
+
+TEST(alt, fair_select_serves_always_ready_guards_in_turn) {
+    constexpr int guards = 4, selects = 10000;
+    std::array<csp::channel<int>, guards> chans;
+    std::array<int, guards> count{};
+    csp::run([&] {
+        std::vector<csp::channel<int>> stop;
+        csp::par(
+            [&] {
+                csp::par_for(guards, [&](std::size_t i) {
+                    auto w = chans[i].writer();
+                    try {
+                        for (;;) w.write(static_cast<int>(i));
+                    } catch (const csp::poisoned_error&) {
+                    }
+                });
+            },
+            [&] {
+                std::array<csp::reader<int>, guards> rs;
+                for (int i = 0; i < guards; ++i) rs[i] = chans[i].reader();
+                csp::alternation alt;
+                int v = 0;
+                for (int k = 0; k < selects; ++k) {
+                    const auto i = alt.fair_select(csp::input(rs[0], v), csp::input(rs[1], v),
+                                                   csp::input(rs[2], v), csp::input(rs[3], v));
+                    ASSERT_EQ(v, static_cast<int>(i));
+                    ++count[i];
+                }
+                for (auto& c : chans) c.poison();
+            });
+    });
+    int total = 0;
+    for (int i = 0; i < guards; ++i) {
+        EXPECT_NEAR(count[i], selects / guards, selects / guards / 10) << "guard " << i;
+        total += count[i];
+    }
+    EXPECT_EQ(total, selects);
+}
+
+TEST(alt, an_output_guard_that_did_not_commit_keeps_its_value) {
+    csp::channel<std::unique_ptr<int>> out{"out"};
+    csp::channel<int> in{"in", csp::buffer::fifo(1)};
+    csp::run([&] {
+        in.writer().write(1);
+        auto value = std::make_unique<int>(99);
+        int got = 0;
+        auto w = out.writer();
+        auto r = in.reader();
+        // Nobody reads `out`: the input commits, and the value stays ours.
+        EXPECT_EQ(csp::select(csp::output(w, value), csp::input(r, got)), 1u);
+        ASSERT_NE(value, nullptr);
+        EXPECT_EQ(*value, 99);
+        // Now a reader takes it: the value leaves only on commit.
+        csp::par([&] { EXPECT_EQ(csp::select(csp::output(w, value)), 0u); },
+                 [&, rr = out.reader()] { EXPECT_EQ(*rr.read(), 99); });
+        EXPECT_EQ(value, nullptr);
+    });
+}
+
+TEST(alt, a_timeout_fires_when_nothing_else_is_ready) {
+    csp::channel<int> c;
+    csp::run([&] {
+        int v = 0;
+        auto r = c.reader();
+        const auto start = csp::clock::now();
+        EXPECT_EQ(csp::select(csp::input(r, v), csp::timeout(30ms)), 1u);
+        EXPECT_GE(csp::clock::now() - start, 30ms);
+    });
+}
+
+TEST(alt, the_earliest_of_two_timeouts_wins) {
+    csp::run([&] {
+        EXPECT_EQ(csp::select(csp::timeout(200ms), csp::timeout(10ms)), 1u);
+    });
+}
+
+TEST(alt, a_channel_beats_a_timeout_that_has_not_expired) {
+    csp::channel<int> c;
+    csp::run([&] {
+        csp::par(
+            [w = c.writer()] {
+                csp::sleep_for(10ms);
+                w.write(5);
+            },
+            [&, r = c.reader()] {
+                int v = 0;
+                EXPECT_EQ(csp::select(csp::input(r, v), csp::timeout(5s)), 0u);
+                EXPECT_EQ(v, 5);
+            });
+    });
+}
+
+TEST(alt, skip_makes_select_non_blocking) {
+    csp::channel<int> c{csp::buffer::fifo(1)};
+    csp::run([&] {
+        int v = 0;
+        auto r = c.reader();
+        EXPECT_EQ(csp::select(csp::input(r, v), csp::skip()), 1u);
+        c.writer().write(4);
+        EXPECT_EQ(csp::select(csp::input(r, v), csp::skip()), 0u);
+        EXPECT_EQ(v, 4);
+    });
+}
+
+TEST(alt, a_false_precondition_disables_its_guard) {
+    csp::channel<int> a{csp::buffer::fifo(1)}, b{csp::buffer::fifo(1)};
+    csp::run([&] {
+        a.writer().write(1);
+        b.writer().write(2);
+        int v = 0;
+        auto ra = a.reader(), rb = b.reader();
+        EXPECT_EQ(csp::select(csp::input(ra, v).when(false), csp::input(rb, v)), 1u);
+        EXPECT_EQ(v, 2);
+        EXPECT_EQ(a.buffered(), 1u);
+        EXPECT_THROW(csp::select(csp::input(ra, v).when(false)), csp::usage_error);
+    });
+}
+
+TEST(alt, a_poisoned_channel_makes_select_throw) {
+    csp::channel<int> a{"a"}, b{"b"};
+    csp::run([&] {
+        csp::par(
+            [&, ra = a.reader(), rb = b.reader()] {
+                int v = 0;
+                EXPECT_THROW(csp::select(csp::input(ra, v), csp::input(rb, v)), csp::poisoned_error);
+            },
+            [&] {
+                csp::sleep_for(5ms);
+                b.poison();
+            });
+    });
+}
+
+TEST(alt, select_over_input_and_output_of_the_same_channel_does_not_match_itself) {
+    csp::channel<int> c;
+    csp::run([&] {
+        int v = 0;
+        auto r = c.reader();
+        auto w = c.writer();
+        EXPECT_EQ(csp::select(csp::input(r, v), csp::output(w, 3), csp::timeout(10ms)), 2u);
+    });
+}
+
+// Two alternations meet on a channel: one offers output, the other input.
+TEST_P(alt_test, two_alternations_complete_a_rendezvous) {
+    constexpr int n = 2000;
+    csp::channel<int> c, idle_in, idle_out;  // the idle guards never find a partner
+    long sum = 0;
+    csp::run(
+        [&] {
+            csp::par(
+                [&, w = c.writer(), x = idle_in.reader()] {
+                    int dummy = 0;
+                    for (int i = 1; i <= n; ++i)
+                        ASSERT_EQ(csp::select(csp::input(x, dummy), csp::output(w, i)), 1u);
+                },
+                [&, r = c.reader(), y = idle_out.writer()] {
+                    int v = 0;
+                    for (int i = 1; i <= n; ++i) {
+                        ASSERT_EQ(csp::select(csp::output(y, 0), csp::input(r, v)), 1u);
+                        sum += v;
+                    }
+                });
+        },
+        opts());
+    EXPECT_EQ(sum, static_cast<long>(n) * (n + 1) / 2);
+}
+
+// Competing readers alternate over a shared channel and a private one: every
+// value of the shared channel goes to exactly one of them.
+TEST_P(alt_test, alternations_on_a_shared_channel_with_competing_readers) {
+    constexpr int readers = 4, n = 4000;
+    csp::channel<int> shared{"shared", csp::sharing::one_to_any};
+    std::vector<csp::channel<int>> privates(readers);
+    std::vector<std::atomic<int>> seen(n);
+    std::atomic<int> total{0}, private_hits{0};
+    csp::run(
+        [&] {
+            csp::par(
+                [&, w = shared.writer()] {
+                    for (int i = 0; i < n; ++i) w.write(i);
+                    for (auto& p : privates) p.writer().write(-1);  // stop each reader
+                },
+                [&] {
+                    csp::par_for(readers, [&](std::size_t k) {
+                        auto rs = shared.reader();
+                        auto rp = privates[k].reader();
+                        for (;;) {
+                            int v = 0;
+                            if (csp::select(csp::input(rp, v), csp::input(rs, v)) == 0) {
+                                ++private_hits;
+                                return;
+                            }
+                            ++seen[v];
+                            ++total;
+                        }
+                    });
+                });
+        },
+        opts());
+    EXPECT_EQ(total.load(), n);
+    EXPECT_EQ(private_hits.load(), readers);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(seen[i].load(), 1) << i;
+}
+
+TEST(alt, replicated_select_over_a_runtime_list) {
+    constexpr std::size_t n = 12;  // more than the small-alt fast path holds
+    std::vector<csp::channel<int>> chans;
+    for (std::size_t i = 0; i < n; ++i) chans.emplace_back(csp::buffer::fifo(1));
+    csp::run([&] {
+        chans[9].writer().write(9);
+        std::vector<csp::reader<int>> rs;
+        for (auto& c : chans) rs.push_back(c.reader());
+        int v = -1;
+        std::vector<csp::input_guard<int>> guards;
+        for (auto& r : rs) guards.emplace_back(r, v);
+        std::vector<csp::guard*> gs;
+        for (auto& g : guards) gs.push_back(&g);
+        EXPECT_EQ(csp::select(gs), 9u);
+        EXPECT_EQ(v, 9);
+    });
+}
+
+}  // namespace

@@ -1,0 +1,145 @@
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helpers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class deadlock_test : public csp_test::on_threads {};
+CSP_ON_1_AND_2_THREADS(deadlock_test);
+
+std::string run_expecting_deadlock(const std::function<void()>& root, csp::runtime_options o) {
+    std::string report;
+    csp_test::with_watchdog([&] {
+        try {
+            csp::run(root, o);
+            ADD_FAILURE() << "run() returned instead of reporting a deadlock";
+        } catch (const csp::deadlock_error& e) {
+            report = e.what();
+        }
+    });
+    return report;
+}
+
+TEST_P(deadlock_test, two_processes_writing_to_each_other_first_are_both_named) {
+    csp::channel<int> ab{"a->b"}, ba{"b->a"};
+    const std::string report = run_expecting_deadlock(
+        [&] {
+            csp::par(csp::proc("alice",
+                               [w = ab.writer(), r = ba.reader()] {
+                                   w.write(1);
+                                   r.read();
+                               }),
+                     csp::proc("bob", [w = ba.writer(), r = ab.reader()] {
+                         w.write(2);
+                         r.read();
+                     }));
+        },
+        opts());
+    EXPECT_NE(report.find("process 'alice' is blocked writing to channel 'a->b'"), std::string::npos) << report;
+    EXPECT_NE(report.find("process 'bob' is blocked writing to channel 'b->a'"), std::string::npos) << report;
+}
+
+TEST_P(deadlock_test, a_cycle_of_five_is_reported_with_every_member) {
+    constexpr int n = 5;
+    std::vector<csp::channel<int>> ring;
+    for (int i = 0; i < n; ++i) ring.emplace_back("ring" + std::to_string(i));
+    const std::string report = run_expecting_deadlock(
+        [&] {
+            csp::par_for(n, [&](std::size_t i) {
+                csp::this_process::set_name("node" + std::to_string(i));
+                auto in = ring[i].reader();
+                auto out = ring[(i + 1) % n].writer();
+                in.read();  // everyone waits for a token nobody sends
+                out.write(1);
+            });
+        },
+        opts());
+    for (int i = 0; i < n; ++i) {
+        const std::string line =
+            "process 'node" + std::to_string(i) + "' is blocked reading from channel 'ring" + std::to_string(i) + "'";
+        EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
+    }
+    EXPECT_NE(report.find("process 'main' is blocked waiting for 5 child processes"), std::string::npos) << report;
+}
+
+TEST_P(deadlock_test, unnamed_processes_get_their_place_in_the_par_tree) {
+    csp::channel<int> c;
+    const std::string report = run_expecting_deadlock(
+        [&] { csp::par([] {}, [&] { csp::par([] {}, [r = c.reader()] { r.read(); }); }); }, opts());
+    EXPECT_NE(report.find("process 'main.1.1' is blocked reading from channel#"), std::string::npos) << report;
+}
+
+TEST_P(deadlock_test, a_process_waiting_on_a_timer_is_not_deadlocked) {
+    csp::channel<int> c;
+    int got = 0;
+    csp_test::with_watchdog([&] {
+        csp::run(
+            [&] {
+                csp::par([&, r = c.reader()] { got = r.read(); },
+                         [w = c.writer()] {
+                             csp::sleep_for(50ms);  // the reader is alone and blocked meanwhile
+                             w.write(3);
+                         });
+            },
+            opts());
+    });
+    EXPECT_EQ(got, 3);
+}
+
+TEST_P(deadlock_test, a_select_with_a_timeout_is_not_deadlocked) {
+    csp::channel<int> c;
+    std::size_t chosen = 9;
+    csp_test::with_watchdog([&] {
+        csp::run(
+            [&] {
+                int v;
+                auto r = c.reader();
+                chosen = csp::select(csp::input(r, v), csp::timeout(30ms));
+            },
+            opts());
+    });
+    EXPECT_EQ(chosen, 1u);
+}
+
+TEST_P(deadlock_test, a_barrier_nobody_completes_is_reported) {
+    csp::barrier b(3, "meet");
+    const std::string report =
+        run_expecting_deadlock([&] { csp::par([&] { b.sync(); }, [&] { b.sync(); }); }, opts());
+    EXPECT_NE(report.find("syncing on barrier 'meet'"), std::string::npos) << report;
+}
+
+TEST_P(deadlock_test, an_external_party_keeps_the_runtime_from_reporting_a_deadlock) {
+    csp::channel<int> c;
+    int got = 0;
+    csp_test::with_watchdog([&] {
+        csp::run(
+            [&] {
+                std::thread t([w = c.writer(), party = csp::external_party()] {
+                    std::this_thread::sleep_for(50ms);
+                    w.write(11);
+                });
+                got = c.reader().read();
+                t.join();
+            },
+            opts());
+    });
+    EXPECT_EQ(got, 11);
+}
+
+TEST_P(deadlock_test, a_deadlock_after_the_last_external_party_left_is_still_found) {
+    csp::channel<int> c{"forever"};
+    const std::string report = run_expecting_deadlock(
+        [&] {
+            std::thread t([party = csp::external_party()] { std::this_thread::sleep_for(30ms); });
+            t.detach();
+            c.reader().read();
+        },
+        opts());
+    EXPECT_NE(report.find("reading from channel 'forever'"), std::string::npos) << report;
+}
+
+}  // namespace

@@ -1,0 +1,44 @@
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "csp/csp.hpp"
+
+namespace csp_test {
+
+// Runs `f` on its own thread; if it has not finished after `limit`, the test
+// fails and the whole binary exits: a hang must never pass as a slow test.
+template <class F>
+void with_watchdog(F&& f, std::chrono::seconds limit = std::chrono::seconds(30)) {
+    std::packaged_task<void()> task(std::forward<F>(f));
+    auto done = task.get_future();
+    std::thread t(std::move(task));
+    if (done.wait_for(limit) != std::future_status::ready) {
+        std::fprintf(stderr, "watchdog: test still running after %llds, giving up\n",
+                     static_cast<long long>(limit.count()));
+        std::fflush(stderr);
+        std::_Exit(3);
+    }
+    t.join();
+    done.get();  // rethrows a failure of f
+}
+
+// Suites that run on one worker thread and on two.
+class on_threads : public ::testing::TestWithParam<std::size_t> {
+protected:
+    csp::runtime_options opts() const { return {.threads = GetParam()}; }
+};
+
+inline std::string thread_name(const ::testing::TestParamInfo<std::size_t>& info) {
+    return std::to_string(info.param) + "_threads";
+}
+
+}  // namespace csp_test
+
+#define CSP_ON_1_AND_2_THREADS(suite) \
+    INSTANTIATE_TEST_SUITE_P(, suite, ::testing::Values(std::size_t{1}, std::size_t{2}), csp_test::thread_name)

@@ -1,0 +1,136 @@
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helpers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class process_test : public csp_test::on_threads {};
+CSP_ON_1_AND_2_THREADS(process_test);
+
+TEST_P(process_test, run_returns_the_root_result) {
+    EXPECT_EQ(csp::run([] { return 6 * 7; }, opts()), 42);
+}
+
+TEST_P(process_test, par_returns_every_branch_result_in_order) {
+    auto [a, b, c] = csp::run(
+        [] { return csp::par([] { return 1; }, [] { return std::string("two"); }, [] {}); }, opts());
+    EXPECT_EQ(a, 1);
+    EXPECT_EQ(b, "two");
+    (void)c;  // std::monostate for the void branch
+}
+
+TEST_P(process_test, par_for_returns_results_in_index_order) {
+    const auto squares =
+        csp::run([] { return csp::par_for(50, [](std::size_t i) { return i * i; }); }, opts());
+    ASSERT_EQ(squares.size(), 50u);
+    for (std::size_t i = 0; i < 50; ++i) EXPECT_EQ(squares[i], i * i);
+}
+
+TEST_P(process_test, par_waits_for_every_branch_then_rethrows_the_first_failure) {
+    std::atomic<bool> slow_branch_finished{false};
+    try {
+        csp::run(
+            [&] {
+                csp::par([] { throw std::runtime_error("branch failed"); },
+                         [&] {
+                             csp::sleep_for(30ms);
+                             slow_branch_finished = true;
+                         });
+            },
+            opts());
+        FAIL() << "no exception";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "branch failed");
+    }
+    EXPECT_TRUE(slow_branch_finished.load());
+}
+
+TEST(process, seq_runs_steps_in_order_and_returns_their_results) {
+    std::vector<int> order;
+    auto [x, y] = csp::run([&] {
+        return csp::seq([&] { order.push_back(1); return 10; }, [&] { order.push_back(2); return 20; });
+    });
+    EXPECT_EQ(order, (std::vector<int>{1, 2}));
+    EXPECT_EQ(x + y, 30);
+}
+
+TEST(process, nested_pars_and_many_processes) {
+    std::atomic<int> leaves{0};
+    csp::run([&] {
+        csp::par_for(10, [&](std::size_t) { csp::par_for(100, [&](std::size_t) { ++leaves; }); });
+    });
+    EXPECT_EQ(leaves.load(), 1000);
+}
+
+TEST(process, names_default_to_the_place_in_the_par_tree) {
+    std::vector<std::string> names(3);
+    csp::run([&] {
+        names[0] = csp::this_process::name();
+        csp::par([&] { names[1] = csp::this_process::name(); },
+                 csp::proc("worker", [&] { names[2] = csp::this_process::name(); }));
+    });
+    EXPECT_EQ(names[0], "main");
+    EXPECT_EQ(names[1], "main.0");
+    EXPECT_EQ(names[2], "worker");
+}
+
+TEST(process, par_outside_a_runtime_is_a_usage_error) {
+    EXPECT_THROW(csp::par([] {}), csp::usage_error);
+}
+
+TEST(process, runtimes_do_not_nest) {
+    csp::run([] { EXPECT_THROW(csp::run([] {}), csp::usage_error); });
+}
+
+TEST_P(process_test, a_plain_thread_writes_to_a_process_reader) {
+    constexpr int n = 2000;
+    csp::channel<int> c;
+    long sum = 0;
+    csp::run(
+        [&] {
+            std::thread t([w = c.writer(), party = csp::external_party()] {
+                for (int i = 1; i <= n; ++i) w.write(i);
+            });
+            auto r = c.reader();
+            for (int i = 1; i <= n; ++i) sum += r.read();
+            t.join();
+        },
+        opts());
+    EXPECT_EQ(sum, static_cast<long>(n) * (n + 1) / 2);
+}
+
+TEST_P(process_test, a_plain_thread_reads_from_a_process_writer) {
+    constexpr int n = 2000;
+    csp::channel<int> c;
+    long sum = 0;
+    std::thread t([&, r = c.reader()] {
+        for (int i = 1; i <= n; ++i) sum += r.read();
+    });
+    csp::run(
+        [&] {
+            auto w = c.writer();
+            for (int i = 1; i <= n; ++i) w.write(i);
+        },
+        opts());
+    t.join();
+    EXPECT_EQ(sum, static_cast<long>(n) * (n + 1) / 2);
+}
+
+TEST(process, one_runtime_after_another_on_the_same_thread) {
+    for (int round = 0; round < 20; ++round) {
+        csp::channel<int> c;
+        const auto [unused, got] = csp::run([&] {
+            return csp::par([w = c.writer(), round] { w.write(round); }, [r = c.reader()] { return r.read(); });
+        }, {.threads = 1 + static_cast<std::size_t>(round % 2)});
+        (void)unused;
+        ASSERT_EQ(got, round);
+    }
+}
+
+}  // namespace
