@@ -15,7 +15,6 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -102,12 +101,12 @@ protected:
     }
     // Throws the reason must_refuse() found, releasing lock_ first.
     [[noreturn]] void refuse_and_unlock(side s) {
-        std::exception_ptr e;
-        if (poisoned_) e = std::make_exception_ptr(poisoned_error(label()));
-        else if (retired_[s == reading ? writing : reading]) e = std::make_exception_ptr(retired_error_for(s));
-        else e = std::make_exception_ptr(single_side_error(s));
+        const bool poisoned = poisoned_;
+        const bool retired = retired_[s == reading ? writing : reading];
         lock_.unlock();
-        std::rethrow_exception(e);
+        if (poisoned) throw poisoned_error(label());
+        if (retired) throw_retired(s);
+        throw single_side_error(s);
     }
 
 public:

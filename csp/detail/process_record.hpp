@@ -47,6 +47,9 @@ public:
     // while no fiber runs (runtime_core.hpp).
     std::atomic<waiter*> blocked_on{nullptr};
 
+    // Highest address of this process's own frames (sanitizer support).
+    void* stack_top = nullptr;
+
     // Registry links, guarded by runtime_core's registry mutex.
     process_record* prev = nullptr;
     process_record* next = nullptr;

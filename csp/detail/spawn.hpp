@@ -123,6 +123,7 @@ void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&
         {
             alignas(process_record) unsigned char storage[sizeof(process_record)];
             auto* rec = new (storage) process_record(rt, parent, index, std::move(name));
+            rec->stack_top = __builtin_frame_address(0);
             boost::fibers::context* ctx = boost::fibers::context::active();
             ctx->set_properties(rec);
             rt->process_started(rec);

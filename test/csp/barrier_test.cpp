@@ -19,7 +19,9 @@ TEST_P(barrier_test, phases_keep_every_process_in_step) {
         [&] {
             csp::par_for(procs, [&](std::size_t) {
                 for (int p = 0; p < phases; ++p) {
-                    if (p > 0) ASSERT_EQ(done_in_phase[p - 1].load(), procs) << "phase " << p;
+                    if (p > 0) {
+                        ASSERT_EQ(done_in_phase[p - 1].load(), procs) << "phase " << p;
+                    }
                     ++done_in_phase[p];
                     b.sync();
                 }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole suite: install what is missing, build and run every test, first
+# in a Release build (which also builds the examples and benchmarks), then in
+# an AddressSanitizer + UndefinedBehaviorSanitizer build. Soak tests (label
+# "soak") are left out; run them with: ctest --test-dir build -L soak
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j2
+ctest --test-dir build -j2 -LE soak --output-on-failure
+
+cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSP_SANITIZE=ON \
+      -DCSP_BUILD_BENCH=OFF -DCSP_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-sanitize -j2
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-sanitize -j2 -LE soak --output-on-failure
