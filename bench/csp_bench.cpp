@@ -3,7 +3,7 @@
 //   commstime/csp, commstime/boost_fiber   ns per communication, one thread
 //   commstime/ratio                         csp / boost_fiber (target <= 0.5)
 //   select/2, select/8                      priority select, one of n ready
-//   spawn/csp, spawn/boost_fiber            start and join one process
+//   spawn/csp, spawn/boost_fiber, spawn/ratio  start and join one process
 //   commstime/csp_2_threads                 commstime on 2 workers (report only)
 //   million_processes                       peak RSS per blocked process
 //                                           (only with --benchmark_filter=million)
@@ -141,18 +141,28 @@ void select_n(benchmark::State& state) {
     state.counters["ns_per_select"] = ns / static_cast<double>(state.iterations());
 }
 
+// Start one process and wait for it, against one raw Boost fiber.
 void spawn_csp(benchmark::State& state) {
+    double ns = 0;
     csp::run([&] {
         long sink = 0;
+        const auto start = clock_type::now();
         for (auto _ : state) csp::par([&] { ++sink; });
+        ns = elapsed_ns(start);
         benchmark::DoNotOptimize(sink);
     });
+    state.counters["ns_per_spawn"] = ns / static_cast<double>(state.iterations());
+    bench::record("spawn/csp", ns / static_cast<double>(state.iterations()));
 }
 
 void spawn_boost_fiber(benchmark::State& state) {
     long sink = 0;
+    const auto start = clock_type::now();
     for (auto _ : state) boost::fibers::fiber([&] { ++sink; }).join();
+    const double ns = elapsed_ns(start);
     benchmark::DoNotOptimize(sink);
+    state.counters["ns_per_spawn"] = ns / static_cast<double>(state.iterations());
+    bench::record("spawn/boost_fiber", ns / static_cast<double>(state.iterations()));
 }
 
 long peak_rss_kib() {
@@ -164,9 +174,12 @@ long peak_rss_kib() {
 }
 
 // n processes all blocked reading one shared channel, then released one value
-// each. Reports the growth of peak RSS divided by n.
+// each. Reports the growth of peak RSS divided by n. The processes run on
+// 16 KiB stacks (runtime_options::stack_size), of which a blocked reader
+// touches one page.
 void million_processes(benchmark::State& state) {
     const auto n = static_cast<std::size_t>(state.range(0));
+    constexpr std::size_t stack_size = 16 * 1024;
     for (auto _ : state) {
         const long before = peak_rss_kib();
         csp::channel<int> shared{"shared"};
@@ -181,11 +194,12 @@ void million_processes(benchmark::State& state) {
                         for (std::size_t i = 0; i < n; ++i) out.write(1);
                     });
             },
-            {.stack_size = 16 * 1024});
+            {.stack_size = stack_size});
         const long after = peak_rss_kib();
         if (received != static_cast<long>(n)) state.SkipWithError("lost messages");
         state.counters["rss_bytes_per_process"] =
             static_cast<double>(after - before) * 1024.0 / static_cast<double>(n);
+        state.counters["stack_bytes"] = static_cast<double>(stack_size);
     }
 }
 
@@ -201,6 +215,7 @@ BENCHMARK(million_processes)->Name("million_processes")->Arg(1'000'000)->Iterati
 
 int main(int argc, char** argv) {
     bench::register_ratio("commstime/ratio", "commstime/csp", "commstime/boost_fiber");
+    bench::register_ratio("spawn/ratio", "spawn/csp", "spawn/boost_fiber");
     // The million-process run takes a few GiB and many seconds: only on request.
     bool filtered = false;
     for (int i = 1; i < argc; ++i) filtered = filtered || std::string(argv[i]).rfind("--benchmark_filter", 0) == 0;

@@ -13,13 +13,14 @@
 namespace csp::detail {
 
 namespace {
-std::size_t round_to_pages(std::size_t n) {
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    return (std::max(n, page) + page - 1) / page * page;
-}
+// Stacks need 16-byte alignment, not page alignment: stacks smaller than a
+// page share pages with their neighbours, which is what makes tiny processes
+// cheap. Below 2 KiB not even Boost's context record and one frame fit.
+constexpr std::size_t min_stack = 2048;
+std::size_t round_to_alignment(std::size_t n) { return (std::max(n, min_stack) + 15) / 16 * 16; }
 }  // namespace
 
-stack_pool::stack_pool(std::size_t stack_size) : size_(round_to_pages(stack_size)) {}
+stack_pool::stack_pool(std::size_t stack_size) : size_(round_to_alignment(stack_size)) {}
 
 stack_pool::~stack_pool() {
     for (auto [base, len] : regions_) ::munmap(base, len);
@@ -29,9 +30,9 @@ boost::context::stack_context stack_pool::allocate() {
     std::lock_guard lk(mutex_);
     boost::context::stack_context sc;
     sc.size = size_;
-    if (!free_.empty()) {
-        sc.sp = free_.back();
-        free_.pop_back();
+    if (free_ != nullptr) {
+        sc.sp = free_;
+        free_ = *free_link(free_);
         return sc;
     }
     if (next_ == end_) {
@@ -59,12 +60,8 @@ void stack_pool::deallocate(boost::context::stack_context& sc) noexcept {
     ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(sc.sp) - sc.size, sc.size);
 #endif
     std::lock_guard lk(mutex_);
-    try {
-        free_.push_back(sc.sp);
-    } catch (...) {
-        // Out of memory for the free list: the stack stays reserved until the
-        // pool goes; nothing else is lost.
-    }
+    *free_link(sc.sp) = free_;
+    free_ = sc.sp;
 }
 
 }  // namespace csp::detail
