@@ -78,10 +78,13 @@ TEST_P(stress, retire_ends_the_stream_after_every_value_was_read) {
             [&] {
                 csp::par(
                     [&] {
-                        csp::par_for(writers, [&](std::size_t) {
-                            auto w = c.writer();
-                            for (int i = 1; i <= per_writer; ++i) w.write(i);
-                            w.retire();
+                        // Every holder exists before any can retire: a holder
+                        // made later would find the side already retired.
+                        std::vector<csp::writer<int>> ws;
+                        for (int k = 0; k < writers; ++k) ws.push_back(c.writer());
+                        csp::par_for(writers, [&](std::size_t k) {
+                            for (int i = 1; i <= per_writer; ++i) ws[k].write(i);
+                            ws[k].retire();
                         });
                     },
                     [&] {
@@ -115,10 +118,11 @@ TEST(stress_alt, selects_over_shared_channels_on_two_threads_lose_nothing) {
             [&] {
                 csp::par(
                     [&] {
-                        csp::par_for(2 * writers_per_channel, [&](std::size_t k) {
-                            auto w = (k % 2 ? a : b).writer();
-                            for (int i = 1; i <= per_writer; ++i) w.write(i);
-                            w.retire();
+                        std::vector<csp::writer<int>> ws;
+                        for (int k = 0; k < 2 * writers_per_channel; ++k) ws.push_back((k % 2 ? a : b).writer());
+                        csp::par_for(ws.size(), [&](std::size_t k) {
+                            for (int i = 1; i <= per_writer; ++i) ws[k].write(i);
+                            ws[k].retire();
                         });
                     },
                     [&] {
