@@ -118,9 +118,7 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
             if (guards[at(k)]->enabled()) guards[at(k)]->disable(nodes[at(k)]);
 
         if (chosen == waiter::retry) continue;
-        if (chosen == waiter::aborted) {
-            throw deadlock_error(w.runtime() ? w.runtime()->deadlock_report() : "deadlock");
-        }
+        if (chosen == waiter::aborted) w.throw_aborted();
         const auto i = static_cast<std::size_t>(chosen);
         guards[i]->complete(nodes[i]);
         notify(event::kind::alt_chose, nullptr, i);

@@ -53,7 +53,7 @@ void barrier::sync() {
             waiting_.erase(n);
             --arrived_;
         }
-        throw deadlock_error(w.runtime() ? w.runtime()->deadlock_report() : "deadlock");
+        w.throw_aborted();
     }
 }
 

@@ -31,6 +31,19 @@ inline process_record* calling_process(const char* what) {
     return self;
 }
 
+// The frame of every par: `start(rt, self, join)` spawns the n children; then
+// wait for all of them and rethrow the first failure.
+template <class Start>
+void run_children(const char* what, std::size_t n, Start&& start) {
+    process_record* self = calling_process(what);
+    join_state join(n);
+    notify(event::kind::par_begin, nullptr, n);
+    start(self->runtime(), self, &join);
+    join.wait();
+    notify(event::kind::par_end);
+    join.rethrow_if_failed();
+}
+
 template <class R>
 auto take_result(result_slot<R>& slot) {
     if constexpr (std::is_void_v<R>) return std::monostate{};
@@ -41,18 +54,12 @@ auto take_result(result_slot<R>& slot) {
 
 template <class... F>
 auto par(F&&... branches) {
-    constexpr std::size_t n = sizeof...(F);
-    detail::process_record* self = detail::calling_process("csp::par");
-    detail::runtime_core* rt = self->runtime();
     std::tuple<detail::result_slot<detail::process_result_t<F>>...> results;
-    detail::join_state join(n);
-    detail::notify(event::kind::par_begin, nullptr, n);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (detail::spawn(rt, self, I, std::forward<F>(branches), &std::get<I>(results), &join), ...);
-    }(std::index_sequence_for<F...>{});
-    join.wait();
-    detail::notify(event::kind::par_end);
-    join.rethrow_if_failed();
+    detail::run_children("csp::par", sizeof...(F), [&](auto* rt, auto* self, auto* join) {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (detail::spawn(rt, self, I, std::forward<F>(branches), &std::get<I>(results), join), ...);
+        }(std::index_sequence_for<F...>{});
+    });
     if constexpr ((std::is_void_v<detail::process_result_t<F>> && ...)) {
         return;
     } else {
@@ -66,16 +73,11 @@ auto par(F&&... branches) {
 template <class F>
 auto par_for(std::size_t n, F&& body) {
     using R = std::invoke_result_t<F&, std::size_t>;
-    detail::process_record* self = detail::calling_process("csp::par_for");
-    detail::runtime_core* rt = self->runtime();
     std::vector<detail::result_slot<R>> results(n);
-    detail::join_state join(n);
-    detail::notify(event::kind::par_begin, nullptr, n);
-    for (std::size_t i = 0; i < n; ++i)
-        detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], &join);
-    join.wait();
-    detail::notify(event::kind::par_end);
-    join.rethrow_if_failed();
+    detail::run_children("csp::par_for", n, [&](auto* rt, auto* self, auto* join) {
+        for (std::size_t i = 0; i < n; ++i)
+            detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], join);
+    });
     if constexpr (!std::is_void_v<R>) {
         std::vector<R> out;
         out.reserve(n);

@@ -28,6 +28,7 @@
 #include <boost/fiber/context.hpp>
 #include <boost/fiber/detail/spinlock.hpp>
 
+#include "csp/error.hpp"
 #include "csp/detail/runtime_core.hpp"
 
 namespace csp {
@@ -99,8 +100,10 @@ public:
         return state();
     }
 
-    detail::process_record* process() const noexcept { return proc_; }
-    detail::runtime_core* runtime() const noexcept { return proc_ ? proc_->runtime() : nullptr; }
+    // The waiter was committed to `aborted`: throw the runtime's report.
+    [[noreturn]] void throw_aborted() const {
+        throw deadlock_error(proc_ ? proc_->runtime()->deadlock_report() : "deadlock");
+    }
 
     // What the waiter waits on; must be set before the waiter can block.
     void set_site(const wait_site* site) noexcept { site_ = site; }

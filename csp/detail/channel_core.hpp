@@ -146,9 +146,6 @@ protected:
         throw error(label() + ": woken without an outcome (internal error)");
     }
 
-    [[noreturn]] static void throw_deadlock(const waiter& w) {
-        throw deadlock_error(w.runtime() ? w.runtime()->deadlock_report() : "deadlock");
-    }
 
     mutable spinlock lock_;
     wait_queue readers_;
@@ -324,7 +321,7 @@ private:
             std::lock_guard lk(lock_);
             q.erase(n);
         }
-        throw_deadlock(w);
+        w.throw_aborted();
     }
 
     std::deque<T> buf_;

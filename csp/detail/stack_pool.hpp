@@ -25,7 +25,6 @@ public:
 
     boost::context::stack_context allocate();
     void deallocate(boost::context::stack_context& sc) noexcept;
-    std::size_t stack_size() const noexcept { return size_; }
 
 private:
     std::mutex mutex_;
