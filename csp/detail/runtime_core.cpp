@@ -8,9 +8,16 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
     if (externals_.load() != 0 || live_.load() == 0) return false;
     std::lock_guard lk(registry_mutex_);
     if (registered_ != live_.load()) return false;  // a process has yet to start
-    for (process_record* p = head_; p; p = p->next) {
+    auto awake = [](const process_record* p) {
         const waiter* w = p->blocked_on.load(std::memory_order_acquire);
-        if (w == nullptr || !w->is_waiting() || w->site()->reachable_from_outside()) return false;
+        return w == nullptr || !w->is_waiting() || w->site()->reachable_from_outside();
+    };
+    if (awake_hint_ && awake(awake_hint_)) return false;
+    for (process_record* p = head_; p; p = p->next) {
+        if (awake(p)) {
+            awake_hint_ = p;
+            return false;
+        }
     }
 
     std::string report = "deadlock: every process is blocked and nothing can wake any of them\n";

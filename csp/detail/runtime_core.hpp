@@ -45,6 +45,7 @@ public:
         std::lock_guard lk(registry_mutex_);
         if (p->prev) p->prev->next = p->next; else head_ = p->next;
         if (p->next) p->next->prev = p->prev;
+        if (awake_hint_ == p) awake_hint_ = nullptr;
         --registered_;
     }
     void process_exited() noexcept { live_.fetch_sub(1); }
@@ -103,6 +104,10 @@ private:
     std::mutex hooks_mutex_;
     std::vector<hook> hooks_;
     process_record* head_ = nullptr;
+    // The process that last proved the runtime not deadlocked. Checked first:
+    // a long-lived sleeper (a timer loop, later an IO wait) keeps the idle
+    // check O(1) however many processes are blocked.
+    process_record* awake_hint_ = nullptr;
     long registered_ = 0;
     std::string report_;
 };
