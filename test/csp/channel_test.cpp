@@ -165,13 +165,10 @@ TEST_P(channel_test, one_to_any_delivers_each_message_to_exactly_one_reader) {
                 },
                 [&, r = c.reader()] {
                     csp::par_for(readers, [&](std::size_t) {
-                        try {
-                            for (;;) {
-                                ++seen[r.read()];  // distinct indices: no data race
-                                ++total;
-                            }
-                        } catch (const csp::poisoned_error&) {
-                        }
+                        csp_test::read_until<csp::poisoned_error>(r, [&](int v) {
+                            ++seen[v];  // distinct indices: no data race
+                            ++total;
+                        });
                     });
                 });
         },

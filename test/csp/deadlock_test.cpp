@@ -76,32 +76,28 @@ TEST_P(deadlock_test, unnamed_processes_get_their_place_in_the_par_tree) {
 TEST_P(deadlock_test, a_process_waiting_on_a_timer_is_not_deadlocked) {
     csp::channel<int> c;
     int got = 0;
-    csp_test::with_watchdog([&] {
-        csp::run(
-            [&] {
-                csp::par([&, r = c.reader()] { got = r.read(); },
-                         [w = c.writer()] {
-                             csp::sleep_for(50ms);  // the reader is alone and blocked meanwhile
-                             w.write(3);
-                         });
-            },
-            opts());
-    });
+    csp_test::run_watched(
+        [&] {
+            csp::par([&, r = c.reader()] { got = r.read(); },
+                     [w = c.writer()] {
+                         csp::sleep_for(50ms);  // the reader is alone and blocked meanwhile
+                         w.write(3);
+                     });
+        },
+        opts());
     EXPECT_EQ(got, 3);
 }
 
 TEST_P(deadlock_test, a_select_with_a_timeout_is_not_deadlocked) {
     csp::channel<int> c;
     std::size_t chosen = 9;
-    csp_test::with_watchdog([&] {
-        csp::run(
-            [&] {
-                int v;
-                auto r = c.reader();
-                chosen = csp::select(csp::input(r, v), csp::timeout(30ms));
-            },
-            opts());
-    });
+    csp_test::run_watched(
+        [&] {
+            int v;
+            auto r = c.reader();
+            chosen = csp::select(csp::input(r, v), csp::timeout(30ms));
+        },
+        opts());
     EXPECT_EQ(chosen, 1u);
 }
 
@@ -115,18 +111,16 @@ TEST_P(deadlock_test, a_barrier_nobody_completes_is_reported) {
 TEST_P(deadlock_test, an_external_party_keeps_the_runtime_from_reporting_a_deadlock) {
     csp::channel<int> c;
     int got = 0;
-    csp_test::with_watchdog([&] {
-        csp::run(
-            [&] {
-                std::thread t([w = c.writer(), party = csp::external_party()] {
-                    std::this_thread::sleep_for(50ms);
-                    w.write(11);
-                });
-                got = c.reader().read();
-                t.join();
-            },
-            opts());
-    });
+    csp_test::run_watched(
+        [&] {
+            std::thread t([w = c.writer(), party = csp::external_party()] {
+                std::this_thread::sleep_for(50ms);
+                w.write(11);
+            });
+            got = c.reader().read();
+            t.join();
+        },
+        opts());
     EXPECT_EQ(got, 11);
 }
 

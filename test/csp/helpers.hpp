@@ -28,6 +28,23 @@ void with_watchdog(F&& f, std::chrono::seconds limit = std::chrono::seconds(30))
     done.get();  // rethrows a failure of f
 }
 
+// csp::run under the watchdog: for tests where a wrong deadlock verdict
+// would otherwise hang.
+template <class F>
+void run_watched(F&& root, csp::runtime_options o = {}) {
+    with_watchdog([&] { csp::run(std::forward<F>(root), o); });
+}
+
+// Reads values into `f` until the channel ends with an `End` error
+// (csp::poisoned_error or csp::retired_error); any other error propagates.
+template <class End, class T, class F>
+void read_until(const csp::reader<T>& r, F&& f) {
+    try {
+        for (;;) f(r.read());
+    } catch (const End&) {
+    }
+}
+
 // Suites that run on one worker thread and on two.
 class on_threads : public ::testing::TestWithParam<std::size_t> {
 protected:

@@ -40,14 +40,10 @@ TEST_P(stress, any_to_any_on_two_worker_threads_delivers_every_message_once) {
                     },
                     [&] {
                         csp::par_for(readers, [&](std::size_t) {
-                            auto r = c.reader();
-                            try {
-                                for (;;) {
-                                    ++seen[r.read()];
-                                    ++received;
-                                }
-                            } catch (const csp::poisoned_error&) {
-                            }
+                            csp_test::read_until<csp::poisoned_error>(c.reader(), [&](int v) {
+                                ++seen[v];
+                                ++received;
+                            });
                         });
                     });
             },
@@ -89,14 +85,10 @@ TEST_P(stress, retire_ends_the_stream_after_every_value_was_read) {
                     },
                     [&] {
                         csp::par_for(readers, [&](std::size_t) {
-                            auto r = c.reader();
-                            try {
-                                for (;;) {
-                                    sum += r.read();
-                                    ++count;
-                                }
-                            } catch (const csp::retired_error&) {
-                            }
+                            csp_test::read_until<csp::retired_error>(c.reader(), [&](int v) {
+                                sum += v;
+                                ++count;
+                            });
                         });
                     });
             },
