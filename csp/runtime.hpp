@@ -68,6 +68,7 @@ auto run(F&& root, runtime_options options = {}) {
         detail::join_state join(1);
         detail::spawn(scope.core(), nullptr, 0, std::forward<F>(root), &result, &join);
         join.wait();
+        scope.core()->stop_services();
         join.rethrow_if_failed();
     }
     if constexpr (!std::is_void_v<R>) return std::move(*result.value);

@@ -47,6 +47,10 @@ public:
     // while no fiber runs (runtime_core.hpp).
     std::atomic<waiter*> blocked_on{nullptr};
 
+    // A service's process (runtime_core::make_daemon); guarded by the
+    // registry mutex.
+    bool daemon = false;
+
     // Highest address of this process's own frames (sanitizer support).
     void* stack_top = nullptr;
 

@@ -8,6 +8,7 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
     if (externals_.load() != 0 || live_.load() == 0) return false;
     std::lock_guard lk(registry_mutex_);
     if (registered_ != live_.load()) return false;  // a process has yet to start
+    if (registered_ == daemons_) return false;        // only services are left
     auto awake = [](const process_record* p) {
         const waiter* w = p->blocked_on.load(std::memory_order_acquire);
         return w == nullptr || !w->is_waiting() || w->site()->reachable_from_outside();
@@ -22,17 +23,18 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
 
     std::string report = "deadlock: every process is blocked and nothing can wake any of them\n";
     for (process_record* p = head_; p; p = p->next) {
+        if (p->daemon) continue;
         report.append("  process '").append(p->label()).append("' is blocked ");
         p->blocked_on.load(std::memory_order_relaxed)->site()->describe(report);
         report += "\n";
     }
-    report.append("(").append(std::to_string(registered_)).append(" blocked processes)");
+    report.append("(").append(std::to_string(registered_ - daemons_)).append(" blocked processes)");
     report_ = std::move(report);
 
     const std::size_t before = to_wake.size();
     for (process_record* p = head_; p; p = p->next) {
         waiter* w = p->blocked_on.load(std::memory_order_relaxed);
-        if (w->abortable && w->commit(waiter::aborted)) to_wake.push_back(w);
+        if (!p->daemon && w->abortable && w->commit(waiter::aborted)) to_wake.push_back(w);
     }
     return to_wake.size() > before;
 }

@@ -3,9 +3,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "csp/error.hpp"
+#include "csp/detail/idle_poller.hpp"
 #include "csp/detail/process_record.hpp"
+#include "csp/detail/service.hpp"
 #include "csp/detail/stack_pool.hpp"
 
 namespace csp::detail {
@@ -26,6 +30,12 @@ namespace csp::detail {
 // policies call find_deadlock() only when every worker is idle, so no process
 // can change state during the walk; this keeps the hot path free of shared
 // counters.
+//
+// Daemon processes (the processes of services, service.hpp) are walked like
+// any other, so a daemon that can be woken from outside (an IO scheduler with
+// file descriptors to watch) keeps the runtime awake. But they are not
+// program processes: they are left out of the report and are not aborted, and
+// when only daemons are left there is no deadlock to report.
 class runtime_core : public std::enable_shared_from_this<runtime_core> {
 public:
     explicit runtime_core(std::size_t stack_size)
@@ -43,12 +53,20 @@ public:
     }
     void process_stopped(process_record* p) {
         std::lock_guard lk(registry_mutex_);
+        if (p->daemon) --daemons_;
         if (p->prev) p->prev->next = p->next; else head_ = p->next;
         if (p->next) p->next->prev = p->prev;
         if (awake_hint_ == p) awake_hint_ = nullptr;
         --registered_;
     }
     void process_exited() noexcept { live_.fetch_sub(1); }
+
+    // Called by a service's process on itself, first thing.
+    void make_daemon(process_record* p) {
+        std::lock_guard lk(registry_mutex_);
+        if (!p->daemon) ++daemons_;
+        p->daemon = true;
+    }
 
     stack_allocator stacks() const { return stack_allocator(stacks_); }
 
@@ -84,6 +102,46 @@ public:
         hooks_.clear();
     }
 
+    // The service stored under `key`, made by make() (which returns a
+    // shared_ptr<S>) if there is none yet. Sets `created` accordingly. Throws
+    // usage_error once the runtime is shutting its services down.
+    template <class S, class Make>
+    std::shared_ptr<S> service(const void* key, Make&& make, bool& created) {
+        std::lock_guard lk(services_mutex_);
+        for (auto& [k, s] : services_) {
+            if (k == key) {
+                created = false;
+                return std::static_pointer_cast<S>(s);
+            }
+        }
+        if (services_stopped_) throw usage_error("a runtime service was requested after the root process ended");
+        std::shared_ptr<S> s = make();
+        services_.emplace_back(key, s);
+        created = true;
+        return s;
+    }
+
+    // Stops every service and waits for them; called by run() after the root
+    // process returned. The services' objects live on until the runtime does.
+    void stop_services() {
+        std::vector<std::shared_ptr<detail::service>> all;
+        {
+            std::lock_guard lk(services_mutex_);
+            services_stopped_ = true;
+            for (auto& [k, s] : services_) all.push_back(s);
+        }
+        for (auto& s : all) s->stop();
+        for (auto& s : all) s->join();
+    }
+
+    // The event source idle workers poll instead of sleeping (idle_poller.hpp),
+    // or nullptr. At most one per runtime.
+    detail::idle_poller* idle_poller() const noexcept { return poller_.load(std::memory_order_acquire); }
+    void set_idle_poller(detail::idle_poller* p) noexcept {
+        poller_.store(p, std::memory_order_release);
+        poke_workers();  // a sleeping worker should start polling (or stop)
+    }
+
 private:
     // Lock order: hooks_mutex_, then a worker pool's mutex (taken by the
     // hooks), then registry_mutex_ (taken by find_deadlock under the pool's).
@@ -109,7 +167,13 @@ private:
     // check O(1) however many processes are blocked.
     process_record* awake_hint_ = nullptr;
     long registered_ = 0;
+    long daemons_ = 0;  // registered processes that are daemons
     std::string report_;
+
+    std::mutex services_mutex_;
+    std::vector<std::pair<const void*, std::shared_ptr<detail::service>>> services_;
+    bool services_stopped_ = false;
+    std::atomic<detail::idle_poller*> poller_{nullptr};
 };
 
 }  // namespace csp::detail

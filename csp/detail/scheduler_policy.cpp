@@ -14,6 +14,13 @@ using time_point = std::chrono::steady_clock::time_point;
 
 namespace {
 bool pinned(const context* ctx) { return ctx->is_context(boost::fibers::type::pinned_context); }
+
+// A non-blocking poll of the runtime's idle poller, if it is time for one.
+void busy_poll(runtime_core* rt, busy_poll_clock& clock) noexcept {
+    if (!context::active()->is_context(boost::fibers::type::dispatcher_context)) return;
+    idle_poller* p = rt->idle_poller();
+    if (p && clock.due()) p->poll_until(time_point{});
+}
 }  // namespace
 
 // ---- single thread ----------------------------------------------------------
@@ -28,6 +35,7 @@ void single_thread_policy::awakened(context* ctx) noexcept {
 }
 
 context* single_thread_policy::pick_next() noexcept {
+    busy_poll(rt_, busy_poll_);
     if (dispatcher_ && (ready_.empty() || ++picks_since_dispatch_ >= dispatch_interval)) {
         picks_since_dispatch_ = 0;
         return std::exchange(dispatcher_, nullptr);
@@ -52,6 +60,24 @@ void single_thread_policy::suspend_until(time_point const& t) noexcept {
     }
     // No fiber of the runtime runs now: the precondition of the deadlock walk.
     if (rt_->check_deadlock()) return;
+    if (idle_poller* p = rt_->idle_poller()) {
+        {
+            std::lock_guard lk(mutex_);
+            if (notified_) {
+                notified_ = false;
+                return;
+            }
+            polling_ = p;  // from here notify() wakes the poll
+        }
+        const bool polled = p->poll_until(t);
+        busy_poll_.rested();
+        std::lock_guard lk(mutex_);
+        polling_ = nullptr;
+        if (polled) {
+            notified_ = false;  // Boost's dispatcher looks at its remote queue next
+            return;
+        }
+    }
     std::unique_lock lk(mutex_);
     if (t == time_point::max()) cv_.wait(lk, [this] { return notified_; });
     else cv_.wait_until(lk, t, [this] { return notified_; });
@@ -59,10 +85,13 @@ void single_thread_policy::suspend_until(time_point const& t) noexcept {
 }
 
 void single_thread_policy::notify() noexcept {
+    idle_poller* p;
     {
         std::lock_guard lk(mutex_);
         notified_ = true;
+        p = polling_;
     }
+    if (p) p->wake();
     cv_.notify_all();
 }
 
@@ -73,29 +102,40 @@ void worker_pool::attach(std::size_t idx, worker_policy* w) {
     workers_[idx] = w;
 }
 
+// The polling worker counts among the sleepers: new stealable work wakes it
+// (once per poll) as it wakes a worker sleeping on cv_.
 void worker_pool::work_added() {
     if (sleepers_.load() == 0) return;
+    idle_poller* p = nullptr;
     {
         std::lock_guard lk(mutex_);
         ++epoch_;
+        if (poller_ && !std::exchange(poller_woken_, true)) p = poller_;
     }
     cv_.notify_one();
+    if (p) p->wake();
 }
 
 void worker_pool::notify(worker_policy* w) {
+    idle_poller* p = nullptr;
     {
         std::lock_guard lk(mutex_);
         w->notified = true;
+        if (polling_worker_ == w && !std::exchange(poller_woken_, true)) p = poller_;
     }
     cv_.notify_all();
+    if (p) p->wake();
 }
 
 void worker_pool::wake_all() {
+    idle_poller* p = nullptr;
     {
         std::lock_guard lk(mutex_);
         ++epoch_;
+        if (poller_ && !std::exchange(poller_woken_, true)) p = poller_;
     }
     cv_.notify_all();
+    if (p) p->wake();
 }
 
 bool worker_pool::has_stealable_work(const worker_policy* except) const {
@@ -147,6 +187,22 @@ void worker_pool::idle(worker_policy* self, runtime_core* rt, time_point until) 
         for (waiter* w : to_wake) w->wake();
         return;
     }
+    // One idle worker waits in the runtime's idle poller rather than on cv_.
+    if (idle_poller* p = rt->idle_poller(); p && polling_worker_ == nullptr) {
+        polling_worker_ = self;
+        poller_ = p;
+        poller_woken_ = false;
+        lk.unlock();
+        const bool polled = p->poll_until(until);
+        lk.lock();
+        polling_worker_ = nullptr;
+        poller_ = nullptr;
+        if (polled || epoch_ != seen || self->notified) {
+            self->notified = false;
+            sleepers_.fetch_sub(1);
+            return;
+        }
+    }
     auto woken = [&] { return epoch_ != seen || self->notified; };
     if (until == time_point::max()) cv_.wait(lk, woken);
     else cv_.wait_until(lk, until, woken);
@@ -172,6 +228,7 @@ void worker_policy::awakened(context* ctx) noexcept {
 }
 
 context* worker_policy::pick_next() noexcept {
+    busy_poll(rt_, busy_poll_);
     context* ctx = nullptr;
     {
         std::lock_guard lk(mutex_);

@@ -1,8 +1,15 @@
 #pragma once
 // Boost.Fiber scheduling policies of a runtime. Both do what Boost's
-// round_robin / work_stealing do, and add the one thing csp needs: when a
-// worker runs out of ready fibers it asks the runtime whether the program is
-// deadlocked before it goes to sleep.
+// round_robin / work_stealing do, and add two things csp needs: when a worker
+// runs out of ready fibers it asks the runtime whether the program is
+// deadlocked before it goes to sleep; and if the runtime has an idle poller
+// (the IO scheduler, idle_poller.hpp) the worker waits in its poll instead of
+// on a condition variable, so that notify() reaches it through the poller's
+// wake-up (the self-pipe).
+//
+// While fibers are always ready the workers never idle, so they also poll
+// without blocking at most once per `busy_poll_interval`: file descriptors
+// are served even in a program that never rests.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -29,6 +36,30 @@ namespace csp::detail {
 // dispatcher's round (a clock read, two queue scans, two switches) on every
 // turn of the ready queue, at the price of delaying a remote wake-up or a
 // timer by at most that many context switches.
+inline constexpr std::chrono::microseconds busy_poll_interval{1000};
+
+// Says when a busy worker should poll without blocking. Only ever asked by
+// Boost's dispatcher context (see on_dispatcher()): a pick_next() made on
+// behalf of a fiber that is suspending must not poll, because the poll may
+// commit and wake that very fiber before it has finished suspending.
+class busy_poll_clock {
+public:
+    bool due() noexcept {
+        if (++passes_ < check_every) return false;
+        passes_ = 0;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_ < busy_poll_interval) return false;
+        last_ = now;
+        return true;
+    }
+    void rested() noexcept { last_ = std::chrono::steady_clock::now(); }
+
+private:
+    static constexpr unsigned check_every = 8;
+    unsigned passes_ = 0;
+    std::chrono::steady_clock::time_point last_{};
+};
+
 class single_thread_policy final : public boost::fibers::algo::algorithm {
 public:
     explicit single_thread_policy(runtime_core* rt);
@@ -46,9 +77,11 @@ private:
     boost::fibers::context* dispatcher_ = nullptr;
     unsigned picks_since_dispatch_ = 0;
     runtime_core* rt_;
+    busy_poll_clock busy_poll_;
     std::mutex mutex_;
     std::condition_variable cv_;
     bool notified_ = false;
+    idle_poller* polling_ = nullptr;  // the poller this thread waits in, guarded by mutex_
 };
 
 class worker_policy;
@@ -78,6 +111,11 @@ private:
     std::condition_variable cv_;
     std::uint64_t epoch_ = 0;
     std::atomic<int> sleepers_{0};
+    // The worker waiting in the runtime's idle poller and that poller (at
+    // most one worker polls; the others sleep on cv_). Guarded by mutex_.
+    worker_policy* polling_worker_ = nullptr;
+    idle_poller* poller_ = nullptr;
+    bool poller_woken_ = false;  // a wake() was sent during this poll already
     static constexpr std::chrono::microseconds spin_for{50};
 };
 
@@ -106,6 +144,7 @@ public:
 private:
     worker_pool* pool_;
     runtime_core* rt_;
+    busy_poll_clock busy_poll_;
     mutable std::mutex mutex_;
     std::deque<boost::fibers::context*> ready_;
 };

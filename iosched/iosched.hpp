@@ -1,0 +1,7 @@
+#pragma once
+// Everything of the IO scheduler: include this.
+#include "iosched/io_error.hpp"
+#include "iosched/protocol.hpp"
+#include "iosched/scheduler.hpp"
+#include "iosched/wait.hpp"
+#include "iosched/watch.hpp"

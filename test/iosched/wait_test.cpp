@@ -1,0 +1,218 @@
+// Waiting for readiness: who is woken, how many at once, in what order, and
+// how fast a request reaches a poll already blocked.
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "iosched/iosched.hpp"
+#include "test/csp/helpers.hpp"
+#include "test/iosched/fd_pair.hpp"
+
+using namespace std::chrono_literals;
+using csp_test::fd_pair;
+using csp_test::get_byte;
+using csp_test::put_byte;
+
+namespace {
+
+struct config {
+    std::size_t threads;
+    csp::io::backend_kind backend;
+};
+
+std::string config_name(const ::testing::TestParamInfo<config>& info) {
+    return std::string(csp::io::name(info.param.backend)) + "_" + std::to_string(info.param.threads) + "_threads";
+}
+
+class io_wait : public ::testing::TestWithParam<config> {
+protected:
+    csp::runtime_options opts() const { return {.threads = GetParam().threads}; }
+    csp::io::scheduler_handle start() const { return csp::io::start_scheduler({.backend = GetParam().backend}); }
+};
+
+TEST_P(io_wait, readiness_wakes_the_waiting_process) {
+    fd_pair p;
+    int got = 0;
+    csp_test::run_watched([&] {
+        start();
+        csp::par(
+            [&] {
+                csp::io::wait_readable(p.a());
+                got = get_byte(p.a());
+            },
+            [&] {
+                csp::sleep_for(5ms);
+                put_byte(p.b(), 'x');
+            });
+    }, opts());
+    EXPECT_EQ(got, 'x');
+}
+
+TEST_P(io_wait, wakes_exactly_the_process_waiting_on_the_ready_fd) {
+    constexpr int n = 8;
+    std::vector<fd_pair> pairs(n);
+    std::vector<int> woken_order;
+    csp::channel<int> woken{"woken", csp::buffer::unbounded()};
+    csp_test::run_watched([&] {
+        auto sched = start();
+        csp::par(
+            [&] {
+                csp::par_for(n, [&, out = woken.writer()](std::size_t i) {
+                    csp::io::wait_readable(pairs[i].a());
+                    EXPECT_EQ(get_byte(pairs[i].a()), static_cast<int>(i));
+                    out.write(static_cast<int>(i));
+                });
+            },
+            [&, in = woken.reader()] {
+                // Make the fds ready one at a time, in a scrambled order, and
+                // check that each time exactly the matching process wakes.
+                for (int k = 0; k < n; ++k) {
+                    const int i = (k * 5 + 3) % n;
+                    while (sched.stats().armed < static_cast<std::size_t>(n - k)) csp::sleep_for(1ms);
+                    put_byte(pairs[i].b(), static_cast<char>(i));
+                    woken_order.push_back(in.read());
+                    csp::sleep_for(2ms);  // nobody else may wake meanwhile
+                    EXPECT_EQ(woken.buffered(), 0u);
+                }
+            });
+    }, opts());
+    ASSERT_EQ(woken_order.size(), static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) EXPECT_EQ(woken_order[k], (k * 5 + 3) % n);
+}
+
+TEST_P(io_wait, many_processes_on_many_fds_all_served) {
+    constexpr int n = 200, rounds = 20;
+    std::vector<fd_pair> pairs(n);
+    std::atomic<long> received{0};
+    csp_test::run_watched([&] {
+        start();
+        csp::par_for(2 * n, [&](std::size_t k) {
+            const std::size_t i = k / 2;
+            if (k % 2 == 0) {
+                csp::io::watch in(pairs[i].a(), csp::io::interest::read);
+                for (int r = 0; r < rounds;) {
+                    in.wait();
+                    for (int b; (b = get_byte(pairs[i].a())) >= 0; ++r) {
+                        EXPECT_EQ(b, r % 256);
+                        received.fetch_add(1);
+                    }
+                }
+            } else {
+                for (int r = 0; r < rounds; ++r) {
+                    put_byte(pairs[i].b(), static_cast<char>(r));
+                    if (r % 3 == 0) csp::yield();
+                }
+            }
+        });
+    }, opts());
+    EXPECT_EQ(received.load(), long{n} * rounds);
+}
+
+TEST_P(io_wait, repeated_readiness_on_one_fd_arrives_in_order) {
+    fd_pair p;
+    constexpr int n = 500;
+    std::vector<int> seen;
+    csp_test::run_watched([&] {
+        start();
+        csp::channel<int> sent{"sent"};
+        csp::par(
+            [&, ack = sent.reader()] {
+                csp::io::watch in(p.a(), csp::io::interest::read);
+                for (int i = 0; i < n; ++i) {
+                    in.wait();
+                    seen.push_back(get_byte(p.a()));
+                    ack.read();
+                }
+            },
+            [&, ack = sent.writer()] {
+                for (int i = 0; i < n; ++i) {
+                    put_byte(p.b(), static_cast<char>(i % 256));
+                    ack.write(i);  // one byte in flight at a time: one readiness each
+                }
+            });
+    }, opts());
+    ASSERT_EQ(seen.size(), static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) EXPECT_EQ(seen[i], i % 256) << "at " << i;
+}
+
+TEST_P(io_wait, writable_reports_room_in_the_socket_buffer) {
+    fd_pair p;
+    long written = 0, drained = 0;
+    csp_test::run_watched([&] {
+        start();
+        // Fill the socket until write says EAGAIN; wait_writable must then
+        // block until the reader makes room.
+        const std::vector<char> buf(4096);
+        for (;;) {
+            const ssize_t n = ::write(p.b(), buf.data(), buf.size());
+            if (n < 0) break;
+            written += n;
+        }
+        csp::par(
+            [&] {
+                const auto ev = csp::io::wait_writable(p.b());
+                EXPECT_TRUE(ev.writable());
+                EXPECT_GT(drained, 0);
+            },
+            [&] {
+                csp::sleep_for(10ms);
+                std::vector<char> sink(65536);  // not on the process's small stack
+                for (ssize_t n; (n = ::read(p.a(), sink.data(), sink.size())) > 0;) drained += n;
+            });
+    }, opts());
+    EXPECT_EQ(drained, written);
+}
+
+// Every process is blocked and no timer is pending: the worker sits in a poll
+// with no timeout. Only the self-pipe can bring news from a plain thread.
+TEST_P(io_wait, a_wake_from_a_plain_thread_interrupts_a_blocked_poll) {
+    fd_pair p;
+    csp_test::run_watched([&] {
+        auto sched = start();
+        csp::channel<int> go{"go"};
+        std::thread t([out = go.writer(), party = csp::external_party(), &p] {
+            std::this_thread::sleep_for(30ms);
+            out.write(1);
+            std::this_thread::sleep_for(30ms);
+            put_byte(p.b(), 'y');
+        });
+        go.reader().read();
+        csp::io::wait_readable(p.a());
+        EXPECT_EQ(get_byte(p.a()), 'y');
+        t.join();
+        EXPECT_GE(sched.stats().pipe_wakes, 1u);
+    }, opts());
+}
+
+TEST_P(io_wait, a_plain_thread_can_wait_through_the_scheduler) {
+    fd_pair p;
+    int got = 0;
+    csp_test::run_watched([&] {
+        auto sched = start();
+        csp::channel<int> done{"done"};
+        std::thread waiter([&, sched, out = done.writer(), party = csp::external_party()] {
+            // The request lands while the runtime's poll blocks (no timeout).
+            const auto ev = csp::io::wait_readable(sched, p.a());
+            EXPECT_TRUE(ev.readable());
+            got = get_byte(p.a());
+            out.write(1);
+        });
+        std::thread maker([&, party = csp::external_party()] {
+            while (sched.stats().armed == 0) std::this_thread::sleep_for(1ms);
+            std::this_thread::sleep_for(20ms);
+            put_byte(p.b(), 'z');
+        });
+        done.reader().read();
+        waiter.join();
+        maker.join();
+    }, opts());
+    EXPECT_EQ(got, 'z');
+}
+
+INSTANTIATE_TEST_SUITE_P(, io_wait,
+                         ::testing::Values(config{1, csp::io::backend_kind::poll}, config{2, csp::io::backend_kind::poll},
+                                           config{1, csp::io::backend_kind::epoll}, config{2, csp::io::backend_kind::epoll}),
+                         config_name);
+
+}  // namespace
