@@ -111,9 +111,12 @@ io_events watch::take(const readiness& r) {
     if (ev & POLLNVAL)
         throw io_error(fd_, io_error::condition::invalid_fd, "not an open file descriptor (POLLNVAL)" + waiting());
     if (in_ == interest::read && (ev & POLLIN)) return io_events(ev);
-    if (ev & POLLERR)
-        throw io_error(fd_, io_error::condition::error, "error condition (POLLERR" + pending_error(fd_) + ")" + waiting());
+    // A socket's pending error says most (a reset); else a hang-up; else a bare POLLERR.
+    const std::string pending = (ev & POLLERR) ? pending_error(fd_) : std::string();
+    if (!pending.empty())
+        throw io_error(fd_, io_error::condition::error, "error condition (POLLERR" + pending + ")" + waiting());
     if (ev & POLLHUP) throw io_error(fd_, io_error::condition::hangup, "peer hung up (POLLHUP)" + waiting());
+    if (ev & POLLERR) throw io_error(fd_, io_error::condition::error, "error condition (POLLERR)" + waiting());
     return io_events(ev);
 }
 

@@ -5,9 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "iosched/iosched.hpp"
-#include "test/csp/helpers.hpp"
 #include "test/iosched/fd_pair.hpp"
+#include "test/iosched/io_fixture.hpp"
 
 using namespace std::chrono_literals;
 using csp_test::fd_pair;
@@ -16,20 +15,7 @@ using csp_test::put_byte;
 
 namespace {
 
-struct config {
-    std::size_t threads;
-    csp::io::backend_kind backend;
-};
-
-std::string config_name(const ::testing::TestParamInfo<config>& info) {
-    return std::string(csp::io::name(info.param.backend)) + "_" + std::to_string(info.param.threads) + "_threads";
-}
-
-class io_wait : public ::testing::TestWithParam<config> {
-protected:
-    csp::runtime_options opts() const { return {.threads = GetParam().threads}; }
-    csp::io::scheduler_handle start() const { return csp::io::start_scheduler({.backend = GetParam().backend}); }
-};
+class io_wait : public csp_test::io_suite {};
 
 TEST_P(io_wait, readiness_wakes_the_waiting_process) {
     fd_pair p;
@@ -210,9 +196,6 @@ TEST_P(io_wait, a_plain_thread_can_wait_through_the_scheduler) {
     EXPECT_EQ(got, 'z');
 }
 
-INSTANTIATE_TEST_SUITE_P(, io_wait,
-                         ::testing::Values(config{1, csp::io::backend_kind::poll}, config{2, csp::io::backend_kind::poll},
-                                           config{1, csp::io::backend_kind::epoll}, config{2, csp::io::backend_kind::epoll}),
-                         config_name);
+CSP_ON_EVERY_IO_CONFIG(io_wait);
 
 }  // namespace

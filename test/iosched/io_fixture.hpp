@@ -1,0 +1,37 @@
+#pragma once
+// IO scheduler suites run on every backend, on one worker thread and on two.
+#include <string>
+
+#include "iosched/iosched.hpp"
+#include "test/csp/helpers.hpp"
+
+namespace csp_test {
+
+struct io_config {
+    std::size_t threads;
+    csp::io::backend_kind backend;
+};
+
+class io_suite : public ::testing::TestWithParam<io_config> {
+protected:
+    csp::runtime_options opts() const { return {.threads = GetParam().threads}; }
+    // Call first thing in the root process.
+    csp::io::scheduler_handle start() const { return csp::io::start_scheduler({.backend = GetParam().backend}); }
+    bool single_thread_poll() const {
+        return GetParam().threads == 1 && GetParam().backend == csp::io::backend_kind::poll;
+    }
+};
+
+inline std::string io_config_name(const ::testing::TestParamInfo<io_config>& info) {
+    return std::string(csp::io::name(info.param.backend)) + "_" + std::to_string(info.param.threads) + "_threads";
+}
+
+}  // namespace csp_test
+
+#define CSP_ON_EVERY_IO_CONFIG(suite)                                                                   \
+    INSTANTIATE_TEST_SUITE_P(, suite,                                                                    \
+                             ::testing::Values(csp_test::io_config{1, csp::io::backend_kind::poll},      \
+                                               csp_test::io_config{2, csp::io::backend_kind::poll},      \
+                                               csp_test::io_config{1, csp::io::backend_kind::epoll},     \
+                                               csp_test::io_config{2, csp::io::backend_kind::epoll}),    \
+                             csp_test::io_config_name)
