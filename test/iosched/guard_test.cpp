@@ -16,14 +16,7 @@ namespace {
 
 class io_guard : public csp_test::io_suite {};
 
-// Waits (a bounded time) until the scheduler holds no registration.
-bool set_empties(const csp::io::scheduler_handle& s) {
-    for (int i = 0; i < 2000; ++i) {
-        if (s.stats().fds == 0 && s.stats().armed == 0) return true;
-        csp::sleep_for(1ms);
-    }
-    return false;
-}
+using csp_test::set_empties;
 
 TEST_P(io_guard, socket_channel_and_timeout_in_one_select) {
     fd_pair p;

@@ -22,6 +22,17 @@ protected:
     }
 };
 
+// Waits (a bounded time) until the scheduler holds no registration. The
+// scheduler updates its set after it has answered, so a process that was just
+// answered may look before the update.
+inline bool set_empties(const csp::io::scheduler_handle& s) {
+    for (int i = 0; i < 2000; ++i) {
+        if (s.stats().fds == 0 && s.stats().armed == 0) return true;
+        csp::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+}
+
 inline std::string io_config_name(const ::testing::TestParamInfo<io_config>& info) {
     return std::string(csp::io::name(info.param.backend)) + "_" + std::to_string(info.param.threads) + "_threads";
 }

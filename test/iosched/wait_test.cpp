@@ -167,7 +167,11 @@ TEST_P(io_wait, a_wake_from_a_plain_thread_interrupts_a_blocked_poll) {
         csp::io::wait_readable(p.a());
         EXPECT_EQ(get_byte(p.a()), 'y');
         t.join();
-        EXPECT_GE(sched.stats().pipe_wakes, 1u);
+        // With one worker, the only way the news got in (with two, the other
+        // worker may have been the one woken).
+        if (GetParam().threads == 1) {
+            EXPECT_GE(sched.stats().pipe_wakes, 1u);
+        }
     }, opts());
 }
 
