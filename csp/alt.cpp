@@ -1,6 +1,8 @@
 #include "csp/alt.hpp"
 
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <vector>
 
 #include "csp/error.hpp"
@@ -35,15 +37,24 @@ private:
 };
 
 // One wait_node per guard: on the stack for the common small alternation.
+// Only the nodes of enabled guards are constructed (make()); a select over two
+// guards touches two nodes, not eight.
 class node_array {
 public:
     explicit node_array(std::size_t n) {
-        if (n > local_.size()) heap_ = std::make_unique<wait_node[]>(n);
+        if (n > local_capacity) heap_ = std::make_unique<wait_node[]>(n);
     }
-    wait_node& operator[](std::size_t i) { return heap_ ? heap_[i] : local_[i]; }
+    wait_node& make(std::size_t i, waiter* w) {
+        return *new (address(i)) wait_node{w, static_cast<int>(i)};
+    }
+    wait_node& operator[](std::size_t i) { return *std::launder(static_cast<wait_node*>(address(i))); }
 
 private:
-    std::array<wait_node, 8> local_{};
+    static constexpr std::size_t local_capacity = 8;
+    static_assert(std::is_trivially_destructible_v<wait_node>);
+    void* address(std::size_t i) { return heap_ ? static_cast<void*>(&heap_[i]) : static_cast<void*>(local_ + i * sizeof(wait_node)); }
+
+    alignas(wait_node) unsigned char local_[local_capacity * sizeof(wait_node)];
     std::unique_ptr<wait_node[]> heap_;
 };
 
@@ -94,10 +105,9 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
             for (std::size_t k = 0; k < n && !ready; ++k) {
                 const std::size_t i = at(k);
                 if (!guards[i]->enabled()) continue;
-                nodes[i].owner = &w;
-                nodes[i].index = static_cast<int>(i);
+                wait_node& node = nodes.make(i, &w);
                 enabled_upto = k + 1;
-                ready = guards[i]->enable(nodes[i]);
+                ready = guards[i]->enable(node);
             }
         } catch (...) {
             if (!w.commit(waiter::retry)) w.absorb();

@@ -1,6 +1,10 @@
-// The poll backend: one pollfd per registered fd, the self-pipe at index 0.
+// The poll backend: one pollfd per registered fd, the self-pipe always last.
 // An fd with no wanted events stays in the array with its number negated,
 // which poll skips entirely (it would otherwise still report POLLHUP).
+//
+// Why last: poll registers a wait on every fd it passes until it finds one
+// ready, and none after. The self-pipe is rarely the ready one, so placing it
+// last saves a wait-queue registration on every poll that finds work.
 #include <poll.h>
 
 #include <cerrno>
@@ -18,8 +22,8 @@ public:
     poll_backend() { fds_.push_back({pipe_.read_fd(), POLLIN, 0}); }
 
     void set_interest(int fd, short events) override {
-        auto [it, added] = index_.try_emplace(fd, fds_.size());
-        if (added) fds_.push_back({});
+        auto [it, added] = index_.try_emplace(fd, fds_.size() - 1);
+        if (added) fds_.insert(fds_.end() - 1, pollfd{});  // before the pipe
         pollfd& p = fds_[it->second];
         p.fd = events ? fd : ~fd;
         p.events = events;
@@ -29,13 +33,14 @@ public:
         auto it = index_.find(fd);
         if (it == index_.end()) return;
         const std::size_t i = it->second;
+        const std::size_t last = fds_.size() - 2;  // the last registered fd
         index_.erase(it);
-        if (i != fds_.size() - 1) {
-            fds_[i] = fds_.back();
+        if (i != last) {
+            fds_[i] = fds_[last];
             const int moved = fds_[i].fd < 0 ? ~fds_[i].fd : fds_[i].fd;
             index_[moved] = i;
         }
-        fds_.pop_back();
+        fds_.erase(fds_.begin() + static_cast<std::ptrdiff_t>(last));
     }
 
     void wait(clock::time_point until, std::vector<fd_event>& out) override {
@@ -46,11 +51,11 @@ public:
             throw csp::error(std::string("IO scheduler: ppoll failed: ") + std::strerror(errno));
         }
         int left = n;
-        if (fds_[0].revents) {
+        if (fds_.back().revents) {
             pipe_.drain();
             --left;
         }
-        for (std::size_t i = 1; i < fds_.size() && left > 0; ++i) {
+        for (std::size_t i = 0; i + 1 < fds_.size() && left > 0; ++i) {
             if (fds_[i].revents == 0) continue;
             out.push_back({fds_[i].fd, fds_[i].revents});
             --left;

@@ -70,7 +70,6 @@ void single_thread_policy::suspend_until(time_point const& t) noexcept {
             polling_ = p;  // from here notify() wakes the poll
         }
         const bool polled = p->poll_until(t);
-        busy_poll_.rested();
         std::lock_guard lk(mutex_);
         polling_ = nullptr;
         if (polled) {

@@ -52,10 +52,9 @@ public:
         last_ = now;
         return true;
     }
-    void rested() noexcept { last_ = std::chrono::steady_clock::now(); }
 
 private:
-    static constexpr unsigned check_every = 8;
+    static constexpr unsigned check_every = 32;
     unsigned passes_ = 0;
     std::chrono::steady_clock::time_point last_{};
 };
