@@ -46,8 +46,9 @@ struct socket_pair {
     int fd[2];
 };
 
-// Idle descriptors: pairs of which nothing is ever written.
-std::vector<socket_pair> make_idle(int n) {
+// Idle descriptors: n / 2 pairs of which nothing is ever written. Marks the
+// benchmark skipped (and returns false) if the open-file limit is too low.
+bool make_idle(benchmark::State& state, int n, std::vector<socket_pair>& out) {
     rlimit lim{};
     ::getrlimit(RLIMIT_NOFILE, &lim);
     const rlim_t want = static_cast<rlim_t>(n) + 256;
@@ -55,7 +56,13 @@ std::vector<socket_pair> make_idle(int n) {
         lim.rlim_cur = std::min(want, lim.rlim_max);
         ::setrlimit(RLIMIT_NOFILE, &lim);
     }
-    return std::vector<socket_pair>(static_cast<std::size_t>(n / 2));
+    try {
+        out = std::vector<socket_pair>(static_cast<std::size_t>(n / 2));
+        return true;
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return false;
+    }
 }
 
 void send_byte(int fd) {
@@ -75,17 +82,11 @@ void report(benchmark::State& state, const std::string& name, double ns) {
 
 void pingpong_csp(benchmark::State& state, csp::io::backend_kind backend, int idle, const std::string& name) {
     std::vector<socket_pair> idle_pairs;
-    try {
-        idle_pairs = make_idle(idle);
-    } catch (const std::exception& e) {
-        state.SkipWithError(e.what());
-        return;
-    }
+    if (!make_idle(state, idle, idle_pairs)) return;
     socket_pair link;
     double ns = 0;
     csp::run([&] {
         csp::io::start_scheduler({.backend = backend});
-        csp::channel<int> stop{"stop"};
         csp::par(
             [&] {  // the idle registrations: one waiting process per fd
                 csp::par_for(idle_pairs.size() * 2, [&](std::size_t i) {
@@ -127,12 +128,7 @@ void pingpong_csp(benchmark::State& state, csp::io::backend_kind backend, int id
 // the idle ones), one poll per half trip, then read and answer what is ready.
 void pingpong_raw_poll(benchmark::State& state, int idle, const std::string& name) {
     std::vector<socket_pair> idle_pairs;
-    try {
-        idle_pairs = make_idle(idle);
-    } catch (const std::exception& e) {
-        state.SkipWithError(e.what());
-        return;
-    }
+    if (!make_idle(state, idle, idle_pairs)) return;
     socket_pair link;
     const int a = link.fd[0], b = link.fd[1];
     std::vector<pollfd> set{{a, POLLIN, 0}, {b, POLLIN, 0}};
