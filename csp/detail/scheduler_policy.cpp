@@ -16,10 +16,11 @@ namespace {
 bool pinned(const context* ctx) { return ctx->is_context(boost::fibers::type::pinned_context); }
 
 // A non-blocking poll of the runtime's idle poller, if it is time for one.
+// Costs one atomic load when the runtime has no poller.
 void busy_poll(runtime_core* rt, busy_poll_clock& clock) noexcept {
-    if (!context::active()->is_context(boost::fibers::type::dispatcher_context)) return;
     idle_poller* p = rt->idle_poller();
-    if (p && clock.due()) p->poll_until(time_point{});
+    if (p == nullptr || !context::active()->is_context(boost::fibers::type::dispatcher_context)) return;
+    if (clock.due()) p->poll_until(time_point{});
 }
 }  // namespace
 
