@@ -27,28 +27,26 @@ TEST_P(stress, any_to_any_on_two_worker_threads_delivers_every_message_once) {
     csp::channel<int> c{GetParam().buffer};
     std::vector<std::atomic<int>> seen(writers * per_writer);
     std::atomic<int> received{0};
-    csp_test::with_watchdog([&] {
-        csp::run(
-            [&] {
-                csp::par(
-                    [&] {
-                        csp::par_for(writers, [&](std::size_t id) {
-                            auto w = c.writer();
-                            for (int i = 0; i < per_writer; ++i) w.write(static_cast<int>(id) * per_writer + i);
-                        });
-                        c.poison();  // all sent: stop the readers once they drain
-                    },
-                    [&] {
-                        csp::par_for(readers, [&](std::size_t) {
-                            csp_test::read_until<csp::poisoned_error>(c.reader(), [&](int v) {
-                                ++seen[v];
-                                ++received;
-                            });
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    csp::par_for(writers, [&](std::size_t id) {
+                        auto w = c.writer();
+                        for (int i = 0; i < per_writer; ++i) w.write(static_cast<int>(id) * per_writer + i);
+                    });
+                    c.poison();  // all sent: stop the readers once they drain
+                },
+                [&] {
+                    csp::par_for(readers, [&](std::size_t) {
+                        csp_test::read_until<csp::poisoned_error>(c.reader(), [&](int v) {
+                            ++seen[v];
+                            ++received;
                         });
                     });
-            },
-            {.threads = 2});
-    });
+                });
+        },
+        {.threads = 2});
     // Poison drops values still buffered, so count what was read and check
     // that nothing was read twice; for a rendezvous every write completed
     // only after its read, so all must be there.
@@ -63,37 +61,40 @@ TEST_P(stress, any_to_any_on_two_worker_threads_delivers_every_message_once) {
     }
 }
 
+// Runs one writer per end, each writing 1..per_writer and then retiring.
+// The ends are all made before any runs: a holder made after the others had
+// retired would find the side already retired.
+void write_then_retire(std::vector<csp::writer<int>>& ws, int per_writer) {
+    csp::par_for(ws.size(), [&](std::size_t k) {
+        for (int i = 1; i <= per_writer; ++i) ws[k].write(i);
+        ws[k].retire();
+    });
+}
+
 // Retirement instead of poison: every value is read, then readers stop.
 TEST_P(stress, retire_ends_the_stream_after_every_value_was_read) {
     constexpr int writers = 6, readers = 5, per_writer = 4000;
     csp::channel<int> c{GetParam().buffer};
     std::atomic<long> sum{0};
     std::atomic<int> count{0};
-    csp_test::with_watchdog([&] {
-        csp::run(
-            [&] {
-                csp::par(
-                    [&] {
-                        // Every holder exists before any can retire: a holder
-                        // made later would find the side already retired.
-                        std::vector<csp::writer<int>> ws;
-                        for (int k = 0; k < writers; ++k) ws.push_back(c.writer());
-                        csp::par_for(writers, [&](std::size_t k) {
-                            for (int i = 1; i <= per_writer; ++i) ws[k].write(i);
-                            ws[k].retire();
-                        });
-                    },
-                    [&] {
-                        csp::par_for(readers, [&](std::size_t) {
-                            csp_test::read_until<csp::retired_error>(c.reader(), [&](int v) {
-                                sum += v;
-                                ++count;
-                            });
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    std::vector<csp::writer<int>> ws;
+                    for (int k = 0; k < writers; ++k) ws.push_back(c.writer());
+                    write_then_retire(ws, per_writer);
+                },
+                [&] {
+                    csp::par_for(readers, [&](std::size_t) {
+                        csp_test::read_until<csp::retired_error>(c.reader(), [&](int v) {
+                            sum += v;
+                            ++count;
                         });
                     });
-            },
-            {.threads = 2});
-    });
+                });
+        },
+        {.threads = 2});
     EXPECT_EQ(count.load(), writers * per_writer);
     EXPECT_EQ(sum.load(), static_cast<long>(writers) * per_writer * (per_writer + 1) / 2);
 }
@@ -105,37 +106,32 @@ TEST(stress_alt, selects_over_shared_channels_on_two_threads_lose_nothing) {
     csp::channel<int> a{"a"}, b{"b"};
     std::atomic<long> total{0};
     std::atomic<int> count{0};
-    csp_test::with_watchdog([&] {
-        csp::run(
-            [&] {
-                csp::par(
-                    [&] {
-                        std::vector<csp::writer<int>> ws;
-                        for (int k = 0; k < 2 * writers_per_channel; ++k) ws.push_back((k % 2 ? a : b).writer());
-                        csp::par_for(ws.size(), [&](std::size_t k) {
-                            for (int i = 1; i <= per_writer; ++i) ws[k].write(i);
-                            ws[k].retire();
-                        });
-                    },
-                    [&] {
-                        csp::par_for(readers, [&](std::size_t) {
-                            auto ra = a.reader(), rb = b.reader();
-                            bool a_open = true, b_open = true;
-                            while (a_open || b_open) {
-                                int v = 0;
-                                try {
-                                    csp::select(csp::input(ra, v).when(a_open), csp::input(rb, v).when(b_open));
-                                    total += v;
-                                    ++count;
-                                } catch (const csp::retired_error& e) {
-                                    (std::string(e.what()).find("'a'") != std::string::npos ? a_open : b_open) = false;
-                                }
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    std::vector<csp::writer<int>> ws;
+                    for (int k = 0; k < 2 * writers_per_channel; ++k) ws.push_back((k % 2 ? a : b).writer());
+                    write_then_retire(ws, per_writer);
+                },
+                [&] {
+                    csp::par_for(readers, [&](std::size_t) {
+                        auto ra = a.reader(), rb = b.reader();
+                        bool a_open = true, b_open = true;
+                        while (a_open || b_open) {
+                            int v = 0;
+                            try {
+                                csp::select(csp::input(ra, v).when(a_open), csp::input(rb, v).when(b_open));
+                                total += v;
+                                ++count;
+                            } catch (const csp::retired_error& e) {
+                                (std::string(e.what()).find("'a'") != std::string::npos ? a_open : b_open) = false;
                             }
-                        });
+                        }
                     });
-            },
-            {.threads = 2});
-    });
+                });
+        },
+        {.threads = 2});
     EXPECT_EQ(count.load(), 2 * writers_per_channel * per_writer);
     EXPECT_EQ(total.load(), 2L * writers_per_channel * per_writer * (per_writer + 1) / 2);
 }
@@ -166,27 +162,25 @@ TEST(stress_threads, runtime_and_plain_threads_exchange_every_message) {
     csp::channel<int> to_fibers, to_threads;
     long from_threads = 0;
     std::atomic<long> from_fibers{0};
-    csp_test::with_watchdog([&] {
-        csp::run(
-            [&] {
-                std::thread producer([w = to_fibers.writer(), p = csp::external_party()] {
+    csp_test::run_watched(
+        [&] {
+            std::thread producer([w = to_fibers.writer(), p = csp::external_party()] {
+                for (int i = 1; i <= n; ++i) w.write(i);
+            });
+            std::thread consumer([&, r = to_threads.reader(), p = csp::external_party()] {
+                for (int i = 1; i <= n; ++i) from_fibers += r.read();
+            });
+            csp::par(
+                [&, r = to_fibers.reader()] {
+                    for (int i = 1; i <= n; ++i) from_threads += r.read();
+                },
+                [w = to_threads.writer()] {
                     for (int i = 1; i <= n; ++i) w.write(i);
                 });
-                std::thread consumer([&, r = to_threads.reader(), p = csp::external_party()] {
-                    for (int i = 1; i <= n; ++i) from_fibers += r.read();
-                });
-                csp::par(
-                    [&, r = to_fibers.reader()] {
-                        for (int i = 1; i <= n; ++i) from_threads += r.read();
-                    },
-                    [w = to_threads.writer()] {
-                        for (int i = 1; i <= n; ++i) w.write(i);
-                    });
-                producer.join();
-                consumer.join();
-            },
-            {.threads = 2});
-    });
+            producer.join();
+            consumer.join();
+        },
+        {.threads = 2});
     EXPECT_EQ(from_threads, static_cast<long>(n) * (n + 1) / 2);
     EXPECT_EQ(from_fibers.load(), static_cast<long>(n) * (n + 1) / 2);
 }
