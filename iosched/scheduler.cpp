@@ -134,8 +134,9 @@ scheduler::scheduler(csp::detail::runtime_core* rt, scheduler_options o)
 
 scheduler::~scheduler() = default;
 
+// Called by the service factory: a scheduler is stored in the runtime, and so
+// ever stopped and joined, only once its process has been spawned.
 void scheduler::start() {
-    started_ = true;
     csp::detail::spawn(rt_, nullptr, 0, csp::proc("iosched", [self = shared_from_this()] { self->body(); }),
                        &result_, &join_);
     rt_->set_idle_poller(this);
@@ -153,7 +154,7 @@ void scheduler::stop() noexcept {
 }
 
 void scheduler::join() noexcept {
-    if (started_) join_.wait();
+    join_.wait();
 }
 
 scheduler_stats scheduler::stats() const {

@@ -169,7 +169,6 @@ private:
 
     csp::detail::result_slot<void> result_;
     csp::detail::join_state join_{1};
-    bool started_ = false;
 };
 
 }  // namespace detail

@@ -30,8 +30,8 @@ inline io_events wait_writable(const scheduler_handle& s, int fd) { return wait_
 // Readiness of one fd as an alternation guard; registers on first use.
 class fd_guard final : public csp::guard_base<fd_guard> {
 public:
-    fd_guard(int fd, interest in) : watch_(fd, in), guard_(watch_, events_) {}
-    fd_guard(int fd, interest in, io_events& out) : watch_(fd, in), out_(&out), guard_(watch_, *out_) {}
+    // On commit the events land in *out, if given.
+    fd_guard(int fd, interest in, io_events* out = nullptr) : watch_(fd, in), guard_(watch_, out ? *out : events_) {}
     fd_guard(const fd_guard&) = delete;
     fd_guard& operator=(const fd_guard&) = delete;
 
@@ -43,15 +43,14 @@ public:
 
 private:
     watch watch_;
-    io_events events_;
-    io_events* out_ = &events_;
+    io_events events_;  // where the events land when nobody asked for them
     watch_guard guard_;
 };
 
 inline fd_guard readable(int fd) { return fd_guard(fd, interest::read); }
 inline fd_guard writable(int fd) { return fd_guard(fd, interest::write); }
-inline fd_guard readable(int fd, io_events& out) { return fd_guard(fd, interest::read, out); }
-inline fd_guard writable(int fd, io_events& out) { return fd_guard(fd, interest::write, out); }
+inline fd_guard readable(int fd, io_events& out) { return fd_guard(fd, interest::read, &out); }
+inline fd_guard writable(int fd, io_events& out) { return fd_guard(fd, interest::write, &out); }
 
 // Closes fd through the scheduler: registrations of fd are dropped and their
 // waiters get io_error(closed); then close(2). Throws io_error(invalid_fd) if

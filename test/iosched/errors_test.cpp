@@ -23,10 +23,6 @@ class io_errors : public csp_test::io_suite {};
 
 bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 
-void wait_until_armed(const csp::io::scheduler_handle& s, std::size_t n) {
-    while (s.stats().armed < n) csp::sleep_for(1ms);
-}
-
 // Expects `f` to throw io_error with condition `c`, for fd, mentioning `words`.
 template <class F>
 void expect_io_error(F&& f, int fd, io_error::condition c, const std::string& words) {
@@ -56,7 +52,7 @@ TEST_P(io_errors, io_close_fails_the_waiter_and_leaves_other_fds_working) {
                 other_got = get_byte(other.a());
             },
             [&] {
-                wait_until_armed(sched, 2);
+                csp_test::wait_until_armed(sched, 2);
                 const int fd = doomed.a();
                 csp::io::close(fd);
                 doomed.forget_a();
@@ -82,7 +78,7 @@ TEST_P(io_errors, a_plain_close_under_a_waiter_is_reported_as_invalid_fd) {
                                 "not an open file descriptor (POLLNVAL) while waiting to read");
             },
             [&] {
-                wait_until_armed(sched, 1);
+                csp_test::wait_until_armed(sched);
                 p.close_a();
             });
     }, opts());
@@ -128,7 +124,7 @@ TEST_P(io_errors, a_pipe_reader_whose_writer_left_gets_a_hangup_error) {
                                 "peer hung up (POLLHUP) while waiting to read");
             },
             [&] {
-                wait_until_armed(sched, 1);
+                csp_test::wait_until_armed(sched);
                 p.close_b();
             });
     }, opts());
@@ -154,7 +150,7 @@ TEST_P(io_errors, a_writer_whose_peer_left_gets_an_error_not_readiness) {
                 }
             },
             [&] {
-                wait_until_armed(sched, 1);
+                csp_test::wait_until_armed(sched);
                 p.close_a();
             });
     }, opts());
@@ -186,7 +182,7 @@ TEST_P(io_errors, waits_outlasting_the_runtime_end_with_stopped) {
                 thread_error = e.what();
             }
         });
-        while (sched.stats().armed == 0) csp::sleep_for(1ms);
+        csp_test::wait_until_armed(sched);
         // The root returns: the runtime stops its scheduler.
     }, opts());
     waiter.join();

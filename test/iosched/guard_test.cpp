@@ -116,7 +116,7 @@ TEST_P(io_guard, a_poisoned_alternation_leaves_the_set) {
                 }
             },
             [&, out = c.writer()] {
-                while (sched.stats().armed == 0) csp::sleep_for(1ms);
+                csp_test::wait_until_armed(sched);
                 out.poison();
             });
         EXPECT_TRUE(set_empties(sched));

@@ -22,6 +22,12 @@ protected:
     }
 };
 
+// Waits until the scheduler has at least n armed registrations (the processes
+// under test have reached their waits). Call from a process.
+inline void wait_until_armed(const csp::io::scheduler_handle& s, std::size_t n = 1) {
+    while (s.stats().armed < n) csp::sleep_for(std::chrono::milliseconds(1));
+}
+
 // Waits (a bounded time) until the scheduler holds no registration. The
 // scheduler updates its set after it has answered, so a process that was just
 // answered may look before the update.

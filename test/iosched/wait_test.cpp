@@ -55,7 +55,7 @@ TEST_P(io_wait, wakes_exactly_the_process_waiting_on_the_ready_fd) {
                 // check that each time exactly the matching process wakes.
                 for (int k = 0; k < n; ++k) {
                     const int i = (k * 5 + 3) % n;
-                    while (sched.stats().armed < static_cast<std::size_t>(n - k)) csp::sleep_for(1ms);
+                    csp_test::wait_until_armed(sched, static_cast<std::size_t>(n - k));
                     put_byte(pairs[i].b(), static_cast<char>(i));
                     woken_order.push_back(in.read());
                     csp::sleep_for(2ms);  // nobody else may wake meanwhile
