@@ -110,7 +110,7 @@ void worker_pool::work_added() {
     {
         std::lock_guard lk(mutex_);
         ++epoch_;
-        if (poller_ && !std::exchange(poller_woken_, true)) p = poller_;
+        p = poll_to_wake_locked(true);
     }
     cv_.notify_one();
     if (p) p->wake();
@@ -121,7 +121,7 @@ void worker_pool::notify(worker_policy* w) {
     {
         std::lock_guard lk(mutex_);
         w->notified = true;
-        if (polling_worker_ == w && !std::exchange(poller_woken_, true)) p = poller_;
+        p = poll_to_wake_locked(polling_worker_ == w);
     }
     cv_.notify_all();
     if (p) p->wake();
@@ -132,7 +132,7 @@ void worker_pool::wake_all() {
     {
         std::lock_guard lk(mutex_);
         ++epoch_;
-        if (poller_ && !std::exchange(poller_woken_, true)) p = poller_;
+        p = poll_to_wake_locked(true);
     }
     cv_.notify_all();
     if (p) p->wake();

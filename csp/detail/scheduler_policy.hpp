@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <boost/fiber/algo/algorithm.hpp>
@@ -105,6 +106,12 @@ public:
     boost::fibers::context* steal_for(const worker_policy* thief);
 
 private:
+    // Under mutex_: the poller to wake if `wanted`, a worker is polling, and
+    // this poll has not been woken yet; otherwise nullptr.
+    idle_poller* poll_to_wake_locked(bool wanted) {
+        return wanted && poller_ && !std::exchange(poller_woken_, true) ? poller_ : nullptr;
+    }
+
     std::vector<worker_policy*> workers_;
     mutable std::mutex mutex_;
     std::condition_variable cv_;
