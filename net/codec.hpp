@@ -1,0 +1,176 @@
+#pragma once
+// How a value becomes a payload and back. Both ends pick the encoding from
+// the type alone, so a sender and a receiver that agree on the type agree on
+// the bytes:
+//
+//   trivially copyable T (int, double, a POD struct)   its bytes
+//   std::vector<U>, U trivially copyable               the elements' bytes;
+//                                                      an rvalue is adopted, not copied
+//   std::string                                        its characters
+//   anything else cereal can serialise                 cereal's portable-size binary archive
+//
+// A payload whose size cannot be a T (a 12-byte message read as a double,
+// or cereal running out of bytes) throws decode_error.
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <span>
+#include <streambuf>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <vector>
+
+#include <cereal/archives/binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/tuple.hpp>
+#include <cereal/types/vector.hpp>
+
+#include "net/errors.hpp"
+#include "net/payload.hpp"
+
+namespace csp::net {
+
+template <class T>
+inline constexpr bool is_raw_v = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>;
+
+template <class T> struct raw_sequence : std::false_type {};
+template <class U, class A>
+struct raw_sequence<std::vector<U, A>> : std::bool_constant<is_raw_v<U> && !std::is_same_v<U, bool>> {
+    using element = U;
+};
+template <> struct raw_sequence<std::string> : std::true_type {
+    using element = char;
+};
+
+namespace detail {
+
+// cereal writes to a std::ostream; this one appends to a vector it owns.
+class vector_sink final : public std::streambuf {
+public:
+    std::vector<char>& bytes() { return bytes_; }
+
+protected:
+    int_type overflow(int_type c) override {
+        if (c != traits_type::eof()) bytes_.push_back(static_cast<char>(c));
+        return c;
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        bytes_.insert(bytes_.end(), s, s + n);
+        return n;
+    }
+
+private:
+    std::vector<char> bytes_;
+};
+
+// ... and reads from a std::istream; this one reads a payload in place.
+class memory_source final : public std::streambuf {
+public:
+    memory_source(const std::byte* p, std::size_t n) {
+        char* b = const_cast<char*>(reinterpret_cast<const char*>(p));
+        setg(b, b, b + n);
+    }
+};
+
+template <class T>
+std::string type_name() {
+    int status = 0;
+    char* s = abi::__cxa_demangle(typeid(T).name(), nullptr, nullptr, &status);
+    std::string out = status == 0 && s ? s : typeid(T).name();
+    std::free(s);
+    return out;
+}
+
+[[noreturn]] inline void size_mismatch(std::size_t got, const std::string& type, const std::string& want) {
+    throw decode_error("a payload of " + std::to_string(got) + " bytes cannot be a " + type + " (" + want + ")");
+}
+
+}  // namespace detail
+
+template <class T>
+payload encode(T&& value) {
+    using V = std::remove_cvref_t<T>;
+    if constexpr (raw_sequence<V>::value) {
+        using E = typename raw_sequence<V>::element;
+        if constexpr (std::is_rvalue_reference_v<T&&> && !std::is_const_v<std::remove_reference_t<T>>) {
+            auto owner = std::make_shared<V>(std::move(value));
+            return payload::adopt(owner, owner->data(), owner->size() * sizeof(E));
+        } else {
+            std::byte* out;
+            payload p = payload::allocate(value.size() * sizeof(E), out);
+            if (p.size()) std::memcpy(out, value.data(), p.size());
+            return p;
+        }
+    } else if constexpr (is_raw_v<V>) {
+        std::byte* out;
+        payload p = payload::allocate(sizeof(V), out);
+        std::memcpy(out, &value, sizeof(V));
+        return p;
+    } else {
+        auto sink = std::make_shared<detail::vector_sink>();
+        {
+            std::ostream os(sink.get());
+            cereal::BinaryOutputArchive archive(os);
+            archive(value);
+        }
+        auto& bytes = sink->bytes();
+        return payload::adopt(sink, bytes.data(), bytes.size());
+    }
+}
+
+template <class T>
+T decode(const payload& p) {
+    using V = std::remove_cvref_t<T>;
+    if constexpr (raw_sequence<V>::value) {
+        using E = typename raw_sequence<V>::element;
+        if (p.size() % sizeof(E) != 0)
+            detail::size_mismatch(p.size(), detail::type_name<V>(),
+                                  "not a multiple of the element size " + std::to_string(sizeof(E)));
+        V out;
+        out.resize(p.size() / sizeof(E));
+        if (p.size()) std::memcpy(out.data(), p.data(), p.size());
+        return out;
+    } else if constexpr (is_raw_v<V>) {
+        if (p.size() != sizeof(V))
+            detail::size_mismatch(p.size(), detail::type_name<V>(), "which has " + std::to_string(sizeof(V)) + " bytes");
+        V out;
+        std::memcpy(&out, p.data(), sizeof(V));
+        return out;
+    } else {
+        detail::memory_source src(p.data(), p.size());
+        std::istream is(&src);
+        V out{};
+        try {
+            cereal::BinaryInputArchive archive(is);
+            archive(out);
+        } catch (const cereal::Exception& e) {
+            throw decode_error("a payload of " + std::to_string(p.size()) + " bytes does not decode as a " +
+                               detail::type_name<V>() + ": " + e.what());
+        }
+        if (is.rdbuf()->in_avail() != 0)
+            throw decode_error("a payload of " + std::to_string(p.size()) + " bytes decodes as a " +
+                               detail::type_name<V>() + " with " + std::to_string(is.rdbuf()->in_avail()) +
+                               " bytes left over");
+        return out;
+    }
+}
+
+// The payload's elements in place, without a copy (U trivially copyable).
+template <class U>
+    requires is_raw_v<U>
+std::span<const U> view(const payload& p) {
+    if (p.size() % sizeof(U) != 0)
+        detail::size_mismatch(p.size(), "span of " + detail::type_name<U>(),
+                              "not a multiple of the element size " + std::to_string(sizeof(U)));
+    return {reinterpret_cast<const U*>(p.data()), p.size() / sizeof(U)};
+}
+
+}  // namespace csp::net

@@ -1,0 +1,122 @@
+#pragma once
+// What the processes of one node share: its identity and options, the switch's
+// input channel, the port table, and what is known about departed peers.
+//
+// The processes (see switchboard.hpp for the picture):
+//   user processes --send/open--> switch <--batches-- inbound (one per link)
+//   switch --frames--> outbound (one per link);  listener --> greeters --> switch
+//   connectors (one per link being set up) --> switch
+// Only the switch changes the link table. The port table and the departed
+// table are also read by user processes, under `lock`.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <atomic>
+#include <variant>
+#include <vector>
+
+#include "csp/channel.hpp"
+#include "net/frame.hpp"
+#include "net/message.hpp"
+#include "net/node_options.hpp"
+#include "net/socket.hpp"
+
+namespace csp::net::detail {
+
+// One frame on its way out. `control` frames are instructions to the
+// outbound process, never written as such.
+struct outgoing {
+    enum class control : std::uint8_t { none, goodbye, abort };
+    header head;
+    payload body;
+    control ctl = control::none;
+};
+
+// The switch's inputs.
+struct send_request {
+    int to;
+    outgoing frame;
+};
+struct delivery {  // from an inbound process, in order of reception
+    int from;
+    std::vector<message> batch;
+};
+struct connect_result {  // from a connector
+    int peer;
+    int fd;              // -1 on failure
+    bool duplicate;      // the peer refused because its own connection wins
+    std::string error;
+};
+struct incoming_hello {  // from a greeter: may this connection be the link to `peer`?
+    int peer;
+    int fd;
+    csp::writer<std::string> reply;  // "" accepted (the fd is the switch's), else the refusal
+};
+struct link_down {  // from an inbound or outbound process
+    int peer;
+    bool clean;          // the peer said goodbye
+    std::string reason;
+};
+struct link_process_exited {
+    int peer;
+};
+struct close_request {
+    csp::writer<bool> done;
+};
+using switch_input = std::variant<send_request, delivery, connect_result, incoming_hello, link_down,
+                                  link_process_exited, close_request>;
+
+struct node_core {
+    node_options options;
+    int rank = -1;
+    int size = 0;
+    endpoint address;  // where this node's listener is
+
+    csp::channel<switch_input> to_switch{"switch", csp::buffer::unbounded(), csp::sharing::any_to_one};
+    csp::channel<bool> stop{"stop"};  // poisoned when the node closes: wakes the listener and greeters
+
+    mutable std::mutex lock;
+    std::unordered_map<port_id, csp::channel<message>> ports;
+    std::unordered_map<int, std::string> departed;  // peer -> why sends to it fail
+    std::vector<std::string> faults;                 // every fault logged, in order
+    std::unordered_set<int> greeting;                // fds of connections still in their handshake
+
+    // Counters for node::stats() (relaxed).
+    std::atomic<std::size_t> links_up{0};
+    std::atomic<std::size_t> links_made{0};      // by connecting
+    std::atomic<std::size_t> links_accepted{0};  // by accepting
+    std::atomic<std::size_t> duplicates{0};      // connections refused as the losing half of a crossing
+
+    // The channel of port `id`, made on first use by either side (a message
+    // may arrive before its port is opened; it waits there).
+    csp::channel<message> port_channel(port_id id) {
+        std::lock_guard lk(lock);
+        return port_channel_locked(id);
+    }
+    csp::channel<message> port_channel_locked(port_id id) {
+        auto it = ports.find(id);
+        if (it == ports.end())
+            it = ports.emplace(id, csp::channel<message>("port " + std::to_string(id) + " of node " + std::to_string(rank),
+                                                         csp::buffer::unbounded()))
+                     .first;
+        return it->second;
+    }
+
+    std::string name() const { return options.job + "/" + std::to_string(rank); }
+    std::string peer_name(int peer) const { return "node " + std::to_string(peer) + " of job '" + options.job + "'"; }
+
+    // Logs a handled fault and keeps it for faults().
+    void fault(const std::string& what) {
+        {
+            std::lock_guard lk(lock);
+            faults.push_back(what);
+        }
+        log_fault(what);
+    }
+    void log_fault(const std::string& what) const;
+};
+
+}  // namespace csp::net::detail

@@ -1,0 +1,86 @@
+#include "net/frame.hpp"
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+
+#include "net/errors.hpp"
+
+namespace csp::net {
+namespace {
+
+// Host order to little-endian and back (the same swap either way).
+template <class U>
+U little(U v) noexcept {
+    if constexpr (std::endian::native == std::endian::little || sizeof(U) == 1) return v;
+    else if constexpr (sizeof(U) == 2) return __builtin_bswap16(v);
+    else if constexpr (sizeof(U) == 4) return __builtin_bswap32(v);
+    else return __builtin_bswap64(v);
+}
+
+template <class U>
+void put(std::byte* out, U v) noexcept {
+    v = little(v);
+    std::memcpy(out, &v, sizeof v);
+}
+
+template <class U>
+U get(const std::byte* in) noexcept {
+    U v;
+    std::memcpy(&v, in, sizeof v);
+    return little(v);
+}
+
+std::string hex(std::uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", v);
+    return buf;
+}
+
+}  // namespace
+
+void header::encode(std::byte* out) const noexcept {
+    put<std::uint32_t>(out + 0, magic);
+    put<std::uint8_t>(out + 4, current_version);
+    put<std::uint8_t>(out + 5, static_cast<std::uint8_t>(op));
+    put<std::uint16_t>(out + 6, 0);
+    put<std::uint32_t>(out + 8, length);
+    put<std::uint32_t>(out + 12, source);
+    put<std::uint32_t>(out + 16, port);
+    put<std::uint32_t>(out + 20, 0);
+    put<std::uint64_t>(out + 24, tag);
+}
+
+header header::decode(const std::byte* in, std::size_t max_length) {
+    const auto m = get<std::uint32_t>(in);
+    if (m != magic) throw frame_error("malformed frame: bad magic " + hex(m) + " (expected " + hex(magic) + ")");
+    const auto v = get<std::uint8_t>(in + 4);
+    if (v != current_version)
+        throw frame_error("unsupported frame version " + std::to_string(v) + " (this node speaks version " +
+                          std::to_string(current_version) + ")");
+    const auto op = get<std::uint8_t>(in + 5);
+    if (op < 1 || op > 5) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
+    header h;
+    h.op = static_cast<opcode>(op);
+    h.length = get<std::uint32_t>(in + 8);
+    h.source = get<std::uint32_t>(in + 12);
+    h.port = get<std::uint32_t>(in + 16);
+    h.tag = get<std::uint64_t>(in + 24);
+    if (h.length > max_length)
+        throw frame_error("oversized frame: " + std::string(describe(h.op)) + " frame of " + std::to_string(h.length) +
+                          " bytes exceeds the maximum of " + std::to_string(max_length));
+    return h;
+}
+
+const char* describe(opcode op) noexcept {
+    switch (op) {
+        case opcode::data: return "data";
+        case opcode::hello: return "hello";
+        case opcode::welcome: return "welcome";
+        case opcode::refuse: return "refuse";
+        case opcode::goodbye: return "goodbye";
+    }
+    return "unknown";
+}
+
+}  // namespace csp::net

@@ -1,0 +1,150 @@
+#include "net/handshake.hpp"
+
+#include <sys/socket.h>
+
+#include <array>
+
+#include "csp/alt.hpp"
+#include "net/errors.hpp"
+#include "net/nameserver_client.hpp"
+
+namespace csp::net::detail {
+namespace {
+
+std::vector<std::byte> encode_frame(const header& h, const std::string& body) {
+    std::vector<std::byte> out(header::size + body.size());
+    h.encode(out.data());
+    std::memcpy(out.data() + header::size, body.data(), body.size());
+    return out;
+}
+
+payload text_payload(const std::string& s) {
+    std::byte* out;
+    payload p = payload::allocate(s.size(), out);
+    if (!s.empty()) std::memcpy(out, s.data(), s.size());
+    return p;
+}
+
+// Reads one handshake frame (header and payload) to the exact byte.
+std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, const std::string& what) {
+    std::array<std::byte, header::size> raw;
+    read_exact(fd, raw.data(), raw.size(), deadline, what);
+    const header h = header::decode(raw.data(), handshake_max_frame);
+    std::string body(h.length, '\0');
+    if (h.length) read_exact(fd, body.data(), body.size(), deadline, what);
+    return {h, std::move(body)};
+}
+
+}  // namespace
+
+outgoing welcome_frame(const node_core& core) {
+    outgoing f;
+    f.head.op = opcode::welcome;
+    f.head.source = static_cast<std::uint32_t>(core.rank);
+    f.body = text_payload(core.options.token);
+    f.head.length = static_cast<std::uint32_t>(f.body.size());
+    return f;
+}
+
+void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from) {
+    const auto deadline = clock::now() + core->options.handshake_timeout;
+    const std::string what = "connection from " + from;
+    auto refuse = [&](const std::string& reason) {
+        core->fault("refused " + what + ": " + reason);
+        header h;
+        h.op = opcode::refuse;
+        h.source = static_cast<std::uint32_t>(core->rank);
+        h.length = static_cast<std::uint32_t>(reason.size());
+        const auto bytes = encode_frame(h, reason);
+        try {
+            write_all(fd.get(), bytes.data(), bytes.size(), clock::now() + std::chrono::milliseconds(200), what);
+        } catch (...) {
+        }
+    };
+    int peer = -1;
+    try {
+        auto [h, body] = read_frame(fd.get(), deadline, what);
+        if (h.op != opcode::hello) return refuse(std::string("expected a hello frame, got ") + describe(h.op));
+        const auto nl = body.find('\n');
+        const std::string job = nl == std::string::npos ? body : body.substr(0, nl);
+        const std::string token = nl == std::string::npos ? std::string() : body.substr(nl + 1);
+        if (job != core->options.job) return refuse("it belongs to job '" + job + "', not '" + core->options.job + "'");
+        if (token != core->options.token)
+            return refuse(token.empty() ? "missing token" : "wrong token");
+        peer = static_cast<int>(h.source);
+        if (peer == core->rank || (core->size > 0 && peer >= core->size))
+            return refuse("it claims rank " + std::to_string(peer) + ", which is not a peer of node " +
+                          std::to_string(core->rank) + " in a job of " + std::to_string(core->size));
+    } catch (const std::exception& e) {
+        return refuse(e.what());
+    }
+
+    csp::channel<std::string> answer{csp::buffer::fifo(1)};
+    auto reply = answer.reader();
+    try {
+        core->to_switch.writer().write(incoming_hello{peer, fd.get(), answer.writer()});
+    } catch (const std::exception&) {
+        return;  // the node is closing
+    }
+    const std::string verdict = reply.read();
+    if (verdict.empty()) {
+        fd.release();  // the link's now; its outbound sends the welcome
+        return;
+    }
+    if (verdict != duplicate_reason) return refuse(verdict);
+    header h;
+    h.op = opcode::refuse;
+    h.source = static_cast<std::uint32_t>(core->rank);
+    h.length = static_cast<std::uint32_t>(verdict.size());
+    const auto bytes = encode_frame(h, verdict);
+    try {
+        write_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
+    } catch (...) {
+    }
+}
+
+void run_connector(std::shared_ptr<node_core> core, int peer) {
+    connect_result result{peer, -1, false, {}};
+    const auto deadline = clock::now() + core->options.connect_timeout;
+    try {
+        endpoint at;
+        if (core->options.nameserver) {
+            at = lookup(*core->options.nameserver, core->options.job, peer, deadline);
+        } else if (peer < static_cast<int>(core->options.peers.size())) {
+            at = core->options.peers[static_cast<std::size_t>(peer)];
+        } else {
+            throw net_error("no address for node " + std::to_string(peer) + ": no nameserver and no peers table entry");
+        }
+        const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
+        unique_fd fd = connect_to(at, deadline);
+        header h;
+        h.op = opcode::hello;
+        h.source = static_cast<std::uint32_t>(core->rank);
+        const std::string body = core->options.job + "\n" + core->options.token;
+        h.length = static_cast<std::uint32_t>(body.size());
+        const auto bytes = encode_frame(h, body);
+        write_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
+        auto [answer, text] = read_frame(fd.get(), deadline, what);
+        if (answer.op == opcode::refuse) {
+            if (text == duplicate_reason) result.duplicate = true;
+            else throw net_error(what + " refused: " + text);
+        } else if (answer.op != opcode::welcome) {
+            throw net_error(what + ": expected welcome, got " + describe(answer.op));
+        } else if (text != core->options.token) {
+            throw net_error(what + ": the peer does not know this job's token");
+        } else if (static_cast<int>(answer.source) != peer) {
+            throw net_error(what + ": answered by node " + std::to_string(answer.source));
+        } else {
+            result.fd = fd.release();
+        }
+    } catch (const std::exception& e) {
+        result.error = e.what();
+    }
+    try {
+        core->to_switch.writer().write(std::move(result));
+    } catch (...) {
+        if (result.fd >= 0) unique_fd{result.fd};
+    }
+}
+
+}  // namespace csp::net::detail

@@ -1,0 +1,35 @@
+#pragma once
+// Setting up a link. The side that connects sends hello (its rank; payload
+// "job\ntoken"); the side that accepted answers welcome (payload: its token)
+// or refuse (payload: why) and closes. Nothing but these frames passes until
+// the welcome, and both sides read them to the exact byte, so data frames
+// that follow a welcome are never swallowed by the handshake.
+//
+// Until a peer has proved the token, frames are limited to 4 KiB, so a
+// stranger cannot make the node allocate more than that.
+//
+// Two nodes that connect to each other at once: the switch keeps the
+// connection made by the lower rank and refuses the other with "duplicate";
+// the higher rank then waits for the lower rank's connection, which is on its
+// way. No data frame was sent on the refused one, so nothing is lost.
+#include <memory>
+
+#include "net/detail/node_core.hpp"
+
+namespace csp::net::detail {
+
+inline constexpr std::uint32_t handshake_max_frame = 4096;
+inline constexpr const char* duplicate_reason = "duplicate";
+
+// The process for one accepted connection: checks the hello, asks the switch,
+// answers a refusal itself (a welcome is the link's outbound's first frame).
+void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from);
+
+// The process that sets up the link to `peer`: lookup, connect, hello, and
+// the answer, reported to the switch as a connect_result.
+void run_connector(std::shared_ptr<node_core> core, int peer);
+
+// The welcome frame this node sends first on an accepted link.
+outgoing welcome_frame(const node_core& core);
+
+}  // namespace csp::net::detail

@@ -1,0 +1,199 @@
+#include "net/nameserver.hpp"
+
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "csp/alt.hpp"
+#include "csp/runtime.hpp"
+#include "iosched/wait.hpp"
+#include "net/detail/process_group.hpp"
+#include "net/errors.hpp"
+#include "net/log.hpp"
+#include "net/nameserver_protocol.hpp"
+
+namespace csp::net {
+namespace {
+
+using detail::line_connection;
+
+class registry {
+public:
+    // The answer line to a REGISTER; records the entry under `owner`.
+    std::string add(const std::vector<std::string>& w, const void* owner, std::vector<std::pair<std::string, int>>& mine) {
+        if (w.size() != 6) return "ERR usage: REGISTER <job> <rank> <size> <host> <port>";
+        const std::string& job = w[1];
+        if (!detail::valid_job_name(job)) return "ERR invalid job name '" + job + "'";
+        int rank, size;
+        endpoint at;
+        try {
+            rank = std::stoi(w[2]);
+            size = std::stoi(w[3]);
+            at = endpoint::parse(w[4] + ":" + w[5]);
+        } catch (const std::exception&) {
+            return "ERR malformed REGISTER: rank, size and port must be numbers";
+        }
+        if (rank < -1 || size < 0) return "ERR rank must be -1 or more and size 0 or more";
+        std::lock_guard lk(lock_);
+        auto& j = jobs_[job];
+        if (j.size == 0) j.size = size;
+        auto fail = [&](std::string why) {
+            if (j.nodes.empty()) jobs_.erase(job);
+            return "ERR " + why;
+        };
+        if (size != 0 && size != j.size)
+            return fail("job '" + job + "' has " + std::to_string(j.size) + " nodes, not " + std::to_string(size));
+        if (rank == -1) {
+            rank = 0;
+            while (j.nodes.count(rank)) ++rank;
+        }
+        if (j.size != 0 && rank >= j.size)
+            return fail(j.nodes.size() >= static_cast<std::size_t>(j.size) && w[2] == "-1"
+                            ? "job '" + job + "' is full (" + std::to_string(j.size) + " nodes)"
+                            : "rank " + std::to_string(rank) + " is out of range for job '" + job + "' of " +
+                                  std::to_string(j.size) + " nodes");
+        if (auto it = j.nodes.find(rank); it != j.nodes.end())
+            return fail("rank " + std::to_string(rank) + " of job '" + job + "' is already registered at " +
+                        it->second.at.str());
+        j.nodes[rank] = {at, owner};
+        mine.emplace_back(job, rank);
+        return "OK " + std::to_string(rank) + " " + std::to_string(j.size);
+    }
+
+    void remove(const std::vector<std::pair<std::string, int>>& mine, const void* owner) {
+        std::lock_guard lk(lock_);
+        for (const auto& [job, rank] : mine) {
+            auto j = jobs_.find(job);
+            if (j == jobs_.end()) continue;
+            auto n = j->second.nodes.find(rank);
+            if (n != j->second.nodes.end() && n->second.owner == owner) j->second.nodes.erase(n);
+            if (j->second.nodes.empty()) jobs_.erase(j);
+        }
+    }
+
+    std::optional<endpoint> find(const std::string& job, int rank) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end()) return std::nullopt;
+        auto n = j->second.nodes.find(rank);
+        if (n == j->second.nodes.end()) return std::nullopt;
+        return n->second.at;
+    }
+
+    std::string list(const std::string& job) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end()) return "JOB 0";
+        std::string out = "JOB " + std::to_string(j->second.size);
+        for (const auto& [rank, n] : j->second.nodes) out += " " + std::to_string(rank) + "=" + n.at.str();
+        return out;
+    }
+
+private:
+    struct entry {
+        endpoint at;
+        const void* owner;
+    };
+    struct job_entry {
+        int size = 0;
+        std::map<int, entry> nodes;
+    };
+    std::mutex lock_;
+    std::map<std::string, job_entry> jobs_;
+};
+
+std::string answer_lookup(registry& reg, const std::vector<std::string>& w, const csp::reader<bool>& stop) {
+    if (w.size() != 4) return "ERR usage: LOOKUP <job> <rank> <wait_ms>";
+    int rank;
+    long wait_ms;
+    try {
+        rank = std::stoi(w[2]);
+        wait_ms = std::stol(w[3]);
+    } catch (const std::exception&) {
+        return "ERR malformed LOOKUP: rank and wait_ms must be numbers";
+    }
+    const auto deadline = clock::now() + std::chrono::milliseconds(std::max(0L, wait_ms));
+    for (;;) {
+        if (auto at = reg.find(w[1], rank)) return "AT " + at->host + " " + std::to_string(at->port);
+        if (clock::now() >= deadline)
+            return "ERR rank " + std::to_string(rank) + " of job '" + w[1] + "' is not registered";
+        // Lookups are rare and not urgent: poll the table every few ms.
+        bool ignored;
+        csp::select(csp::input(stop, ignored), csp::timeout(std::chrono::milliseconds(5)));
+    }
+}
+
+void serve_client(registry& reg, unique_fd fd, std::string from, csp::reader<bool> stop) {
+    line_connection c(std::move(fd), "nameserver client " + from);
+    std::vector<std::pair<std::string, int>> mine;
+    const int owner_tag = 0;
+    const void* owner = &owner_tag;  // unique while this process lives
+    try {
+        while (auto line = c.read_line(clock::time_point::max(), &stop)) {
+            const auto w = detail::split_words(*line);
+            std::string answer;
+            if (w.empty()) answer = "ERR empty request";
+            else if (w[0] == "REGISTER") answer = reg.add(w, owner, mine);
+            else if (w[0] == "LOOKUP") answer = answer_lookup(reg, w, stop);
+            else if (w[0] == "LIST" && w.size() == 2) answer = reg.list(w[1]);
+            else answer = "ERR unknown request '" + w[0] + "' (REGISTER, LOOKUP or LIST)";
+            c.write_line(answer, clock::now() + std::chrono::seconds(5));
+        }
+    } catch (const csp::poisoned_error&) {
+    } catch (const std::exception& e) {
+        log_line("csp.net nameserver: " + from + ": " + e.what());
+    }
+    reg.remove(mine, owner);
+}
+
+}  // namespace
+
+void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready) {
+    endpoint bound;
+    unique_fd listener = listen_on(bind, bound);
+    ready(bound);
+    registry reg;
+    detail::process_group clients;
+    try {
+        for (;;) {
+            bool ignored;
+            csp::select(csp::io::readable(listener.get()), csp::input(stop, ignored));
+            while (unique_fd fd = accept_from(listener.get())) {
+                const std::string from = "fd " + std::to_string(fd.get());
+                clients.spawn("nameserver client", [&reg, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop] {
+                    serve_client(reg, std::move(*fd), from, stop);
+                });
+            }
+        }
+    } catch (const csp::poisoned_error&) {
+    }
+    clients.wait();
+}
+
+nameserver::nameserver(endpoint bind) {
+    std::promise<endpoint> bound;
+    auto ready = bound.get_future();
+    thread_ = std::thread([this, bind, &bound] {
+        try {
+            csp::run([&] { serve(bind, stop_.reader(), [&](endpoint e) { bound.set_value(e); }); });
+        } catch (...) {
+            try {
+                bound.set_exception(std::current_exception());
+            } catch (...) {
+            }
+        }
+    });
+    try {
+        address_ = ready.get();
+    } catch (...) {
+        thread_.join();
+        throw;
+    }
+}
+
+nameserver::~nameserver() {
+    stop_.poison();
+    thread_.join();
+}
+
+}  // namespace csp::net

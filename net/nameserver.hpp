@@ -1,0 +1,40 @@
+#pragma once
+// The nameserver: where the nodes of a job find each other and get their
+// ranks. Many jobs at once; nodes may come and go at any time; an entry lives
+// exactly as long as its node's registration connection, so a node that dies
+// leaves nothing stale. The protocol is in nameserver_protocol.hpp.
+//
+//   csp::net::nameserver ns;                     // in this process, on its own thread
+//   options.nameserver = ns.address();
+//
+// The csp-nameserver executable runs the same server as a long-lived daemon.
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "csp/channel.hpp"
+#include "net/socket.hpp"
+
+namespace csp::net {
+
+class nameserver {
+public:
+    // Listens on `bind` (default: loopback, a free port) from a thread of its own.
+    explicit nameserver(endpoint bind = {"127.0.0.1", 0});
+    ~nameserver();
+    nameserver(const nameserver&) = delete;
+    nameserver& operator=(const nameserver&) = delete;
+
+    endpoint address() const { return address_; }
+
+    // Serves on the calling process until `stop` is poisoned; `ready` is
+    // called with the bound address once connections are accepted.
+    static void serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready);
+
+private:
+    csp::channel<bool> stop_{"nameserver stop"};
+    endpoint address_;
+    std::thread thread_;
+};
+
+}  // namespace csp::net

@@ -1,0 +1,83 @@
+#include "net/nameserver_client.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "net/errors.hpp"
+#include "net/nameserver_protocol.hpp"
+
+namespace csp::net {
+namespace {
+
+detail::line_connection dial(const endpoint& ns, clock::time_point deadline) {
+    try {
+        return detail::line_connection(connect_to(ns, deadline), "nameserver at " + ns.str());
+    } catch (const net_error& e) {
+        throw nameserver_error(std::string("nameserver unreachable: ") + e.what());
+    }
+}
+
+std::string ask(detail::line_connection& c, const std::string& request, clock::time_point deadline) {
+    c.write_line(request, deadline);
+    auto answer = c.read_line(deadline);
+    if (!answer) throw nameserver_error(c.what() + " closed the connection without answering '" + request + "'");
+    if (answer->rfind("ERR ", 0) == 0) throw nameserver_error(c.what() + ": " + answer->substr(4));
+    return *answer;
+}
+
+int to_int(const std::string& s, const std::string& in) {
+    try {
+        return std::stoi(s);
+    } catch (const std::logic_error&) {
+        throw nameserver_error("malformed answer from the nameserver: '" + in + "'");
+    }
+}
+
+}  // namespace
+
+registration register_node(const endpoint& ns, const std::string& job, int rank, int size, const endpoint& at,
+                           clock::time_point deadline) {
+    auto c = dial(ns, deadline);
+    const std::string answer = ask(c,
+                                   "REGISTER " + job + " " + std::to_string(rank) + " " + std::to_string(size) + " " +
+                                       at.host + " " + std::to_string(at.port),
+                                   deadline);
+    const auto w = detail::split_words(answer);
+    if (w.size() != 3 || w[0] != "OK") throw nameserver_error("malformed answer from the nameserver: '" + answer + "'");
+    registration r;
+    r.rank = to_int(w[1], answer);
+    r.size = to_int(w[2], answer);
+    r.connection = unique_fd(::dup(c.fd()));
+    return r;
+}
+
+endpoint lookup(const endpoint& ns, const std::string& job, int rank, clock::time_point deadline) {
+    auto c = dial(ns, deadline);
+    const auto wait = std::max<clock::duration>(deadline - clock::now(), clock::duration::zero());
+    const std::string answer =
+        ask(c,
+            "LOOKUP " + job + " " + std::to_string(rank) + " " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()),
+            deadline + std::chrono::seconds(1));
+    const auto w = detail::split_words(answer);
+    if (w.size() != 3 || w[0] != "AT") throw nameserver_error("malformed answer from the nameserver: '" + answer + "'");
+    return endpoint{w[1], static_cast<std::uint16_t>(to_int(w[2], answer))};
+}
+
+job_listing list_job(const endpoint& ns, const std::string& job, clock::time_point deadline) {
+    auto c = dial(ns, deadline);
+    const std::string answer = ask(c, "LIST " + job, deadline);
+    const auto w = detail::split_words(answer);
+    if (w.size() < 2 || w[0] != "JOB") throw nameserver_error("malformed answer from the nameserver: '" + answer + "'");
+    job_listing out;
+    out.size = to_int(w[1], answer);
+    for (std::size_t i = 2; i < w.size(); ++i) {
+        const auto eq = w[i].find('=');
+        if (eq == std::string::npos) throw nameserver_error("malformed answer from the nameserver: '" + answer + "'");
+        out.nodes.emplace_back(to_int(w[i].substr(0, eq), answer), endpoint::parse(w[i].substr(eq + 1)));
+    }
+    return out;
+}
+
+}  // namespace csp::net

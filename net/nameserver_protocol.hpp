@@ -1,0 +1,50 @@
+#pragma once
+// The nameserver's protocol: text lines over TCP, one request, one answer.
+//
+//   REGISTER <job> <rank> <size> <host> <port>   rank -1: the lowest free one; size 0: the job's
+//     -> OK <rank> <size>                        the connection stays open: closing it (or the
+//     -> ERR <reason>                            node dying) removes the registration
+//   LOOKUP <job> <rank> <wait_ms>                waits up to wait_ms for the rank to register
+//     -> AT <host> <port> | ERR <reason>
+//   LIST <job>
+//     -> JOB <size> [<rank>=<host>:<port> ...]   (size 0 and no ranks: no such job)
+//
+// Jobs are created by their first registration, which also fixes their size
+// (if given), and forgotten when their last node leaves. Job names are 1-200
+// characters of [A-Za-z0-9._-]. Lines longer than 1 KiB are refused.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "csp/channel.hpp"
+#include "csp/waiter.hpp"
+#include "net/socket.hpp"
+
+namespace csp::net::detail {
+
+inline constexpr std::size_t max_line = 1024;
+
+// A connection that exchanges lines, for process code.
+class line_connection {
+public:
+    explicit line_connection(unique_fd fd, std::string what) : fd_(std::move(fd)), what_(std::move(what)) {}
+
+    // The next line without its '\n'; nullopt at end of file (or when `stop`
+    // is poisoned). Throws net_error on a deadline, an error or a line too long.
+    std::optional<std::string> read_line(clock::time_point deadline = clock::time_point::max(),
+                                         const csp::reader<bool>* stop = nullptr);
+    void write_line(const std::string& line, clock::time_point deadline = clock::time_point::max());
+
+    int fd() const noexcept { return fd_.get(); }
+    const std::string& what() const noexcept { return what_; }
+
+private:
+    unique_fd fd_;
+    std::string what_;
+    std::string buf_;
+};
+
+std::vector<std::string> split_words(const std::string& line);
+bool valid_job_name(const std::string& job);
+
+}  // namespace csp::net::detail

@@ -1,0 +1,8 @@
+#pragma once
+// Asynchronous node/port messaging over TCP.
+#include "net/errors.hpp"
+#include "net/log.hpp"
+#include "net/nameserver.hpp"
+#include "net/nameserver_client.hpp"
+#include "net/node.hpp"
+#include "net/port.hpp"

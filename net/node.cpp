@@ -1,0 +1,147 @@
+#include "net/node.hpp"
+
+#include <cstdlib>
+
+#include "csp/process.hpp"
+#include "net/log.hpp"
+#include "net/nameserver_client.hpp"
+#include "net/nameserver_protocol.hpp"
+#include "net/switchboard.hpp"
+
+namespace csp::net {
+
+namespace detail {
+void node_core::log_fault(const std::string& what) const { log_line("csp.net " + name() + ": " + what); }
+}  // namespace detail
+
+namespace {
+
+const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+int env_int(std::initializer_list<const char*> names, int fallback) {
+    for (const char* n : names) {
+        if (const char* v = env(n)) {
+            try {
+                std::size_t used = 0;
+                const int x = std::stoi(v, &used);
+                if (used != std::string(v).size() || x < 0) throw std::invalid_argument(n);
+                return x;
+            } catch (const std::logic_error&) {
+                throw usage_error(std::string("environment variable ") + n + "='" + v + "' is not a non-negative number");
+            }
+        }
+    }
+    return fallback;
+}
+
+}  // namespace
+
+node_options node_options::from_environment() {
+    node_options o;
+    o.rank = env_int({"CSP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, -1);
+    o.size = env_int({"CSP_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 0);
+    if (const char* j = env("CSP_JOB")) o.job = j;
+    else if (const char* s = env("SLURM_JOB_ID")) o.job = std::string("slurm-") + s + "." + (env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : "0");
+    if (const char* ns = env("CSP_NAMESERVER")) o.nameserver = endpoint::parse(ns);
+    if (const char* t = env("CSP_TOKEN")) o.token = t;
+    if (const char* b = env("CSP_BIND")) o.bind = b[0] && std::string(b).find(':') == std::string::npos ? endpoint{b, 0} : endpoint::parse(b);
+    if (const char* a = env("CSP_ADVERTISE")) o.advertise = a;
+    if (env("CSP_MAX_FRAME")) o.max_frame = static_cast<std::uint32_t>(env_int({"CSP_MAX_FRAME"}, 0));
+    return o;
+}
+
+node::node(node_options o) {
+    auto* self = csp::detail::calling_process("csp::net::node");
+    if (!detail::valid_job_name(o.job))
+        throw usage_error("node_options::job '" + o.job + "': use 1-200 characters of letters, digits, '.', '_', '-'");
+    if (o.token.find('\n') != std::string::npos || o.token.size() > 1024)
+        throw usage_error("node_options::token: at most 1024 bytes and no newline");
+    if (!o.nameserver) {
+        if (o.rank < 0 || o.size <= 0 || o.rank >= o.size || static_cast<int>(o.peers.size()) != o.size)
+            throw usage_error("a node without a nameserver needs rank, size and a peers table of `size` addresses "
+                              "(set CSP_NAMESERVER, or run under csp-launch)");
+    } else if (o.size > 0 && o.rank >= o.size) {
+        throw usage_error("node_options::rank " + std::to_string(o.rank) + " is not below size " + std::to_string(o.size));
+    }
+
+    core_ = std::make_shared<detail::node_core>();
+    endpoint bound;
+    unique_fd listener = listen_on(o.bind, bound);
+    core_->address = {o.advertise.empty() ? bound.host : o.advertise, bound.port};
+    registration entry;
+    if (o.nameserver) {
+        entry = register_node(*o.nameserver, o.job, o.rank, o.size, core_->address, clock::now() + o.connect_timeout);
+        core_->rank = entry.rank;
+        core_->size = entry.size;
+    } else {
+        core_->rank = o.rank;
+        core_->size = o.size;
+    }
+    core_->options = std::move(o);
+    to_switch_ = core_->to_switch.writer();
+    csp::detail::spawn(self->runtime(), self, 0,
+                       csp::proc("net.switch",
+                                 [core = core_, l = std::make_shared<unique_fd>(std::move(listener)),
+                                  e = std::make_shared<registration>(std::move(entry))] {
+                                     detail::run_switch(core, std::move(*l), std::move(*e));
+                                 }),
+                       &none_, &join_);
+}
+
+node::~node() {
+    try {
+        close();
+    } catch (const std::exception& e) {
+        core_->log_fault(std::string("closing: ") + e.what());
+    }
+}
+
+void node::close() {
+    if (closed_) return;
+    closed_ = true;
+    csp::channel<bool> done{csp::buffer::fifo(1)};
+    auto finished = done.reader();
+    to_switch_.write(detail::close_request{done.writer()});
+    finished.read();
+    join_.wait();
+}
+
+port node::open(port_id id) { return port(id, core_->port_channel(id)); }
+
+void node::post(int to, port_id to_port, std::uint64_t tag, payload body) {
+    if (closed_) throw usage_error("send on a closed node (" + core_->name() + ")");
+    if (to < 0 || (core_->size > 0 && to >= core_->size))
+        throw usage_error("send to rank " + std::to_string(to) + ": job '" + job() + "' has ranks 0.." +
+                          std::to_string(core_->size - 1));
+    if (body.size() > core_->options.max_frame)
+        throw usage_error("send of " + std::to_string(body.size()) + " bytes: over this node's max_frame of " +
+                          std::to_string(core_->options.max_frame));
+    {
+        std::lock_guard lk(core_->lock);
+        if (!core_->departed.empty())
+            if (auto it = core_->departed.find(to); it != core_->departed.end()) throw peer_error(to, it->second);
+    }
+    detail::send_request r{to, {}};
+    r.frame.head.op = opcode::data;
+    r.frame.head.length = static_cast<std::uint32_t>(body.size());
+    r.frame.head.source = static_cast<std::uint32_t>(core_->rank);
+    r.frame.head.port = to_port;
+    r.frame.head.tag = tag;
+    r.frame.body = std::move(body);
+    to_switch_.write(std::move(r));
+}
+
+std::vector<std::string> node::faults() const {
+    std::lock_guard lk(core_->lock);
+    return core_->faults;
+}
+
+node_stats node::stats() const {
+    return {core_->links_up.load(std::memory_order_relaxed), core_->links_made.load(std::memory_order_relaxed),
+            core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed)};
+}
+
+}  // namespace csp::net

@@ -1,0 +1,88 @@
+#pragma once
+// A node: this OS process's place in a job (an MPI rank's equivalent).
+//
+//   csp::run([] {
+//       csp::net::node self;                          // job, rank, peers from the environment
+//       csp::net::port inbox = self.open(1);
+//       self.send((self.rank() + 1) % self.size(), 1, std::vector<double>{1, 2, 3});
+//       auto v = inbox.receive<std::vector<double>>();
+//   });
+//
+// send() never waits for the network: the message is queued for the link to
+// its destination (set up on first use) and send returns. Messages from one
+// node to one port arrive in the order sent. A node must be made and used by
+// processes of one runtime; close() (or the destructor) delivers everything
+// already sent, says goodbye to every peer, and leaves the nameserver.
+//
+// Invariants
+//  1. The switch process is the only one that changes links; node methods
+//     talk to it through its input channel (switchboard.hpp).
+//  2. A peer's departure is recorded before any port hears of it, so a
+//     process that took a peer_error from a port finds sends to that peer
+//     refused too.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "csp/detail/spawn.hpp"
+#include "net/codec.hpp"
+#include "net/detail/node_core.hpp"
+#include "net/node_options.hpp"
+#include "net/port.hpp"
+
+namespace csp::net {
+
+struct node_stats {
+    std::size_t links = 0;           // connections up now
+    std::size_t connected = 0;       // links this node set up
+    std::size_t accepted = 0;        // links a peer set up
+    std::size_t duplicates = 0;      // crossing connections refused in favour of ours
+};
+
+class node {
+public:
+    explicit node(node_options options = node_options::from_environment());
+    ~node();
+    node(const node&) = delete;
+    node& operator=(const node&) = delete;
+
+    int rank() const noexcept { return core_->rank; }
+    int size() const noexcept { return core_->size; }
+    const std::string& job() const noexcept { return core_->options.job; }
+    // Where this node accepts connections.
+    endpoint address() const { return core_->address; }
+
+    // The port `id` of this node; messages sent to it before it was opened are
+    // waiting in it. Opening a port twice gives two handles to one mailbox.
+    port open(port_id id);
+
+    // Queues `value` for port `to_port` of node `to` and returns. Throws
+    // usage_error for a rank outside the job, peer_error if that node has
+    // left or failed.
+    template <class T>
+    void send(int to, port_id to_port, T&& value, std::uint64_t tag = 0) {
+        post(to, to_port, tag, encode(std::forward<T>(value)));
+    }
+
+    // Delivers what was sent, says goodbye, leaves. Idempotent.
+    void close();
+
+    // Faults this node handled and logged so far (refused connections,
+    // malformed frames, lost peers), oldest first.
+    std::vector<std::string> faults() const;
+    node_stats stats() const;
+
+private:
+    void post(int to, port_id to_port, std::uint64_t tag, payload body);
+
+    std::shared_ptr<detail::node_core> core_;
+    csp::writer<detail::switch_input> to_switch_;
+    csp::detail::result_slot<void> none_;
+    csp::detail::join_state join_{1};
+    bool closed_ = false;
+};
+
+}  // namespace csp::net

@@ -1,0 +1,50 @@
+#pragma once
+// How a node finds its job, its rank and its peers.
+//
+// Started by csp-launch, a node reads everything from the environment it sets
+// (node_options::from_environment()). Under a cluster launcher the rank and
+// size come from that launcher's variables, and the nameserver's address from
+// CSP_NAMESERVER:
+//
+//   rank   CSP_RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK
+//   size   CSP_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE
+//   job    CSP_JOB, else SLURM_JOB_ID.SLURM_STEP_ID, else "default"
+//   CSP_NAMESERVER  host:port of a nameserver (csp-nameserver, or csp-launch's own)
+//   CSP_TOKEN       the job's shared secret; connections without it are refused
+//   CSP_BIND        address the listener binds (default 127.0.0.1: this machine only)
+//   CSP_ADVERTISE   address peers should connect to, if not the bound one
+//   CSP_MAX_FRAME   largest payload accepted, in bytes (default 64 MiB)
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/socket.hpp"
+
+namespace csp::net {
+
+struct node_options {
+    std::string job = "default";
+    int rank = -1;  // -1: the nameserver gives the lowest free rank of the job
+    int size = 0;   // 0: whatever the nameserver says (the first node to register sets it)
+
+    // Peers are found through a nameserver, or else from a fixed table
+    // (peers[r] is rank r's listener; then rank and size are required).
+    std::optional<endpoint> nameserver;
+    std::vector<endpoint> peers;
+
+    std::string token;
+    endpoint bind{"127.0.0.1", 0};
+    std::string advertise;  // host peers connect to; empty: the bound address
+
+    std::uint32_t max_frame = 64u << 20;
+    std::chrono::milliseconds connect_timeout{30000};  // lookup + connect + handshake
+    std::chrono::milliseconds handshake_timeout{5000};  // an accepted connection must say hello
+    std::chrono::milliseconds linger{10000};            // close(): time allowed to flush
+
+    // Options from the variables above; usage_error naming a malformed one.
+    static node_options from_environment();
+};
+
+}  // namespace csp::net

@@ -1,0 +1,95 @@
+#pragma once
+// A port: a mailbox of one node that any node of the job may send to. In CSP
+// terms an unbounded shared channel whose writers are the network.
+//
+//   csp::net::port jobs = node.open(1);
+//   auto v = jobs.receive<std::vector<double>>();        // blocks this process only
+//   csp::net::message m = jobs.receive();                // source, tag, raw bytes
+//
+//   double x; int cmd;                                   // a port among other guards
+//   switch (csp::select(csp::net::input(jobs, x), csp::input(commands, cmd),
+//                       csp::timeout(100ms))) { ... }
+//
+// Receiving from a set of ports is a select over their guards. Messages from
+// one node to one port arrive in the order sent. A receive throws peer_error
+// when it takes the entry that reports a peer's failure (errors.hpp), and
+// decode_error when the bytes are not a T; either way the port goes on.
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "csp/alt.hpp"
+#include "net/message.hpp"
+
+namespace csp::net {
+
+class node;
+
+class port {
+public:
+    port() = default;
+
+    port_id id() const noexcept { return id_; }
+
+    message receive() const { return checked(in_.read()); }
+    template <class T>
+    T receive() const { return receive().template as<T>(); }
+
+    // Messages waiting to be received.
+    std::size_t pending() const { return channel_.buffered(); }
+
+    std::string label() const { return "port " + std::to_string(id_); }
+
+    // An entry that reports a failure becomes the exception it carries.
+    static message checked(message m) {
+        if (m.failure) throw *m.failure;
+        return m;
+    }
+
+private:
+    friend class node;
+    template <class T> friend class port_guard;
+    port(port_id id, csp::channel<message> c) : id_(id), channel_(std::move(c)), in_(channel_.reader()) {}
+
+    port_id id_ = 0;
+    csp::channel<message> channel_;
+    csp::reader<message> in_;
+};
+
+// A port as an alternation guard: on commit, the message (T = message) or its
+// value decoded as T lands in `out`.
+template <class T>
+class port_guard final : public csp::guard_base<port_guard<T>> {
+public:
+    port_guard(const port& p, T& out) : out_(&out), input_(p.in_, m_) {}
+    port_guard(const port_guard&) = delete;
+    port_guard& operator=(const port_guard&) = delete;
+
+    bool try_complete() override {
+        if (!input_.try_complete()) return false;
+        deliver();
+        return true;
+    }
+    bool enable(csp::wait_node& n) override { return input_.enable(n); }
+    void disable(csp::wait_node& n) override { input_.disable(n); }
+    void complete(csp::wait_node& n) override {
+        input_.complete(n);
+        deliver();
+    }
+    void describe(std::string& out) const override { input_.describe(out); }
+
+private:
+    void deliver() {
+        if constexpr (std::is_same_v<T, message>) *out_ = port::checked(std::move(m_));
+        else *out_ = port::checked(std::move(m_)).template as<T>();
+    }
+
+    T* out_;
+    message m_;
+    csp::input_guard<message> input_;
+};
+
+template <class T>
+port_guard<T> input(const port& p, T& out) { return {p, out}; }
+
+}  // namespace csp::net

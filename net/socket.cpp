@@ -1,0 +1,176 @@
+#include "net/socket.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "csp/alt.hpp"
+#include "csp/detail/runtime_core.hpp"
+#include "iosched/wait.hpp"
+#include "net/errors.hpp"
+
+namespace csp::net {
+
+namespace asio = boost::asio;
+
+std::string error_text(int e) { return std::strerror(e); }
+
+endpoint endpoint::parse(const std::string& text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+        throw usage_error("'" + text + "' is not an address of the form host:port");
+    endpoint e;
+    e.host = text.substr(0, colon);
+    if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']') e.host = e.host.substr(1, e.host.size() - 2);
+    try {
+        const unsigned long p = std::stoul(text.substr(colon + 1));
+        if (p > 65535) throw std::out_of_range("port");
+        e.port = static_cast<std::uint16_t>(p);
+    } catch (const std::logic_error&) {
+        throw usage_error("'" + text + "': the port must be a number from 0 to 65535");
+    }
+    return e;
+}
+
+void unique_fd::reset() noexcept {
+    if (fd_ < 0) return;
+    const int fd = std::exchange(fd_, -1);
+    if (csp::detail::current_process() != nullptr) {
+        try {
+            csp::io::close(fd);
+            return;
+        } catch (...) {
+        }
+    }
+    ::close(fd);
+}
+
+namespace {
+
+void tune(int fd) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+asio::ip::tcp::endpoint resolve(const endpoint& e) {
+    boost::system::error_code ec;
+    const auto addr = asio::ip::make_address(e.host, ec);
+    if (!ec) return {addr, e.port};
+    asio::io_context ctx;
+    asio::ip::tcp::resolver r(ctx);
+    auto results = r.resolve(e.host, std::to_string(e.port), ec);
+    if (ec || results.empty()) throw net_error("cannot resolve host '" + e.host + "': " + ec.message());
+    return *results.begin();
+}
+
+// Waits for fd in direction `in` until `deadline`; false if it passed.
+bool wait_until(int fd, csp::io::interest in, clock::time_point deadline) {
+    if (deadline == clock::time_point::max()) {
+        csp::io::wait_for(csp::io::this_scheduler(), fd, in);
+        return true;
+    }
+    return csp::select(csp::io::fd_guard(fd, in), csp::deadline(deadline)) == 0;
+}
+
+}  // namespace
+
+unique_fd listen_on(const endpoint& at, endpoint& bound, int backlog) {
+    const auto ep = resolve(at);
+    unique_fd fd(::socket(ep.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) throw net_error("socket() for a listener on " + at.str() + ": " + error_text(errno));
+    const int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), ep.data(), static_cast<socklen_t>(ep.size())) != 0)
+        throw net_error("cannot bind a listener to " + at.str() + ": " + error_text(errno));
+    if (::listen(fd.get(), backlog) != 0) throw net_error("cannot listen on " + at.str() + ": " + error_text(errno));
+    asio::ip::tcp::endpoint actual;
+    socklen_t len = static_cast<socklen_t>(actual.capacity());
+    ::getsockname(fd.get(), actual.data(), &len);
+    actual.resize(len);
+    bound.host = actual.address().to_string();
+    bound.port = actual.port();
+    return fd;
+}
+
+unique_fd accept_from(int listener) {
+    for (;;) {
+        const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            tune(fd);
+            return unique_fd(fd);
+        }
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
+        throw net_error("accept on listener fd " + std::to_string(listener) + ": " + error_text(errno));
+    }
+}
+
+unique_fd connect_to(const endpoint& to, clock::time_point deadline) {
+    const auto ep = resolve(to);
+    unique_fd fd(::socket(ep.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) throw net_error("socket() to connect to " + to.str() + ": " + error_text(errno));
+    tune(fd.get());
+    int rc;
+    do rc = ::connect(fd.get(), ep.data(), static_cast<socklen_t>(ep.size()));
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0 && errno != EINPROGRESS) throw net_error("cannot connect to " + to.str() + ": " + error_text(errno));
+    if (rc != 0) {
+        try {
+            if (!wait_until(fd.get(), csp::io::interest::write, deadline))
+                throw net_error("cannot connect to " + to.str() + ": timed out");
+        } catch (const csp::io::io_error&) {
+            // A refused connect shows as POLLHUP/POLLERR; SO_ERROR says why.
+        }
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) throw net_error("cannot connect to " + to.str() + ": " + error_text(err));
+    }
+    return fd;
+}
+
+void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what) {
+    auto* p = static_cast<char*>(buf);
+    std::size_t got = 0;
+    while (got < n) {
+        const ssize_t r = ::read(fd, p + got, n - got);
+        if (r > 0) {
+            got += static_cast<std::size_t>(r);
+        } else if (r == 0) {
+            throw net_error(what + ": connection closed after " + std::to_string(got) + " of " + std::to_string(n) +
+                            " expected bytes");
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (!wait_until(fd, csp::io::interest::read, deadline))
+                throw net_error(what + ": timed out waiting for data");
+        } else if (errno != EINTR) {
+            throw net_error(what + ": " + error_text(errno));
+        }
+    }
+}
+
+void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what) {
+    const auto* p = static_cast<const char*>(buf);
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t r = ::send(fd, p + done, n - done, MSG_NOSIGNAL);
+        if (r >= 0) {
+            done += static_cast<std::size_t>(r);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (!wait_until(fd, csp::io::interest::write, deadline))
+                throw net_error(what + ": timed out waiting to write");
+        } else if (errno != EINTR) {
+            throw net_error(what + ": " + error_text(errno));
+        }
+    }
+}
+
+}  // namespace csp::net

@@ -1,0 +1,70 @@
+#pragma once
+// TCP socket plumbing for process code: every wait goes through the IO
+// scheduler, so a process blocked here blocks no other process.
+//
+// Descriptors are non-blocking with TCP_NODELAY. Partial reads and writes are
+// ordinary: the helpers loop, retry EINTR, and wait on EAGAIN; they throw
+// net_error naming the address or descriptor when the peer is gone or a
+// deadline passes.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "csp/waiter.hpp"
+
+namespace csp::net {
+
+struct endpoint {
+    std::string host;
+    std::uint16_t port = 0;
+
+    // "host:port"; throws usage_error naming the text if it is not one.
+    static endpoint parse(const std::string& text);
+    std::string str() const { return host + ":" + std::to_string(port); }
+};
+
+// Owns a descriptor; closes it through the IO scheduler when there is one.
+class unique_fd {
+public:
+    unique_fd() = default;
+    explicit unique_fd(int fd) noexcept : fd_(fd) {}
+    unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    unique_fd& operator=(unique_fd&& o) noexcept {
+        if (this != &o) {
+            reset();
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    ~unique_fd() { reset(); }
+
+    int get() const noexcept { return fd_; }
+    int release() noexcept { return std::exchange(fd_, -1); }
+    void reset() noexcept;
+    explicit operator bool() const noexcept { return fd_ >= 0; }
+
+private:
+    int fd_ = -1;
+};
+
+// A listening socket on host:port (port 0: any free port); `bound` gets the
+// address actually bound.
+unique_fd listen_on(const endpoint& at, endpoint& bound, int backlog = 128);
+
+// Accepts one pending connection, or returns an empty unique_fd (EAGAIN).
+unique_fd accept_from(int listener);
+
+// Connects to `to` (host names resolved with Boost.Asio), waiting at most
+// until `deadline`.
+unique_fd connect_to(const endpoint& to, clock::time_point deadline);
+
+// Reads exactly n bytes / writes all n bytes, or throws net_error (`what`
+// names the connection in the message).
+void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what);
+void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what);
+
+// The text of errno value e.
+std::string error_text(int e);
+
+}  // namespace csp::net

@@ -1,0 +1,32 @@
+#pragma once
+// The switch: the one process of a node that routes. Everything the node does
+// passes through its input channel (node_core.hpp), so the link table needs
+// no lock and every decision about a link is taken in one place, in order.
+//
+//            user processes                      ports (one channel each)
+//                  | send                            ^
+//                  v                                 | deliver
+//   listener -> greeters -> [ switch ] <- batches -- inbound  <- socket
+//   connectors ----------->     |  frames ---------> outbound -> socket
+//
+// A link to a peer goes through these states:
+//   connecting  a connector is setting it up; frames wait in its queue
+//   awaiting    our connection lost a crossing (handshake.hpp); the peer's is coming
+//   up          inbound and outbound run
+//   ended       both have exited and the socket is closed; the peer is departed
+// and never comes back: a node talks to one incarnation of each peer.
+//
+// Closing the node: the listener and greeters stop; every link sends what is
+// queued, then goodbye, and waits for the peer's goodbye and end of file (at
+// most options.linger); links still being set up are completed first. Then
+// the nameserver entry is dropped and close() returns.
+#include <memory>
+
+#include "net/detail/node_core.hpp"
+#include "net/nameserver_client.hpp"
+
+namespace csp::net::detail {
+
+void run_switch(std::shared_ptr<node_core> core, unique_fd listener, registration entry);
+
+}  // namespace csp::net::detail
