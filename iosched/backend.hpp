@@ -43,8 +43,12 @@ public:
     // Drop `fd` entirely. Call before the fd is closed.
     virtual void forget(int fd) = 0;
     // Blocks until a wanted event, a wake-up, or `until` (a past time polls
-    // without blocking). Appends the wanted events that occurred to `out`.
-    virtual void wait(clock::time_point until, std::vector<fd_event>& out) = 0;
+    // without blocking). Appends the wanted events that occurred to `out`;
+    // returns whether a wake-up was consumed.
+    virtual bool wait(clock::time_point until, std::vector<fd_event>& out) = 0;
+
+    // A wake-up is on its way or waiting in the pipe.
+    bool wake_pending() const noexcept { return pipe_.pending(); }
 
     // Any thread: interrupt a wait() in progress (or make the next return at once).
     bool wake() noexcept { return pipe_.wake(); }

@@ -50,7 +50,8 @@ public:
         fds_.erase(it);
     }
 
-    void wait(clock::time_point until, std::vector<fd_event>& out) override {
+    bool wait(clock::time_point until, std::vector<fd_event>& out) override {
+        bool woken = false;
         if (!refused_.empty()) {  // answer these now, the way poll would have
             for (const fd_event& e : refused_)
                 if (fds_.count(e.fd)) out.push_back(e);
@@ -60,13 +61,14 @@ public:
         const timespec_until timeout(until);
         const int n = ::epoll_pwait2(ep_, events_.data(), static_cast<int>(events_.size()), timeout.get(), nullptr);
         if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN) return;
+            if (errno == EINTR || errno == EAGAIN) return false;
             fail("epoll_pwait2");
         }
         for (int i = 0; i < n; ++i) {
             const epoll_event& ev = events_[static_cast<std::size_t>(i)];
             if (ev.data.fd == pipe_tag) {
                 pipe_.drain();
+                woken = true;
                 continue;
             }
             auto it = fds_.find(ev.data.fd);
@@ -80,6 +82,7 @@ public:
             }
             out.push_back({ev.data.fd, relevant});
         }
+        return woken;
     }
 
 private:

@@ -43,16 +43,18 @@ public:
         fds_.erase(fds_.begin() + static_cast<std::ptrdiff_t>(last));
     }
 
-    void wait(clock::time_point until, std::vector<fd_event>& out) override {
+    bool wait(clock::time_point until, std::vector<fd_event>& out) override {
+        bool woken = false;
         const timespec_until timeout(until);
         const int n = ::ppoll(fds_.data(), fds_.size(), timeout.get(), nullptr);
         if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN) return;
+            if (errno == EINTR || errno == EAGAIN) return false;
             throw csp::error(std::string("IO scheduler: ppoll failed: ") + std::strerror(errno));
         }
         int left = n;
         if (fds_.back().revents) {
             pipe_.drain();
+            woken = true;
             --left;
         }
         for (std::size_t i = 0; i + 1 < fds_.size() && left > 0; ++i) {
@@ -60,6 +62,7 @@ public:
             out.push_back({fds_[i].fd, fds_[i].revents});
             --left;
         }
+        return woken;
     }
 
 private:

@@ -54,7 +54,13 @@ struct scheduler_options {
     // poll unless the environment variable CSP_IO_BACKEND says "epoll".
     backend_kind backend = default_backend();
 
+    // How long an idle worker polls without blocking before it sleeps in
+    // poll, while some fd is armed: CSP_IO_SPIN_US microseconds, default 50.
+    // Zero never spins (no busy CPU, but each reply pays a thread wake-up).
+    clock::duration spin = default_spin();
+
     static backend_kind default_backend();
+    static clock::duration default_spin();
 };
 
 // Counters, for tests and diagnostics (relaxed; exact once the scheduler is idle).
@@ -140,6 +146,7 @@ private:
 
     csp::detail::runtime_core* rt_;
     backend_kind kind_;
+    clock::duration spin_;
     std::unique_ptr<backend> backend_;
     csp::channel<request> channel_;
     csp::reader<request> in_;

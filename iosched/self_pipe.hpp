@@ -26,6 +26,8 @@ public:
     // The poller, when read_fd() was reported readable.
     void drain() noexcept;
 
+    bool pending() const noexcept { return pending_.load(std::memory_order_acquire); }
+
 private:
     int fds_[2] = {-1, -1};
     std::atomic<bool> pending_{false};

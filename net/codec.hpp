@@ -7,7 +7,8 @@
 //   std::vector<U>, U trivially copyable               the elements' bytes;
 //                                                      an rvalue is adopted, not copied
 //   std::string                                        its characters
-//   anything else cereal can serialise                 cereal's portable-size binary archive
+//   anything else cereal can serialise                 cereal's binary archive
+//   csp::net::payload                                  itself (forwarding without a copy)
 //
 // A payload whose size cannot be a T (a 12-byte message read as a double,
 // or cereal running out of bytes) throws decode_error.
@@ -98,7 +99,9 @@ std::string type_name() {
 template <class T>
 payload encode(T&& value) {
     using V = std::remove_cvref_t<T>;
-    if constexpr (raw_sequence<V>::value) {
+    if constexpr (std::is_same_v<V, payload>) {
+        return value;  // already bytes: forwarded as they are, shared, not copied
+    } else if constexpr (raw_sequence<V>::value) {
         using E = typename raw_sequence<V>::element;
         if constexpr (std::is_rvalue_reference_v<T&&> && !std::is_const_v<std::remove_reference_t<T>>) {
             auto owner = std::make_shared<V>(std::move(value));
@@ -129,7 +132,9 @@ payload encode(T&& value) {
 template <class T>
 T decode(const payload& p) {
     using V = std::remove_cvref_t<T>;
-    if constexpr (raw_sequence<V>::value) {
+    if constexpr (std::is_same_v<V, payload>) {
+        return p;
+    } else if constexpr (raw_sequence<V>::value) {
         using E = typename raw_sequence<V>::element;
         if (p.size() % sizeof(E) != 0)
             detail::size_mismatch(p.size(), detail::type_name<V>(),

@@ -144,6 +144,9 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
                     throw;
                 }
                 flush();
+                // A short read drained the socket: wait rather than read again
+                // for an EAGAIN (readiness is level-triggered, nothing is missed).
+                if (static_cast<std::size_t>(n) < room) readable.wait();
             } else if (n == 0) {
                 if (std::string partial = frames.unfinished(); !partial.empty()) throw frame_error(partial);
                 end.clean = frames.goodbye();

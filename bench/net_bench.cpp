@@ -1,0 +1,295 @@
+// Node/port messaging against raw TCP, between two OS processes on loopback.
+// The benchmark starts its peer process itself (this executable, --peer ...).
+//
+//   rtt_8B/csp, rtt_1KiB/csp   node 0 sends to a port of node 1, which sends
+//                              the payload back; one round trip per iteration
+//   rtt_*/raw_tcp_blocking     the same bytes echoed over blocking sockets
+//   rtt_*/raw_tcp_polling      the same with both sides spinning on
+//                              non-blocking sockets (no system call sleeps)
+//   stream_1MiB/csp, /raw_tcp  16 messages of 1 MiB, then a 1-byte
+//                              acknowledgement, per iteration
+//   */ratio                    csp / peer (targets: rtt_8B csp <= 1.5x
+//                              raw_tcp_polling; stream >= 0.8x raw_tcp)
+// Counters: us_per_roundtrip, MB_per_s.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "bench/peer_ratio.hpp"
+#include "csp/csp.hpp"
+#include "net/net.hpp"
+
+extern char** environ;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+constexpr std::size_t stream_message = 1 << 20;
+constexpr int stream_batch = 16;
+constexpr csp::net::port_id bench_port = 1;
+enum : std::uint64_t { tag_echo = 0, tag_stream = 1, tag_stop = 2 };
+
+[[noreturn]] void die(const std::string& what) {
+    throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+// --- raw sockets -------------------------------------------------------------
+
+void nodelay(int fd) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void read_full(int fd, void* buf, std::size_t n, bool spin) {
+    auto* p = static_cast<char*>(buf);
+    while (n) {
+        const ssize_t r = ::read(fd, p, n);
+        if (r > 0) {
+            p += r;
+            n -= static_cast<std::size_t>(r);
+        } else if (r == 0) {
+            throw std::runtime_error("peer closed");
+        } else if (!(spin && (errno == EAGAIN || errno == EWOULDBLOCK)) && errno != EINTR) {
+            die("read");
+        }
+    }
+}
+
+void write_full(int fd, const void* buf, std::size_t n) {
+    auto* p = static_cast<const char*>(buf);
+    while (n) {
+        const ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (r > 0) {
+            p += r;
+            n -= static_cast<std::size_t>(r);
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            die("write");
+        }
+    }
+}
+
+pid_t spawn_peer(const std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    static std::string self = "/proc/self/exe";
+    argv.push_back(self.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) die("posix_spawn");
+    return pid;
+}
+
+void reap(pid_t pid) {
+    int status;
+    ::waitpid(pid, &status, 0);
+}
+
+// A connected pair: our end (blocking or not) and the peer process.
+struct raw_peer {
+    int fd = -1;
+    pid_t pid = -1;
+    raw_peer(const std::string& mode, std::size_t bytes, bool spin) {
+        const int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0) die("listen");
+        socklen_t len = sizeof a;
+        ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+        pid = spawn_peer({"--peer", mode, std::to_string(ntohs(a.sin_port)), std::to_string(bytes)});
+        fd = ::accept(l, nullptr, nullptr);
+        ::close(l);
+        if (fd < 0) die("accept");
+        nodelay(fd);
+        if (spin) ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    }
+    ~raw_peer() {
+        ::close(fd);
+        reap(pid);
+    }
+};
+
+int peer_raw(const std::string& mode, int port, std::size_t bytes) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
+    nodelay(fd);
+    const bool spin = mode == "raw_polling";
+    if (spin) ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    std::vector<char> buf(bytes);
+    try {
+        if (mode == "raw_sink") {
+            const char ack = 1;
+            for (;;) {
+                read_full(fd, buf.data(), buf.size(), false);
+                write_full(fd, &ack, 1);
+            }
+        }
+        for (;;) {
+            read_full(fd, buf.data(), buf.size(), spin);
+            write_full(fd, buf.data(), buf.size());
+        }
+    } catch (const std::exception&) {
+    }
+    return 0;
+}
+
+void rtt_raw(benchmark::State& state, std::size_t bytes, bool spin, const std::string& figure) {
+    raw_peer peer(spin ? "raw_polling" : "raw_blocking", bytes, spin);
+    std::vector<char> buf(bytes, 'x');
+    write_full(peer.fd, buf.data(), bytes);
+    read_full(peer.fd, buf.data(), bytes, spin);
+    const auto start = clock_type::now();
+    for (auto _ : state) {
+        write_full(peer.fd, buf.data(), bytes);
+        read_full(peer.fd, buf.data(), bytes, spin);
+    }
+    const double us = std::chrono::duration<double, std::micro>(clock_type::now() - start).count();
+    state.counters["us_per_roundtrip"] = us / static_cast<double>(state.iterations());
+    bench::record(figure, us / static_cast<double>(state.iterations()));
+}
+
+void stream_raw(benchmark::State& state) {
+    raw_peer peer("raw_sink", stream_message * stream_batch, false);
+    std::vector<char> buf(stream_message, 'x');
+    char ack;
+    const auto start = clock_type::now();
+    for (auto _ : state) {
+        for (int i = 0; i < stream_batch; ++i) write_full(peer.fd, buf.data(), buf.size());
+        read_full(peer.fd, &ack, 1, false);
+    }
+    const double s = std::chrono::duration<double>(clock_type::now() - start).count();
+    const double mb = static_cast<double>(state.iterations()) * stream_batch * stream_message / 1e6;
+    state.counters["MB_per_s"] = mb / s;
+    bench::record("stream/raw_tcp", mb / s);
+}
+
+// --- csp nodes ---------------------------------------------------------------
+
+int peer_csp() {
+    csp::run([] {
+        csp::net::node self;
+        auto inbox = self.open(bench_port);
+        int streamed = 0;
+        for (;;) {
+            csp::net::message m = inbox.receive();
+            if (m.tag == tag_stop) break;
+            if (m.tag == tag_echo) {
+                self.send(0, bench_port, m.body);
+            } else if (++streamed == stream_batch) {
+                streamed = 0;
+                self.send(0, bench_port, char{1});
+            }
+        }
+    });
+    return 0;
+}
+
+// Runs body(node, inbox) as node 0 of a two-node job whose node 1 is a peer process.
+template <class Body>
+void with_csp_peer(Body&& body) {
+    static std::atomic<int> jobs{0};
+    csp::net::nameserver ns;
+    const std::string job = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(jobs++);
+    ::setenv("CSP_NAMESERVER", ns.address().str().c_str(), 1);
+    ::setenv("CSP_JOB", job.c_str(), 1);
+    ::setenv("CSP_RANK", "1", 1);
+    ::setenv("CSP_SIZE", "2", 1);
+    ::setenv("CSP_TOKEN", "bench", 1);
+    const pid_t pid = spawn_peer({"--peer", "csp"});
+    csp::run([&] {
+        csp::net::node_options o;
+        o.job = job;
+        o.rank = 0;
+        o.size = 2;
+        o.nameserver = ns.address();
+        o.token = "bench";
+        csp::net::node self(o);
+        auto inbox = self.open(bench_port);
+        body(self, inbox);
+        self.send(1, bench_port, char{0}, tag_stop);
+        self.close();
+    });
+    reap(pid);
+}
+
+void rtt_csp(benchmark::State& state, std::size_t bytes, const std::string& figure) {
+    with_csp_peer([&](csp::net::node& self, csp::net::port& inbox) {
+        csp::net::payload p = csp::net::encode(std::vector<char>(bytes, 'x'));
+        self.send(1, bench_port, p);
+        (void)inbox.receive();  // the link is up
+        const auto start = clock_type::now();
+        for (auto _ : state) {
+            self.send(1, bench_port, p);
+            benchmark::DoNotOptimize(inbox.receive());
+        }
+        const double us = std::chrono::duration<double, std::micro>(clock_type::now() - start).count();
+        state.counters["us_per_roundtrip"] = us / static_cast<double>(state.iterations());
+        bench::record(figure, us / static_cast<double>(state.iterations()));
+    });
+}
+
+void stream_csp(benchmark::State& state) {
+    with_csp_peer([&](csp::net::node& self, csp::net::port& inbox) {
+        csp::net::payload p = csp::net::encode(std::vector<char>(stream_message, 'x'));
+        for (int i = 0; i < stream_batch; ++i) self.send(1, bench_port, p, tag_stream);
+        (void)inbox.receive();
+        const auto start = clock_type::now();
+        for (auto _ : state) {
+            for (int i = 0; i < stream_batch; ++i) self.send(1, bench_port, p, tag_stream);
+            (void)inbox.receive();
+        }
+        const double s = std::chrono::duration<double>(clock_type::now() - start).count();
+        const double mb = static_cast<double>(state.iterations()) * stream_batch * stream_message / 1e6;
+        state.counters["MB_per_s"] = mb / s;
+        bench::record("stream/csp", mb / s);
+    });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc >= 3 && std::string(argv[1]) == "--peer") {
+        const std::string mode = argv[2];
+        if (mode == "csp") return peer_csp();
+        if (argc == 5) return peer_raw(mode, std::stoi(argv[3]), std::stoul(argv[4]));
+        return 2;
+    }
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{1024}}) {
+        const std::string n = bytes == 8 ? "rtt_8B" : "rtt_1KiB";
+        benchmark::RegisterBenchmark((n + "/csp").c_str(), [=](benchmark::State& s) { rtt_csp(s, bytes, n + "/csp"); })
+            ->MinTime(0.5)->UseRealTime();
+        benchmark::RegisterBenchmark((n + "/raw_tcp_blocking").c_str(),
+                                     [=](benchmark::State& s) { rtt_raw(s, bytes, false, n + "/raw_tcp_blocking"); })
+            ->MinTime(0.5)->UseRealTime();
+        benchmark::RegisterBenchmark((n + "/raw_tcp_polling").c_str(),
+                                     [=](benchmark::State& s) { rtt_raw(s, bytes, true, n + "/raw_tcp_polling"); })
+            ->MinTime(0.5)->UseRealTime();
+        bench::register_ratio(n + "/ratio_vs_polling", n + "/csp", n + "/raw_tcp_polling");
+        bench::register_ratio(n + "/ratio_vs_blocking", n + "/csp", n + "/raw_tcp_blocking");
+    }
+    benchmark::RegisterBenchmark("stream_1MiB/csp", stream_csp)->MinTime(1.0)->UseRealTime();
+    benchmark::RegisterBenchmark("stream_1MiB/raw_tcp", stream_raw)->MinTime(1.0)->UseRealTime();
+    bench::register_ratio("stream_1MiB/ratio", "stream/csp", "stream/raw_tcp");
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+}
