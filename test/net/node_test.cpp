@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -35,6 +36,175 @@ TEST(net_node, ping_pong_between_two_nodes) {
     });
     ASSERT_EQ(seen.size(), 100u);
     for (int i = 0; i < 100; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 2 * i);
+}
+
+TEST(net_node, values_of_every_encoding_arrive_intact) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "values", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            self.send(1, 1, 3.25);
+            self.send(1, 1, std::string("hello"));
+            std::vector<double> big(100'000);
+            for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<double>(i) * 0.5;
+            self.send(1, 1, std::move(big));
+            self.send(1, 1, reading{"t1", {1.5, -2.0}}, 99);
+            self.send(1, 1, std::vector<int>{});
+        } else {
+            EXPECT_EQ(inbox.receive<double>(), 3.25);
+            EXPECT_EQ(inbox.receive<std::string>(), "hello");
+            csp::net::message m = inbox.receive();
+            EXPECT_EQ(m.source, 0);
+            auto v = m.view<double>();  // in place, no copy
+            ASSERT_EQ(v.size(), 100'000u);
+            EXPECT_EQ(v[99'999], 99'999 * 0.5);
+            csp::net::message r = inbox.receive();
+            EXPECT_EQ(r.tag, 99u);
+            const auto rd = r.as<reading>();
+            EXPECT_EQ(rd.sensor, "t1");
+            EXPECT_EQ(rd.values, (std::vector<double>{1.5, -2.0}));
+            EXPECT_TRUE(inbox.receive<std::vector<int>>().empty());
+        }
+    });
+}
+
+TEST(net_node, a_payload_of_the_wrong_size_is_a_decode_error_and_the_port_goes_on) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "decode", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            self.send(1, 1, std::int32_t{5});
+            self.send(1, 1, std::int32_t{6});
+        } else {
+            try {
+                (void)inbox.receive<double>();
+                ADD_FAILURE() << "a 4-byte payload decoded as a double";
+            } catch (const csp::net::decode_error& e) {
+                EXPECT_NE(std::string(e.what()).find("4 bytes"), std::string::npos) << e.what();
+            }
+            EXPECT_EQ(inbox.receive<std::int32_t>(), 6);
+        }
+    });
+}
+
+TEST(net_node, messages_between_two_nodes_arrive_in_order_on_every_port) {
+    csp::net::nameserver ns;
+    constexpr int per_port = 5000;
+    run_nodes(ns, "order", 2, [&](csp::net::node& self) {
+        if (self.rank() == 0) {
+            for (int i = 0; i < per_port; ++i)
+                for (csp::net::port_id p = 1; p <= 3; ++p) self.send(1, p, i);
+        } else {
+            csp::par_for(3, [&](std::size_t k) {
+                auto port = self.open(static_cast<csp::net::port_id>(k + 1));
+                for (int i = 0; i < per_port; ++i) ASSERT_EQ(port.receive<int>(), i);
+            });
+        }
+    });
+}
+
+TEST(net_node, a_node_can_send_to_itself) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "self", 1, [&](csp::net::node& self) {
+        self.send(0, 4, 11, 7);
+        auto m = self.open(4).receive();
+        EXPECT_EQ(m.source, 0);
+        EXPECT_EQ(m.tag, 7u);
+        EXPECT_EQ(m.as<int>(), 11);
+    });
+}
+
+TEST(net_node, receive_from_a_set_of_ports) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "set", 3, [&](csp::net::node& self) {
+        if (self.rank() != 0) {
+            self.send(0, static_cast<csp::net::port_id>(self.rank()), self.rank() * 10);
+            return;
+        }
+        auto a = self.open(1), b = self.open(2);
+        int x = 0, y = 0, total = 0;
+        std::vector<std::size_t> chosen;
+        for (int i = 0; i < 2; ++i) {
+            chosen.push_back(csp::select(csp::net::input(a, x), csp::net::input(b, y)));
+            total += chosen.back() == 0 ? x : y;
+        }
+        std::sort(chosen.begin(), chosen.end());
+        EXPECT_EQ(chosen, (std::vector<std::size_t>{0, 1}));
+        EXPECT_EQ(total, 30);
+    });
+}
+
+TEST(net_node, a_port_alternates_with_a_channel_and_a_timeout) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "alt", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 1) {
+            (void)inbox.receive<int>();  // node 0 is ready
+            self.send(0, 1, 42);
+            return;
+        }
+        csp::channel<int> local;
+        int from_port = 0, from_channel = 0;
+        csp::par(
+            [&] {
+                // Nothing has been sent yet: the timeout wins.
+                EXPECT_EQ(csp::select(csp::net::input(inbox, from_port), csp::timeout(20ms)), 1u);
+                local.writer().write(5);
+            },
+            [&] {
+                EXPECT_EQ(csp::select(csp::input(local.reader(), from_channel), csp::timeout(5s)), 0u);
+                self.send(1, 1, 0);
+                EXPECT_EQ(csp::select(csp::net::input(inbox, from_port), csp::input(local.reader(), from_channel),
+                                      csp::timeout(5s)),
+                          0u);
+            });
+        EXPECT_EQ(from_channel, 5);
+        EXPECT_EQ(from_port, 42);
+    });
+}
+
+TEST(net_node, sends_to_a_node_that_left_report_it) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "left", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 1) {
+            self.send(0, 1, 1);
+            self.close();
+            return;
+        }
+        EXPECT_EQ(inbox.receive<int>(), 1);
+        // The goodbye follows the message; wait until the switch has seen it.
+        for (int i = 0; i < 500; ++i) {
+            try {
+                self.send(1, 1, 2);
+            } catch (const csp::net::peer_error& e) {
+                EXPECT_EQ(e.peer(), 1);
+                EXPECT_NE(std::string(e.what()).find("has left"), std::string::npos) << e.what();
+                EXPECT_TRUE(self.faults().empty());  // leaving is no fault
+                return;
+            }
+            csp::select(csp::timeout(2ms));
+        }
+        ADD_FAILURE() << "sends to a departed node kept succeeding";
+    });
+}
+
+TEST(net_node, bad_arguments_name_what_is_wrong) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "args", 2, [&](csp::net::node& self) {
+        try {
+            self.send(5, 1, 0);
+            ADD_FAILURE();
+        } catch (const csp::usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("rank 5"), std::string::npos) << e.what();
+        }
+    });
+    EXPECT_THROW(csp::run([] {
+                     csp::net::node_options o;  // no nameserver, no peers table
+                     csp::net::node n(o);
+                 }),
+                 csp::usage_error);
+    EXPECT_THROW(csp::net::node n{csp::net::node_options{}}, csp::usage_error);  // outside a process
 }
 
 }  // namespace
