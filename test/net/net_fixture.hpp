@@ -26,13 +26,13 @@ inline csp::net::node_options options_for(const csp::net::nameserver& ns, const 
     return o;
 }
 
-// Runs body(node) as rank r of an n-node job for every r, each on its own
-// thread and runtime, and rethrows the first failure.
-inline void run_nodes(const csp::net::nameserver& ns, const std::string& job, int n,
+// Runs body(node) as rank r of an n-node job for every r in `ranks` (run_nodes:
+// all of them), each on its own thread and runtime; rethrows the first failure.
+inline void run_ranks(const csp::net::nameserver& ns, const std::string& job, int n, const std::vector<int>& ranks,
                       const std::function<void(csp::net::node&)>& body, std::size_t threads = 1) {
     std::vector<std::thread> ts;
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-    for (int r = 0; r < n; ++r)
+    for (int r : ranks)
         ts.emplace_back([&, r] {
             try {
                 csp::run([&] {
@@ -46,6 +46,13 @@ inline void run_nodes(const csp::net::nameserver& ns, const std::string& job, in
     for (auto& t : ts) t.join();
     for (auto& e : errors)
         if (e) std::rethrow_exception(e);
+}
+
+inline void run_nodes(const csp::net::nameserver& ns, const std::string& job, int n,
+                      const std::function<void(csp::net::node&)>& body, std::size_t threads = 1) {
+    std::vector<int> all;
+    for (int r = 0; r < n; ++r) all.push_back(r);
+    run_ranks(ns, job, n, all, body, threads);
 }
 
 // Collects log lines while it lives.

@@ -1,0 +1,270 @@
+// Bad input on a connection closes that connection with a logged reason, and
+// the node goes on serving its other peers. Node 0 and node 1 of a 3-node job
+// run in this process; a raw socket plays the stranger (or rank 2).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "net/frame.hpp"
+#include "net_fixture.hpp"
+
+extern char** environ;
+
+using net_test::run_ranks;
+
+namespace {
+
+// A blocking client for the stranger's side.
+class raw_client {
+public:
+    explicit raw_client(const csp::net::endpoint& to) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(to.port);
+        ::inet_pton(AF_INET, to.host.c_str(), &a.sin_addr);
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect");
+    }
+    ~raw_client() { ::close(fd_); }
+
+    void send(const std::vector<std::byte>& bytes) { ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+
+    // Reads until end of file; returns what came.
+    std::vector<std::byte> read_all() {
+        std::vector<std::byte> out;
+        std::byte buf[4096];
+        ssize_t n;
+        while ((n = ::read(fd_, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
+        return out;
+    }
+    std::vector<std::byte> read_exactly(std::size_t n) {
+        std::vector<std::byte> out(n);
+        std::size_t got = 0;
+        while (got < n) {
+            const ssize_t r = ::read(fd_, out.data() + got, n - got);
+            if (r <= 0) break;
+            got += static_cast<std::size_t>(r);
+        }
+        out.resize(got);
+        return out;
+    }
+
+private:
+    int fd_;
+};
+
+std::vector<std::byte> frame(csp::net::opcode op, std::uint32_t source, const std::string& body,
+                             std::uint32_t length_override = 0) {
+    csp::net::header h;
+    h.op = op;
+    h.source = source;
+    h.port = 1;
+    h.length = length_override ? length_override : static_cast<std::uint32_t>(body.size());
+    std::vector<std::byte> out(csp::net::header::size + body.size());
+    h.encode(out.data());
+    std::memcpy(out.data() + csp::net::header::size, body.data(), body.size());
+    return out;
+}
+
+std::vector<std::byte> hello(const std::string& token, std::uint32_t as_rank = 2) {
+    return frame(csp::net::opcode::hello, as_rank, "faults\n" + token);
+}
+
+// The reason in a refuse frame, or "" if the bytes are not one.
+std::string refusal(const std::vector<std::byte>& bytes) {
+    if (bytes.size() < csp::net::header::size) return {};
+    const auto h = csp::net::header::decode(bytes.data(), 1 << 20);
+    if (h.op != csp::net::opcode::refuse) return {};
+    return std::string(reinterpret_cast<const char*>(bytes.data()) + csp::net::header::size, h.length);
+}
+
+// Node 0 and node 1 run; `inject` plays the stranger against node 0 from a
+// plain thread. Afterwards node 1 sends node 0 a message, which must arrive.
+// `check` looks at node 0 once that message is in; `port_errors` says how many
+// peer_errors node 0's port should report on the way.
+void with_stranger(const std::function<void(const csp::net::endpoint&)>& inject,
+                   const std::function<void(csp::net::node&)>& check, int port_errors,
+                   const std::string& expected_in_error = {}) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    std::promise<csp::net::endpoint> node0;
+    auto node0_at = node0.get_future().share();
+    run_ranks(ns, "faults", 3, {0, 1}, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            node0.set_value(self.address());
+            int errors = 0, values = 0;
+            while (values < 1 || errors < port_errors) {
+                try {
+                    EXPECT_EQ(inbox.receive<int>(), 77);
+                    ++values;
+                } catch (const csp::net::peer_error& e) {
+                    ++errors;
+                    EXPECT_EQ(e.peer(), 2);
+                    EXPECT_NE(std::string(e.what()).find(expected_in_error), std::string::npos) << e.what();
+                }
+            }
+            EXPECT_EQ(errors, port_errors);
+            check(self);
+            self.send(1, 1, 1);  // node 1 may go
+        } else {
+            std::thread stranger([&] { inject(node0_at.get()); });
+            stranger.join();
+            self.send(0, 1, 77);
+            EXPECT_EQ(inbox.receive<int>(), 1);
+        }
+    });
+}
+
+bool has_fault(csp::net::node& n, const std::string& text) {
+    for (const auto& f : n.faults())
+        if (f.find(text) != std::string::npos) return true;
+    return false;
+}
+
+TEST(net_faults, garbage_bytes_are_refused_and_logged) {
+    std::string answer;
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            raw_client c(at);
+            std::vector<std::byte> junk(64, std::byte{0x5a});
+            c.send(junk);
+            answer = refusal(c.read_all());
+        },
+        [&](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "bad magic 0x5A5A5A5A")) << testing::PrintToString(n.faults()); },
+        0);
+    EXPECT_NE(answer.find("bad magic"), std::string::npos) << answer;
+}
+
+TEST(net_faults, a_wrong_version_is_refused) {
+    std::string answer;
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            raw_client c(at);
+            auto bytes = hello("secret");
+            bytes[4] = std::byte{9};
+            c.send(bytes);
+            answer = refusal(c.read_all());
+        },
+        [&](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "unsupported frame version 9")); }, 0);
+    EXPECT_NE(answer.find("version 9"), std::string::npos) << answer;
+}
+
+TEST(net_faults, a_wrong_or_missing_token_is_refused) {
+    std::string wrong, missing;
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            {
+                raw_client c(at);
+                c.send(hello("guess"));
+                wrong = refusal(c.read_all());
+            }
+            raw_client c(at);
+            c.send(hello(""));
+            missing = refusal(c.read_all());
+        },
+        [&](csp::net::node& n) {
+            EXPECT_TRUE(has_fault(n, "wrong token"));
+            EXPECT_TRUE(has_fault(n, "missing token"));
+        },
+        0);
+    EXPECT_EQ(wrong, "wrong token");
+    EXPECT_EQ(missing, "missing token");
+}
+
+TEST(net_faults, an_oversized_hello_is_refused_before_anything_is_allocated) {
+    std::string answer;
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            raw_client c(at);
+            c.send(frame(csp::net::opcode::hello, 2, "", 0x7fffffff));
+            answer = refusal(c.read_all());
+        },
+        [&](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "oversized frame")); }, 0);
+    EXPECT_NE(answer.find("exceeds the maximum of 4096"), std::string::npos) << answer;
+}
+
+// After a valid handshake as rank 2, send `after` and hang up.
+void as_rank_2(const csp::net::endpoint& at, const std::vector<std::byte>& after) {
+    raw_client c(at);
+    c.send(hello("secret"));
+    const auto welcome = c.read_exactly(csp::net::header::size + 6);
+    ASSERT_EQ(welcome.size(), csp::net::header::size + 6);
+    ASSERT_EQ(csp::net::header::decode(welcome.data(), 4096).op, csp::net::opcode::welcome);
+    c.send(after);
+}
+
+TEST(net_faults, an_oversized_data_frame_ends_that_link_only) {
+    with_stranger([](const csp::net::endpoint& at) { as_rank_2(at, frame(csp::net::opcode::data, 2, "", 1u << 30)); },
+                  [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "oversized frame")); }, 1, "oversized frame");
+}
+
+TEST(net_faults, a_truncated_frame_ends_that_link_only) {
+    with_stranger(
+        [](const csp::net::endpoint& at) {
+            auto f = frame(csp::net::opcode::data, 2, std::string(100, 'x'));
+            f.resize(csp::net::header::size + 40);
+            as_rank_2(at, f);
+        },
+        [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "truncated frame")); }, 1,
+        "truncated frame: the connection closed after 72 bytes of a frame");
+}
+
+TEST(net_faults, a_frame_with_a_wrong_version_after_the_handshake_ends_that_link) {
+    with_stranger(
+        [](const csp::net::endpoint& at) {
+            auto f = frame(csp::net::opcode::data, 2, "abcd");
+            f[4] = std::byte{2};
+            as_rank_2(at, f);
+        },
+        [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "unsupported frame version 2")); }, 1,
+        "unsupported frame version 2");
+}
+
+TEST(net_faults, a_node_killed_mid_stream_fails_receives_and_sends_but_not_other_links) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    ::setenv("CSP_NAMESERVER", ns.address().str().c_str(), 1);
+    ::setenv("CSP_JOB", "killed", 1);
+    ::setenv("CSP_RANK", "1", 1);
+    ::setenv("CSP_SIZE", "3", 1);
+    ::setenv("CSP_TOKEN", "secret", 1);
+    pid_t pid;
+    char* argv[] = {const_cast<char*>(NET_TEST_PEER), nullptr};
+    ASSERT_EQ(::posix_spawn(&pid, NET_TEST_PEER, nullptr, nullptr, argv, environ), 0);
+    for (const char* v : {"CSP_NAMESERVER", "CSP_JOB", "CSP_RANK", "CSP_SIZE", "CSP_TOKEN"}) ::unsetenv(v);
+
+    run_ranks(ns, "killed", 3, {0, 2}, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 2) {
+            EXPECT_EQ(inbox.receive<std::uint64_t>(), 5u);  // node 0 has seen node 1 die
+            self.send(0, 1, std::uint64_t{6});
+            return;
+        }
+        std::uint64_t expect = 0;
+        for (; expect < 1000; ++expect) ASSERT_EQ(inbox.receive<std::uint64_t>(), expect);
+        ::kill(pid, SIGKILL);
+        try {
+            for (;; ++expect) ASSERT_EQ(inbox.receive<std::uint64_t>(), expect);  // in order up to the end
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            EXPECT_NE(std::string(e.what()).find("lost node 1 of job 'killed'"), std::string::npos) << e.what();
+        }
+        EXPECT_THROW(self.send(1, 1, std::uint64_t{0}), csp::net::peer_error);
+        self.send(2, 1, std::uint64_t{5});
+        EXPECT_EQ(inbox.receive<std::uint64_t>(), 6u);
+    });
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status));
+}
+
+}  // namespace

@@ -1,0 +1,90 @@
+// Every message counted: a million between two nodes, all-to-all among eight,
+// and two nodes that connect to each other at the same moment.
+#include <atomic>
+#include <barrier>
+#include <vector>
+
+#include "net_fixture.hpp"
+
+using net_test::run_nodes;
+
+namespace {
+
+TEST(net_stress, a_million_messages_between_two_nodes_arrive_in_order) {
+    csp::net::nameserver ns;
+    constexpr std::uint64_t count = 1'000'000;
+    std::uint64_t received = 0;
+    run_nodes(ns, "million", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            for (std::uint64_t i = 0; i < count; ++i) self.send(1, 1, i);
+            EXPECT_EQ(inbox.receive<std::uint64_t>(), count);  // node 1's tally
+        } else {
+            for (std::uint64_t i = 0; i < count; ++i) {
+                const auto v = inbox.receive<std::uint64_t>();
+                if (v != i) {
+                    ADD_FAILURE() << "message " << i << " arrived as " << v;
+                    break;
+                }
+                ++received;
+            }
+            self.send(0, 1, received);
+        }
+    });
+    EXPECT_EQ(received, count);
+}
+
+class net_stress_threads : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(net_stress_threads, eight_nodes_all_to_all_deliver_every_message_exactly_once) {
+    csp::net::nameserver ns;
+    constexpr int n = 8, per_peer = 2000;
+    std::vector<std::vector<int>> counts(n, std::vector<int>(n, 0));  // [receiver][sender]
+    run_nodes(ns, "all2all", n, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        const int me = self.rank();
+        csp::par(
+            [&] {
+                for (int i = 0; i < per_peer; ++i)
+                    for (int k = 1; k < n; ++k) self.send((me + k) % n, 1, std::pair<int, int>{me, i});
+            },
+            [&] {
+                std::vector<int> next(n, 0);
+                for (int m = 0; m < per_peer * (n - 1); ++m) {
+                    const auto [from, seq] = inbox.receive<std::pair<int, int>>();
+                    ASSERT_EQ(seq, next[static_cast<std::size_t>(from)]++) << "from node " << from;
+                    ++counts[static_cast<std::size_t>(me)][static_cast<std::size_t>(from)];
+                }
+            });
+        EXPECT_EQ(inbox.pending(), 0u);
+    }, GetParam());
+    for (int r = 0; r < n; ++r)
+        for (int s = 0; s < n; ++s) EXPECT_EQ(counts[r][s], r == s ? 0 : per_peer) << r << " from " << s;
+}
+
+INSTANTIATE_TEST_SUITE_P(runtime, net_stress_threads, ::testing::Values(1, 2),
+                         [](const auto& info) { return std::to_string(info.param) + "_threads"; });
+
+TEST(net_stress, simultaneous_connects_end_with_one_connection_and_no_loss) {
+    for (int round = 0; round < 20; ++round) {
+        csp::net::nameserver ns;
+        std::barrier both(2);
+        std::atomic<std::size_t> links{0}, made{0}, accepted{0};
+        run_nodes(ns, "crossing", 2, [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            both.arrive_and_wait();  // both registered: now send at once
+            for (int i = 0; i < 100; ++i) self.send(1 - self.rank(), 1, i);
+            for (int i = 0; i < 100; ++i) ASSERT_EQ(inbox.receive<int>(), i);
+            const auto st = self.stats();
+            links += st.links;
+            made += st.connected;
+            accepted += st.accepted;
+            both.arrive_and_wait();  // neither closes before both have looked
+        });
+        EXPECT_EQ(links.load(), 2u) << "round " << round;  // one connection, seen from both ends
+        EXPECT_EQ(made.load(), 1u) << "round " << round;
+        EXPECT_EQ(accepted.load(), 1u) << "round " << round;
+    }
+}
+
+}  // namespace
