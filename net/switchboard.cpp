@@ -169,11 +169,15 @@ private:
             verdict = "node " + std::to_string(core_->rank) + " is closing";
         } else if (std::string why = departed(h.peer); !why.empty()) {
             verdict = "node " + std::to_string(h.peer) + " already ended its link with this node (" + why + ")";
+        } else if (it != links_.end() && core_->rank < h.peer &&
+                   (it->second->st == link::state::connecting || it->second->st == link::state::up)) {
+            // A crossing: ours wins, the lower rank's connection is kept (ours
+            // may even be up already: the peer accepted it before its own
+            // hello reached us).
+            verdict = duplicate_reason;
+            core_->duplicates.fetch_add(1, std::memory_order_relaxed);
         } else if (it != links_.end() && it->second->st == link::state::up) {
             verdict = "node " + std::to_string(h.peer) + " is already connected";
-        } else if (it != links_.end() && it->second->st == link::state::connecting && core_->rank < h.peer) {
-            verdict = duplicate_reason;  // ours wins: the lower rank's connection is kept
-            core_->duplicates.fetch_add(1, std::memory_order_relaxed);
         }
         if (!verdict.empty()) {
             h.reply.write(verdict);

@@ -1,0 +1,56 @@
+// csp-launch starting nodes as OS processes.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+// Runs a shell command; returns its exit status and output (stdout and stderr).
+int run(const std::string& command, std::string& output) {
+    FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) output += buf;
+    const int status = ::pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(net_launcher, runs_a_ring_of_four_processes) {
+    std::string out;
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 4 " + RING_EXAMPLE + " 5", out), 0) << out;
+    EXPECT_NE(out.find("4 nodes, 5 laps: token 30, expected 30"), std::string::npos) << out;
+    for (int r = 0; r < 4; ++r) EXPECT_NE(out.find("node " + std::to_string(r) + " of 4"), std::string::npos) << out;
+    EXPECT_EQ(out.find("csp.net"), std::string::npos) << "a fault was logged:\n" << out;
+}
+
+TEST(net_launcher, gives_each_node_its_rank_size_job_and_token) {
+    std::string out;
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 --job envjob --token tok sh -c "
+                  "'echo \"$CSP_RANK/$CSP_SIZE $CSP_JOB $CSP_TOKEN ${CSP_NAMESERVER%:*}\"'",
+                  out),
+              0)
+        << out;
+    for (int r = 0; r < 3; ++r)
+        EXPECT_NE(out.find(std::to_string(r) + "/3 envjob tok 127.0.0.1"), std::string::npos) << out;
+}
+
+TEST(net_launcher, a_failing_node_stops_the_job_and_sets_the_exit_status) {
+    std::string out;
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 sh -c 'if [ $CSP_RANK = 1 ]; then exit 7; fi; exec sleep 30'", out), 7)
+        << out;
+    EXPECT_NE(out.find("rank 1 of job"), std::string::npos) << out;
+    EXPECT_NE(out.find("exited with status 7"), std::string::npos) << out;
+}
+
+TEST(net_launcher, bad_arguments_are_named) {
+    std::string out;
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 0 true", out), 2);
+    EXPECT_NE(out.find("-n N"), std::string::npos) << out;
+    out.clear();
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2", out), 2);
+    EXPECT_NE(out.find("no program"), std::string::npos) << out;
+}
+
+}  // namespace

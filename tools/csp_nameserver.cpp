@@ -1,0 +1,37 @@
+// csp-nameserver: the nameserver as a long-running daemon, for jobs started
+// by a cluster launcher (srun, mpirun) that point CSP_NAMESERVER at it.
+//
+//   csp-nameserver [--bind HOST:PORT]      (default 127.0.0.1:7878)
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "csp/runtime.hpp"
+#include "net/nameserver.hpp"
+
+int main(int argc, char** argv) {
+    csp::net::endpoint bind{"127.0.0.1", 7878};
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--bind" && i + 1 < argc) {
+            bind = csp::net::endpoint::parse(argv[++i]);
+        } else {
+            std::fprintf(stderr, "usage: csp-nameserver [--bind HOST:PORT]   (default 127.0.0.1:7878)\n");
+            return 2;
+        }
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+    try {
+        csp::channel<bool> stop{"stop"};
+        csp::run([&] {
+            csp::net::nameserver::serve(bind, stop.reader(), [](csp::net::endpoint at) {
+                std::printf("csp-nameserver listening on %s\n", at.str().c_str());
+                std::fflush(stdout);
+            });
+        });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "csp-nameserver: %s\n", e.what());
+        return 1;
+    }
+}
