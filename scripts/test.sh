@@ -12,7 +12,7 @@ cmake --build build -j2
 ctest --test-dir build -j2 -LE soak --output-on-failure
 
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSP_SANITIZE=ON \
-      -DCSP_BUILD_BENCH=OFF -DCSP_BUILD_EXAMPLES=OFF >/dev/null
+      -DCSP_BUILD_BENCH=OFF -DCSP_BUILD_EXAMPLES=ON >/dev/null
 cmake --build build-sanitize -j2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize -j2 -LE soak --output-on-failure
