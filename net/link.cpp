@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 #include "csp/alt.hpp"
@@ -127,8 +128,15 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     frame_reader frames(*core, peer);
     std::vector<message> batch;
     link_down end{peer, false, {}};
+    // Messages go straight into their ports' channels, in order of arrival.
+    std::unordered_map<port_id, csp::writer<message>> ports;
     auto flush = [&] {
-        if (!batch.empty()) to_switch.write(delivery{peer, std::exchange(batch, {})});
+        for (message& m : batch) {
+            auto it = ports.find(m.port);
+            if (it == ports.end()) it = ports.emplace(m.port, core->port_channel(m.port).writer()).first;
+            it->second.write(std::move(m));
+        }
+        batch.clear();
     };
     try {
         csp::io::watch readable(fd, csp::io::interest::read);

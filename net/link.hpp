@@ -2,9 +2,11 @@
 // The two processes that serve one connection to a peer (a link).
 //
 // inbound   reads the socket whenever the IO scheduler says it is readable,
-//           cuts the bytes into frames, and hands the switch every complete
-//           data frame of one read as one batch, in order. Payloads of up to a
-//           read buffer are copied out of it once; larger ones are read
+//           cuts the bytes into frames, and delivers the complete data frames
+//           of each read, in order, into their ports' channels (the port table
+//           is shared under the node's lock; a hop through the switch would
+//           cost a fiber switch per message and decide nothing). Payloads of up
+//           to a read buffer are copied out of it once; larger ones are read
 //           straight into their own block, so a large message costs no copy.
 // outbound  takes frames from its queue (which the switch fills and which
 //           never blocks the switch), gathers what is queued into one sendmsg,

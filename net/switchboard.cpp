@@ -138,10 +138,6 @@ private:
         l.out.write(std::move(r.frame));
     }
 
-    void handle(delivery& d) {
-        for (auto& m : d.batch) deliver(std::move(m));
-    }
-
     void handle(connect_result& r) {
         link& l = *links_.at(r.peer);
         l.connector_running = false;

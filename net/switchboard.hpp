@@ -5,9 +5,12 @@
 //
 //            user processes                      ports (one channel each)
 //                  | send                            ^
-//                  v                                 | deliver
-//   listener -> greeters -> [ switch ] <- batches -- inbound  <- socket
+//                  v                                 | messages, in order
+//   listener -> greeters -> [ switch ]               inbound  <- socket
 //   connectors ----------->     |  frames ---------> outbound -> socket
+//
+// The switch also delivers a node's messages to itself, and tells every port
+// when a peer is lost.
 //
 // A link to a peer goes through these states:
 //   connecting  a connector is setting it up; frames wait in its queue

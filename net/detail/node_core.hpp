@@ -3,11 +3,11 @@
 // input channel, the port table, and what is known about departed peers.
 //
 // The processes (see switchboard.hpp for the picture):
-//   user processes --send/open--> switch <--batches-- inbound (one per link)
-//   switch --frames--> outbound (one per link);  listener --> greeters --> switch
+//   user processes --send--> switch --frames--> outbound (one per link)
+//   inbound (one per link) --messages--> ports;  listener --> greeters --> switch
 //   connectors (one per link being set up) --> switch
 // Only the switch changes the link table. The port table and the departed
-// table are also read by user processes, under `lock`.
+// table are shared with user and inbound processes, under `lock`.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,10 +40,6 @@ struct send_request {
     int to;
     outgoing frame;
 };
-struct delivery {  // from an inbound process, in order of reception
-    int from;
-    std::vector<message> batch;
-};
 struct connect_result {  // from a connector
     int peer;
     int fd;              // -1 on failure
@@ -66,7 +62,7 @@ struct link_process_exited {
 struct close_request {
     csp::writer<bool> done;
 };
-using switch_input = std::variant<send_request, delivery, connect_result, incoming_hello, link_down,
+using switch_input = std::variant<send_request, connect_result, incoming_hello, link_down,
                                   link_process_exited, close_request>;
 
 struct node_core {
