@@ -49,8 +49,8 @@ outgoing welcome_frame(const node_core& core) {
 void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from) {
     const auto deadline = clock::now() + core->options.handshake_timeout;
     const std::string what = "connection from " + from;
-    auto refuse = [&](const std::string& reason) {
-        core->fault("refused " + what + ": " + reason);
+    // Answers refuse(reason), best effort: the stranger may be gone already.
+    auto answer_refusal = [&](const std::string& reason) {
         header h;
         h.op = opcode::refuse;
         h.source = static_cast<std::uint32_t>(core->rank);
@@ -60,6 +60,10 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
             write_all(fd.get(), bytes.data(), bytes.size(), clock::now() + std::chrono::milliseconds(200), what);
         } catch (...) {
         }
+    };
+    auto refuse = [&](const std::string& reason) {
+        core->fault("refused " + what + ": " + reason);
+        answer_refusal(reason);
     };
     int peer = -1;
     try {
@@ -91,16 +95,8 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         fd.release();  // the link's now; its outbound sends the welcome
         return;
     }
-    if (verdict != duplicate_reason) return refuse(verdict);
-    header h;
-    h.op = opcode::refuse;
-    h.source = static_cast<std::uint32_t>(core->rank);
-    h.length = static_cast<std::uint32_t>(verdict.size());
-    const auto bytes = encode_frame(h, verdict);
-    try {
-        write_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
-    } catch (...) {
-    }
+    if (verdict == duplicate_reason) answer_refusal(verdict);  // the losing half of a crossing: no fault
+    else refuse(verdict);
 }
 
 void run_connector(std::shared_ptr<node_core> core, int peer) {
