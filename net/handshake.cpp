@@ -139,7 +139,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
     try {
         core->to_switch.writer().write(std::move(result));
     } catch (...) {
-        if (result.fd >= 0) unique_fd{result.fd};
+        unique_fd orphan(result.fd);  // the node is closing: nobody takes the connection
     }
 }
 

@@ -211,10 +211,11 @@ void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader
         }
     };
 
-    link_down end{peer, false, {}};
-    bool report = true;
+    // How the queue ended the link: goodbye (say it, then end of file) or
+    // abort (the switch has ended the link already). A failure is reported.
+    auto ended_by = outgoing::control::none;
     try {
-        for (bool done = false; !done;) {
+        while (ended_by == outgoing::control::none) {
             if (batch.empty()) batch.push_back(queue.read());
             std::size_t bytes = batch.back().body.size();
             outgoing more;
@@ -225,34 +226,25 @@ void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader
                 batch.push_back(std::move(more));
             }
             iov.clear();
-            for (std::size_t k = 0; k < batch.size(); ++k) {
+            for (std::size_t k = 0; k < batch.size() && ended_by == outgoing::control::none; ++k) {
                 outgoing& f = batch[k];
-                if (f.ctl == outgoing::control::abort) {
-                    report = false;  // the switch ended the link; it needs no report
-                    done = true;
-                    break;
-                }
+                ended_by = f.ctl;
+                if (f.ctl == outgoing::control::abort) break;
                 if (f.ctl == outgoing::control::goodbye) {
                     f.head.op = opcode::goodbye;
                     f.head.length = 0;
-                    done = true;
                 }
                 f.head.encode(heads[k].data());
                 iov.push_back({heads[k].data(), header::size});
                 if (f.body.size()) iov.push_back({const_cast<std::byte*>(f.body.data()), f.body.size()});
-                if (done) break;
             }
-            write_out();
+            if (ended_by != outgoing::control::abort) write_out();
             batch.clear();
         }
-        if (report) {
-            ::shutdown(fd, SHUT_WR);  // after goodbye: the peer reads end of file next
-            report = false;
-        }
+        if (ended_by == outgoing::control::goodbye) ::shutdown(fd, SHUT_WR);  // the peer reads end of file next
     } catch (const std::exception& e) {
-        end.reason = e.what();
+        to_switch.write(link_down{peer, false, e.what()});
     }
-    if (report) to_switch.write(std::move(end));
     to_switch.write(link_process_exited{peer});
 }
 

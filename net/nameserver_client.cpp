@@ -1,7 +1,5 @@
 #include "net/nameserver_client.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "net/errors.hpp"
@@ -48,7 +46,7 @@ registration register_node(const endpoint& ns, const std::string& job, int rank,
     registration r;
     r.rank = to_int(w[1], answer);
     r.size = to_int(w[2], answer);
-    r.connection = unique_fd(::dup(c.fd()));
+    r.connection = c.release();
     return r;
 }
 

@@ -36,6 +36,7 @@ public:
     void write_line(const std::string& line, clock::time_point deadline = clock::time_point::max());
 
     int fd() const noexcept { return fd_.get(); }
+    unique_fd release() noexcept { return std::move(fd_); }
     const std::string& what() const noexcept { return what_; }
 
 private:

@@ -119,10 +119,9 @@ void node::post(int to, port_id to_port, std::uint64_t tag, payload body) {
     if (body.size() > core_->options.max_frame)
         throw usage_error("send of " + std::to_string(body.size()) + " bytes: over this node's max_frame of " +
                           std::to_string(core_->options.max_frame));
-    {
+    if (core_->departures.load(std::memory_order_acquire) != 0) {
         std::lock_guard lk(core_->lock);
-        if (!core_->departed.empty())
-            if (auto it = core_->departed.find(to); it != core_->departed.end()) throw peer_error(to, it->second);
+        if (auto it = core_->departed.find(to); it != core_->departed.end()) throw peer_error(to, it->second);
     }
     detail::send_request r{to, {}};
     r.frame.head.op = opcode::data;

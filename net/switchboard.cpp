@@ -115,13 +115,9 @@ private:
             deliver(message{core_->rank, r.frame.head.port, r.frame.head.tag, std::move(r.frame.body), {}});
             return;
         }
+        // Links are never erased, so a peer without one has never departed.
         auto it = links_.find(r.to);
         if (it == links_.end()) {
-            if (std::string why = departed(r.to); !why.empty()) {
-                core_->fault("a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
-                             " was not sent: " + why);
-                return;
-            }
             it = links_.emplace(r.to, std::make_unique<link>()).first;
             it->second->connector_running = true;
             group_.spawn("net.connector", [core = core_, peer = r.to] {
@@ -282,7 +278,8 @@ private:
 
     void set_departed(int peer, std::string why) {
         std::lock_guard lk(core_->lock);
-        core_->departed.emplace(peer, std::move(why));
+        if (core_->departed.emplace(peer, std::move(why)).second)
+            core_->departures.fetch_add(1, std::memory_order_release);
     }
     std::string departed(int peer) const {
         std::lock_guard lk(core_->lock);

@@ -77,6 +77,9 @@ struct node_core {
     mutable std::mutex lock;
     std::unordered_map<port_id, csp::channel<message>> ports;
     std::unordered_map<int, std::string> departed;  // peer -> why sends to it fail
+    // departed.size(), readable without the lock: a send looks up `departed`
+    // only once some peer has gone, so the common send takes no lock.
+    std::atomic<std::size_t> departures{0};
     std::vector<std::string> faults;                 // every fault logged, in order
     std::unordered_set<int> greeting;                // fds of connections still in their handshake
 
