@@ -67,6 +67,19 @@ public:
         post(to, to_port, tag, encode(std::forward<T>(value)));
     }
 
+    // Puts a message from this node straight into its own port `to_port`,
+    // bypassing the switch (so not ordered with send() to self). Works on a
+    // closed node too: it is how a process waiting on a port is woken.
+    template <class T>
+    void deliver_here(port_id to_port, T&& value, std::uint64_t tag = 0) {
+        message m;
+        m.source = rank();
+        m.port = to_port;
+        m.tag = tag;
+        m.body = encode(std::forward<T>(value));
+        core_->port_channel(to_port).writer().write(std::move(m));
+    }
+
     // Delivers what was sent, says goodbye, leaves. Idempotent.
     void close();
 

@@ -1,0 +1,38 @@
+#pragma once
+// Aspen's reduce: participants P contribute, receivers R get the result, and
+// R may include ranks outside P (topology::aspen_schedule has the steps).
+//
+//   // every rank of the communicator calls it; P and R are the same everywhere
+//   std::optional<double> mine = comm.rank() in P ? std::optional(x) : std::nullopt;
+//   std::optional<double> r = aspen_reduce(comm, mine, P, R, sum{}, stream{1});
+//   // r has a value exactly at the ranks of R
+//
+// Ranks in neither set return at once. Several calls on different streams
+// run at the same time on overlapping sets with no communicator per call.
+// The op must commute (participants are renumbered).
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/operation.hpp"
+#include "collectives/schedule.hpp"
+#include "collectives/topology.hpp"
+
+namespace csp::collectives {
+
+template <class C, class T, class Op>
+std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const std::vector<int>& participants,
+                              const std::vector<int>& receivers, const Op& op, stream s = {}) {
+    if (!commutes(op))
+        throw usage_error("Aspen's reduce renumbers the participants and needs an op that commutes "
+                          "(csp::collectives::commuting(f), or a built-in op)");
+    for (const auto* set : {&participants, &receivers})
+        for (int r : *set) detail::check_rank(r, comm.size(), "Aspen reduce:");
+    const tag t = comm.next_tag(s);
+    detail::announce(comm, "reduce", "aspen", t);
+    const auto plan = plan_for(topology::aspen_schedule(participants, receivers), comm.rank());
+    return run_plan(comm, plan, std::move(contribution), op, t);
+}
+
+}  // namespace csp::collectives

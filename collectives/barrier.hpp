@@ -1,0 +1,76 @@
+#pragma once
+// Barrier: no rank leaves before every rank has entered.
+//
+// Rank 0 coordinates. The messages carry one byte and no meaning.
+//
+//   sequential  everyone sends to rank 0 and waits for its reply; rank 0
+//               receives from 1, 2, ... in turn, then replies to each
+//               (listing 9). 2(n-1) messages through rank 0.
+//   linear      as sequential, but rank 0 receives from all at once
+//               (listing 10).
+//   binomial    each rank receives from its children at once, then (not
+//               the root) sends to its parent and waits for the release,
+//               then releases its children (listing 11). 2(n-1) messages,
+//               2 ceil(log2 n) rounds.
+#include <cstdint>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/detail/peers.hpp"
+#include "collectives/topology.hpp"
+
+namespace csp::collectives {
+
+namespace detail {
+using barrier_token = std::uint8_t;
+
+template <class C>
+std::vector<int> all_but_zero(const C& comm) {
+    std::vector<int> v;
+    for (int r = 1; r < comm.size(); ++r) v.push_back(r);
+    return v;
+}
+}  // namespace detail
+
+template <class C>
+void barrier_sequential(C& comm, stream s = {}) {
+    const tag t = comm.next_tag(s);
+    detail::announce(comm, "barrier", "sequential", t);
+    if (comm.rank() != 0) {
+        comm.send(0, t, detail::barrier_token{});
+        comm.template receive<detail::barrier_token>(0, t);
+        return;
+    }
+    for (int r = 1; r < comm.size(); ++r) comm.template receive<detail::barrier_token>(r, t);
+    for (int r = 1; r < comm.size(); ++r) comm.send(r, t, detail::barrier_token{});
+}
+
+template <class C>
+void barrier_linear(C& comm, stream s = {}) {
+    const tag t = comm.next_tag(s);
+    detail::announce(comm, "barrier", "linear", t);
+    if (comm.rank() != 0) {
+        comm.send(0, t, detail::barrier_token{});
+        comm.template receive<detail::barrier_token>(0, t);
+        return;
+    }
+    const auto others = detail::all_but_zero(comm);
+    if (others.empty()) return;
+    detail::receive_from_each<detail::barrier_token>(comm, others, t);
+    detail::send_to_each(comm, others, t, detail::barrier_token{});
+}
+
+template <class C>
+void barrier_binomial(C& comm, stream s = {}) {
+    const tag t = comm.next_tag(s);
+    detail::announce(comm, "barrier", "binomial", t);
+    const auto children = topology::binomial_children(comm.rank(), comm.size(), 0);
+    if (!children.empty()) detail::receive_from_each<detail::barrier_token>(comm, children, t);
+    if (int parent = topology::binomial_parent(comm.rank(), comm.size(), 0); parent >= 0) {
+        comm.send(parent, t, detail::barrier_token{});
+        comm.template receive<detail::barrier_token>(parent, t);
+    }
+    detail::send_to_each(comm, children, t, detail::barrier_token{});
+}
+
+}  // namespace csp::collectives

@@ -1,0 +1,17 @@
+#pragma once
+// Collective operations written as process networks.
+//
+// A communicator (communicator.hpp) is one rank's view of a group; ranks are
+// processes of one runtime (local_communicator.hpp) or nodes of a job
+// (net_communicator.hpp). The collectives by plain name choose an algorithm
+// from a table (dispatch.hpp, selection.hpp); each algorithm can also be
+// called by its own name (broadcast.hpp, reduce.hpp, ...). Who talks to whom
+// is in topology.hpp; Aspen's reduce with any participants and receivers in
+// aspen_reduce.hpp; collectives as processes with channel ends in flow.hpp;
+// a tracing communicator in trace.hpp. docs/collectives.md lists every
+// algorithm's steps and messages.
+#include "collectives/aspen_reduce.hpp"
+#include "collectives/dispatch.hpp"
+#include "collectives/flow.hpp"
+#include "collectives/local_communicator.hpp"
+#include "collectives/trace.hpp"

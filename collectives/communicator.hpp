@@ -1,0 +1,60 @@
+#pragma once
+// What every collective algorithm is written against.
+//
+// A communicator is one rank's view of a group: its rank, the group's size,
+// and tagged point-to-point messages. Sends never block (they queue at the
+// receiver); receives block the calling process only, and several processes
+// of one rank may receive at once (parallel receive). Messages from one rank
+// with one tag arrive in the order sent.
+//
+// Two implementations run the same algorithms: local_communicator (ranks as
+// processes of one runtime, local_communicator.hpp) and net_communicator
+// (ranks as nodes, net_communicator.hpp). traced<C> wraps either and records
+// what an algorithm did (trace.hpp).
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "collectives/tag.hpp"
+#include "csp/error.hpp"
+
+namespace csp::collectives {
+
+template <class T>
+struct received {
+    int source;
+    T value;
+};
+
+// Probe values for the concept below.
+struct probe_value { int x; };
+
+template <class C>
+concept communicator = requires(C& c, const C& cc, tag t, stream s, probe_value v) {
+    { cc.rank() } -> std::convertible_to<int>;
+    { cc.size() } -> std::convertible_to<int>;
+    c.send(0, t, v);
+    { c.template receive<probe_value>(0, t) } -> std::same_as<probe_value>;
+    { c.template receive_any<probe_value>(t) } -> std::same_as<received<probe_value>>;
+    { c.next_tag(s) } -> std::same_as<tag>;
+};
+
+namespace detail {
+
+inline void check_rank(int r, int size, const char* what) {
+    if (r < 0 || r >= size)
+        throw usage_error(std::string(what) + " rank " + std::to_string(r) + " is outside the group of " +
+                          std::to_string(size));
+}
+
+// Announces to a tracing communicator which algorithm a call runs; a no-op
+// for the others.
+template <class C>
+void announce(C& comm, const char* collective, const char* algorithm, tag t) {
+    if constexpr (requires { comm.record_algorithm(collective, algorithm, t); })
+        comm.record_algorithm(collective, algorithm, t);
+}
+
+}  // namespace detail
+}  // namespace csp::collectives

@@ -1,0 +1,34 @@
+#pragma once
+// The two shapes every algorithm is made of: send one value to several peers,
+// and receive from several peers at once.
+#include <cstddef>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "csp/process.hpp"
+
+namespace csp::collectives::detail {
+
+// Sends never block (they queue at the receiver), so one process sends to
+// each peer in turn; the order is the peers' order.
+template <class C, class T>
+void send_to_each(C& comm, const std::vector<int>& peers, tag t, const T& value) {
+    for (int p : peers) comm.send(p, t, value);
+}
+
+// The paper's recv_from_multiple: one receiving process per peer, so a late
+// peer holds up only its own receive. Values come back in the peers' order.
+template <class T, class C>
+std::vector<T> receive_from_each(C& comm, const std::vector<int>& peers, tag t) {
+    if (peers.size() == 1) return {comm.template receive<T>(peers[0], t)};
+    return csp::par_for(peers.size(), [&](std::size_t i) { return comm.template receive<T>(peers[i], t); });
+}
+
+// Folds `parts` onto `acc` in order: acc op parts[0] op parts[1] ...
+template <class T, class Op>
+T fold_after(T acc, std::vector<T>& parts, const Op& op) {
+    for (auto& p : parts) acc = op(acc, p);
+    return acc;
+}
+
+}  // namespace csp::collectives::detail

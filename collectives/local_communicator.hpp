@@ -1,0 +1,106 @@
+#pragma once
+// Ranks as processes of one runtime.
+//
+//   auto sums = csp::collectives::run_local(8, [](csp::collectives::local_communicator& c) {
+//       return csp::collectives::allreduce(c, double(c.rank()), csp::collectives::sum{});
+//   });
+//
+// A local_group holds one mailbox per rank; values travel as std::any, moved,
+// never serialised (so any copyable T will do). When one rank's process
+// throws, run_local fails every mailbox with that error, so the other ranks'
+// receives throw instead of waiting forever, and then rethrows it.
+#include <any>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <type_traits>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/mailbox.hpp"
+#include "collectives/tag.hpp"
+#include "csp/process.hpp"
+
+namespace csp::collectives {
+
+class local_group {
+public:
+    explicit local_group(int size) : boxes_(checked(size)), counters_(static_cast<std::size_t>(size)) {}
+    local_group(const local_group&) = delete;
+    local_group& operator=(const local_group&) = delete;
+
+    int size() const noexcept { return static_cast<int>(boxes_.size()); }
+    mailbox<std::any>& box(int rank) { return boxes_[static_cast<std::size_t>(rank)]; }
+    tag_counter& counter(int rank) { return counters_[static_cast<std::size_t>(rank)]; }
+
+    // Every receive in the group, now and later, throws `error`.
+    void fail(std::exception_ptr error) {
+        for (auto& b : boxes_) b.fail(any_source, error);
+    }
+
+private:
+    static std::size_t checked(int size) {
+        if (size < 1) throw usage_error("a local group needs at least one rank, not " + std::to_string(size));
+        return static_cast<std::size_t>(size);
+    }
+    std::deque<mailbox<std::any>> boxes_;
+    std::deque<tag_counter> counters_;
+};
+
+class local_communicator {
+public:
+    local_communicator(local_group& g, int rank) : group_(&g), rank_(rank) {
+        detail::check_rank(rank, g.size(), "local_communicator:");
+    }
+
+    int rank() const noexcept { return rank_; }
+    int size() const noexcept { return group_->size(); }
+
+    template <class T>
+    void send(int to, tag t, T value) const {
+        detail::check_rank(to, size(), "send to");
+        group_->box(to).deliver(rank_, t.bits(), std::any(std::move(value)));
+    }
+    template <class T>
+    T receive(int from, tag t) const {
+        detail::check_rank(from, size(), "receive from");
+        return unbox<T>(group_->box(rank_).take(from, t.bits()).body);
+    }
+    template <class T>
+    received<T> receive_any(tag t) const {
+        auto m = group_->box(rank_).take(any_source, t.bits());
+        return {m.source, unbox<T>(std::move(m.body))};
+    }
+    tag next_tag(stream s = {}) const { return group_->counter(rank_).next(s); }
+
+private:
+    template <class T>
+    static T unbox(std::any&& a) {
+        if (auto* p = std::any_cast<T>(&a)) return std::move(*p);
+        throw usage_error(std::string("a collective received a value of another type than it expected (") +
+                          a.type().name() + "); do all ranks pass the same type?");
+    }
+
+    local_group* group_;
+    int rank_;
+};
+
+// Runs body(comm) as every rank of an n-rank local group, each rank its own
+// process ("rank 0", "rank 1", ...), and returns the ranks' results in rank
+// order (nothing if body returns void). Call it from a process.
+template <class F>
+auto run_local(int n, F&& body) {
+    local_group group(n);
+    return csp::par_for(static_cast<std::size_t>(n), [&](std::size_t r) {
+        csp::this_process::set_name("rank " + std::to_string(r));
+        local_communicator comm(group, static_cast<int>(r));
+        try {
+            return body(comm);
+        } catch (...) {
+            group.fail(std::current_exception());
+            throw;
+        }
+    });
+}
+
+}  // namespace csp::collectives

@@ -1,0 +1,92 @@
+#pragma once
+// Ranks as nodes: a communicator over the messaging layer.
+//
+//   csp::net::node self;                                   // from the environment
+//   csp::collectives::net_communicator comm(self);
+//   double total = csp::collectives::allreduce(comm, x, csp::collectives::sum{});
+//
+// All collective messages of a node go to one port (default_port), carrying
+// the collective tag in the message tag. A pump process moves them from the
+// port into a mailbox that matches (source, tag), so any number of processes
+// of the node may receive at once. Values travel through the codec
+// (net/codec.hpp). A peer's failure, reported by the port, fails the
+// receives from that peer and from any peer: they throw its peer_error.
+//
+// The communicator must be made, used and destroyed inside processes of the
+// node's runtime, and destroyed before its node (its destructor stops the
+// pump). One communicator per node and port.
+#include <cstdint>
+#include <exception>
+#include <utility>
+
+#include "collectives/communicator.hpp"
+#include "collectives/mailbox.hpp"
+#include "collectives/tag.hpp"
+#include "net/detail/process_group.hpp"
+#include "net/node.hpp"
+
+namespace csp::collectives {
+
+class net_communicator {
+public:
+    static constexpr net::port_id default_port = 0x434f4c4c;  // "COLL"
+
+    explicit net_communicator(net::node& n, net::port_id port = default_port) : node_(&n), port_id_(port) {
+        if (n.size() < 1) throw usage_error("net_communicator: the node's job size is unknown");
+        pump_.spawn("collectives pump", [this, port = n.open(port)] { run_pump(port); });
+    }
+    net_communicator(const net_communicator&) = delete;
+    net_communicator& operator=(const net_communicator&) = delete;
+    ~net_communicator() {
+        node_->deliver_here(port_id_, std::uint8_t{0}, stop_tag);
+        pump_.wait();
+    }
+
+    int rank() const { return node_->rank(); }
+    int size() const { return node_->size(); }
+
+    template <class T>
+    void send(int to, tag t, T value) {
+        detail::check_rank(to, size(), "send to");
+        if (to == rank()) box_.deliver(to, t.bits(), net::encode(std::move(value)));
+        else node_->send(to, port_id_, std::move(value), t.bits());
+    }
+    template <class T>
+    T receive(int from, tag t) {
+        detail::check_rank(from, size(), "receive from");
+        return net::decode<T>(box_.take(from, t.bits()).body);
+    }
+    template <class T>
+    received<T> receive_any(tag t) {
+        auto m = box_.take(any_source, t.bits());
+        return {m.source, net::decode<T>(m.body)};
+    }
+    tag next_tag(stream s = {}) { return counter_.next(s); }
+
+    // Messages that arrived and no receive has taken yet.
+    std::size_t unclaimed() const { return box_.unclaimed(); }
+
+private:
+    // The last stream id is reserved: its last tag stops the pump.
+    static constexpr std::uint64_t stop_tag = ~std::uint64_t{0};
+
+    void run_pump(net::port port) {
+        for (;;) {
+            try {
+                net::message m = port.receive();
+                if (m.tag == stop_tag && m.source == rank()) return;
+                box_.deliver(m.source, m.tag, std::move(m.body));
+            } catch (const net::peer_error& e) {
+                box_.fail(e.peer(), std::current_exception());
+            }
+        }
+    }
+
+    net::node* node_;
+    net::port_id port_id_;
+    mailbox<net::payload> box_;
+    tag_counter counter_;
+    net::detail::process_group pump_;
+};
+
+}  // namespace csp::collectives

@@ -1,0 +1,85 @@
+#pragma once
+// Reduction operations: an associative callable and whether it commutes.
+//
+//   csp::collectives::sum{}                               // + ; commutes
+//   csp::collectives::commuting([](int a, int b) { return a ^ b; })
+//   csp::collectives::ordered([](mat a, mat b) { return a * b; })   // never reordered
+//
+// Every algorithm combines as op(lower ranks' part, higher ranks' part), so
+// an associative op that does not commute gets v0 op v1 op ... op v(n-1) in
+// rank order. Only an op that says it commutes may be applied in another
+// order (arrival order, Aspen's renumbering). A bare callable is taken as not
+// commuting. The built-in ops work on numbers and, element by element, on
+// vectors of numbers (which must have equal lengths).
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "csp/error.hpp"
+
+namespace csp::collectives {
+
+template <class F>
+struct operation {
+    F combine;
+    bool commutes = false;
+
+    template <class T>
+    T operator()(const T& a, const T& b) const { return combine(a, b); }
+};
+
+template <class F>
+operation<std::decay_t<F>> commuting(F&& f) { return {std::forward<F>(f), true}; }
+template <class F>
+operation<std::decay_t<F>> ordered(F&& f) { return {std::forward<F>(f), false}; }
+
+namespace detail {
+
+template <class T> struct is_vector : std::false_type {};
+template <class U, class A> struct is_vector<std::vector<U, A>> : std::true_type {};
+
+// Applies a binary function on numbers to a pair of numbers or, element by
+// element, to a pair of vectors.
+template <class F, class T>
+T elementwise(const T& a, const T& b, F f) {
+    if constexpr (is_vector<T>::value) {
+        if (a.size() != b.size())
+            throw usage_error("reduction over vectors of different lengths (" + std::to_string(a.size()) + " and " +
+                              std::to_string(b.size()) + ")");
+        T out(a.size());
+        for (std::size_t i = 0; i < a.size(); ++i) out[i] = f(a[i], b[i]);
+        return out;
+    } else {
+        return f(a, b);
+    }
+}
+
+template <class F>
+struct builtin {
+    static constexpr bool commutes = true;
+    template <class T>
+    T operator()(const T& a, const T& b) const { return elementwise(a, b, F{}); }
+};
+
+struct plus_fn { template <class U> U operator()(U a, U b) const { return a + b; } };
+struct times_fn { template <class U> U operator()(U a, U b) const { return a * b; } };
+struct min_fn { template <class U> U operator()(U a, U b) const { return std::min(a, b); } };
+struct max_fn { template <class U> U operator()(U a, U b) const { return std::max(a, b); } };
+
+}  // namespace detail
+
+struct sum : detail::builtin<detail::plus_fn> {};
+struct product : detail::builtin<detail::times_fn> {};
+struct minimum : detail::builtin<detail::min_fn> {};
+struct maximum : detail::builtin<detail::max_fn> {};
+
+// Whether `op` may be applied out of rank order.
+template <class Op>
+bool commutes(const Op& op) {
+    if constexpr (requires { op.commutes; }) return static_cast<bool>(op.commutes);
+    else return false;
+}
+
+}  // namespace csp::collectives

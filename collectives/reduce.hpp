@@ -1,0 +1,136 @@
+#pragma once
+// Reduce: the root gets v0 op v1 op ... op v(n-1); the others get nothing.
+//
+// All algorithms keep rank order unless they say otherwise, so an associative
+// op that does not commute is fine. The binomial ones run on the tree rooted
+// at the root when the op commutes; otherwise on the tree rooted at rank 0
+// (whose subtrees hold contiguous rank ranges) followed by one message from
+// rank 0 to the root.
+//
+//   linear            the root receives from every rank in rank order and
+//                     folds as it goes (listing 5): one fixed order, so the
+//                     same float result on every run. n-1 messages into
+//                     the root.
+//   binomial          each rank receives from its children one after the
+//                     other, nearest first, folds, sends to its parent
+//                     (listing 6). n-1 messages, ceil(log2 n) rounds.
+//   binomial_parallel as binomial, but the children's values are received
+//                     at once, one process each, and folded when all are in
+//                     (listing 7): a late child holds up nobody else's
+//                     receive.
+//   chain             as binomial_parallel, but with a chain of recursive
+//                     processes, one per child: each receives its child's
+//                     value and folds it with the rest of the chain's
+//                     (listing 8), so folding starts before the last value.
+//   arrival           commuting ops only: each rank folds its children's
+//                     values in the order they arrive.
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/detail/peers.hpp"
+#include "collectives/operation.hpp"
+#include "collectives/topology.hpp"
+#include "csp/process.hpp"
+
+namespace csp::collectives {
+
+template <class C, class T, class Op>
+std::optional<T> reduce_linear(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
+    topology::check(comm.rank(), comm.size(), root);
+    const tag t = comm.next_tag(s);
+    detail::announce(comm, "reduce", "linear", t);
+    if (comm.rank() != root) {
+        comm.send(root, t, std::move(value));
+        return std::nullopt;
+    }
+    std::optional<T> acc;
+    for (int r = 0; r < comm.size(); ++r) {
+        T v = r == root ? value : comm.template receive<T>(r, t);
+        acc = acc ? op(*acc, v) : std::move(v);
+    }
+    return acc;
+}
+
+namespace detail {
+
+enum class child_receive { sequential, parallel, chain, arrival };
+
+// The chain of listing 8: the process for children[i..] receives child i's
+// value while the rest of the chain runs beside it, then folds the two.
+template <class T, class C, class Op>
+T reduce_chain_link(C& comm, std::span<const int> children, const Op& op, tag t) {
+    if (children.size() == 1) return comm.template receive<T>(children[0], t);
+    auto [first, rest] = csp::par([&] { return comm.template receive<T>(children[0], t); },
+                                  [&] { return reduce_chain_link<T>(comm, children.subspan(1), op, t); });
+    return op(first, rest);
+}
+
+template <class C, class T, class Op>
+std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, stream s, child_receive how,
+                                      const char* name) {
+    topology::check(comm.rank(), comm.size(), root);
+    const tag t = comm.next_tag(s);
+    announce(comm, "reduce", name, t);
+    const int tree_root = commutes(op) ? root : 0;
+    const auto peers = topology::binomial_reduce_peers(comm.rank(), comm.size(), tree_root);
+    const auto& children = peers.receive_from;
+    if (!children.empty()) {
+        switch (how) {
+        case child_receive::sequential:
+            for (int c : children) value = op(value, comm.template receive<T>(c, t));
+            break;
+        case child_receive::parallel: {
+            auto parts = receive_from_each<T>(comm, children, t);
+            value = fold_after(std::move(value), parts, op);
+            break;
+        }
+        case child_receive::chain:
+            value = op(value, reduce_chain_link<T>(comm, children, op, t));
+            break;
+        case child_receive::arrival:
+            for (std::size_t i = 0; i < children.size(); ++i)
+                value = op(value, comm.template receive_any<T>(t).value);
+            break;
+        }
+    }
+    for (int p : peers.send_to) comm.send(p, t, value);
+    // A tree rooted at 0 for an op that does not commute: 0 hands over.
+    const tag hand_over = t.step(1);
+    if (tree_root != root) {
+        if (comm.rank() == tree_root) comm.send(root, hand_over, std::move(value));
+        if (comm.rank() == root) return comm.template receive<T>(tree_root, hand_over);
+        return std::nullopt;
+    }
+    if (comm.rank() == root) return value;
+    return std::nullopt;
+}
+
+}  // namespace detail
+
+template <class C, class T, class Op>
+std::optional<T> reduce_binomial(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
+    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::sequential,
+                                        "binomial");
+}
+template <class C, class T, class Op>
+std::optional<T> reduce_binomial_parallel(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
+    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::parallel,
+                                        "binomial_parallel");
+}
+template <class C, class T, class Op>
+std::optional<T> reduce_chain(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
+    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::chain, "chain");
+}
+template <class C, class T, class Op>
+std::optional<T> reduce_arrival(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
+    if (!commutes(op))
+        throw usage_error("reduce_arrival folds in arrival order and needs an op that commutes "
+                          "(csp::collectives::commuting(f), or a built-in op)");
+    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::arrival,
+                                        "arrival");
+}
+
+}  // namespace csp::collectives

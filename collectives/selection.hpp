@@ -1,0 +1,231 @@
+#pragma once
+// Which algorithm a collective call runs.
+//
+// The default is a data table: for each collective, rules tried in order;
+// the first whose group-size and message-size limits admit the call, and
+// whose algorithm can be used (some need an op that commutes), wins. The
+// last rule of each collective admits everything it can.
+//
+// An override names the algorithm per collective, from the environment
+//
+//   CSP_COLLECTIVES="allreduce=reduce_broadcast,reduce=linear"
+//
+// (read on first use) or from the program (selection::force, which wins over
+// the environment). A forced algorithm that cannot be used for a call falls
+// back to the table; the tracing communicator shows what actually ran.
+// print_table() shows the effective choices.
+//
+// The choice must be the same at every rank: it uses the group size, and
+// the message size only for collectives in which every rank passes a value
+// of the same size.
+#include <array>
+#include <cstddef>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "csp/error.hpp"
+
+namespace csp::collectives {
+
+struct algorithm_info {
+    std::string_view collective;
+    std::string_view name;
+    bool needs_commuting_op = false;
+};
+
+// Every algorithm there is, by collective.
+inline constexpr std::array<algorithm_info, 22> algorithms{{
+    {"broadcast", "linear"},
+    {"broadcast", "binomial"},
+    {"reduce", "linear"},
+    {"reduce", "binomial"},
+    {"reduce", "binomial_parallel"},
+    {"reduce", "chain"},
+    {"reduce", "arrival", true},
+    {"allreduce", "reduce_broadcast"},
+    {"allreduce", "butterfly"},
+    {"barrier", "sequential"},
+    {"barrier", "linear"},
+    {"barrier", "binomial"},
+    {"gather", "sequential"},
+    {"gather", "parallel"},
+    {"allgather", "gather_broadcast"},
+    {"scatter", "sequential"},
+    {"scatter", "parallel"},
+    {"alltoall", "parallel"},
+    {"scan", "recursive_doubling"},
+    {"scan", "linear"},
+    {"exscan", "recursive_doubling"},
+    {"exscan", "linear"},
+}};
+
+struct selection_rule {
+    std::string_view collective;
+    std::string_view algorithm;
+    int max_ranks = std::numeric_limits<int>::max();
+    std::size_t min_bytes = 0;
+};
+
+inline constexpr int any_size = std::numeric_limits<int>::max();
+
+// The default table; first admitting, usable rule wins.
+inline constexpr std::array<selection_rule, 17> default_rules{{
+    {"broadcast", "linear", 4},
+    {"broadcast", "binomial"},
+    {"reduce", "linear", 2},
+    {"reduce", "chain", any_size, 64 * 1024},
+    {"reduce", "arrival"},
+    {"reduce", "binomial_parallel"},
+    {"allreduce", "butterfly"},
+    {"barrier", "linear", 4},
+    {"barrier", "binomial"},
+    {"gather", "parallel"},
+    {"allgather", "gather_broadcast"},
+    {"scatter", "sequential"},
+    {"alltoall", "parallel"},
+    {"scan", "linear", 4},
+    {"scan", "recursive_doubling"},
+    {"exscan", "linear", 4},
+    {"exscan", "recursive_doubling"},
+}};
+
+class selection {
+public:
+    // What a call asks for.
+    struct request {
+        std::string_view collective;
+        int ranks;
+        std::size_t bytes;
+        bool commuting_op;
+    };
+
+    static selection& global() {
+        static selection s(env_overrides());
+        return s;
+    }
+
+    static std::optional<algorithm_info> find(std::string_view collective, std::string_view name) {
+        for (const auto& a : algorithms)
+            if (a.collective == collective && a.name == name) return a;
+        return std::nullopt;
+    }
+    static bool usable(const algorithm_info& a, const request& r) { return r.commuting_op || !a.needs_commuting_op; }
+
+    // Forces `algorithm` for every later call of `collective` in this process.
+    void force(std::string_view collective, std::string_view algorithm) {
+        validate(collective, algorithm);
+        std::lock_guard lk(lock_);
+        forced_[std::string(collective)] = std::string(algorithm);
+    }
+    void unforce(std::string_view collective) {
+        std::lock_guard lk(lock_);
+        forced_.erase(std::string(collective));
+    }
+    void unforce_all() {
+        std::lock_guard lk(lock_);
+        forced_.clear();
+    }
+
+    std::string_view choose(const request& r) const {
+        {
+            std::lock_guard lk(lock_);
+            if (auto it = forced_.find(std::string(r.collective)); it != forced_.end()) {
+                auto a = find(r.collective, it->second);
+                if (usable(*a, r)) return a->name;  // else fall back to the table
+            }
+        }
+        for (const auto& rule : default_rules) {
+            if (rule.collective != r.collective || r.ranks > rule.max_ranks || r.bytes < rule.min_bytes) continue;
+            if (usable(*find(rule.collective, rule.algorithm), r)) return rule.algorithm;
+        }
+        throw usage_error("no algorithm for collective \"" + std::string(r.collective) + "\"");
+    }
+
+    // The table and the overrides in force.
+    void print_table(std::ostream& os) const {
+        os << "collective  algorithm           ranks     bytes      op\n";
+        for (const auto& rule : default_rules) {
+            std::ostringstream ranks, bytes;
+            ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
+            bytes << (rule.min_bytes == 0 ? std::string("any") : ">= " + std::to_string(rule.min_bytes));
+            const bool commuting = find(rule.collective, rule.algorithm)->needs_commuting_op;
+            os << pad(rule.collective, 12) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 11)
+               << (commuting ? "commuting" : "any") << '\n';
+        }
+        std::lock_guard lk(lock_);
+        for (const auto& [c, a] : forced_) os << "forced: " << c << " = " << a << '\n';
+    }
+
+private:
+    explicit selection(std::map<std::string, std::string> forced) : forced_(std::move(forced)) {}
+
+    static void validate(std::string_view collective, std::string_view algorithm) {
+        if (find(collective, algorithm)) return;
+        std::string known;
+        for (const auto& a : algorithms)
+            if (a.collective == collective) known += (known.empty() ? "" : ", ") + std::string(a.name);
+        if (known.empty())
+            throw usage_error("unknown collective \"" + std::string(collective) +
+                              "\" (broadcast, reduce, allreduce, barrier, gather, allgather, scatter, alltoall, "
+                              "scan, exscan)");
+        throw usage_error("unknown " + std::string(collective) + " algorithm \"" + std::string(algorithm) +
+                          "\" (known: " + known + ")");
+    }
+
+    // CSP_COLLECTIVES="collective=algorithm,..."
+    static std::map<std::string, std::string> env_overrides() {
+        std::map<std::string, std::string> out;
+        const char* spec = std::getenv("CSP_COLLECTIVES");
+        if (!spec) return out;
+        std::istringstream items(spec);
+        for (std::string item; std::getline(items, item, ',');) {
+            if (item.empty()) continue;
+            auto eq = item.find('=');
+            if (eq == std::string::npos)
+                throw usage_error("CSP_COLLECTIVES: \"" + item + "\" is not collective=algorithm");
+            std::string c = item.substr(0, eq), a = item.substr(eq + 1);
+            validate(c, a);
+            out[c] = a;
+        }
+        return out;
+    }
+    static std::string pad(std::string_view s, std::size_t w) {
+        std::string out(s);
+        out.resize(std::max(w, out.size() + 1), ' ');
+        return out;
+    }
+
+    mutable std::mutex lock_;
+    std::map<std::string, std::string> forced_;
+};
+
+namespace detail {
+
+template <class T> struct is_std_vector : std::false_type {};
+template <class U, class A> struct is_std_vector<std::vector<U, A>> : std::true_type {};
+
+// Bytes a value puts on the wire, as far as the table needs to know.
+template <class T>
+std::size_t byte_size(const T& v) {
+    if constexpr (is_std_vector<T>::value) {
+        if constexpr (std::is_trivially_copyable_v<typename T::value_type>)
+            return v.size() * sizeof(typename T::value_type);
+        else return v.size();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        return v.size();
+    } else {
+        return sizeof(T);
+    }
+}
+
+}  // namespace detail
+}  // namespace csp::collectives

@@ -1,0 +1,116 @@
+#pragma once
+// A communicator that records what ran over it.
+//
+//   csp::collectives::trace_log log;
+//   csp::collectives::run_local(8, [&](auto& c) {
+//       csp::collectives::traced tc(c, log);
+//       csp::collectives::allreduce(tc, 1, csp::collectives::sum{});
+//   });
+//   log.algorithms();   // {"allreduce butterfly", ...} per rank and call
+//   log.events();       // every send and completed receive, in one order
+//
+// Events get one global order number as they are recorded: a receive is
+// recorded when it completes, so the order shows which receives finished
+// first.
+#include <cstdint>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+
+namespace csp::collectives {
+
+struct trace_event {
+    enum class kind { algorithm, send, receive };
+    kind what;
+    std::uint64_t order;
+    int rank;
+    int peer = -1;  // the other end of a send or receive
+    tag t;
+    std::string name;  // for kind::algorithm: "collective algorithm"
+};
+
+class trace_log {
+public:
+    void record(trace_event e) {
+        std::lock_guard lk(lock_);
+        e.order = events_.size();
+        events_.push_back(std::move(e));
+    }
+    std::vector<trace_event> events() const {
+        std::lock_guard lk(lock_);
+        return events_;
+    }
+    std::vector<trace_event> of_kind(trace_event::kind k) const {
+        std::vector<trace_event> out;
+        for (auto& e : events())
+            if (e.what == k) out.push_back(e);
+        return out;
+    }
+    // "collective algorithm" of each call that was recorded, in order.
+    std::vector<std::string> algorithms() const {
+        std::vector<std::string> out;
+        for (auto& e : of_kind(trace_event::kind::algorithm)) out.push_back(e.name);
+        return out;
+    }
+    void clear() {
+        std::lock_guard lk(lock_);
+        events_.clear();
+    }
+    void print(std::ostream& os) const {
+        for (const auto& e : events()) {
+            os << e.order << " rank " << e.rank << ' ';
+            switch (e.what) {
+            case trace_event::kind::algorithm: os << "runs " << e.name; break;
+            case trace_event::kind::send: os << "sends to " << e.peer; break;
+            case trace_event::kind::receive: os << "received from " << e.peer; break;
+            }
+            os << " (tag " << e.t.stream_id() << '.' << e.t.sequence() << '.' << int(e.t.phase()) << ")\n";
+        }
+    }
+
+private:
+    mutable std::mutex lock_;
+    std::vector<trace_event> events_;
+};
+
+template <class C>
+class traced {
+public:
+    traced(C& inner, trace_log& log) : inner_(&inner), log_(&log) {}
+
+    int rank() const { return inner_->rank(); }
+    int size() const { return inner_->size(); }
+    tag next_tag(stream s = {}) { return inner_->next_tag(s); }
+
+    template <class T>
+    void send(int to, tag t, T value) {
+        log_->record({trace_event::kind::send, 0, rank(), to, t, {}});
+        inner_->send(to, t, std::move(value));
+    }
+    template <class T>
+    T receive(int from, tag t) {
+        T v = inner_->template receive<T>(from, t);
+        log_->record({trace_event::kind::receive, 0, rank(), from, t, {}});
+        return v;
+    }
+    template <class T>
+    received<T> receive_any(tag t) {
+        auto m = inner_->template receive_any<T>(t);
+        log_->record({trace_event::kind::receive, 0, rank(), m.source, t, {}});
+        return m;
+    }
+
+    void record_algorithm(const char* collective, const char* algorithm, tag t) {
+        log_->record({trace_event::kind::algorithm, 0, rank(), -1, t, std::string(collective) + ' ' + algorithm});
+    }
+
+private:
+    C* inner_;
+    trace_log* log_;
+};
+
+}  // namespace csp::collectives

@@ -1,0 +1,192 @@
+// Every algorithm, called by name, over local channels, against a
+// sequential reference: sizes 1..16, every root, payloads of 0, 1 and many
+// elements, sum/min/max and ops that do not commute.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "collectives/collectives.hpp"
+#include "csp/runtime.hpp"
+#include "grid.hpp"
+
+namespace cc = csp::collectives;
+using grid::fold;
+
+namespace {
+
+class sizes : public ::testing::TestWithParam<int> {};
+
+// Runs check(comm) at every rank of an n-rank local group, for each root.
+template <class F>
+void for_each_root(int n, F check) {
+    for (int root = 0; root < n; ++root)
+        csp::run([&] { cc::run_local(n, [&](cc::local_communicator& c) { check(c, root); }); });
+}
+
+template <class Op, class F>
+void expect_reduce(cc::local_communicator& c, int root, const Op& op, F value_of, bool may_reorder) {
+    const auto want = fold(0, c.size(), value_of, op);
+    for (auto a : grid::reduce_algorithms) {
+        if (a == "arrival" && !may_reorder) continue;
+        auto got = grid::reduce_by(a, c, value_of(c.rank()), op, root);
+        if (c.rank() == root) {
+            ASSERT_TRUE(got.has_value()) << a;
+            EXPECT_EQ(*got, *want) << a << " size " << c.size() << " root " << root;
+        } else {
+            EXPECT_FALSE(got.has_value()) << a << " gave a value to a non-root";
+        }
+    }
+}
+
+}  // namespace
+
+TEST_P(sizes, broadcast_every_root_and_payload) {
+    const int n = GetParam();
+    for_each_root(n, [&](cc::local_communicator& c, int root) {
+        for (std::size_t len : {0u, 1u, 33u}) {
+            const auto want = grid::numbers_of(root, len);
+            auto mine = c.rank() == root ? want : std::vector<std::int64_t>{};
+            EXPECT_EQ(cc::broadcast_linear(c, mine, root), want);
+            EXPECT_EQ(cc::broadcast_binomial(c, mine, root), want);
+        }
+    });
+}
+
+TEST_P(sizes, reduce_every_algorithm_root_payload_and_op) {
+    const int n = GetParam();
+    for_each_root(n, [&](cc::local_communicator& c, int root) {
+        for (std::size_t len : {0u, 1u, 17u}) {
+            auto numbers = [len](int r) { return grid::numbers_of(r, len); };
+            expect_reduce(c, root, cc::sum{}, numbers, true);
+            expect_reduce(c, root, cc::minimum{}, numbers, true);
+            expect_reduce(c, root, cc::maximum{}, numbers, true);
+            expect_reduce(c, root, grid::concat, [len](int r) { return grid::text_of(r, len); }, false);
+        }
+        expect_reduce(c, root, grid::mat_product, grid::mat_of, false);
+    });
+}
+
+TEST_P(sizes, reduce_of_an_op_that_does_not_commute_keeps_rank_order_for_any_root) {
+    const int n = GetParam();
+    for_each_root(n, [&](cc::local_communicator& c, int root) {
+        // "abc...": any reordering would show.
+        auto letter = [](int r) { return std::string(1, static_cast<char>('a' + r)); };
+        std::string want;
+        for (int r = 0; r < n; ++r) want += letter(r);
+        for (auto a : {"linear", "binomial", "binomial_parallel", "chain"}) {
+            auto got = grid::reduce_by(a, c, letter(c.rank()), grid::concat, root);
+            if (c.rank() == root) EXPECT_EQ(got.value(), want) << a;
+        }
+    });
+}
+
+TEST_P(sizes, gather_and_scatter_every_root) {
+    const int n = GetParam();
+    for_each_root(n, [&](cc::local_communicator& c, int root) {
+        std::vector<std::string> all;
+        for (int r = 0; r < n; ++r) all.push_back(grid::text_of(r, static_cast<std::size_t>(r % 3)));
+        for (auto g : {&cc::gather_sequential<cc::local_communicator, std::string>,
+                       &cc::gather_parallel<cc::local_communicator, std::string>}) {
+            auto got = g(c, all[static_cast<std::size_t>(c.rank())], root, {});
+            if (c.rank() == root) EXPECT_EQ(got.value(), all);
+            else EXPECT_FALSE(got.has_value());
+        }
+        auto input = c.rank() == root ? all : std::vector<std::string>{};
+        EXPECT_EQ(cc::scatter_sequential(c, input, root), all[static_cast<std::size_t>(c.rank())]);
+        EXPECT_EQ(cc::scatter_parallel(c, input, root), all[static_cast<std::size_t>(c.rank())]);
+    });
+}
+
+TEST_P(sizes, allreduce_both_algorithms_every_payload_and_op) {
+    const int n = GetParam();
+    csp::run([&] {
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            for (std::size_t len : {0u, 1u, 17u}) {
+                auto numbers = [len](int r) { return grid::numbers_of(r, len); };
+                auto text = [len](int r) { return grid::text_of(r, len); };
+                const auto sum = *fold(0, n, numbers, cc::sum{});
+                const auto mx = *fold(0, n, numbers, cc::maximum{});
+                const auto cat = *fold(0, n, text, grid::concat);
+                EXPECT_EQ(cc::allreduce_butterfly(c, numbers(c.rank()), cc::sum{}), sum);
+                EXPECT_EQ(cc::allreduce_reduce_broadcast(c, numbers(c.rank()), cc::sum{}), sum);
+                EXPECT_EQ(cc::allreduce_butterfly(c, numbers(c.rank()), cc::maximum{}), mx);
+                EXPECT_EQ(cc::allreduce_butterfly(c, text(c.rank()), grid::concat), cat);
+                EXPECT_EQ(cc::allreduce_reduce_broadcast(c, text(c.rank()), grid::concat), cat);
+            }
+            const auto m = *fold(0, n, grid::mat_of, grid::mat_product);
+            EXPECT_EQ(cc::allreduce_butterfly(c, grid::mat_of(c.rank()), grid::mat_product), m);
+        });
+    });
+}
+
+TEST_P(sizes, barriers_hold_every_rank_until_all_have_entered) {
+    const int n = GetParam();
+    csp::run([&] {
+        std::atomic<int> entered{0};
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            for (auto b : {&cc::barrier_sequential<cc::local_communicator>,
+                           &cc::barrier_linear<cc::local_communicator>,
+                           &cc::barrier_binomial<cc::local_communicator>}) {
+                for (int round = 0; round < 3; ++round) {
+                    entered.fetch_add(1);
+                    b(c, {});
+                    // Nobody leaves round k before all n entered it; nobody
+                    // enters round k+1 before this rank has checked.
+                    EXPECT_GE(entered.load(), n * (round + 1)) << "rank " << c.rank();
+                    b(c, {});
+                }
+                b(c, {});
+                if (c.rank() == 0) entered.store(0);
+                b(c, {});
+            }
+        });
+    });
+}
+
+TEST_P(sizes, allgather_alltoall_and_scans) {
+    const int n = GetParam();
+    csp::run([&] {
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            const int me = c.rank();
+            std::vector<std::string> everyone;
+            for (int r = 0; r < n; ++r) everyone.push_back(grid::text_of(r, 2));
+            EXPECT_EQ(cc::allgather_gather_broadcast(c, grid::text_of(me, 2)), everyone);
+
+            std::vector<int> out, want;
+            for (int j = 0; j < n; ++j) out.push_back(me * 100 + j), want.push_back(j * 100 + me);
+            EXPECT_EQ(cc::alltoall_parallel(c, out), want);
+
+            auto letter = [](int r) { return std::string(1, static_cast<char>('a' + r)); };
+            const auto inclusive = *fold(0, me + 1, letter, grid::concat);
+            const auto exclusive = fold(0, me, letter, grid::concat);
+            EXPECT_EQ(cc::scan_recursive_doubling(c, letter(me), grid::concat), inclusive);
+            EXPECT_EQ(cc::scan_linear(c, letter(me), grid::concat), inclusive);
+            EXPECT_EQ(cc::exscan_recursive_doubling(c, letter(me), grid::concat), exclusive);
+            EXPECT_EQ(cc::exscan_linear(c, letter(me), grid::concat), exclusive);
+            EXPECT_EQ(cc::scan_recursive_doubling(c, grid::numbers_of(me, 5), cc::sum{}),
+                      *fold(0, me + 1, [](int r) { return grid::numbers_of(r, 5); }, cc::sum{}));
+        });
+    });
+}
+
+INSTANTIATE_TEST_SUITE_P(one_to_sixteen, sizes, ::testing::Range(1, 17));
+
+TEST(reduce_linear, gives_the_same_float_bits_every_run) {
+    // Magnitudes far apart make the sum depend on the order of additions.
+    auto value_of = [](int r) { return std::ldexp(1.0 + r / 7.0, (r * 37) % 60 - 30); };
+    std::optional<std::uint64_t> first;
+    const double want = *fold(0, 13, value_of, cc::sum{});
+    for (int run = 0; run < 10; ++run)
+        csp::run([&] {
+            cc::run_local(13, [&](cc::local_communicator& c) {
+                auto got = cc::reduce_linear(c, value_of(c.rank()), cc::sum{}, 5);
+                if (c.rank() != 5) return;
+                const auto bits = std::bit_cast<std::uint64_t>(*got);
+                EXPECT_EQ(bits, std::bit_cast<std::uint64_t>(want));
+                if (!first) first = bits;
+                EXPECT_EQ(bits, *first);
+            });
+        }, {.threads = 2});
+}
