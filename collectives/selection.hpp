@@ -120,6 +120,23 @@ public:
     }
     static bool usable(const algorithm_info& a, const request& r) { return r.commuting_op || !a.needs_commuting_op; }
 
+    // "collective=algorithm,..." (the CSP_COLLECTIVES syntax); throws
+    // usage_error naming a malformed item or an unknown name.
+    static std::map<std::string, std::string> parse_overrides(std::string_view spec) {
+        std::map<std::string, std::string> out;
+        std::istringstream items{std::string(spec)};
+        for (std::string item; std::getline(items, item, ',');) {
+            if (item.empty()) continue;
+            auto eq = item.find('=');
+            if (eq == std::string::npos)
+                throw usage_error("CSP_COLLECTIVES: \"" + item + "\" is not collective=algorithm");
+            std::string c = item.substr(0, eq), a = item.substr(eq + 1);
+            validate(c, a);
+            out[c] = a;
+        }
+        return out;
+    }
+
     // Forces `algorithm` for every later call of `collective` in this process.
     void force(std::string_view collective, std::string_view algorithm) {
         validate(collective, algorithm);
@@ -181,23 +198,11 @@ private:
                           "\" (known: " + known + ")");
     }
 
-    // CSP_COLLECTIVES="collective=algorithm,..."
     static std::map<std::string, std::string> env_overrides() {
-        std::map<std::string, std::string> out;
         const char* spec = std::getenv("CSP_COLLECTIVES");
-        if (!spec) return out;
-        std::istringstream items(spec);
-        for (std::string item; std::getline(items, item, ',');) {
-            if (item.empty()) continue;
-            auto eq = item.find('=');
-            if (eq == std::string::npos)
-                throw usage_error("CSP_COLLECTIVES: \"" + item + "\" is not collective=algorithm");
-            std::string c = item.substr(0, eq), a = item.substr(eq + 1);
-            validate(c, a);
-            out[c] = a;
-        }
-        return out;
+        return spec ? parse_overrides(spec) : std::map<std::string, std::string>{};
     }
+
     static std::string pad(std::string_view s, std::size_t w) {
         std::string out(s);
         out.resize(std::max(w, out.size() + 1), ' ');

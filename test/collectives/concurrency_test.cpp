@@ -1,0 +1,180 @@
+// Collectives at the same time on overlapping groups, collectives as
+// processes with channel ends, and what a trace shows about parallel
+// receive.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "collectives/collectives.hpp"
+#include "csp/runtime.hpp"
+
+namespace cc = csp::collectives;
+
+TEST(concurrent_collectives, two_reductions_on_overlapping_groups_at_once) {
+    for (std::size_t threads : {1u, 2u})
+        csp::run([] {
+            cc::run_local(6, [](cc::local_communicator& c) {
+                const int me = c.rank();
+                const std::vector<int> P1{0, 1, 2, 3, 4, 5}, R1{0, 3}, P2{1, 2, 3}, R2{4, 5};
+                std::optional<long> a = me + 1, b;
+                if (me >= 1 && me <= 3) b = me + 1;
+                auto [r1, r2] = csp::par([&] { return cc::aspen_reduce(c, a, P1, R1, cc::sum{}, cc::stream{1}); },
+                                         [&] { return cc::aspen_reduce(c, b, P2, R2, cc::product{}, cc::stream{2}); });
+                EXPECT_EQ(r1.has_value(), me == 0 || me == 3);
+                if (r1) EXPECT_EQ(*r1, 21);
+                EXPECT_EQ(r2.has_value(), me == 4 || me == 5);
+                if (r2) EXPECT_EQ(*r2, 2 * 3 * 4);
+            });
+        }, {.threads = threads});
+}
+
+TEST(concurrent_collectives, many_allreduces_on_separate_streams_never_mix) {
+    csp::run([] {
+        cc::run_local(5, [](cc::local_communicator& c) {
+            auto results = csp::par_for(8, [&](std::size_t k) {
+                long total = 0;
+                for (int round = 0; round < 20; ++round)
+                    total += cc::allreduce(c, long(c.rank() * 1000 + k), cc::sum{},
+                                           cc::stream{static_cast<std::uint32_t>(k + 1)});
+                return total;
+            });
+            for (std::size_t k = 0; k < results.size(); ++k) EXPECT_EQ(results[k], 20 * (10000 + 5 * long(k)));
+        });
+    }, {.threads = 2});
+}
+
+TEST(collectives_as_processes, participants_contribute_compute_then_collect) {
+    csp::run([] {
+        cc::reduction<long, cc::sum> total({0, 1, 2, 3}, {0, 2, 5});
+        std::atomic<int> computed{0};
+        csp::par(total.network(), [&] {
+            csp::par_for(4, [&](std::size_t i) {
+                auto in = total.contribution(static_cast<int>(i));
+                for (long round = 0; round < 5; ++round) {
+                    in.write(long(i) * round);  // returns at once: the end holds one value
+                    computed.fetch_add(1);      // computation overlapping the reduction
+                    if (i == 0 || i == 2) EXPECT_EQ(total.result(static_cast<int>(i)).read(), 6 * round);
+                }
+                in.retire();
+            });
+        }, [&] {
+            // Rank 5 contributes nothing and receives every round.
+            auto out = total.result(5);
+            for (long round = 0; round < 5; ++round) EXPECT_EQ(out.read(), 6 * round);
+            EXPECT_THROW(out.read(), csp::retired_error);
+        });
+        EXPECT_EQ(computed.load(), 20);
+    }, {.threads = 2});
+}
+
+TEST(collectives_as_processes, the_papers_figure_5) {
+    // r1 sums all four ranks and delivers to 0 and 2; r2 multiplies 1 and 2
+    // and delivers to 3. Both run at once.
+    csp::run([] {
+        cc::reduction<long, cc::sum> r1({0, 1, 2, 3}, {0, 2}, {}, "r1");
+        cc::reduction<long, cc::product> r2({1, 2}, {3}, {}, "r2");
+        std::vector<long> got(4, -1), got2(4, -1);
+        csp::par(r1.network(), r2.network(), [&] {
+            csp::par_for(4, [&](std::size_t i) {
+                const int me = static_cast<int>(i);
+                const long x = me + 2;  // 2, 3, 4, 5
+                r1.contribution(me).write(x);
+                if (me == 1 || me == 2) r2.contribution(me).write(x);
+                if (me == 0 || me == 2) got[i] = r1.result(me).read();
+                if (me == 3) got2[i] = r2.result(me).read();
+                r1.contribution(me).retire();
+                if (me == 1 || me == 2) r2.contribution(me).retire();
+            });
+        });
+        EXPECT_EQ(got, (std::vector<long>{14, -1, 14, -1}));
+        EXPECT_EQ(got2, (std::vector<long>{-1, -1, -1, 12}));
+    });
+}
+
+TEST(collectives_as_processes, bad_wiring_is_named) {
+    cc::reduction<int, cc::sum> r({0, 1}, {1});
+    EXPECT_THROW(r.contribution(2), csp::usage_error);
+    EXPECT_THROW(r.result(0), csp::usage_error);
+    EXPECT_THROW((cc::reduction<int, cc::sum>({}, {1})), csp::usage_error);
+}
+
+namespace {
+
+// Root 0 of 8 receives from its tree children 1, 2 and 4. Rank 1 is held
+// back until 2 and 4 have sent; returns the order of the root's receives.
+template <class Reduce>
+std::vector<int> root_receive_order(Reduce reduce) {
+    cc::trace_log log;
+    csp::run([&] {
+        csp::channel<int> sent{"sent", csp::buffer::fifo(2)};
+        cc::run_local(8, [&](cc::local_communicator& c) {
+            cc::traced tc(c, log);
+            if (c.rank() == 1) {
+                sent.reader().read();
+                sent.reader().read();
+            }
+            reduce(tc);
+            if (c.rank() == 2 || c.rank() == 4) sent.writer().write(c.rank());
+        });
+    });
+    std::vector<int> order;
+    for (const auto& e : log.of_kind(cc::trace_event::kind::receive))
+        if (e.rank == 0) order.push_back(e.peer);
+    return order;
+}
+
+}  // namespace
+
+TEST(parallel_receive, is_not_held_up_by_a_late_first_peer) {
+    auto order = root_receive_order([](auto& c) { cc::reduce_binomial_parallel(c, 1, cc::sum{}, 0); });
+    ASSERT_EQ(order.size(), 3u);
+    EXPECT_EQ(order.back(), 1);  // 2 and 4 were received before the late 1
+    auto chain = root_receive_order([](auto& c) { cc::reduce_chain(c, 1, cc::sum{}, 0); });
+    ASSERT_EQ(chain.size(), 3u);
+    EXPECT_EQ(chain.back(), 1);
+}
+
+TEST(parallel_receive, the_sequential_variant_waits_for_the_first_peer) {
+    auto order = root_receive_order([](auto& c) { cc::reduce_binomial(c, 1, cc::sum{}, 0); });
+    EXPECT_EQ(order, (std::vector<int>{1, 2, 4}));
+}
+
+TEST(tracing, records_the_algorithm_and_every_message) {
+    cc::trace_log log;
+    csp::run([&] {
+        cc::run_local(6, [&](cc::local_communicator& c) {
+            cc::traced tc(c, log);
+            EXPECT_EQ(cc::allreduce_butterfly(tc, 1, cc::sum{}), 6);
+        });
+    });
+    auto algs = log.algorithms();
+    EXPECT_EQ(algs, std::vector<std::string>(6, "allreduce butterfly"));
+    // Six ranks: fold 2, exchanges 4 + 4, unfold 2.
+    EXPECT_EQ(log.of_kind(cc::trace_event::kind::send).size(), 12u);
+    EXPECT_EQ(log.of_kind(cc::trace_event::kind::receive).size(), 12u);
+}
+
+TEST(local_group, a_failing_rank_fails_the_others_receives_instead_of_hanging) {
+    EXPECT_THROW(csp::run([] {
+                     cc::run_local(4, [](cc::local_communicator& c) {
+                         if (c.rank() == 2) throw std::runtime_error("rank 2 broke");
+                         cc::barrier_binomial(c);
+                     });
+                 }),
+                 std::runtime_error);
+}
+
+TEST(local_group, a_type_mismatch_is_named) {
+    csp::run([] {
+        try {
+            cc::run_local(2, [](cc::local_communicator& c) {
+                if (c.rank() == 0) c.send(1, cc::tag(0, 0), 1.5);
+                else c.receive<int>(0, cc::tag(0, 0));
+            });
+            ADD_FAILURE() << "no error";
+        } catch (const csp::usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("same type"), std::string::npos) << e.what();
+        }
+    });
+}

@@ -1,0 +1,107 @@
+// Algorithm selection: the table, forcing by name, the fallback, printing.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "collectives/collectives.hpp"
+#include "csp/runtime.hpp"
+
+namespace cc = csp::collectives;
+
+namespace {
+
+struct forced_guard {
+    ~forced_guard() { cc::selection::global().unforce_all(); }
+};
+
+std::vector<std::string> algorithms_run(int n, const std::function<void(cc::traced<cc::local_communicator>&)>& f) {
+    cc::trace_log log;
+    csp::run([&] {
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            cc::traced tc(c, log);
+            f(tc);
+        });
+    });
+    auto all = log.algorithms();
+    return {all.begin(), all.begin() + std::min<std::ptrdiff_t>(1, static_cast<std::ptrdiff_t>(all.size()))};
+}
+
+}  // namespace
+
+TEST(selection, the_table_chooses_by_group_and_message_size) {
+    auto& s = cc::selection::global();
+    EXPECT_EQ(s.choose({"broadcast", 3, 8, true}), "linear");
+    EXPECT_EQ(s.choose({"broadcast", 16, 8, true}), "binomial");
+    EXPECT_EQ(s.choose({"reduce", 16, 8, true}), "arrival");
+    EXPECT_EQ(s.choose({"reduce", 16, 8, false}), "binomial_parallel");  // arrival needs commuting
+    EXPECT_EQ(s.choose({"reduce", 16, 1 << 20, false}), "chain");
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "butterfly");
+}
+
+TEST(selection, forcing_by_name_runs_that_algorithm) {
+    forced_guard g;
+    cc::selection::global().force("allreduce", "reduce_broadcast");
+    EXPECT_EQ(algorithms_run(5, [](auto& c) { EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 10); }),
+              std::vector<std::string>{"allreduce reduce_broadcast"});
+    cc::selection::global().unforce("allreduce");
+    EXPECT_EQ(algorithms_run(5, [](auto& c) { cc::allreduce(c, 2, cc::sum{}); }),
+              std::vector<std::string>{"allreduce butterfly"});
+}
+
+TEST(selection, a_forced_algorithm_that_cannot_apply_falls_back_to_the_table) {
+    forced_guard g;
+    cc::selection::global().force("reduce", "arrival");
+    auto cat = cc::ordered([](const std::string& a, const std::string& b) { return a + b; });
+    EXPECT_EQ(algorithms_run(8, [&](auto& c) { cc::reduce(c, std::string("x"), cat); }),
+              std::vector<std::string>{"reduce binomial_parallel"});
+    EXPECT_EQ(algorithms_run(8, [&](auto& c) { cc::reduce(c, 1, cc::sum{}); }),
+              std::vector<std::string>{"reduce arrival"});
+}
+
+TEST(selection, unknown_names_are_refused_with_the_choices) {
+    try {
+        cc::selection::global().force("reduce", "quantum");
+        FAIL();
+    } catch (const csp::usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("\"quantum\""), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("binomial_parallel"), std::string::npos);
+    }
+    EXPECT_THROW(cc::selection::global().force("allsum", "linear"), csp::usage_error);
+    EXPECT_THROW(cc::selection::parse_overrides("reduce"), csp::usage_error);
+    auto parsed = cc::selection::parse_overrides("allreduce=butterfly,,barrier=sequential");
+    EXPECT_EQ(parsed.size(), 2u);
+    EXPECT_EQ(parsed.at("barrier"), "sequential");
+}
+
+TEST(selection, prints_the_effective_table) {
+    forced_guard g;
+    cc::selection::global().force("barrier", "sequential");
+    std::ostringstream os;
+    cc::selection::global().print_table(os);
+    const auto text = os.str();
+    EXPECT_NE(text.find("allreduce   butterfly"), std::string::npos) << text;
+    EXPECT_NE(text.find("forced: barrier = sequential"), std::string::npos) << text;
+    for (const auto& rule : cc::default_rules) EXPECT_NE(text.find(std::string(rule.algorithm)), std::string::npos);
+}
+
+TEST(selection, every_collective_by_plain_name) {
+    csp::run([] {
+        cc::run_local(7, [](cc::local_communicator& c) {
+            const int me = c.rank();
+            EXPECT_EQ(cc::broadcast(c, me == 3 ? 42 : 0, 3), 42);
+            auto r = cc::reduce(c, me, cc::sum{}, 6);
+            EXPECT_EQ(r.has_value(), me == 6);
+            if (r) EXPECT_EQ(*r, 21);
+            EXPECT_EQ(cc::allreduce(c, me, cc::maximum{}), 6);
+            cc::barrier(c);
+            auto g = cc::gather(c, me * 2, 1);
+            if (me == 1) EXPECT_EQ(g->at(6), 12);
+            EXPECT_EQ(cc::allgather(c, me).at(4), 4);
+            EXPECT_EQ(cc::scatter(c, me == 0 ? std::vector<int>{0, 10, 20, 30, 40, 50, 60} : std::vector<int>{}),
+                      me * 10);
+            EXPECT_EQ(cc::alltoall(c, std::vector<int>(7, me)), std::vector<int>({0, 1, 2, 3, 4, 5, 6}));
+            EXPECT_EQ(cc::scan(c, 1, cc::sum{}), me + 1);
+            EXPECT_EQ(cc::exscan(c, 1, cc::sum{}).value_or(0), me);
+        });
+    });
+}
