@@ -190,3 +190,18 @@ TEST(reduce_linear, gives_the_same_float_bits_every_run) {
             });
         }, {.threads = 2});
 }
+
+TEST(grid, the_shared_grid_passes_locally_on_one_and_two_threads) {
+    for (int n : {1, 2, 3, 4, 5, 7, 8, 13}) {
+        std::vector<std::string> wrong;
+        std::mutex lock;
+        csp::run([&] {
+            cc::run_local(n, [&](cc::local_communicator& c) {
+                auto w = grid::check_all(c);
+                std::lock_guard lk(lock);
+                wrong.insert(wrong.end(), w.begin(), w.end());
+            });
+        }, {.threads = static_cast<std::size_t>(1 + n % 2)});
+        EXPECT_TRUE(wrong.empty()) << wrong.front();
+    }
+}

@@ -1,0 +1,50 @@
+// The grid over the network: one OS process per rank under csp-launch.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct run_result {
+    int status;
+    std::string output;
+};
+
+run_result launch(int n, const std::string& env = "") {
+    const std::string cmd = env + " " CSP_LAUNCH " -n " + std::to_string(n) + " " COLLECTIVES_NET_PEER " 2>&1";
+    run_result r{-1, {}};
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    while (std::size_t k = std::fread(buf, 1, sizeof buf, p)) r.output.append(buf, k);
+    r.status = ::pclose(p);
+    return r;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t c = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+    return c;
+}
+
+}  // namespace
+
+class net_grid : public ::testing::TestWithParam<int> {};
+
+TEST_P(net_grid, every_algorithm_and_root_over_tcp) {
+    const int n = GetParam();
+    auto r = launch(n);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "grid ok"), static_cast<std::size_t>(n)) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(ranks, net_grid, ::testing::Values(1, 2, 3, 5));
+
+TEST(net_grid_selection, the_environment_forces_an_algorithm_in_every_rank) {
+    auto r = launch(3, "CSP_COLLECTIVES=allreduce=reduce_broadcast,barrier=sequential");
+    EXPECT_EQ(r.status, 0) << r.output;
+    auto bad = launch(2, "CSP_COLLECTIVES=barrier=nonesuch");
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.output.find("\"nonesuch\""), std::string::npos) << bad.output;
+}
