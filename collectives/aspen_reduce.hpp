@@ -7,7 +7,8 @@
 //   std::optional<double> r = aspen_reduce(comm, mine, P, R, sum{}, stream{1});
 //   // r has a value exactly at the ranks of R
 //
-// Ranks in neither set return at once. Several calls on different streams
+// Ranks in neither set return at once. aspen_plan() computes a rank's part
+// once, for a reduction that runs many times. Several calls on different streams
 // run at the same time on overlapping sets with no communicator per call.
 // The op must commute (participants are renumbered).
 #include <optional>
@@ -21,18 +22,29 @@
 
 namespace csp::collectives {
 
+// One rank's part of an Aspen reduce, computed once for repeated use.
+template <class C>
+rank_plan aspen_plan(const C& comm, const std::vector<int>& participants, const std::vector<int>& receivers) {
+    for (const auto* set : {&participants, &receivers})
+        for (int r : *set) detail::check_rank(r, comm.size(), "Aspen reduce:");
+    return plan_for(topology::aspen_schedule(participants, receivers), comm.rank());
+}
+
 template <class C, class T, class Op>
-std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const std::vector<int>& participants,
-                              const std::vector<int>& receivers, const Op& op, stream s = {}) {
+std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const rank_plan& plan, const Op& op,
+                              stream s = {}) {
     if (!commutes(op))
         throw usage_error("Aspen's reduce renumbers the participants and needs an op that commutes "
                           "(csp::collectives::commuting(f), or a built-in op)");
-    for (const auto* set : {&participants, &receivers})
-        for (int r : *set) detail::check_rank(r, comm.size(), "Aspen reduce:");
     const tag t = comm.next_tag(s);
     detail::announce(comm, "reduce", "aspen", t);
-    const auto plan = plan_for(topology::aspen_schedule(participants, receivers), comm.rank());
     return run_plan(comm, plan, std::move(contribution), op, t);
+}
+
+template <class C, class T, class Op>
+std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const std::vector<int>& participants,
+                              const std::vector<int>& receivers, const Op& op, stream s = {}) {
+    return aspen_reduce(comm, std::move(contribution), aspen_plan(comm, participants, receivers), op, s);
 }
 
 }  // namespace csp::collectives

@@ -52,6 +52,7 @@ template <class T, class C, class Op>
 void reduction_rank(C& comm, const std::vector<int>& participants, const std::vector<int>& receivers, const Op& op,
                     stream s, std::optional<csp::reader<T>> contribution, std::optional<csp::writer<T>> result) {
     const detail::ending_op<Op> lifted{&op};
+    const rank_plan plan = aspen_plan(comm, participants, receivers);
     for (;;) {
         std::optional<std::optional<T>> mine;
         if (contribution) {
@@ -63,7 +64,7 @@ void reduction_rank(C& comm, const std::vector<int>& participants, const std::ve
                 mine.emplace(std::nullopt);
             }
         }
-        auto out = aspen_reduce(comm, std::move(mine), participants, receivers, lifted, s);
+        auto out = aspen_reduce(comm, std::move(mine), plan, lifted, s);
         const bool ended = out ? !out->has_value() : (mine && !mine->has_value());
         if (result && out && out->has_value()) result->write(std::move(**out));
         if (ended || (!out && !contribution)) {

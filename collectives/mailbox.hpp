@@ -69,8 +69,9 @@ public:
             return m;
         }
         if (auto e = failure_for(source)) std::rethrow_exception(e);
-        csp::channel<envelope> reply{"receive from " + describe(source), csp::buffer::fifo(1),
-                                     csp::sharing::one_to_one};
+        // Unnamed: a blocked receive is on the hot path. A deadlock report
+        // still names the waiting process.
+        csp::channel<envelope> reply{csp::buffer::fifo(1), csp::sharing::one_to_one};
         posted_.push_back(posted{source, tag, reply.writer()});
         csp::reader<envelope> in = reply.reader();
         lk.unlock();
@@ -115,9 +116,6 @@ private:
         if (source == any_source) return failed_.empty() ? nullptr : failed_.begin()->second;
         auto it = failed_.find(source);
         return it == failed_.end() ? nullptr : it->second;
-    }
-    static std::string describe(int source) {
-        return source == any_source ? std::string("any rank") : "rank " + std::to_string(source);
     }
 
     mutable std::mutex lock_;

@@ -194,8 +194,15 @@ bool scheduler::poll_until(clock::time_point until) noexcept {
         bool woken = false;
         if (spin_ > clock::duration::zero() && armed_.load(std::memory_order_relaxed) > 0) {
             const auto stop = std::min(until, clock::now() + spin_);
-            while (results_.empty() && !woken && !backend_->wake_pending() && clock::now() < stop)
+            while (results_.empty() && !woken && !backend_->wake_pending() && clock::now() < stop) {
                 woken = backend_->wait(clock::time_point{}, results_);
+                // Between polls, let any other runnable thread of the machine
+                // have the core: with more processes than cores (ranks of a
+                // job on one host) a spin that does not yield delays the very
+                // peer whose reply it waits for. On an idle core this returns
+                // at once.
+                if (results_.empty() && !woken) std::this_thread::yield();
+            }
         }
         if (results_.empty() && !woken) backend_->wait(until, results_);
     } catch (const std::exception& e) {

@@ -1,0 +1,150 @@
+// This project's side of bench/collectives_vs_mpi. Each rank times a
+// back-to-back loop of one collective (after warm-up and a barrier); the
+// figure is the slowest rank's time per operation. One line per figure:
+//
+//   RESULT <collective> <algorithm> <ranks> <bytes> <microseconds>
+//
+//   collectives_rank net            under csp-launch: ranks are OS processes
+//   collectives_rank local <n>      ranks are processes of one runtime
+//   collectives_rank figure5 net    Aspen's Figure 5 under csp-launch -n 4
+//   collectives_rank figure5 local
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/collectives.hpp"
+#include "collectives/net_communicator.hpp"
+#include "csp/runtime.hpp"
+
+namespace cc = csp::collectives;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// Iterations for a message size: enough to last well above timer noise.
+int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : 200; }
+
+template <class C, class F>
+double time_per_op(C& comm, int iterations, F op) {
+    for (int i = 0; i < iterations / 10 + 1; ++i) op();
+    cc::barrier_binomial(comm);
+    const auto t0 = clock_type::now();
+    for (int i = 0; i < iterations; ++i) op();
+    const double us = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count() / iterations;
+    return cc::allreduce_butterfly(comm, us, cc::maximum{});
+}
+
+// Latency rather than throughput: each operation starts from a barrier and
+// is timed alone at each rank; the figure is the slowest rank's mean.
+template <class C, class F>
+double time_between_barriers(C& comm, int iterations, F op) {
+    for (int i = 0; i < iterations / 10 + 1; ++i) op();
+    std::chrono::duration<double, std::micro> total{};
+    for (int i = 0; i < iterations; ++i) {
+        cc::barrier_binomial(comm);
+        const auto t0 = clock_type::now();
+        op();
+        total += clock_type::now() - t0;
+    }
+    return cc::allreduce_butterfly(comm, total.count() / iterations, cc::maximum{});
+}
+
+template <class C>
+void report(C& comm, const char* collective, const char* algorithm, std::size_t bytes, double us) {
+    if (comm.rank() == 0)
+        std::printf("RESULT %s %s %d %zu %.3f\n", collective, algorithm, comm.size(), bytes, us), std::fflush(stdout);
+}
+
+template <class C>
+void standard_set(C& comm) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}}) {
+        std::vector<double> v(bytes / sizeof(double), 1.0);
+        const int k = iterations_for(bytes);
+        report(comm, "allreduce", "butterfly", bytes,
+               time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, v, cc::sum{}); }));
+        report(comm, "allreduce", "reduce_broadcast", bytes,
+               time_per_op(comm, k, [&] { cc::allreduce_reduce_broadcast(comm, v, cc::sum{}); }));
+    }
+    std::vector<double> small(1, 1.0);
+    const int k = iterations_for(8);
+    report(comm, "reduce", "binomial_parallel", 8,
+           time_per_op(comm, k, [&] { cc::reduce_binomial_parallel(comm, small, cc::sum{}, 0); }));
+    report(comm, "broadcast", "binomial", 8,
+           time_per_op(comm, k, [&] { cc::broadcast_binomial(comm, small, 0); }));
+    report(comm, "barrier", "binomial", 0, time_per_op(comm, k, [&] { cc::barrier_binomial(comm); }));
+}
+
+// Aspen's Figure 5 on four ranks, timed both ways (loop, between barriers): r1 sums all four and delivers to 0 and 2;
+// r2 multiplies 1 and 2 and delivers to 3. "concurrent" runs both at once
+// with Aspen's reduce; "mpi_style" runs each as a blocking binomial reduce
+// followed by a broadcast to its receivers, one after the other (what MPI
+// needs: sub-communicators {1,2} and {0,2}, {1,3}).
+template <class C>
+void figure5(C& comm) {
+    if (comm.size() != 4) throw csp::usage_error("figure 5 needs 4 ranks");
+    const int me = comm.rank();
+    const std::vector<int> P1{0, 1, 2, 3}, R1{0, 2}, P2{1, 2}, R2{3};
+    const double x = 1.0 + me;
+    const auto plan1 = cc::aspen_plan(comm, P1, R1), plan2 = cc::aspen_plan(comm, P2, R2);
+    auto concurrent = [&] {
+        csp::par([&] { cc::aspen_reduce(comm, std::optional(x), plan1, cc::sum{}, cc::stream{1}); },
+                 [&] {
+                     cc::aspen_reduce(comm, me == 1 || me == 2 ? std::optional(x) : std::nullopt, plan2,
+                                      cc::product{}, cc::stream{2});
+                 });
+    };
+    auto mpi_style = [&] {
+        const cc::tag t = comm.next_tag(cc::stream{3});
+        auto r1 = cc::reduce_binomial(comm, x, cc::sum{}, 0, cc::stream{3});
+        if (me == 0) comm.send(2, t, *r1);  // broadcast within {0, 2}
+        if (me == 2) comm.template receive<double>(0, t);
+        if (me == 2) comm.send(1, t.step(1), x);  // reduce within {1, 2} to 1
+        if (me == 1) {
+            double r2 = x * comm.template receive<double>(2, t.step(1));
+            comm.send(3, t.step(2), r2);  // broadcast within {1, 3}
+        }
+        if (me == 3) comm.template receive<double>(1, t.step(2));
+    };
+    const int k = iterations_for(8);
+    report(comm, "figure5", "mpi_style/loop", 8, time_per_op(comm, k, mpi_style));
+    report(comm, "figure5", "concurrent/loop", 8, time_per_op(comm, k, concurrent));
+    report(comm, "figure5", "mpi_style/barriers", 8, time_between_barriers(comm, k / 4, mpi_style));
+    report(comm, "figure5", "concurrent/barriers", 8, time_between_barriers(comm, k / 4, concurrent));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::string mode = argc > 1 ? argv[1] : "net";
+    const bool fig5 = mode == "figure5";
+    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode;
+    try {
+        if (where == "local") {
+            const int n = fig5 ? 4 : (argc > 2 ? std::atoi(argv[2]) : 8);
+            csp::run([&] {
+                cc::run_local(n, [&](cc::local_communicator& c) {
+                    if (fig5) return figure5(c);
+                    std::vector<double> v(1, 1.0);
+                    report(c, "allreduce", "butterfly", 8,
+                           time_per_op(c, 20000, [&] { cc::allreduce_butterfly(c, v, cc::sum{}); }));
+                });
+            });
+        } else {
+            csp::run([&] {
+                csp::net::node self;
+                {
+                    cc::net_communicator comm(self);
+                    if (fig5) figure5(comm);
+                    else standard_set(comm);
+                    cc::barrier(comm);
+                }
+                self.close();
+            });
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "collectives_rank: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,52 @@
+// OpenMPI's side of bench/collectives_vs_mpi, timed exactly like
+// collectives_rank.cpp: warm-up, barrier, a back-to-back loop, the slowest
+// rank's time per operation. Built by the script with mpicxx.
+#include <mpi.h>
+
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : 200; }
+
+template <class F>
+double time_per_op(int iterations, F op) {
+    for (int i = 0; i < iterations / 10 + 1; ++i) op();
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iterations; ++i) op();
+    double us = (MPI_Wtime() - t0) * 1e6 / iterations, slowest = 0;
+    MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+void report(const char* collective, std::size_t bytes, double us) {
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0) std::printf("RESULT %s mpi %d %zu %.3f\n", collective, size, bytes, us), std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    const bool only_allreduce_8 = argc > 1 && std::string_view(argv[1]) == "allreduce8";
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}}) {
+        if (only_allreduce_8 && bytes != 8) continue;
+        const int n = static_cast<int>(bytes / sizeof(double));
+        std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
+        report("allreduce", bytes, time_per_op(iterations_for(bytes), [&] {
+                   MPI_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+               }));
+    }
+    if (!only_allreduce_8) {
+        double in = 1.0, out = 0.0;
+        const int k = iterations_for(8);
+        report("reduce", 8, time_per_op(k, [&] { MPI_Reduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD); }));
+        report("broadcast", 8, time_per_op(k, [&] { MPI_Bcast(&in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD); }));
+        report("barrier", 0, time_per_op(k, [&] { MPI_Barrier(MPI_COMM_WORLD); }));
+    }
+    MPI_Finalize();
+}
