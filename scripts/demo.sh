@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, run the examples: four nodes
-# (OS processes) on this machine passing a token through ports, then the
-# single-process examples.
+# The main job: install what is missing, build, run the examples: nodes (OS
+# processes) on this machine computing with collectives and passing a token
+# through ports, then the single-process examples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target csp-launch ring commstime listing1
+cmake --build build -j2 --target csp-launch ring pi fit_loop figure5 commstime listing1
+echo "== pi: 4 nodes started by csp-launch, one allreduce over TCP =="
+./build/tools/csp-launch -n 4 ./build/examples/pi
+echo "== fit_loop: 4 nodes fitting a curve, an allreduce of the error vector each step =="
+./build/tools/csp-launch -n 4 ./build/examples/fit_loop
+echo "== figure5: two reductions at once on overlapping ranks, wired as processes =="
+./build/examples/figure5
 echo "== ring: 4 nodes started by csp-launch, a token passed 3 times round through ports =="
 ./build/tools/csp-launch -n 4 ./build/examples/ring 3
 echo "== commstime (4 processes in a ring, 1,000,000 loops) =="

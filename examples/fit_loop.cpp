@@ -1,0 +1,54 @@
+// An iterative fit that allreduces an error vector every step, the shape of
+// Aspen's chemistry code (its Figure 3): each rank owns part of the data,
+// computes its contribution to the gradient, and the allreduce gives every
+// rank the same update.
+//
+//   ./build/tools/csp-launch -n 4 ./build/examples/fit_loop   # 4 OS processes
+//   ./build/examples/fit_loop [ranks]                         # ranks as fibers
+//
+// Fits y = a x^2 + b x + c to samples of 0.5 x^2 - 2 x + 1 spread over the
+// ranks, by gradient descent. Exits 1 if it does not recover the
+// coefficients.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ranks.hpp"
+
+int main(int argc, char** argv) {
+    const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
+    constexpr int samples = 4000, steps = 3000;
+    constexpr double rate = 0.5;
+    bool right = true;
+    examples::run_ranks(local_ranks, [&](auto& comm) {
+        // This rank's samples: every size()-th x in [-1, 1].
+        std::vector<double> xs, ys;
+        for (int i = comm.rank(); i < samples; i += comm.size()) {
+            const double x = -1.0 + 2.0 * i / (samples - 1);
+            xs.push_back(x);
+            ys.push_back(0.5 * x * x - 2.0 * x + 1.0);
+        }
+        std::vector<double> coef{0.0, 0.0, 0.0};  // a, b, c
+        double error = 0.0;
+        for (int step = 0; step < steps; ++step) {
+            // [d/da, d/db, d/dc, squared error] summed over this rank's samples
+            std::vector<double> local(4, 0.0);
+            for (std::size_t i = 0; i < xs.size(); ++i) {
+                const double x = xs[i];
+                const double r = coef[0] * x * x + coef[1] * x + coef[2] - ys[i];
+                local[0] += r * x * x, local[1] += r * x, local[2] += r, local[3] += r * r;
+            }
+            const auto total = csp::collectives::allreduce(comm, local, csp::collectives::sum{});
+            for (int k = 0; k < 3; ++k) coef[static_cast<std::size_t>(k)] -= rate * total[static_cast<std::size_t>(k)] / samples;
+            error = total[3] / samples;
+        }
+        if (std::abs(coef[0] - 0.5) > 1e-3 || std::abs(coef[1] + 2.0) > 1e-3 || std::abs(coef[2] - 1.0) > 1e-3)
+            right = false;
+        if (comm.rank() == 0)
+            std::printf("fit after %d allreduce steps on %d ranks: a = %.4f, b = %.4f, c = %.4f (mean squared "
+                        "error %.2e)\n",
+                        steps, comm.size(), coef[0], coef[1], coef[2], error);
+    });
+    return right ? 0 : 1;
+}
