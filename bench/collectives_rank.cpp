@@ -62,6 +62,10 @@ void standard_set(C& comm) {
     for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         const int k = iterations_for(bytes);
+        const std::string chosen =
+            "table:" + std::string(cc::selection::global().choose({"allreduce", comm.size(), bytes, true}));
+        report(comm, "allreduce", chosen.c_str(), bytes,
+               time_per_op(comm, k, [&] { cc::allreduce(comm, v, cc::sum{}); }));
         report(comm, "allreduce", "butterfly", bytes,
                time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, v, cc::sum{}); }));
         report(comm, "allreduce", "reduce_broadcast", bytes,

@@ -77,15 +77,23 @@ struct selection_rule {
 
 inline constexpr int any_size = std::numeric_limits<int>::max();
 
-// The default table; first admitting, usable rule wins.
-inline constexpr std::array<selection_rule, 17> default_rules{{
+// The default table; first admitting, usable rule wins. The allreduce rules
+// follow bench/collectives_vs_mpi on a 2-core host running up to 8 ranks:
+// with more ranks than cores the total number of messages (2(n-1) for
+// reduce_broadcast, about n log2 n for the butterfly) costs more than the
+// number of rounds, and large values favour the tree too. With one rank
+// per core or host the butterfly's fewer rounds should win beyond 4 ranks:
+// measure, then set CSP_COLLECTIVES=allreduce=butterfly.
+inline constexpr std::array<selection_rule, 19> default_rules{{
     {"broadcast", "linear", 4},
     {"broadcast", "binomial"},
     {"reduce", "linear", 2},
     {"reduce", "chain", any_size, 64 * 1024},
     {"reduce", "arrival"},
     {"reduce", "binomial_parallel"},
-    {"allreduce", "butterfly"},
+    {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
+    {"allreduce", "butterfly", 4},
+    {"allreduce", "reduce_broadcast"},
     {"barrier", "linear", 4},
     {"barrier", "binomial"},
     {"gather", "parallel"},

@@ -35,16 +35,18 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"reduce", 16, 8, true}), "arrival");
     EXPECT_EQ(s.choose({"reduce", 16, 8, false}), "binomial_parallel");  // arrival needs commuting
     EXPECT_EQ(s.choose({"reduce", 16, 1 << 20, false}), "chain");
-    EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 4, 8, true}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 2, 65536, true}), "reduce_broadcast");
 }
 
 TEST(selection, forcing_by_name_runs_that_algorithm) {
     forced_guard g;
     cc::selection::global().force("allreduce", "reduce_broadcast");
-    EXPECT_EQ(algorithms_run(5, [](auto& c) { EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 10); }),
+    EXPECT_EQ(algorithms_run(4, [](auto& c) { EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 8); }),
               std::vector<std::string>{"allreduce reduce_broadcast"});
     cc::selection::global().unforce("allreduce");
-    EXPECT_EQ(algorithms_run(5, [](auto& c) { cc::allreduce(c, 2, cc::sum{}); }),
+    EXPECT_EQ(algorithms_run(4, [](auto& c) { cc::allreduce(c, 2, cc::sum{}); }),
               std::vector<std::string>{"allreduce butterfly"});
 }
 
