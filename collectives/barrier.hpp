@@ -24,6 +24,13 @@ namespace csp::collectives {
 namespace detail {
 using barrier_token = std::uint8_t;
 
+// A non-root rank of the linear barriers: enter, wait for the release.
+template <class C>
+void enter_via_zero(C& comm, tag t) {
+    comm.send(0, t, barrier_token{});
+    comm.template receive<barrier_token>(0, t);
+}
+
 template <class C>
 std::vector<int> all_but_zero(const C& comm) {
     std::vector<int> v;
@@ -36,11 +43,7 @@ template <class C>
 void barrier_sequential(C& comm, stream s = {}) {
     const tag t = comm.next_tag(s);
     detail::announce(comm, "barrier", "sequential", t);
-    if (comm.rank() != 0) {
-        comm.send(0, t, detail::barrier_token{});
-        comm.template receive<detail::barrier_token>(0, t);
-        return;
-    }
+    if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
     for (int r = 1; r < comm.size(); ++r) comm.template receive<detail::barrier_token>(r, t);
     for (int r = 1; r < comm.size(); ++r) comm.send(r, t, detail::barrier_token{});
 }
@@ -49,11 +52,7 @@ template <class C>
 void barrier_linear(C& comm, stream s = {}) {
     const tag t = comm.next_tag(s);
     detail::announce(comm, "barrier", "linear", t);
-    if (comm.rank() != 0) {
-        comm.send(0, t, detail::barrier_token{});
-        comm.template receive<detail::barrier_token>(0, t);
-        return;
-    }
+    if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
     const auto others = detail::all_but_zero(comm);
     if (others.empty()) return;
     detail::receive_from_each<detail::barrier_token>(comm, others, t);
