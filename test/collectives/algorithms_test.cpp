@@ -77,7 +77,7 @@ TEST_P(sizes, reduce_of_an_op_that_does_not_commute_keeps_rank_order_for_any_roo
         for (int r = 0; r < n; ++r) want += letter(r);
         for (auto a : {"linear", "binomial", "binomial_parallel", "chain"}) {
             auto got = grid::reduce_by(a, c, letter(c.rank()), grid::concat, root);
-            if (c.rank() == root) EXPECT_EQ(got.value(), want) << a;
+            if (c.rank() == root) { EXPECT_EQ(got.value(), want) << a; }
         }
     });
 }

@@ -22,9 +22,9 @@ TEST(concurrent_collectives, two_reductions_on_overlapping_groups_at_once) {
                 auto [r1, r2] = csp::par([&] { return cc::aspen_reduce(c, a, P1, R1, cc::sum{}, cc::stream{1}); },
                                          [&] { return cc::aspen_reduce(c, b, P2, R2, cc::product{}, cc::stream{2}); });
                 EXPECT_EQ(r1.has_value(), me == 0 || me == 3);
-                if (r1) EXPECT_EQ(*r1, 21);
+                if (r1) { EXPECT_EQ(*r1, 21); }
                 EXPECT_EQ(r2.has_value(), me == 4 || me == 5);
-                if (r2) EXPECT_EQ(*r2, 2 * 3 * 4);
+                if (r2) { EXPECT_EQ(*r2, 2 * 3 * 4); }
             });
         }, {.threads = threads});
 }
@@ -54,7 +54,7 @@ TEST(collectives_as_processes, participants_contribute_compute_then_collect) {
                 for (long round = 0; round < 5; ++round) {
                     in.write(long(i) * round);  // returns at once: the end holds one value
                     computed.fetch_add(1);      // computation overlapping the reduction
-                    if (i == 0 || i == 2) EXPECT_EQ(total.result(static_cast<int>(i)).read(), 6 * round);
+                    if (i == 0 || i == 2) { EXPECT_EQ(total.result(static_cast<int>(i)).read(), 6 * round); }
                 }
                 in.retire();
             });

@@ -93,11 +93,11 @@ TEST(selection, every_collective_by_plain_name) {
             EXPECT_EQ(cc::broadcast(c, me == 3 ? 42 : 0, 3), 42);
             auto r = cc::reduce(c, me, cc::sum{}, 6);
             EXPECT_EQ(r.has_value(), me == 6);
-            if (r) EXPECT_EQ(*r, 21);
+            if (r) { EXPECT_EQ(*r, 21); }
             EXPECT_EQ(cc::allreduce(c, me, cc::maximum{}), 6);
             cc::barrier(c);
             auto g = cc::gather(c, me * 2, 1);
-            if (me == 1) EXPECT_EQ(g->at(6), 12);
+            if (me == 1) { EXPECT_EQ(g->at(6), 12); }
             EXPECT_EQ(cc::allgather(c, me).at(4), 4);
             EXPECT_EQ(cc::scatter(c, me == 0 ? std::vector<int>{0, 10, 20, 30, 40, 50, 60} : std::vector<int>{}),
                       me * 10);
