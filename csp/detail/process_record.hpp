@@ -42,6 +42,11 @@ public:
 
     void set_name(std::string name) { name_ = std::move(name); }
 
+    // The process whose par started this one (nullptr for a root), and its
+    // branch index there.
+    const process_record* parent() const noexcept { return parent_; }
+    std::size_t index() const noexcept { return index_; }
+
     // The untimed waiter this process is blocked in, or nullptr. Written by
     // the process itself around its suspension; read by the deadlock detector
     // while no fiber runs (runtime_core.hpp).

@@ -1,0 +1,154 @@
+#include "csp/model/cspm.hpp"
+
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace csp::model {
+
+namespace {
+
+std::string set_of(const std::set<std::size_t>& s) {
+    std::ostringstream os;
+    os << '{';
+    bool first = true;
+    for (auto x : s) os << (first ? "" : ", ") << x, first = false;
+    os << '}';
+    return os.str();
+}
+
+// Processes reachable from processes[0] through pars, in that order.
+std::vector<bool> reachable(const network& net) {
+    std::vector<bool> seen(net.processes.size(), false);
+    std::vector<std::size_t> todo{0};
+    seen[0] = true;
+    while (!todo.empty()) {
+        const std::size_t p = todo.back();
+        todo.pop_back();
+        for (const auto& s : net.processes[p].body)
+            for (std::size_t c : s.children)
+                if (!seen.at(c)) seen[c] = true, todo.push_back(c);
+    }
+    return seen;
+}
+
+}  // namespace
+
+void write_cspm(std::ostream& os, const network& net, const cspm_options& options) {
+    if (net.processes.empty()) throw std::invalid_argument("write_cspm: the network has no process");
+    const std::size_t n = net.processes.size();
+    const auto live = reachable(net);
+
+    // Who writes and who reads each channel.
+    std::vector<std::set<std::size_t>> writers(net.channels.size()), readers(net.channels.size());
+    for (std::size_t p = 0; p < n; ++p)
+        if (live[p])
+            for (const auto& s : net.processes[p].body)
+                if (s.what == step::kind::communicate)
+                    (s.dir == direction::send ? writers : readers).at(s.channel).insert(p);
+
+    os << "-- " << options.title << ": exported by csp::model.\n";
+    for (const auto& note : net.notes) os << "-- Note: " << note << ".\n";
+    os << "-- Load in FDR4: refines FILE, or open it in the FDR4 GUI.\n\n";
+    os << "Procs = {0.." << n - 1 << "}\n";
+    os << "channel go, finish : Procs\n";
+    for (std::size_t c = 0; c < net.channels.size(); ++c) {
+        const auto& ch = net.channels[c];
+        if (ch.capacity == 0) os << "channel " << ch.name << " : Procs.Procs\n";
+        else os << "channel " << ch.name << "_in, " << ch.name << "_out : Procs\n";
+    }
+    os << '\n';
+
+    // Buffers: held values h, values still to come k.
+    std::vector<std::size_t> buffers;
+    for (std::size_t c = 0; c < net.channels.size(); ++c) {
+        const auto& ch = net.channels[c];
+        if (ch.capacity == 0) continue;
+        buffers.push_back(c);
+        os << "BUF_" << ch.name << "(h, k) =\n"
+           << "    (h < " << ch.capacity << " and k > 0) & ([] w : " << set_of(writers[c]) << " @ " << ch.name
+           << "_in.w -> BUF_" << ch.name << "(h + 1, k - 1))\n"
+           << "    [] h > 0 & ([] r : " << set_of(readers[c]) << " @ " << ch.name << "_out.r -> BUF_" << ch.name
+           << "(h - 1, k))\n"
+           << "    [] (h == 0 and k == 0) & SKIP\n";
+    }
+    if (!buffers.empty()) os << '\n';
+
+    for (std::size_t p = 0; p < n; ++p) {
+        if (!live[p]) continue;
+        const auto& proc = net.processes[p];
+        os << "-- " << proc.name << (proc.alternation_recorded_as_taken ? " (alternation: the branch taken)" : "")
+           << '\n';
+        std::vector<std::string> steps;
+        if (p != 0) steps.push_back("go." + std::to_string(p) + " -> SKIP");
+        for (const auto& s : proc.body) {
+            if (s.what == step::kind::par) {
+                for (std::size_t c : s.children) steps.push_back("go." + std::to_string(c) + " -> SKIP");
+                for (std::size_t c : s.children) steps.push_back("finish." + std::to_string(c) + " -> SKIP");
+                continue;
+            }
+            const auto& ch = net.channels[s.channel];
+            const std::string me = std::to_string(p);
+            if (ch.capacity > 0)
+                steps.push_back(ch.name + (s.dir == direction::send ? "_in." : "_out.") + me + " -> SKIP");
+            else if (s.dir == direction::send)
+                steps.push_back("([] r : " + set_of(readers[s.channel]) + " @ " + ch.name + "." + me + ".r -> SKIP)");
+            else
+                steps.push_back("([] w : " + set_of(writers[s.channel]) + " @ " + ch.name + ".w." + me + " -> SKIP)");
+        }
+        if (p != 0) steps.push_back("finish." + std::to_string(p) + " -> SKIP");
+        os << "PROC(" << p << ") =";
+        if (steps.empty()) os << " SKIP";
+        for (std::size_t i = 0; i < steps.size(); ++i) os << (i ? "\n    ; " : " ") << steps[i];
+        os << '\n';
+
+        // Its alphabet: its own go/finish, its children's, and its channel ends.
+        os << "ALPHA(" << p << ") = Union({";
+        std::vector<std::string> parts;
+        if (p != 0) parts.push_back("{go." + std::to_string(p) + ", finish." + std::to_string(p) + "}");
+        for (const auto& s : proc.body) {
+            if (s.what == step::kind::par) {
+                for (std::size_t c : s.children)
+                    parts.push_back("{go." + std::to_string(c) + ", finish." + std::to_string(c) + "}");
+                continue;
+            }
+            const auto& ch = net.channels[s.channel];
+            const std::string me = std::to_string(p);
+            if (ch.capacity > 0) parts.push_back("{" + ch.name + (s.dir == direction::send ? "_in." : "_out.") + me + "}");
+            else if (s.dir == direction::send)
+                parts.push_back("{" + ch.name + "." + me + ".r | r <- " + set_of(readers[s.channel]) + "}");
+            else parts.push_back("{" + ch.name + ".w." + me + " | w <- " + set_of(writers[s.channel]) + "}");
+        }
+        for (std::size_t i = 0; i < parts.size(); ++i) os << (i ? ", " : "") << parts[i];
+        os << "})\n\n";
+    }
+
+    std::set<std::size_t> components;
+    for (std::size_t p = 0; p < n; ++p)
+        if (live[p]) components.insert(p);
+    os << "PROCS = " << set_of(components) << "\n\n";
+    os << "PROCESSES = || i : PROCS @ [ALPHA(i)] PROC(i)\n";
+    if (buffers.empty()) {
+        os << "SYSTEM = PROCESSES\n";
+    } else {
+        // Buffers are named one by one: CSPm sets cannot hold processes.
+        os << "BUFFER_EVENTS = {|";
+        for (std::size_t i = 0; i < buffers.size(); ++i)
+            os << (i ? ", " : " ") << net.channels[buffers[i]].name << "_in, " << net.channels[buffers[i]].name
+               << "_out";
+        os << " |}\n";
+        os << "ALL_BUFFERS = ";
+        for (std::size_t i = 0; i < buffers.size(); ++i) {
+            const auto c = buffers[i];
+            os << (i ? "\n    ||| " : "") << "BUF_" << net.channels[c].name << "(0, " << net.count(c, direction::send)
+               << ")";
+        }
+        os << "\nSYSTEM = PROCESSES [| BUFFER_EVENTS |] ALL_BUFFERS\n";
+    }
+    os << "\nassert SYSTEM :[deadlock free [F]]\n";
+    os << "assert SYSTEM :[divergence free]\n";
+    if (!options.spec.empty()) os << '\n' << options.spec << "\nassert SPEC [T= SYSTEM\n";
+}
+
+}  // namespace csp::model

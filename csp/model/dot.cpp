@@ -1,0 +1,37 @@
+#include "csp/model/dot.hpp"
+
+#include <set>
+#include <vector>
+
+namespace csp::model {
+
+namespace {
+std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return out + '"';
+}
+}  // namespace
+
+void write_dot(std::ostream& os, const network& net, const std::string& title) {
+    std::vector<std::set<std::size_t>> writers(net.channels.size()), readers(net.channels.size());
+    for (std::size_t p = 0; p < net.processes.size(); ++p)
+        for (const auto& s : net.processes[p].body)
+            if (s.what == step::kind::communicate)
+                (s.dir == direction::send ? writers : readers).at(s.channel).insert(p);
+
+    os << "digraph " << quoted(title) << " {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n";
+    for (std::size_t p = 0; p < net.processes.size(); ++p)
+        os << "  p" << p << " [label=" << quoted(net.processes[p].name) << "];\n";
+    for (std::size_t p = 0; p < net.processes.size(); ++p)
+        for (const auto& s : net.processes[p].body)
+            for (std::size_t c : s.children) os << "  p" << p << " -> p" << c << " [style=dotted, color=grey];\n";
+    for (std::size_t c = 0; c < net.channels.size(); ++c)
+        for (std::size_t w : writers[c])
+            for (std::size_t r : readers[c])
+                os << "  p" << w << " -> p" << r << " [label=" << quoted(net.channels[c].name)
+                   << (net.channels[c].capacity ? ", style=dashed" : "") << "];\n";
+    os << "}\n";
+}
+
+}  // namespace csp::model

@@ -1,0 +1,83 @@
+#pragma once
+// A process network as a model: channels, and per process the sequence of
+// its communications with its par structure. Recorded from a run
+// (recorder.hpp) or built by hand, then exported as CSPm (cspm.hpp),
+// Promela (promela.hpp) or a Graphviz picture (dot.hpp).
+//
+//   model::network net;
+//   auto a = net.add_channel("a"), b = net.add_channel("b");
+//   auto root = net.add_process("main"), p = net.add_process("left"), q = net.add_process("right");
+//   net.par(root, {p, q});
+//   net.send(p, a); net.receive(p, b);      // crossed writes: deadlocks
+//   net.send(q, b); net.receive(q, a);
+//
+// Values are not part of the model: a communication is its channel and
+// direction. That is exact for networks whose structure does not depend on
+// the data (collectives depend only on rank and size).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace csp::model {
+
+enum class direction { send, receive };
+
+struct channel_decl {
+    std::string name;
+    // 0: rendezvous. Otherwise sends complete without a reader while fewer
+    // than `capacity` values wait.
+    std::size_t capacity = 0;
+};
+
+struct step {
+    enum class kind { communicate, par };
+    kind what = kind::communicate;
+    std::size_t channel = 0;  // communicate
+    direction dir = direction::send;
+    std::vector<std::size_t> children;  // par: the processes it starts and waits for
+};
+
+struct process {
+    std::string name;
+    std::vector<step> body;
+    // Set when the process chose in an alternation: the model holds the
+    // branch the recorded run took, not the choice.
+    bool alternation_recorded_as_taken = false;
+};
+
+struct network {
+    std::vector<channel_decl> channels;
+    std::vector<process> processes;  // processes[0] runs the rest
+    // What the model does not capture; exporters write these as comments.
+    std::vector<std::string> notes;
+
+    std::size_t add_channel(std::string name, std::size_t capacity = 0) {
+        channels.push_back({std::move(name), capacity});
+        return channels.size() - 1;
+    }
+    std::size_t add_process(std::string name) {
+        processes.push_back({std::move(name), {}, false});
+        return processes.size() - 1;
+    }
+    void send(std::size_t p, std::size_t c) { processes.at(p).body.push_back({step::kind::communicate, c, direction::send, {}}); }
+    void receive(std::size_t p, std::size_t c) {
+        processes.at(p).body.push_back({step::kind::communicate, c, direction::receive, {}});
+    }
+    void par(std::size_t p, std::vector<std::size_t> children) {
+        processes.at(p).body.push_back({step::kind::par, 0, direction::send, std::move(children)});
+    }
+
+    // Communications recorded on channel c, by direction.
+    std::size_t count(std::size_t c, direction d) const {
+        std::size_t n = 0;
+        for (const auto& p : processes)
+            for (const auto& s : p.body) n += s.what == step::kind::communicate && s.channel == c && s.dir == d;
+        return n;
+    }
+};
+
+// A name that CSPm, Promela and DOT all accept: letters, digits and '_',
+// starting with a letter.
+std::string identifier(const std::string& prefix, std::size_t index, const std::string& label);
+
+}  // namespace csp::model

@@ -1,0 +1,161 @@
+#include "csp/model/recorder.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "csp/detail/channel_core.hpp"
+#include "csp/detail/process_record.hpp"
+
+namespace csp::model {
+
+std::string identifier(const std::string& prefix, std::size_t index, const std::string& label) {
+    std::string out = prefix + std::to_string(index);
+    if (!label.empty()) out += '_';
+    for (char c : label) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return out;
+}
+
+namespace {
+std::atomic<recorder*> current{nullptr};
+}
+
+recorder::recorder() {
+    previous_ = csp::set_observer(this);
+    current.store(this);
+}
+
+recorder::~recorder() {
+    if (!taken_) take();
+}
+
+recorder* recorder::active() { return current.load(); }
+
+network recorder::take() {
+    std::lock_guard lk(lock_);
+    if (!taken_) {
+        taken_ = true;
+        csp::set_observer(previous_);
+        current.store(nullptr);
+        for (auto& [id, use] : channels_)
+            if (use.unbounded)
+                net_.channels[use.model].capacity =
+                    std::max<std::size_t>(1, net_.count(use.model, direction::send));
+        for (auto& [key, c] : messages_) net_.channels[c].capacity = std::max<std::size_t>(1, net_.count(c, direction::send));
+        if (saw_alternation_)
+            net_.notes.push_back("alternations are recorded as the branch each one took; their other guards are not "
+                                 "in the model");
+        net_.notes.push_back("values are not recorded: a communication is its channel and direction");
+    }
+    return net_;
+}
+
+recorder::live* recorder::find_live(const void* process) {
+    auto it = live_.find(process);
+    return it == live_.end() ? nullptr : &it->second;
+}
+
+void recorder::add_step(const void* process, step s) {
+    if (live* l = find_live(process); l && l->quiet == 0) net_.processes[l->model].body.push_back(std::move(s));
+}
+
+void recorder::on_event(const csp::event& e) {
+    std::lock_guard lk(lock_);
+    if (taken_ || e.process == nullptr) return;
+    const void* self = e.process;
+    switch (e.what) {
+    case csp::event::kind::process_begin: {
+        const std::size_t m = net_.add_process(e.process->label());
+        live_[self] = live{m, {}, 0};
+        if (live* parent = find_live(e.process->parent()); parent && !parent->open_pars.empty()) {
+            auto& kids = net_.processes[parent->model].body[parent->open_pars.back()].children;
+            const std::size_t i = e.process->index();
+            if (kids.size() <= i) kids.resize(i + 1, SIZE_MAX);
+            kids[i] = m;
+        }
+        break;
+    }
+    case csp::event::kind::process_end:
+        if (live* l = find_live(self)) net_.processes[l->model].name = e.process->label();
+        live_.erase(self);
+        break;
+    case csp::event::kind::par_begin:
+        if (live* l = find_live(self)) {
+            net_.processes[l->model].body.push_back({step::kind::par, 0, direction::send, {}});
+            l->open_pars.push_back(net_.processes[l->model].body.size() - 1);
+        }
+        break;
+    case csp::event::kind::par_end:
+        if (live* l = find_live(self); l && !l->open_pars.empty()) {
+            auto& kids = net_.processes[l->model].body[l->open_pars.back()].children;
+            std::erase(kids, SIZE_MAX);
+            l->open_pars.pop_back();
+        }
+        break;
+    case csp::event::kind::channel_read:
+    case csp::event::kind::channel_write: {
+        live* l = find_live(self);
+        if (!l || l->quiet > 0 || e.channel == nullptr) break;
+        const auto* ch = e.channel;
+        auto it = channels_.find(ch->id());
+        if (it == channels_.end()) {
+            const auto& b = ch->buffering();
+            const bool unbounded = b.how == csp::buffer::kind::unbounded;
+            const std::size_t cap = b.how == csp::buffer::kind::none ? 0 : (unbounded ? 1 : b.capacity);
+            // Numbered in order of first use, so a recording does not depend
+            // on how many channels the program made before.
+            const std::size_t m = net_.add_channel(identifier("c", channels_.size(), ch->name()), cap);
+            if (b.how == csp::buffer::kind::overwriting)
+                net_.notes.push_back(net_.channels[m].name + " overwrites when full; the model blocks instead");
+            it = channels_.emplace(ch->id(), channel_use{m, unbounded}).first;
+        }
+        add_step(self, {step::kind::communicate, it->second.model,
+                        e.what == csp::event::kind::channel_write ? direction::send : direction::receive, {}});
+        break;
+    }
+    case csp::event::kind::alt_chose:
+        if (live* l = find_live(self); l && l->quiet == 0) {
+            net_.processes[l->model].alternation_recorded_as_taken = true;
+            saw_alternation_ = true;
+        }
+        break;
+    case csp::event::kind::seq_begin:
+    case csp::event::kind::seq_end:
+        break;  // a seq runs in its process: its steps are already in order
+    }
+}
+
+void recorder::message(direction d, int from, int to, std::uint64_t tag) {
+    const void* self = csp::detail::current_process();
+    std::lock_guard lk(lock_);
+    if (taken_) return;
+    auto key = std::make_tuple(from, to, tag);
+    auto it = messages_.find(key);
+    if (it == messages_.end()) {
+        std::ostringstream label;
+        label << 'r' << from << "_r" << to << "_t" << (tag >> 40) << '_' << ((tag >> 8) & 0xffffffffu) << '_'
+              << (tag & 0xffu);
+        it = messages_.emplace(key, net_.add_channel(identifier("m", messages_.size(), label.str()), 1)).first;
+    }
+    if (live* l = find_live(self))
+        net_.processes[l->model].body.push_back({step::kind::communicate, it->second, d, {}});
+}
+
+void recorder::note(const std::string& text) {
+    std::lock_guard lk(lock_);
+    if (std::find(net_.notes.begin(), net_.notes.end(), text) == net_.notes.end()) net_.notes.push_back(text);
+}
+
+recorder::quiet_scope::quiet_scope(recorder* r) : r_(r), process_(csp::detail::current_process()) {
+    if (!r_) return;
+    std::lock_guard lk(r_->lock_);
+    if (live* l = r_->find_live(process_)) ++l->quiet;
+}
+
+recorder::quiet_scope::~quiet_scope() {
+    if (!r_) return;
+    std::lock_guard lk(r_->lock_);
+    if (live* l = r_->find_live(process_)) --l->quiet;
+}
+
+}  // namespace csp::model

@@ -1,0 +1,96 @@
+#pragma once
+// Records a run as a model::network.
+//
+//   csp::model::recorder rec;                 // installs itself as the observer
+//   csp::run(root);
+//   csp::model::network net = rec.take();     // and uninstalls
+//
+// Per process it keeps the completed channel operations in order and, for
+// every par, the child processes it ran. A process's name is taken when it
+// ends (so names set with this_process::set_name count). Channels are named
+// after their channel's name, or numbered. Buffered channels keep their
+// capacity; an unbounded one gets the number of values sent on it.
+//
+// What a recording cannot see is written into the network's notes: an
+// alternation is recorded as the branch it took (its other guards are not
+// in the model); the values sent are not recorded.
+//
+// Communicators (collectives) report their messages with message(), so a
+// collective's model shows rank-to-rank messages instead of the mailbox
+// channels that carry them; their own channel operations are hidden by a
+// quiet scope.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "csp/model/network.hpp"
+#include "csp/observer.hpp"
+
+namespace csp::model {
+
+class recorder final : public csp::observer {
+public:
+    recorder();
+    ~recorder() override;
+    recorder(const recorder&) = delete;
+    recorder& operator=(const recorder&) = delete;
+
+    // Stops recording and returns the network.
+    network take();
+
+    void on_event(const csp::event& e) override;
+
+    // A message of a communicator from rank `from` to rank `to` with tag
+    // `tag`, sent or received by the calling process. Each (from, to, tag)
+    // is one buffered channel of the model.
+    void message(direction d, int from, int to, std::uint64_t tag);
+
+    // Adds a note (once) to what the model does not capture.
+    void note(const std::string& text);
+
+    // While alive, the calling process's channel operations are not recorded
+    // (a communicator's internal channels).
+    class quiet_scope {
+    public:
+        explicit quiet_scope(recorder* r);
+        ~quiet_scope();
+        quiet_scope(const quiet_scope&) = delete;
+        quiet_scope& operator=(const quiet_scope&) = delete;
+
+    private:
+        recorder* r_;
+        const void* process_;
+    };
+
+    // The recorder installed as the observer, if any.
+    static recorder* active();
+
+private:
+    struct live {
+        std::size_t model;
+        std::vector<std::size_t> open_pars;  // indices into the body, innermost last
+        int quiet = 0;
+    };
+    struct channel_use {
+        std::size_t model;
+        bool unbounded;
+    };
+
+    live* find_live(const void* process);
+    void add_step(const void* process, step s);
+
+    std::mutex lock_;
+    bool taken_ = false;
+    csp::observer* previous_ = nullptr;
+    network net_;
+    std::map<const void*, live> live_;
+    std::map<std::uint64_t, channel_use> channels_;
+    std::map<std::tuple<int, int, std::uint64_t>, std::size_t> messages_;
+    bool saw_alternation_ = false;
+};
+
+}  // namespace csp::model

@@ -1,0 +1,106 @@
+#pragma once
+// Small networks the model tests record, and running SPIN on a Promela file.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "csp/csp.hpp"
+#include "csp/model/cspm.hpp"
+#include "csp/model/dot.hpp"
+#include "csp/model/promela.hpp"
+#include "csp/model/recorder.hpp"
+
+namespace model_test {
+
+// Commstime for `loops` values: prefix, delta, succ and a consumer that
+// poisons the ring when done.
+inline csp::model::network commstime(int loops) {
+    csp::model::recorder rec;
+    try {
+        csp::run([loops] {
+            csp::channel<long> a{"a"}, b{"b"}, c{"c"}, d{"d"};
+            csp::par(csp::proc("prefix", [in = c.reader(), out = a.writer()] {
+                         out.write(0);
+                         for (;;) out.write(in.read());
+                     }),
+                     csp::proc("delta", [in = a.reader(), o1 = b.writer(), o2 = d.writer()] {
+                         for (;;) {
+                             long v = in.read();
+                             o1.write(v);
+                             o2.write(v);
+                         }
+                     }),
+                     csp::proc("succ", [in = d.reader(), out = c.writer()] {
+                         for (;;) out.write(in.read() + 1);
+                     }),
+                     csp::proc("consumer", [in = b.reader(), a, b, c, d, loops] {
+                         for (int i = 0; i < loops; ++i) in.read();
+                         for (auto* ch : {&a, &b, &c, &d}) ch->poison();
+                     }));
+        });
+    } catch (const csp::poisoned_error&) {
+    }
+    return rec.take();
+}
+
+// Two processes: ping sends `rounds` values to pong, which answers each.
+inline csp::model::network ping(int rounds) {
+    csp::model::recorder rec;
+    csp::run([rounds] {
+        csp::channel<int> there{"there"}, back{"back"};
+        csp::par(csp::proc("ping", [out = there.writer(), in = back.reader(), rounds] {
+                     for (int i = 0; i < rounds; ++i) {
+                         out.write(i);
+                         in.read();
+                     }
+                 }),
+                 csp::proc("pong", [in = there.reader(), out = back.writer(), rounds] {
+                     for (int i = 0; i < rounds; ++i) out.write(in.read());
+                 }));
+    });
+    return rec.take();
+}
+
+struct spin_result {
+    bool ran = false;      // SPIN and the verifier ran and printed their summary
+    int errors = -1;
+    bool invalid_end = false;
+    std::string output;
+};
+
+inline std::string run_command(const std::string& cmd) {
+    std::string out;
+    if (FILE* p = ::popen((cmd + " 2>&1").c_str(), "r")) {
+        char buf[4096];
+        while (std::size_t k = std::fread(buf, 1, sizeof buf, p)) out.append(buf, k);
+        ::pclose(p);
+    }
+    return out;
+}
+
+// Exports `net` as Promela into a fresh folder, and runs SPIN's safety
+// verification on it.
+inline spin_result verify_with_spin(const csp::model::network& net, const std::string& name) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("csp_model_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    {
+        std::ofstream f(dir / "model.pml");
+        csp::model::write_promela(f, net, name);
+    }
+    spin_result r;
+    r.output = run_command("cd " + dir.string() + " && spin -a model.pml && gcc -O0 -DSAFETY -o pan pan.c && ./pan");
+    const auto at = r.output.find("errors: ");
+    r.ran = r.output.find("State-vector") != std::string::npos && at != std::string::npos;
+    if (r.ran) r.errors = std::stoi(r.output.substr(at + 8));
+    r.invalid_end = r.output.find("invalid end state (") != std::string::npos;
+    fs::remove_all(dir);
+    return r;
+}
+
+}  // namespace model_test

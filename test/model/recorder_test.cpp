@@ -1,0 +1,87 @@
+// What a recording holds: processes with their par structure, channels with
+// their kind, the communications in order, and notes on what it cannot see.
+#include <gtest/gtest.h>
+
+#include "collectives/collectives.hpp"
+#include "collectives/recorded.hpp"
+#include "model_fixture.hpp"
+
+namespace cc = csp::collectives;
+using csp::model::direction;
+using csp::model::step;
+
+namespace {
+std::size_t find_process(const csp::model::network& net, const std::string& name) {
+    for (std::size_t p = 0; p < net.processes.size(); ++p)
+        if (net.processes[p].name == name) return p;
+    ADD_FAILURE() << "no process " << name;
+    return 0;
+}
+}  // namespace
+
+TEST(recorder, keeps_the_par_tree_and_each_process_s_communications_in_order) {
+    auto net = model_test::ping(3);
+    ASSERT_EQ(net.processes.size(), 3u);
+    EXPECT_EQ(net.processes[0].name, "main");
+    ASSERT_EQ(net.processes[0].body.size(), 1u);
+    EXPECT_EQ(net.processes[0].body[0].what, step::kind::par);
+    EXPECT_EQ(net.processes[0].body[0].children, (std::vector<std::size_t>{1, 2}));
+    const auto& ping = net.processes[find_process(net, "ping")];
+    ASSERT_EQ(ping.body.size(), 6u);
+    for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(ping.body[i].dir, i % 2 ? direction::receive : direction::send);
+    ASSERT_EQ(net.channels.size(), 2u);
+    EXPECT_EQ(net.channels[0].name, "c0_there");
+    EXPECT_EQ(net.channels[0].capacity, 0u);
+    EXPECT_EQ(net.count(0, direction::send), 3u);
+    EXPECT_EQ(net.count(0, direction::receive), 3u);
+}
+
+TEST(recorder, buffered_channels_keep_their_capacity_and_unbounded_ones_their_load) {
+    csp::model::recorder rec;
+    csp::run([] {
+        csp::channel<int> fifo{"fifo", csp::buffer::fifo(3)}, lots{"lots", csp::buffer::unbounded()};
+        csp::par([w = fifo.writer(), u = lots.writer()] {
+            for (int i = 0; i < 5; ++i) w.write(i), u.write(i);
+        }, [r = fifo.reader(), q = lots.reader()] {
+            for (int i = 0; i < 5; ++i) r.read(), q.read();
+        });
+    });
+    auto net = rec.take();
+    ASSERT_EQ(net.channels.size(), 2u);
+    EXPECT_EQ(net.channels[0].capacity, 3u);
+    EXPECT_EQ(net.channels[1].capacity, 5u);
+}
+
+TEST(recorder, an_alternation_is_recorded_as_the_branch_taken_and_says_so) {
+    csp::model::recorder rec;
+    csp::run([] {
+        csp::channel<int> x{"x"}, y{"y"};
+        csp::par(csp::proc("chooser", [rx = x.reader(), ry = y.reader()] {
+                     int v = 0;
+                     csp::select(csp::input(rx, v), csp::input(ry, v));
+                 }),
+                 csp::proc("sender", [w = y.writer()] { w.write(1); }));
+    });
+    auto net = rec.take();
+    const auto& chooser = net.processes[find_process(net, "chooser")];
+    EXPECT_TRUE(chooser.alternation_recorded_as_taken);
+    ASSERT_EQ(chooser.body.size(), 1u);
+    EXPECT_EQ(net.channels[chooser.body[0].channel].name, "c0_y");
+    bool noted = false;
+    for (const auto& n : net.notes) noted |= n.find("branch each one took") != std::string::npos;
+    EXPECT_TRUE(noted);
+}
+
+TEST(recorder, a_collective_records_rank_to_rank_messages_not_mailbox_channels) {
+    auto net = cc::record_local(4, [](auto& c) { cc::allreduce_butterfly(c, 1, cc::sum{}); });
+    // Four ranks exchange in two rounds: 8 messages, one channel each.
+    EXPECT_EQ(net.channels.size(), 8u);
+    for (std::size_t c = 0; c < net.channels.size(); ++c) {
+        EXPECT_EQ(net.channels[c].name[0], 'm') << net.channels[c].name;
+        EXPECT_EQ(net.channels[c].capacity, 1u);
+        EXPECT_EQ(net.count(c, direction::send), 1u);
+        EXPECT_EQ(net.count(c, direction::receive), 1u);
+    }
+    const auto& r0 = net.processes[find_process(net, "rank 0")];
+    EXPECT_EQ(r0.body.size(), 4u);  // send, receive, send, receive
+}
