@@ -6,13 +6,17 @@
 // Each loop moves one value around the ring and out to the consumer: four
 // channel communications. The consumer times N loops and reports the cost of
 // one communication.
+//
+//   ./build/examples/commstime [loops] [--export-promela FILE ...]   (model_flags.hpp)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
 #include "csp/csp.hpp"
+#include "model_flags.hpp"
 
 int main(int argc, char** argv) {
+    auto flags = examples::model_flags::take(argc, argv);
     const long loops = argc > 1 ? std::atol(argv[1]) : 1'000'000;
     csp::channel<long> a{"a"}, b{"b"}, c{"c"}, d{"d"};
 
@@ -43,9 +47,11 @@ int main(int argc, char** argv) {
     };
 
     try {
-        csp::run([&] {
-            csp::par(csp::proc("prefix", prefix), csp::proc("delta", delta), csp::proc("succ", succ),
-                     csp::proc("consumer", consumer));
+        flags.run("commstime", [&] {
+            csp::run([&] {
+                csp::par(csp::proc("prefix", prefix), csp::proc("delta", delta), csp::proc("succ", succ),
+                         csp::proc("consumer", consumer));
+            });
         });
     } catch (const csp::poisoned_error&) {
         // The ring ends by poison: expected.

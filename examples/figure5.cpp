@@ -4,19 +4,21 @@
 // r2 (a product, delivered to p[3]). The workers only write and read channel
 // ends; they compute between contributing and collecting.
 //
-//   ./build/examples/figure5 [rounds]
+//   ./build/examples/figure5 [rounds] [--export-promela FILE ...]   (model_flags.hpp)
 #include <cstdio>
 #include <string>
 
 #include "collectives/flow.hpp"
 #include "csp/csp.hpp"
+#include "model_flags.hpp"
 
 namespace cc = csp::collectives;
 
 int main(int argc, char** argv) {
+    auto flags = examples::model_flags::take(argc, argv);
     const int rounds = argc > 1 ? std::stoi(argv[1]) : 3;
     bool right = true;
-    csp::run([&] {
+    flags.run("figure5", [&] { csp::run([&] {
         cc::reduction<long, cc::sum> r1({0, 1, 2, 3}, {0, 2}, {}, "r1");
         cc::reduction<long, cc::product> r2({1, 2}, {3}, {}, "r2");
         auto worker = [&](int me) {
@@ -44,6 +46,6 @@ int main(int argc, char** argv) {
             });
         };
         csp::par(r1.network(), r2.network(), worker(0), worker(1), worker(2), worker(3));
-    });
+    }); });
     return right ? 0 : 1;
 }

@@ -4,11 +4,13 @@
 // rank the same update.
 //
 //   ./build/tools/csp-launch -n 4 ./build/examples/fit_loop   # 4 OS processes
-//   ./build/examples/fit_loop [ranks]                         # ranks as fibers
+//   ./build/examples/fit_loop [ranks] [steps]                 # ranks as fibers
+//   ./build/examples/fit_loop 4 --trace fit.json              # model_flags.hpp
 //
 // Fits y = a x^2 + b x + c to samples of 0.5 x^2 - 2 x + 1 spread over the
 // ranks, by gradient descent. Exits 1 if it does not recover the
-// coefficients.
+// coefficients (with fewer steps than the default: if the error did not
+// fall).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -17,11 +19,13 @@
 #include "ranks.hpp"
 
 int main(int argc, char** argv) {
+    auto flags = examples::model_flags::take(argc, argv);
     const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
-    constexpr int samples = 4000, steps = 3000;
+    constexpr int samples = 4000, full_steps = 3000;
+    const int steps = argc > 2 ? std::stoi(argv[2]) : full_steps;
     constexpr double rate = 0.5;
     bool right = true;
-    examples::run_ranks(local_ranks, [&](auto& comm) {
+    examples::run_ranks(local_ranks, flags, "fit_loop", [&](auto& comm) {
         // This rank's samples: every size()-th x in [-1, 1].
         std::vector<double> xs, ys;
         for (int i = comm.rank(); i < samples; i += comm.size()) {
@@ -30,7 +34,7 @@ int main(int argc, char** argv) {
             ys.push_back(0.5 * x * x - 2.0 * x + 1.0);
         }
         std::vector<double> coef{0.0, 0.0, 0.0};  // a, b, c
-        double error = 0.0;
+        double error = 0.0, first_error = -1.0;
         for (int step = 0; step < steps; ++step) {
             // [d/da, d/db, d/dc, squared error] summed over this rank's samples
             std::vector<double> local(4, 0.0);
@@ -42,9 +46,13 @@ int main(int argc, char** argv) {
             const auto total = csp::collectives::allreduce(comm, local, csp::collectives::sum{});
             for (int k = 0; k < 3; ++k) coef[static_cast<std::size_t>(k)] -= rate * total[static_cast<std::size_t>(k)] / samples;
             error = total[3] / samples;
+            if (first_error < 0) first_error = error;
         }
-        if (std::abs(coef[0] - 0.5) > 1e-3 || std::abs(coef[1] + 2.0) > 1e-3 || std::abs(coef[2] - 1.0) > 1e-3)
-            right = false;
+        // A full run recovers the coefficients; a short one (for a small
+        // model) must at least have reduced the error.
+        const bool recovered =
+            std::abs(coef[0] - 0.5) <= 1e-3 && std::abs(coef[1] + 2.0) <= 1e-3 && std::abs(coef[2] - 1.0) <= 1e-3;
+        if (steps >= full_steps ? !recovered : !(error < first_error || steps < 2)) right = false;
         if (comm.rank() == 0)
             std::printf("fit after %d allreduce steps on %d ranks: a = %.4f, b = %.4f, c = %.4f (mean squared "
                         "error %.2e)\n",

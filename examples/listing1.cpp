@@ -1,10 +1,14 @@
 // The two-process network of the paper's first listing: a producer sends
 // numbers down a channel to a consumer that prints them, then both stop.
+//
+//   ./build/examples/listing1 [--export-promela FILE ...]   (model_flags.hpp)
 #include <cstdio>
 
 #include "csp/csp.hpp"
+#include "model_flags.hpp"
 
-int main() {
+int main(int argc, char** argv) {
+    auto flags = examples::model_flags::take(argc, argv);
     csp::channel<int> numbers{"numbers"};
 
     auto producer = [out = numbers.writer()]() mutable {
@@ -24,8 +28,8 @@ int main() {
         return sum;
     };
 
-    const auto [unused, sum] = csp::run([&] {
-        return csp::par(csp::proc("producer", producer), csp::proc("consumer", consumer));
+    const auto [unused, sum] = flags.run("listing1", [&] {
+        return csp::run([&] { return csp::par(csp::proc("producer", producer), csp::proc("consumer", consumer)); });
     });
     (void)unused;
     std::printf("sum %d\n", sum);

@@ -3,6 +3,7 @@
 //
 //   ./build/tools/csp-launch -n 4 ./build/examples/pi [intervals]   # 4 OS processes
 //   ./build/examples/pi [intervals] [ranks]                          # ranks as fibers
+//   ./build/examples/pi 1000 8 --export-promela pi.pml               # model_flags.hpp
 //
 // Each rank sums every size()-th interval; the allreduce gives every rank
 // the total. Exits 1 if the result is not pi to 1e-9.
@@ -14,10 +15,11 @@
 #include "ranks.hpp"
 
 int main(int argc, char** argv) {
+    auto flags = examples::model_flags::take(argc, argv);
     const long intervals = argc > 1 ? std::stol(argv[1]) : 10'000'000;
     const int local_ranks = argc > 2 ? std::stoi(argv[2]) : 4;
     bool right = true;
-    examples::run_ranks(local_ranks, [&](auto& comm) {
+    examples::run_ranks(local_ranks, flags, "pi", [&](auto& comm) {
         const double h = 1.0 / static_cast<double>(intervals);
         double part = 0.0;
         for (long i = comm.rank(); i < intervals; i += comm.size()) {

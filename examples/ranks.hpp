@@ -2,12 +2,16 @@
 // How the collectives examples find their ranks: started by csp-launch (or
 // Slurm, or mpirun: see net/node_options.hpp), this process is one rank and
 // its node talks TCP; started directly, the ranks are processes of this one
-// runtime. The example's body is the same code either way.
+// runtime. The example's body is the same code either way. Asked to export a
+// model (model_flags.hpp), the ranks run locally and their messages are
+// recorded rank to rank.
 #include <cstdlib>
 #include <string>
 
 #include "collectives/collectives.hpp"
 #include "collectives/net_communicator.hpp"
+#include "collectives/recorded.hpp"
+#include "model_flags.hpp"
 #include "csp/runtime.hpp"
 
 namespace examples {
@@ -21,8 +25,15 @@ inline bool launched() {
 // Runs body(comm) at every rank; `local_ranks` is the group size when not
 // launched.
 template <class F>
-void run_ranks(int local_ranks, F body) {
-    csp::run([&] {
+void run_ranks(int local_ranks, model_flags& flags, const std::string& title, F body) {
+    flags.run(title, [&] { csp::run([&] {
+        if (auto* rec = flags.recorder()) {
+            csp::collectives::run_local(local_ranks, [&](csp::collectives::local_communicator& c) {
+                csp::collectives::recorded<csp::collectives::local_communicator> rc(c, *rec);
+                body(rc);
+            });
+            return;
+        }
         if (!launched()) {
             csp::collectives::run_local(local_ranks, [&](auto& comm) { body(comm); });
             return;
@@ -34,7 +45,7 @@ void run_ranks(int local_ranks, F body) {
             csp::collectives::barrier(comm);  // nobody leaves while others still receive
         }
         self.close();
-    });
+    }); });
 }
 
 }  // namespace examples

@@ -1,6 +1,6 @@
 // A ring of nodes (OS processes) passing a token through ports.
 //
-//   ./build/tools/csp-launch -n 4 ./build/examples/ring [laps]
+//   ./build/tools/csp-launch -n 4 ./build/examples/ring [laps] [--trace FILE ...]   (model_flags.hpp)
 //
 // Node 0 sends a token round the ring `laps` times; every node adds its rank
 // to it. Meanwhile each node reports to node 0's second port, and node 0
@@ -11,6 +11,7 @@
 #include <string>
 
 #include "csp/csp.hpp"
+#include "model_flags.hpp"
 #include "net/net.hpp"
 
 namespace {
@@ -21,8 +22,9 @@ enum : std::uint64_t { pass_on = 0, stop = 1 };
 }  // namespace
 
 int main(int argc, char** argv) {
+    auto flags = examples::model_flags::take(argc, argv);
     const long laps = argc > 1 ? std::stol(argv[1]) : 3;
-    return csp::run([&] {
+    return flags.run("ring", [&] { return csp::run([&] {
         csp::net::node self;
         const int me = self.rank(), n = self.size();
         const int next = (me + 1) % n;
@@ -63,5 +65,5 @@ int main(int argc, char** argv) {
         std::printf("%d nodes, %ld laps: token %ld, expected %ld\n", n, laps, token, expected);
         std::fflush(stdout);
         return token == expected ? 0 : 1;
-    });
+    }); });
 }

@@ -60,6 +60,7 @@ void recorder::add_step(const void* process, step s) {
 }
 
 void recorder::on_event(const csp::event& e) {
+    if (previous_) previous_->on_event(e);  // observers installed before this one still hear everything
     std::lock_guard lk(lock_);
     if (taken_ || e.process == nullptr) return;
     const void* self = e.process;

@@ -5,6 +5,9 @@
 //   csp::run(root);
 //   csp::model::network net = rec.take();     // and uninstalls
 //
+// An observer installed before the recorder keeps receiving every event (a
+// timeline and a recorder can run together); take() and the destructor put
+// it back, so uninstall in the reverse order of installing.
 // Per process it keeps the completed channel operations in order and, for
 // every par, the child processes it ran. A process's name is taken when it
 // ends (so names set with this_process::set_name count). Channels are named

@@ -34,6 +34,7 @@ void timeline::stop() {
 }
 
 void timeline::on_event(const csp::event& e) {
+    if (previous_) previous_->on_event(e);  // observers installed before this one still hear everything
     const double t = now();
     std::lock_guard lk(lock_);
     if (stopped_ || e.process == nullptr) return;

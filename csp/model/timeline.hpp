@@ -6,6 +6,8 @@
 //   csp::run(root);
 //   t.write(file);                   // and uninstalls
 //
+// Like the recorder, it passes every event on to the observer installed
+// before it.
 // One track per process (a complete event from its start to its end); each
 // completed channel operation is an instant on its process's track, and
 // the k-th write and the k-th read of a channel are joined by a flow arrow
