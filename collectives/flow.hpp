@@ -25,7 +25,6 @@
 
 #include "collectives/aspen_reduce.hpp"
 #include "collectives/local_communicator.hpp"
-#include "collectives/recorded.hpp"
 #include "csp/channel.hpp"
 #include "csp/process.hpp"
 
@@ -108,12 +107,6 @@ public:
                 std::optional<csp::writer<T>> out;
                 if (self.contributions_.count(r)) in = self.contributions_.at(r).reader();
                 if (self.results_.count(r)) out = self.results_.at(r).writer();
-                // Recorded as a model: rank-to-rank messages, not mailbox channels.
-                if (auto* rec = model::recorder::active()) {
-                    recorded<local_communicator> rc(comm, *rec);
-                    return reduction_rank<T>(rc, self.participants_, self.receivers_, self.op_, stream{},
-                                             std::move(in), std::move(out));
-                }
                 reduction_rank<T>(comm, self.participants_, self.receivers_, self.op_, stream{}, std::move(in),
                                   std::move(out));
             });

@@ -6,9 +6,11 @@
 //   });
 //
 // A local_group holds one mailbox per rank; values travel as std::any, moved,
-// never serialised (so any copyable T will do). When one rank's process
-// throws, run_local fails every mailbox with that error, so the other ranks'
-// receives throw instead of waiting forever, and then rethrows it.
+// never serialised (so any copyable T will do). Under a model recorder the
+// messages are recorded rank to rank (collectives/record_local.hpp). When one
+// rank's process throws, run_local fails every mailbox with that error, so
+// the other ranks' receives throw instead of waiting forever, and then
+// rethrows it.
 #include <any>
 #include <cstddef>
 #include <deque>
@@ -19,6 +21,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/tag.hpp"
+#include "csp/model/recorder.hpp"
 #include "csp/process.hpp"
 
 namespace csp::collectives {
@@ -59,21 +62,42 @@ public:
     template <class T>
     void send(int to, tag t, T value) const {
         detail::check_rank(to, size(), "send to");
-        group_->box(to).deliver(rank_, t.bits(), std::any(std::move(value)));
+        model::recorder* rec = model::recorder::active();
+        {
+            model::recorder::quiet_scope hide(rec);
+            group_->box(to).deliver(rank_, t.bits(), std::any(std::move(value)));
+        }
+        if (rec) rec->message(model::direction::send, rank_, to, t.bits());
     }
     template <class T>
     T receive(int from, tag t) const {
         detail::check_rank(from, size(), "receive from");
-        return unbox<T>(group_->box(rank_).take(from, t.bits()).body);
+        return unbox<T>(take(from, t).body);
     }
     template <class T>
     received<T> receive_any(tag t) const {
-        auto m = group_->box(rank_).take(any_source, t.bits());
+        auto m = take(any_source, t);
         return {m.source, unbox<T>(std::move(m.body))};
     }
     tag next_tag(stream s = {}) const { return group_->counter(rank_).next(s); }
 
 private:
+    // Under a recorder (csp/model/recorder.hpp) a message is recorded rank to
+    // rank, and the mailbox channels that carry it stay out of the model.
+    mailbox<std::any>::envelope take(int from, tag t) const {
+        model::recorder* rec = model::recorder::active();
+        auto m = [&] {
+            model::recorder::quiet_scope hide(rec);
+            return group_->box(rank_).take(from, t.bits());
+        }();
+        if (rec) {
+            rec->message(model::direction::receive, m.source, rank_, t.bits());
+            if (from == any_source)
+                rec->note("a receive from any rank is recorded as the sender it got in the recorded run");
+        }
+        return m;
+    }
+
     template <class T>
     static T unbox(std::any&& a) {
         if (auto* p = std::any_cast<T>(&a)) return std::move(*p);

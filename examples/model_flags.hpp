@@ -11,11 +11,8 @@
 // recorder and a timeline installed as asked, then writes the files. A node
 // started by csp-launch writes FILE.rank<r>; what crosses TCP is not in its
 // model (the notes in the file say so).
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -24,8 +21,12 @@
 #include "csp/model/promela.hpp"
 #include "csp/model/recorder.hpp"
 #include "csp/model/timeline.hpp"
+#include "net/node_options.hpp"
 
 namespace examples {
+
+// This process's rank when a launcher started it, else -1.
+inline int launched_rank() { return csp::net::node_options::from_environment().rank; }
 
 class model_flags {
 public:
@@ -53,9 +54,6 @@ public:
 
     bool exporting() const { return !cspm_.empty() || !promela_.empty() || !dot_.empty(); }
 
-    // The recorder while root() runs with an export asked for, else nullptr.
-    csp::model::recorder* recorder() const { return rec_.get(); }
-
     // Runs root() under the observers asked for; writes the files after,
     // also when root() throws (the exception then goes on).
     template <class F>
@@ -80,7 +78,7 @@ private:
         if (!rec_) return;
         csp::model::network net = rec_->take();
         rec_.reset();
-        if (std::getenv("CSP_RANK"))
+        if (launched_rank() >= 0)
             net.notes.push_back("recorded in one node of a job: messages to and from other nodes are not modelled");
         if (!cspm_.empty()) write(cspm_, [&](std::ostream& os) { csp::model::write_cspm(os, net, {title, {}}); });
         if (!promela_.empty()) write(promela_, [&](std::ostream& os) { csp::model::write_promela(os, net, title); });
@@ -92,8 +90,8 @@ private:
         w(os);
     }
     static std::string per_node(const std::string& file) {
-        const char* rank = std::getenv("CSP_RANK");
-        return rank ? file + ".rank" + rank : file;
+        const int rank = launched_rank();
+        return rank >= 0 ? file + ".rank" + std::to_string(rank) : file;
     }
 
     std::string cspm_, promela_, dot_, trace_;

@@ -5,36 +5,21 @@
 // runtime. The example's body is the same code either way. Asked to export a
 // model (model_flags.hpp), the ranks run locally and their messages are
 // recorded rank to rank.
-#include <cstdlib>
 #include <string>
 
 #include "collectives/collectives.hpp"
 #include "collectives/net_communicator.hpp"
-#include "collectives/recorded.hpp"
 #include "model_flags.hpp"
 #include "csp/runtime.hpp"
 
 namespace examples {
 
-inline bool launched() {
-    for (const char* v : {"CSP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-        if (std::getenv(v)) return true;
-    return false;
-}
-
 // Runs body(comm) at every rank; `local_ranks` is the group size when not
 // launched.
 template <class F>
 void run_ranks(int local_ranks, model_flags& flags, const std::string& title, F body) {
-    flags.run(title, [&] { csp::run([&] {
-        if (auto* rec = flags.recorder()) {
-            csp::collectives::run_local(local_ranks, [&](csp::collectives::local_communicator& c) {
-                csp::collectives::recorded<csp::collectives::local_communicator> rc(c, *rec);
-                body(rc);
-            });
-            return;
-        }
-        if (!launched()) {
+    auto ranks = [&] {
+        if (flags.exporting() || launched_rank() < 0) {
             csp::collectives::run_local(local_ranks, [&](auto& comm) { body(comm); });
             return;
         }
@@ -45,7 +30,8 @@ void run_ranks(int local_ranks, model_flags& flags, const std::string& title, F 
             csp::collectives::barrier(comm);  // nobody leaves while others still receive
         }
         self.close();
-    }); });
+    };
+    flags.run(title, [&] { csp::run(ranks); });
 }
 
 }  // namespace examples

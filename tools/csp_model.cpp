@@ -5,7 +5,7 @@
 //   csp-model --list
 //
 // The collective runs once with its ranks as processes of one runtime, its
-// messages recorded rank to rank (collectives/recorded.hpp). Its structure
+// messages recorded rank to rank (collectives/record_local.hpp). Its structure
 // depends only on the rank count, so the model is the collective's exact
 // process network for that size. Root 0; Aspen's reduce takes every rank as
 // participant and the even ranks as receivers.
@@ -17,13 +17,13 @@
 #include <string>
 
 #include "collectives/collectives.hpp"
-#include "collectives/recorded.hpp"
+#include "collectives/record_local.hpp"
 #include "csp/model/cspm.hpp"
 #include "csp/model/dot.hpp"
 #include "csp/model/promela.hpp"
 
 namespace cc = csp::collectives;
-using comm = cc::recorded<cc::local_communicator>;
+using comm = cc::local_communicator;
 
 namespace {
 

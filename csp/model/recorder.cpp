@@ -147,7 +147,7 @@ void recorder::note(const std::string& text) {
     if (std::find(net_.notes.begin(), net_.notes.end(), text) == net_.notes.end()) net_.notes.push_back(text);
 }
 
-recorder::quiet_scope::quiet_scope(recorder* r) : r_(r), process_(csp::detail::current_process()) {
+recorder::quiet_scope::quiet_scope(recorder* r) : r_(r), process_(r ? csp::detail::current_process() : nullptr) {
     if (!r_) return;
     std::lock_guard lk(r_->lock_);
     if (live* l = r_->find_live(process_)) ++l->quiet;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "collectives/collectives.hpp"
-#include "collectives/recorded.hpp"
+#include "collectives/record_local.hpp"
 #include "model_fixture.hpp"
 
 namespace cc = csp::collectives;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/collectives.hpp"
-#include "collectives/recorded.hpp"
+#include "collectives/record_local.hpp"
 #include "model_fixture.hpp"
 
 namespace cc = csp::collectives;

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "collectives/collectives.hpp"
-#include "collectives/recorded.hpp"
+#include "collectives/record_local.hpp"
 #include "model_fixture.hpp"
 
 namespace cc = csp::collectives;
@@ -13,7 +13,7 @@ using model_test::verify_with_spin;
 
 namespace {
 
-using body = std::function<void(cc::recorded<cc::local_communicator>&)>;
+using body = std::function<void(cc::local_communicator&)>;
 
 struct collective_case {
     const char* name;
