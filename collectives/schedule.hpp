@@ -63,9 +63,8 @@ std::optional<T> run_plan(C& comm, const rank_plan& plan, std::optional<T> value
             detail::send_to_each(comm, round.send_to, rt, *value);
         }
         if (round.receive.empty()) continue;
-        std::vector<int> from;
-        for (const auto& x : round.receive) from.push_back(x.from);
-        std::vector<T> got = detail::receive_from_each<T>(comm, from, rt);
+        std::vector<T> got =
+            detail::receive_from_each<T>(comm, round.receive, rt, [](const topology::transfer& x) { return x.from; });
         for (std::size_t i = 0; i < got.size(); ++i) {
             const auto& x = round.receive[i];
             if (x.kind == topology::transfer_kind::deliver || !value) value = std::move(got[i]);

@@ -2,6 +2,7 @@
 // The two shapes every algorithm is made of: send one value to several peers,
 // and receive from several peers at once.
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "collectives/communicator.hpp"
@@ -18,10 +19,11 @@ void send_to_each(C& comm, const std::vector<int>& peers, tag t, const T& value)
 
 // The paper's recv_from_multiple: one receiving process per peer, so a late
 // peer holds up only its own receive. Values come back in the peers' order.
-template <class T, class C>
-std::vector<T> receive_from_each(C& comm, const std::vector<int>& peers, tag t) {
-    if (peers.size() == 1) return {comm.template receive<T>(peers[0], t)};
-    return csp::par_for(peers.size(), [&](std::size_t i) { return comm.template receive<T>(peers[i], t); });
+// `rank_of` maps an element of `peers` to its rank.
+template <class T, class C, class Peers, class RankOf = std::identity>
+std::vector<T> receive_from_each(C& comm, const Peers& peers, tag t, RankOf rank_of = {}) {
+    if (peers.size() == 1) return {comm.template receive<T>(rank_of(peers[0]), t)};
+    return csp::par_for(peers.size(), [&](std::size_t i) { return comm.template receive<T>(rank_of(peers[i]), t); });
 }
 
 // Folds `parts` onto `acc` in order: acc op parts[0] op parts[1] ...
