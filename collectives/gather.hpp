@@ -26,34 +26,44 @@ std::vector<int> all_but(const C& comm, int skip) {
 }
 }  // namespace detail
 
-template <class C, class T>
-std::optional<std::vector<T>> gather_sequential(C& comm, T value, int root = 0, stream s = {}) {
+namespace detail {
+
+// Both gathers: the non-roots send; the root collects the others' values in
+// rank order with receive(comm, others, tag) and puts its own in its place.
+template <class C, class T, class Receive>
+std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, const char* name, Receive receive) {
     topology::check(comm.rank(), comm.size(), root);
     const tag t = comm.next_tag(s);
-    detail::announce(comm, "gather", "sequential", t);
+    announce(comm, "gather", name, t);
     if (comm.rank() != root) {
         comm.send(root, t, std::move(value));
         return std::nullopt;
     }
-    std::vector<T> all;
-    all.reserve(static_cast<std::size_t>(comm.size()));
-    for (int r = 0; r < comm.size(); ++r) all.push_back(r == root ? value : comm.template receive<T>(r, t));
+    const auto others = all_but(comm, root);
+    std::vector<T> all = others.empty() ? std::vector<T>{} : receive(comm, others, t);
+    all.insert(all.begin() + root, std::move(value));
     return all;
+}
+
+}  // namespace detail
+
+template <class C, class T>
+std::optional<std::vector<T>> gather_sequential(C& comm, T value, int root = 0, stream s = {}) {
+    return detail::gather_with(comm, std::move(value), root, s, "sequential",
+                               [](C& c, const std::vector<int>& others, tag t) {
+                                   std::vector<T> got;
+                                   got.reserve(others.size());
+                                   for (int r : others) got.push_back(c.template receive<T>(r, t));
+                                   return got;
+                               });
 }
 
 template <class C, class T>
 std::optional<std::vector<T>> gather_parallel(C& comm, T value, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "gather", "parallel", t);
-    if (comm.rank() != root) {
-        comm.send(root, t, std::move(value));
-        return std::nullopt;
-    }
-    const auto others = detail::all_but(comm, root);
-    std::vector<T> got = others.empty() ? std::vector<T>{} : detail::receive_from_each<T>(comm, others, t);
-    got.insert(got.begin() + root, std::move(value));
-    return got;
+    return detail::gather_with(comm, std::move(value), root, s, "parallel",
+                               [](C& c, const std::vector<int>& others, tag t) {
+                                   return detail::receive_from_each<T>(c, others, t);
+                               });
 }
 
 }  // namespace csp::collectives

@@ -17,37 +17,40 @@
 namespace csp::collectives {
 
 namespace detail {
-template <class C, class T>
-void check_scatter_input(const C& comm, const std::vector<T>& values) {
+// Both scatters: the non-roots receive; the root checks its input, hands
+// value r to rank r with send_all(comm, values, tag) and keeps its own.
+template <class C, class T, class SendAll>
+T scatter_with(C& comm, std::vector<T> values, int root, stream s, const char* name, SendAll send_all) {
+    topology::check(comm.rank(), comm.size(), root);
+    const tag t = comm.next_tag(s);
+    announce(comm, "scatter", name, t);
+    if (comm.rank() != root) return comm.template receive<T>(root, t);
     if (values.size() != static_cast<std::size_t>(comm.size()))
         throw usage_error("scatter: the root holds " + std::to_string(values.size()) + " values for " +
                           std::to_string(comm.size()) + " ranks");
+    send_all(comm, values, t);
+    return std::move(values[static_cast<std::size_t>(root)]);
 }
+
 }  // namespace detail
 
 template <class C, class T>
 T scatter_sequential(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "scatter", "sequential", t);
-    if (comm.rank() != root) return comm.template receive<T>(root, t);
-    detail::check_scatter_input(comm, values);
-    for (int r = 0; r < comm.size(); ++r)
-        if (r != root) comm.send(r, t, std::move(values[static_cast<std::size_t>(r)]));
-    return std::move(values[static_cast<std::size_t>(root)]);
+    return detail::scatter_with(comm, std::move(values), root, s, "sequential",
+                                [root](C& c, std::vector<T>& v, tag t) {
+                                    for (int r = 0; r < c.size(); ++r)
+                                        if (r != root) c.send(r, t, std::move(v[static_cast<std::size_t>(r)]));
+                                });
 }
 
 template <class C, class T>
 T scatter_parallel(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "scatter", "parallel", t);
-    if (comm.rank() != root) return comm.template receive<T>(root, t);
-    detail::check_scatter_input(comm, values);
-    csp::par_for(values.size(), [&](std::size_t r) {
-        if (static_cast<int>(r) != root) comm.send(static_cast<int>(r), t, std::move(values[r]));
-    });
-    return std::move(values[static_cast<std::size_t>(root)]);
+    return detail::scatter_with(comm, std::move(values), root, s, "parallel",
+                                [root](C& c, std::vector<T>& v, tag t) {
+                                    csp::par_for(v.size(), [&](std::size_t r) {
+                                        if (static_cast<int>(r) != root) c.send(static_cast<int>(r), t, std::move(v[r]));
+                                    });
+                                });
 }
 
 }  // namespace csp::collectives
