@@ -1,7 +1,6 @@
 // csp-model: record a collective for n ranks and export it as a model.
 //
-//   csp-model reduce_binomial_parallel 8 --export-promela reduce8.pml \
-//             --export-cspm reduce8.csp --export-dot reduce8.dot
+//   csp-model reduce_binomial_parallel 8 --export-promela reduce8.pml --export-dot reduce8.dot
 //   csp-model --list
 //
 // The collective runs once with its ranks as processes of one runtime, its
