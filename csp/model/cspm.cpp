@@ -40,13 +40,7 @@ void write_cspm(std::ostream& os, const network& net, const cspm_options& option
     const std::size_t n = net.processes.size();
     const auto live = reachable(net);
 
-    // Who writes and who reads each channel.
-    std::vector<std::set<std::size_t>> writers(net.channels.size()), readers(net.channels.size());
-    for (std::size_t p = 0; p < n; ++p)
-        if (live[p])
-            for (const auto& s : net.processes[p].body)
-                if (s.what == step::kind::communicate)
-                    (s.dir == direction::send ? writers : readers).at(s.channel).insert(p);
+    const auto [writers, readers] = ends_of(net, live);
 
     os << "-- " << options.title << ": exported by csp::model.\n";
     for (const auto& note : net.notes) os << "-- Note: " << note << ".\n";
@@ -80,46 +74,41 @@ void write_cspm(std::ostream& os, const network& net, const cspm_options& option
         const auto& proc = net.processes[p];
         os << "-- " << proc.name << (proc.alternation_recorded_as_taken ? " (alternation: the branch taken)" : "")
            << '\n';
-        std::vector<std::string> steps;
-        if (p != 0) steps.push_back("go." + std::to_string(p) + " -> SKIP");
+        // Its steps, and its alphabet: its own go/finish, its children's,
+        // and its channel ends.
+        std::vector<std::string> steps, parts;
+        auto control = [&](std::size_t c) {
+            parts.push_back("{go." + std::to_string(c) + ", finish." + std::to_string(c) + "}");
+        };
+        const std::string me = std::to_string(p);
+        if (p != 0) steps.push_back("go." + me + " -> SKIP"), control(p);
         for (const auto& s : proc.body) {
             if (s.what == step::kind::par) {
-                for (std::size_t c : s.children) steps.push_back("go." + std::to_string(c) + " -> SKIP");
+                for (std::size_t c : s.children) steps.push_back("go." + std::to_string(c) + " -> SKIP"), control(c);
                 for (std::size_t c : s.children) steps.push_back("finish." + std::to_string(c) + " -> SKIP");
                 continue;
             }
             const auto& ch = net.channels[s.channel];
-            const std::string me = std::to_string(p);
-            if (ch.capacity > 0)
-                steps.push_back(ch.name + (s.dir == direction::send ? "_in." : "_out.") + me + " -> SKIP");
-            else if (s.dir == direction::send)
-                steps.push_back("([] r : " + set_of(readers[s.channel]) + " @ " + ch.name + "." + me + ".r -> SKIP)");
-            else
-                steps.push_back("([] w : " + set_of(writers[s.channel]) + " @ " + ch.name + ".w." + me + " -> SKIP)");
+            const bool send = s.dir == direction::send;
+            if (ch.capacity > 0) {
+                const std::string event = ch.name + (send ? "_in." : "_out.") + me;
+                steps.push_back(event + " -> SKIP");
+                parts.push_back("{" + event + "}");
+            } else {
+                // c.writer.reader, offered to every process on the other side.
+                const std::string others = set_of(send ? readers[s.channel] : writers[s.channel]);
+                const std::string event = send ? ch.name + "." + me + ".r" : ch.name + ".w." + me;
+                const std::string var = send ? "r" : "w";
+                steps.push_back("([] " + var + " : " + others + " @ " + event + " -> SKIP)");
+                parts.push_back("{" + event + " | " + var + " <- " + others + "}");
+            }
         }
-        if (p != 0) steps.push_back("finish." + std::to_string(p) + " -> SKIP");
+        if (p != 0) steps.push_back("finish." + me + " -> SKIP");
         os << "PROC(" << p << ") =";
         if (steps.empty()) os << " SKIP";
         for (std::size_t i = 0; i < steps.size(); ++i) os << (i ? "\n    ; " : " ") << steps[i];
         os << '\n';
-
-        // Its alphabet: its own go/finish, its children's, and its channel ends.
         os << "ALPHA(" << p << ") = Union({";
-        std::vector<std::string> parts;
-        if (p != 0) parts.push_back("{go." + std::to_string(p) + ", finish." + std::to_string(p) + "}");
-        for (const auto& s : proc.body) {
-            if (s.what == step::kind::par) {
-                for (std::size_t c : s.children)
-                    parts.push_back("{go." + std::to_string(c) + ", finish." + std::to_string(c) + "}");
-                continue;
-            }
-            const auto& ch = net.channels[s.channel];
-            const std::string me = std::to_string(p);
-            if (ch.capacity > 0) parts.push_back("{" + ch.name + (s.dir == direction::send ? "_in." : "_out.") + me + "}");
-            else if (s.dir == direction::send)
-                parts.push_back("{" + ch.name + "." + me + ".r | r <- " + set_of(readers[s.channel]) + "}");
-            else parts.push_back("{" + ch.name + ".w." + me + " | w <- " + set_of(writers[s.channel]) + "}");
-        }
         for (std::size_t i = 0; i < parts.size(); ++i) os << (i ? ", " : "") << parts[i];
         os << "})\n\n";
     }

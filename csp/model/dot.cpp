@@ -1,7 +1,5 @@
 #include "csp/model/dot.hpp"
 
-#include <set>
-#include <vector>
 
 namespace csp::model {
 
@@ -14,11 +12,7 @@ std::string quoted(const std::string& s) {
 }  // namespace
 
 void write_dot(std::ostream& os, const network& net, const std::string& title) {
-    std::vector<std::set<std::size_t>> writers(net.channels.size()), readers(net.channels.size());
-    for (std::size_t p = 0; p < net.processes.size(); ++p)
-        for (const auto& s : net.processes[p].body)
-            if (s.what == step::kind::communicate)
-                (s.dir == direction::send ? writers : readers).at(s.channel).insert(p);
+    const auto [writers, readers] = ends_of(net);
 
     os << "digraph " << quoted(title) << " {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n";
     for (std::size_t p = 0; p < net.processes.size(); ++p)

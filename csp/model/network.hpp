@@ -15,6 +15,7 @@
 // direction. That is exact for networks whose structure does not depend on
 // the data (collectives depend only on rank and size).
 #include <cstddef>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,13 @@ struct network {
         return n;
     }
 };
+
+// Who wrote to and who read from each channel (process indices), counting
+// only the processes marked in `included` (all when it is empty).
+struct channel_ends {
+    std::vector<std::set<std::size_t>> writers, readers;
+};
+channel_ends ends_of(const network& net, const std::vector<bool>& included = {});
 
 // A name that CSPm, Promela and DOT all accept: letters, digits and '_',
 // starting with a letter.

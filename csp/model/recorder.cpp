@@ -1,7 +1,6 @@
 #include "csp/model/recorder.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <sstream>
 
 #include "csp/detail/channel_core.hpp"
@@ -9,19 +8,12 @@
 
 namespace csp::model {
 
-std::string identifier(const std::string& prefix, std::size_t index, const std::string& label) {
-    std::string out = prefix + std::to_string(index);
-    if (!label.empty()) out += '_';
-    for (char c : label) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    return out;
-}
-
 namespace {
 std::atomic<recorder*> current{nullptr};
 }
 
 recorder::recorder() {
-    previous_ = csp::set_observer(this);
+    install();
     current.store(this);
 }
 
@@ -35,7 +27,7 @@ network recorder::take() {
     std::lock_guard lk(lock_);
     if (!taken_) {
         taken_ = true;
-        csp::set_observer(previous_);
+        uninstall();
         current.store(nullptr);
         for (auto& [id, use] : channels_)
             if (use.unbounded)
@@ -60,7 +52,7 @@ void recorder::add_step(const void* process, step s) {
 }
 
 void recorder::on_event(const csp::event& e) {
-    if (previous_) previous_->on_event(e);  // observers installed before this one still hear everything
+    pass_on(e);
     std::lock_guard lk(lock_);
     if (taken_ || e.process == nullptr) return;
     const void* self = e.process;

@@ -5,9 +5,8 @@
 //   csp::run(root);
 //   csp::model::network net = rec.take();     // and uninstalls
 //
-// An observer installed before the recorder keeps receiving every event (a
-// timeline and a recorder can run together); take() and the destructor put
-// it back, so uninstall in the reverse order of installing.
+// It chains (chained_observer.hpp): a timeline and a recorder can run
+// together.
 // Per process it keeps the completed channel operations in order and, for
 // every par, the child processes it ran. A process's name is taken when it
 // ends (so names set with this_process::set_name count). Channels are named
@@ -31,16 +30,14 @@
 #include <vector>
 
 #include "csp/model/network.hpp"
-#include "csp/observer.hpp"
+#include "csp/model/chained_observer.hpp"
 
 namespace csp::model {
 
-class recorder final : public csp::observer {
+class recorder final : public chained_observer {
 public:
     recorder();
     ~recorder() override;
-    recorder(const recorder&) = delete;
-    recorder& operator=(const recorder&) = delete;
 
     // Stops recording and returns the network.
     network take();
@@ -88,7 +85,6 @@ private:
 
     std::mutex lock_;
     bool taken_ = false;
-    csp::observer* previous_ = nullptr;
     network net_;
     std::map<const void*, live> live_;
     std::map<std::uint64_t, channel_use> channels_;

@@ -19,7 +19,7 @@ void json_string(std::ostream& os, const std::string& s) {
 }
 }  // namespace
 
-timeline::timeline() { previous_ = csp::set_observer(this); }
+timeline::timeline() { install(); }
 timeline::~timeline() { stop(); }
 
 double timeline::now() const {
@@ -30,11 +30,11 @@ void timeline::stop() {
     std::lock_guard lk(lock_);
     if (stopped_) return;
     stopped_ = true;
-    csp::set_observer(previous_);
+    uninstall();
 }
 
 void timeline::on_event(const csp::event& e) {
-    if (previous_) previous_->on_event(e);  // observers installed before this one still hear everything
+    pass_on(e);
     const double t = now();
     std::lock_guard lk(lock_);
     if (stopped_ || e.process == nullptr) return;

@@ -6,8 +6,7 @@
 //   csp::run(root);
 //   t.write(file);                   // and uninstalls
 //
-// Like the recorder, it passes every event on to the observer installed
-// before it.
+// It chains like the recorder (chained_observer.hpp).
 // One track per process (a complete event from its start to its end); each
 // completed channel operation is an instant on its process's track, and
 // the k-th write and the k-th read of a channel are joined by a flow arrow
@@ -20,16 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "csp/observer.hpp"
+#include "csp/model/chained_observer.hpp"
 
 namespace csp::model {
 
-class timeline final : public csp::observer {
+class timeline final : public chained_observer {
 public:
     timeline();
     ~timeline() override;
-    timeline(const timeline&) = delete;
-    timeline& operator=(const timeline&) = delete;
 
     void on_event(const csp::event& e) override;
 
@@ -54,7 +51,6 @@ private:
 
     mutable std::mutex lock_;
     bool stopped_ = false;
-    csp::observer* previous_ = nullptr;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
     std::vector<entry> entries_;
     std::vector<std::string> track_names_;
