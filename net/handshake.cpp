@@ -47,6 +47,19 @@ outgoing welcome_frame(const node_core& core) {
 }
 
 void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from) {
+    // The fd leaves the node's set of handshaking connections before it is
+    // closed: close() shuts down every number in that set, and a closed
+    // number may already belong to another connection. (An fd handed to a
+    // link was taken out of the set by the switch.)
+    struct leave_greeting {
+        node_core& core;
+        const unique_fd& fd;
+        ~leave_greeting() {
+            if (fd.get() < 0) return;
+            std::lock_guard lk(core.lock);
+            core.greeting.erase(fd.get());
+        }
+    } leave{*core, fd};
     const auto deadline = clock::now() + core->options.handshake_timeout;
     const std::string what = "connection from " + from;
     // Answers refuse(reason), best effort: the stranger may be gone already.
@@ -90,7 +103,18 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     } catch (const std::exception&) {
         return;  // the node is closing
     }
-    const std::string verdict = reply.read();
+    // The switch answers every hello it handles, but once it has closed and
+    // all its links have ended it handles no more: the node's stop channel,
+    // poisoned at close, ends the wait then. A verdict the switch wrote
+    // before it closed is already in the reply channel and still counts.
+    std::string verdict;
+    try {
+        bool ignored;
+        csp::select(csp::input(reply, verdict), csp::input(core->stop.reader(), ignored));
+    } catch (const csp::poisoned_error&) {
+        if (csp::select(csp::input(reply, verdict), csp::skip()) == 1)
+            verdict = "node " + std::to_string(core->rank) + " is closing";
+    }
     if (verdict.empty()) {
         fd.release();  // the link's now; its outbound sends the welcome
         return;

@@ -56,8 +56,6 @@ void run_listener(std::shared_ptr<node_core> core, unique_fd listener, process_g
                 group.spawn("net.greeter", [core, raw, fd = std::make_shared<unique_fd>(std::move(fd))] {
                     become_daemon();
                     run_greeter(core, std::move(*fd), peer_address(raw));
-                    std::lock_guard lk(core->lock);
-                    core->greeting.erase(raw);
                 });
             }
         }
