@@ -22,7 +22,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/tag.hpp"
-#include "net/detail/process_group.hpp"
+#include "csp/process_group.hpp"
 #include "net/node.hpp"
 
 namespace csp::collectives {
@@ -33,7 +33,7 @@ public:
 
     explicit net_communicator(net::node& n, net::port_id port = default_port) : node_(&n), port_id_(port) {
         if (n.size() < 1) throw usage_error("net_communicator: the node's job size is unknown");
-        pump_.spawn("collectives pump", [this, port = n.open(port)] { run_pump(port); });
+        pump_.spawn(csp::proc("collectives pump", [this, port = n.open(port)] { run_pump(port); }));
     }
     net_communicator(const net_communicator&) = delete;
     net_communicator& operator=(const net_communicator&) = delete;
@@ -86,7 +86,7 @@ private:
     net::port_id port_id_;
     mailbox<net::payload> box_;
     tag_counter counter_;
-    net::detail::process_group pump_;
+    csp::process_group pump_;
 };
 
 }  // namespace csp::collectives

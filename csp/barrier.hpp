@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "csp/detail/spinlock.hpp"
+#include "csp/spinlock.hpp"
 #include "csp/detail/wait_queue.hpp"
 
 namespace csp {
@@ -34,7 +34,7 @@ public:
 private:
     void complete_phase_locked();
 
-    mutable detail::spinlock lock_;
+    mutable spinlock lock_;
     detail::wait_queue waiting_;
     std::size_t enrolled_;
     std::size_t arrived_ = 0;

@@ -112,6 +112,9 @@ auto seq(F&&... steps) {
 }
 
 namespace this_process {
+// Whether the caller is a process of a running csp runtime (and not a plain
+// thread, or a fiber started by other code).
+inline bool inside_runtime() noexcept { return detail::current_process() != nullptr; }
 // The calling process's name ("main.1.0" when it was not given one).
 inline std::string name() { return detail::calling_process("csp::this_process::name")->label(); }
 inline void set_name(std::string n) { detail::calling_process("csp::this_process::set_name")->set_name(std::move(n)); }

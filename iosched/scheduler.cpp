@@ -60,8 +60,8 @@ namespace {
 const char service_key = 0;
 
 std::shared_ptr<detail::scheduler> find_or_start(const char* who, const scheduler_options* o, bool& created) {
-    csp::detail::runtime_core* rt = csp::detail::calling_process(who)->runtime();
-    return rt->service<detail::scheduler>(
+    const auto rt = csp::runtime_ref::of_calling_process(who);
+    return rt.service<detail::scheduler>(
         &service_key,
         [&] {
             auto s = std::make_shared<detail::scheduler>(rt, o ? *o : scheduler_options{});
@@ -114,7 +114,7 @@ public:
         for (int spins = 0; s_.polling_; ++spins) {
             s_.lock_.unlock();
             if (s_.backend_->wake()) s_.pipe_wakes_.fetch_add(1, std::memory_order_relaxed);
-            if (spins > 64) std::this_thread::yield(); else csp::detail::spin_pause();
+            if (spins > 64) std::this_thread::yield(); else csp::spin_pause();
             s_.lock_.lock();
         }
         s_.lock_.unlock();
@@ -133,7 +133,7 @@ private:
     scheduler& s_;
 };
 
-scheduler::scheduler(csp::detail::runtime_core* rt, scheduler_options o)
+scheduler::scheduler(csp::runtime_ref rt, scheduler_options o)
     : rt_(rt),
       kind_(o.backend),
       spin_(o.spin),
@@ -149,9 +149,8 @@ scheduler::~scheduler() = default;
 // Called by the service factory: a scheduler is stored in the runtime, and so
 // ever stopped and joined, only once its process has been spawned.
 void scheduler::start() {
-    csp::detail::spawn(rt_, nullptr, 0, csp::proc("iosched", [self = shared_from_this()] { self->body(); }),
-                       &result_, &join_);
-    rt_->set_idle_poller(this);
+    process_.spawn(csp::proc("iosched", [self = shared_from_this()] { self->body(); }), csp::process_kind::daemon);
+    rt_.set_idle_poller(this);
 }
 
 void scheduler::stop() noexcept {
@@ -166,7 +165,7 @@ void scheduler::stop() noexcept {
 }
 
 void scheduler::join() noexcept {
-    join_.wait();
+    process_.wait();
 }
 
 scheduler_stats scheduler::stats() const {
@@ -220,7 +219,6 @@ bool scheduler::poll_until(clock::time_point until) noexcept {
 }
 
 void scheduler::body() {
-    rt_->make_daemon(csp::detail::current_process());
     events_guard events(*this);
     csp::alternation alt;
     request r;
@@ -341,7 +339,7 @@ void scheduler::shutdown() noexcept {
         std::lock_guard lk(send_lock_);
         stopped_ = true;
     }
-    rt_->set_idle_poller(nullptr);
+    rt_.set_idle_poller(nullptr);
     for (auto& [fd, regs] : fds_)
         for (registration& reg : regs) deliver(fd, reg, readiness::status::stopped, 0);
     fds_.clear();

@@ -15,7 +15,7 @@
 // on first use and stopped when the root process returns. When it has nothing
 // to do it parks in an alternation over its request channel and an "events"
 // guard. The poll itself happens when the runtime has no ready fiber: the idle
-// worker calls poll_until() (csp/detail/idle_poller.hpp) instead of sleeping,
+// worker calls poll_until() (csp/idle_poller.hpp) instead of sleeping,
 // and a fiber woken from another thread interrupts that poll through the
 // scheduler's self-pipe. A round trip therefore costs the same system calls
 // as a hand-written poll loop plus a few fiber switches, and no thread wake.
@@ -41,9 +41,11 @@
 #include <vector>
 
 #include "csp/alt.hpp"
-#include "csp/detail/idle_poller.hpp"
-#include "csp/detail/service.hpp"
-#include "csp/detail/spawn.hpp"
+#include "csp/idle_poller.hpp"
+#include "csp/process_group.hpp"
+#include "csp/runtime_ref.hpp"
+#include "csp/service.hpp"
+#include "csp/spinlock.hpp"
 #include "iosched/backend.hpp"
 #include "iosched/io_error.hpp"
 #include "iosched/protocol.hpp"
@@ -104,11 +106,11 @@ scheduler_handle start_scheduler(scheduler_options o);
 
 namespace detail {
 
-class scheduler final : public csp::detail::service,
-                        public csp::detail::idle_poller,
+class scheduler final : public csp::service,
+                        public csp::idle_poller,
                         public std::enable_shared_from_this<scheduler> {
 public:
-    scheduler(csp::detail::runtime_core* rt, scheduler_options o);
+    scheduler(csp::runtime_ref rt, scheduler_options o);
     ~scheduler() override;
 
     void start();
@@ -144,7 +146,7 @@ private:
     void update_interest(int fd, registrations& regs);
     void shutdown() noexcept;
 
-    csp::detail::runtime_core* rt_;
+    csp::runtime_ref rt_;
     backend_kind kind_;
     clock::duration spin_;
     std::unique_ptr<backend> backend_;
@@ -154,7 +156,7 @@ private:
     std::unordered_map<int, registrations> fds_;  // the scheduler process's alone
 
     // Hand-over between the parked scheduler and an idle worker (invariant 2).
-    csp::detail::spinlock lock_;
+    csp::spinlock lock_;
     csp::wait_node* parked_ = nullptr;
     bool polling_ = false;
     bool results_ready_ = false;
@@ -162,7 +164,7 @@ private:
 
     // Senders take send_lock_ and check stopped_, so that once the scheduler
     // has stopped no request can land in its channel unanswered.
-    csp::detail::spinlock send_lock_;
+    csp::spinlock send_lock_;
     bool stopped_ = false;
     friend class csp::io::scheduler_handle;
 
@@ -174,8 +176,7 @@ private:
     std::atomic<std::uint64_t> pipe_wakes_{0};
     std::atomic<std::uint64_t> delivered_{0};
 
-    csp::detail::result_slot<void> result_;
-    csp::detail::join_state join_{1};
+    csp::process_group process_;
 };
 
 }  // namespace detail

@@ -6,8 +6,9 @@
 
 #include "csp/alt.hpp"
 #include "csp/runtime.hpp"
+#include "csp/process_group.hpp"
 #include "iosched/wait.hpp"
-#include "net/detail/process_group.hpp"
+#include "net/accept_loop.hpp"
 #include "net/errors.hpp"
 #include "net/log.hpp"
 #include "net/nameserver_protocol.hpp"
@@ -153,20 +154,13 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
     unique_fd listener = listen_on(bind, bound);
     ready(bound);
     registry reg;
-    detail::process_group clients;
-    try {
-        for (;;) {
-            bool ignored;
-            csp::select(csp::io::readable(listener.get()), csp::input(stop, ignored));
-            while (unique_fd fd = accept_from(listener.get())) {
-                const std::string from = "fd " + std::to_string(fd.get());
-                clients.spawn("nameserver client", [&reg, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop] {
-                    serve_client(reg, std::move(*fd), from, stop);
-                });
-            }
-        }
-    } catch (const csp::poisoned_error&) {
-    }
+    csp::process_group clients;
+    accept_until_stopped(listener.get(), stop, [&](unique_fd fd) {
+        const std::string from = "fd " + std::to_string(fd.get());
+        clients.spawn(csp::proc("nameserver client", [&reg, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop] {
+            serve_client(reg, std::move(*fd), from, stop);
+        }));
+    });
     clients.wait();
 }
 

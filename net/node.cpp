@@ -54,7 +54,8 @@ node_options node_options::from_environment() {
 }
 
 node::node(node_options o) {
-    auto* self = csp::detail::calling_process("csp::net::node");
+    if (!csp::this_process::inside_runtime())
+        throw usage_error("csp::net::node must be made by a process of a running csp::runtime");
     if (!detail::valid_job_name(o.job))
         throw usage_error("node_options::job '" + o.job + "': use 1-200 characters of letters, digits, '.', '_', '-'");
     if (o.token.find('\n') != std::string::npos || o.token.size() > 1024)
@@ -82,13 +83,12 @@ node::node(node_options o) {
     }
     core_->options = std::move(o);
     to_switch_ = core_->to_switch.writer();
-    csp::detail::spawn(self->runtime(), self, 0,
-                       csp::proc("net.switch",
-                                 [core = core_, l = std::make_shared<unique_fd>(std::move(listener)),
-                                  e = std::make_shared<registration>(std::move(entry))] {
-                                     detail::run_switch(core, std::move(*l), std::move(*e));
-                                 }),
-                       &none_, &join_);
+    switch_.spawn(csp::proc("net.switch",
+                            [core = core_, l = std::make_shared<unique_fd>(std::move(listener)),
+                             e = std::make_shared<registration>(std::move(entry))] {
+                                detail::run_switch(core, std::move(*l), std::move(*e));
+                            }),
+                  csp::process_kind::daemon);
 }
 
 node::~node() {
@@ -106,7 +106,7 @@ void node::close() {
     auto finished = done.reader();
     to_switch_.write(detail::close_request{done.writer()});
     finished.read();
-    join_.wait();
+    switch_.wait();
 }
 
 port node::open(port_id id) { return port(id, core_->port_channel(id)); }

@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "csp/detail/spawn.hpp"
+#include "csp/process_group.hpp"
 #include "net/codec.hpp"
 #include "net/detail/node_core.hpp"
 #include "net/node_options.hpp"
@@ -93,8 +93,7 @@ private:
 
     std::shared_ptr<detail::node_core> core_;
     csp::writer<detail::switch_input> to_switch_;
-    csp::detail::result_slot<void> none_;
-    csp::detail::join_state join_{1};
+    csp::process_group switch_;  // the switch process, joined by close()
     bool closed_ = false;
 };
 

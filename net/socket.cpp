@@ -14,7 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "csp/alt.hpp"
-#include "csp/detail/runtime_core.hpp"
+#include "csp/process.hpp"
 #include "iosched/wait.hpp"
 #include "net/errors.hpp"
 
@@ -44,7 +44,7 @@ endpoint endpoint::parse(const std::string& text) {
 void unique_fd::reset() noexcept {
     if (fd_ < 0) return;
     const int fd = std::exchange(fd_, -1);
-    if (csp::detail::current_process() != nullptr) {
+    if (csp::this_process::inside_runtime()) {
         try {
             csp::io::close(fd);
             return;

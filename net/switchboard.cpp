@@ -8,18 +8,19 @@
 #include <optional>
 
 #include "csp/alt.hpp"
-#include "csp/detail/runtime_core.hpp"
-#include "iosched/wait.hpp"
-#include "net/detail/process_group.hpp"
+#include "csp/process_group.hpp"
+#include "net/accept_loop.hpp"
 #include "net/handshake.hpp"
 #include "net/link.hpp"
 
 namespace csp::net::detail {
 namespace {
 
-void become_daemon() {
-    auto* self = csp::detail::current_process();
-    self->runtime()->make_daemon(self);
+// Every process of a node's network side is a daemon: waiting for the
+// network is its job, and the node's user processes are the program.
+template <class F>
+void spawn_daemon(csp::process_group& group, std::string name, F&& f) {
+    group.spawn(csp::proc(std::move(name), std::forward<F>(f)), csp::process_kind::daemon);
 }
 
 std::string peer_address(int fd) {
@@ -40,27 +41,18 @@ std::string peer_address(int fd) {
     return std::string(host) + ":" + std::to_string(port);
 }
 
-void run_listener(std::shared_ptr<node_core> core, unique_fd listener, process_group& group) {
-    become_daemon();
-    auto stop = core->stop.reader();
+void run_listener(std::shared_ptr<node_core> core, unique_fd listener, csp::process_group& group) {
     try {
-        for (;;) {
-            bool ignored;
-            csp::select(csp::io::readable(listener.get()), csp::input(stop, ignored));
-            while (unique_fd fd = accept_from(listener.get())) {
-                const int raw = fd.get();
-                {
-                    std::lock_guard lk(core->lock);
-                    core->greeting.insert(raw);
-                }
-                group.spawn("net.greeter", [core, raw, fd = std::make_shared<unique_fd>(std::move(fd))] {
-                    become_daemon();
-                    run_greeter(core, std::move(*fd), peer_address(raw));
-                });
+        accept_until_stopped(listener.get(), core->stop.reader(), [&](unique_fd fd) {
+            const int raw = fd.get();
+            {
+                std::lock_guard lk(core->lock);
+                core->greeting.insert(raw);
             }
-        }
-    } catch (const csp::poisoned_error&) {
-        // the node is closing
+            spawn_daemon(group, "net.greeter", [core, raw, fd = std::make_shared<unique_fd>(std::move(fd))] {
+                run_greeter(core, std::move(*fd), peer_address(raw));
+            });
+        });
     } catch (const std::exception& e) {
         core->fault(std::string("listener stopped: ") + e.what());
     }
@@ -72,7 +64,7 @@ public:
         : core_(std::move(core)), entry_(std::move(entry)), in_(core_->to_switch.reader()) {}
 
     void run(unique_fd listener) {
-        group_.spawn("net.listener", [this, core = core_, l = std::make_shared<unique_fd>(std::move(listener))] {
+        spawn_daemon(group_, "net.listener", [this, core = core_, l = std::make_shared<unique_fd>(std::move(listener))] {
             run_listener(core, std::move(*l), group_);
         });
         for (;;) {
@@ -118,9 +110,8 @@ private:
         if (it == links_.end()) {
             it = links_.emplace(r.to, std::make_unique<link>()).first;
             it->second->connector_running = true;
-            group_.spawn("net.connector", [core = core_, peer = r.to] {
-                become_daemon();
-                run_connector(core, peer);
+            spawn_daemon(group_, "net.connector", [core = core_, peer = r.to] {
+                            run_connector(core, peer);
             });
         }
         link& l = *it->second;
@@ -225,14 +216,12 @@ private:
         l.running = 2;
         core_->links_up.fetch_add(1, std::memory_order_relaxed);
         const int raw = l.fd.get();
-        group_.spawn("net.inbound." + std::to_string(peer), [core = core_, peer, raw] {
-            become_daemon();
-            run_inbound(core, peer, raw);
+        spawn_daemon(group_, "net.inbound." + std::to_string(peer), [core = core_, peer, raw] {
+                    run_inbound(core, peer, raw);
         });
-        group_.spawn("net.outbound." + std::to_string(peer),
+        spawn_daemon(group_, "net.outbound." + std::to_string(peer),
                      [core = core_, peer, raw, q = l.queue.reader(), first = std::move(first)]() mutable {
-                         become_daemon();
-                         run_outbound(core, peer, raw, std::move(q), std::move(first));
+                                              run_outbound(core, peer, raw, std::move(q), std::move(first));
                      });
         if (closing_) say_goodbye(l);
     }
@@ -329,7 +318,7 @@ private:
     std::shared_ptr<node_core> core_;
     registration entry_;
     csp::reader<switch_input> in_;
-    process_group group_;
+    csp::process_group group_;
     std::unordered_map<int, std::unique_ptr<link>> links_;
     bool closing_ = false;
     clock::time_point linger_until_ = clock::time_point::max();
@@ -341,7 +330,6 @@ private:
 }  // namespace
 
 void run_switch(std::shared_ptr<node_core> core, unique_fd listener, registration entry) {
-    become_daemon();
     switchboard(std::move(core), std::move(entry)).run(std::move(listener));
 }
 

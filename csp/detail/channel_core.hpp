@@ -24,7 +24,7 @@
 #include "csp/error.hpp"
 #include "csp/observer.hpp"
 #include "csp/waiter.hpp"
-#include "csp/detail/spinlock.hpp"
+#include "csp/spinlock.hpp"
 #include "csp/detail/wait_queue.hpp"
 
 namespace csp::detail {

@@ -52,8 +52,7 @@ public:
     // while no fiber runs (runtime_core.hpp).
     std::atomic<waiter*> blocked_on{nullptr};
 
-    // A service's process (runtime_core::make_daemon); guarded by the
-    // registry mutex.
+    // A daemon (process_group.hpp), fixed before the process registers.
     bool daemon = false;
 
     // Highest address of this process's own frames (sanitizer support).

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "csp/error.hpp"
-#include "csp/detail/idle_poller.hpp"
+#include "csp/idle_poller.hpp"
 #include "csp/detail/process_record.hpp"
-#include "csp/detail/service.hpp"
+#include "csp/service.hpp"
 #include "csp/detail/stack_pool.hpp"
 
 namespace csp::detail {
@@ -31,7 +31,7 @@ namespace csp::detail {
 // can change state during the walk; this keeps the hot path free of shared
 // counters.
 //
-// Daemon processes (the processes of services, service.hpp) are walked like
+// Daemon processes (process_group.hpp: the processes of services) are walked like
 // any other, so a daemon that can be woken from outside (an IO scheduler with
 // file descriptors to watch) keeps the runtime awake. But they are not
 // program processes: they are left out of the report and are not aborted, and
@@ -50,6 +50,7 @@ public:
         if (head_) head_->prev = p;
         head_ = p;
         ++registered_;
+        if (p->daemon) ++daemons_;
     }
     void process_stopped(process_record* p) {
         std::lock_guard lk(registry_mutex_);
@@ -60,13 +61,6 @@ public:
         --registered_;
     }
     void process_exited() noexcept { live_.fetch_sub(1); }
-
-    // Called by a service's process on itself, first thing.
-    void make_daemon(process_record* p) {
-        std::lock_guard lk(registry_mutex_);
-        if (!p->daemon) ++daemons_;
-        p->daemon = true;
-    }
 
     stack_allocator stacks() const { return stack_allocator(stacks_); }
 
@@ -124,7 +118,7 @@ public:
     // Stops every service and waits for them; called by run() after the root
     // process returned. The services' objects live on until the runtime does.
     void stop_services() {
-        std::vector<std::shared_ptr<detail::service>> all;
+        std::vector<std::shared_ptr<csp::service>> all;
         {
             std::lock_guard lk(services_mutex_);
             services_stopped_ = true;
@@ -136,8 +130,8 @@ public:
 
     // The event source idle workers poll instead of sleeping (idle_poller.hpp),
     // or nullptr. At most one per runtime.
-    detail::idle_poller* idle_poller() const noexcept { return poller_.load(std::memory_order_acquire); }
-    void set_idle_poller(detail::idle_poller* p) noexcept {
+    csp::idle_poller* idle_poller() const noexcept { return poller_.load(std::memory_order_acquire); }
+    void set_idle_poller(csp::idle_poller* p) noexcept {
         poller_.store(p, std::memory_order_release);
         poke_workers();  // a sleeping worker should start polling (or stop)
     }
@@ -171,9 +165,9 @@ private:
     std::string report_;
 
     std::mutex services_mutex_;
-    std::vector<std::pair<const void*, std::shared_ptr<detail::service>>> services_;
+    std::vector<std::pair<const void*, std::shared_ptr<csp::service>>> services_;
     bool services_stopped_ = false;
-    std::atomic<detail::idle_poller*> poller_{nullptr};
+    std::atomic<csp::idle_poller*> poller_{nullptr};
 };
 
 }  // namespace csp::detail

@@ -5,7 +5,7 @@
 #include <boost/fiber/type.hpp>
 
 #include "csp/waiter.hpp"
-#include "csp/detail/spinlock.hpp"
+#include "csp/spinlock.hpp"
 
 namespace csp::detail {
 

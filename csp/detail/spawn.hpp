@@ -17,7 +17,7 @@
 #include "csp/waiter.hpp"
 #include "csp/detail/process_record.hpp"
 #include "csp/detail/runtime_core.hpp"
-#include "csp/detail/spinlock.hpp"
+#include "csp/spinlock.hpp"
 
 namespace csp {
 
@@ -111,19 +111,22 @@ private:
 // (runtime_core::process_spawned), so the runtime never looks deadlocked
 // while the child has yet to start. The callable is decay-copied into the process
 // (like std::thread) and destroyed there before the child reports back.
+// A daemon (process_group.hpp) is marked before it registers, so the
+// deadlock detector never counts it as a program process.
 template <class F, class R>
 void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&& f,
-           result_slot<R>* result, join_state* join) {
+           result_slot<R>* result, join_state* join, bool daemon = false) {
     using traits = process_traits<std::decay_t<F>>;
     std::string name = traits::name(f);
     rt->process_spawned();
-    auto body = [rt, parent, index, result, join, name = std::move(name),
+    auto body = [rt, parent, index, result, join, daemon, name = std::move(name),
                  fn = std::decay_t<F>(std::forward<F>(f))]() mutable noexcept {
         std::exception_ptr err;
         {
             alignas(process_record) unsigned char storage[sizeof(process_record)];
             auto* rec = new (storage) process_record(rt, parent, index, std::move(name));
             rec->stack_top = __builtin_frame_address(0);
+            rec->daemon = daemon;
             boost::fibers::context* ctx = boost::fibers::context::active();
             ctx->set_properties(rec);
             rt->process_started(rec);

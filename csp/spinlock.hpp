@@ -1,8 +1,10 @@
 #pragma once
+// A small lock for event sources: channels, barriers, and the hand-over
+// state of parts above the core (the IO scheduler).
 #include <atomic>
 #include <thread>
 
-namespace csp::detail {
+namespace csp {
 
 // Tell the CPU we are spinning (saves power, frees the sibling hyperthread).
 inline void spin_pause() noexcept {
@@ -33,4 +35,4 @@ private:
     std::atomic<bool> locked_{false};
 };
 
-}  // namespace csp::detail
+}  // namespace csp

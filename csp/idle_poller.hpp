@@ -8,7 +8,7 @@
 // thread, a timer that moved earlier) reaches it through wake().
 #include <chrono>
 
-namespace csp::detail {
+namespace csp {
 
 class idle_poller {
 public:
@@ -26,4 +26,4 @@ protected:
     ~idle_poller() = default;
 };
 
-}  // namespace csp::detail
+}  // namespace csp

@@ -1,0 +1,74 @@
+#pragma once
+// A process group: processes started one at a time while something runs (a
+// server's process per connection, a service's own process), joined together.
+// par() needs its branches up front; this is its dynamic counterpart.
+//
+//   csp::process_group clients;
+//   clients.spawn(csp::proc("client", [fd] { serve(fd); }));
+//   clients.spawn(csp::proc("switch", [] { route(); }), csp::process_kind::daemon);
+//   clients.wait();                                  // also done by the destructor
+//
+// A member's exception is dropped: a member reports its failures itself.
+//
+// Daemons. A daemon process waits for requests by design, so it neither
+// counts for nor appears in a deadlock report, and is not aborted when one is
+// found; when only daemons are left blocked the runtime is not deadlocked.
+// A daemon that may be woken from outside the runtime (a file descriptor it
+// watches) keeps the runtime awake like any other process. A daemon belongs
+// to the runtime, not to the process that started it: it has no parent in
+// the par tree, so it may outlive its starter. Name it.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "csp/process.hpp"
+
+namespace csp {
+
+enum class process_kind : std::uint8_t { program, daemon };
+
+class process_group {
+public:
+    process_group() = default;
+    process_group(const process_group&) = delete;
+    process_group& operator=(const process_group&) = delete;
+    ~process_group() { wait(); }
+
+    // Starts `f` (a callable, or csp::proc(name, callable)) as a process of
+    // the calling process's runtime. Must be called from a process; the
+    // group may be waited for from anywhere.
+    template <class F>
+    void spawn(F&& f, process_kind kind = process_kind::program) {
+        detail::process_record* self = detail::calling_process("csp::process_group::spawn");
+        detail::join_state* j;
+        {
+            std::lock_guard lk(lock_);
+            j = joins_.emplace_back(std::make_unique<detail::join_state>(1)).get();
+        }
+        const bool daemon = kind == process_kind::daemon;
+        detail::spawn(self->runtime(), daemon ? nullptr : self, 0, std::forward<F>(f), &none_, j, daemon);
+    }
+
+    // Waits for every member started so far, and any started meanwhile.
+    void wait() {
+        for (;;) {
+            std::unique_ptr<detail::join_state> j;
+            {
+                std::lock_guard lk(lock_);
+                if (joins_.empty()) return;
+                j = std::move(joins_.front());
+                joins_.pop_front();
+            }
+            j->wait();
+        }
+    }
+
+private:
+    std::mutex lock_;
+    std::list<std::unique_ptr<detail::join_state>> joins_;
+    detail::result_slot<void> none_;
+};
+
+}  // namespace csp
