@@ -26,9 +26,9 @@
 #include <string>
 
 #include <boost/fiber/context.hpp>
-#include <boost/fiber/detail/spinlock.hpp>
 
 #include "csp/error.hpp"
+#include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/runtime_core.hpp"
 
 namespace csp {
@@ -86,9 +86,7 @@ public:
             suspend_published();
             return state();
         }
-        boost::fibers::detail::spinlock splk;
-        boost::fibers::detail::spinlock_lock lk(splk);
-        ctx_->wait_until(deadline, lk, boost::fibers::waker(waker_));
+        detail::fiber::wait_until(ctx_, deadline, boost::fibers::waker(waker_));
         if (commit(timeout_index)) return timeout_index;
         return state();  // a partner committed first; its wake was stale or consumed
     }

@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include <boost/fiber/type.hpp>
-
 #include "csp/waiter.hpp"
 #include "csp/spinlock.hpp"
 
@@ -13,13 +11,13 @@ using boost::fibers::context;
 using time_point = std::chrono::steady_clock::time_point;
 
 namespace {
-bool pinned(const context* ctx) { return ctx->is_context(boost::fibers::type::pinned_context); }
+bool pinned(const context* ctx) { return fiber::is_pinned(ctx); }
 
 // A non-blocking poll of the runtime's idle poller, if it is time for one.
 // Costs one atomic load when the runtime has no poller.
 void busy_poll(runtime_core* rt, busy_poll_clock& clock) noexcept {
     idle_poller* p = rt->idle_poller();
-    if (p == nullptr || !context::active()->is_context(boost::fibers::type::dispatcher_context)) return;
+    if (p == nullptr || !fiber::is_dispatcher(context::active())) return;
     if (clock.due()) p->poll_until(time_point{});
 }
 }  // namespace
@@ -31,8 +29,8 @@ single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt) {
 }
 
 void single_thread_policy::awakened(context* ctx) noexcept {
-    if (ctx->is_context(boost::fibers::type::dispatcher_context)) dispatcher_ = ctx;
-    else ctx->ready_link(ready_);
+    if (fiber::is_dispatcher(ctx)) dispatcher_ = ctx;
+    else fiber::push_ready(ctx, ready_);
 }
 
 context* single_thread_policy::pick_next() noexcept {
@@ -219,7 +217,7 @@ worker_policy::worker_policy(worker_pool* pool, std::size_t idx, runtime_core* r
 }
 
 void worker_policy::awakened(context* ctx) noexcept {
-    if (!pinned(ctx)) ctx->detach();
+    if (!pinned(ctx)) fiber::detach_from_its_thread(ctx);
     {
         std::lock_guard lk(mutex_);
         ready_.push_back(ctx);
@@ -238,7 +236,7 @@ context* worker_policy::pick_next() noexcept {
         }
     }
     if (ctx == nullptr) ctx = pool_->steal_for(this);
-    if (ctx != nullptr && !pinned(ctx)) context::active()->attach(ctx);
+    if (ctx != nullptr && !pinned(ctx)) fiber::attach_to_this_thread(ctx);
     return ctx;
 }
 

@@ -22,7 +22,8 @@
 
 #include <boost/fiber/algo/algorithm.hpp>
 #include <boost/fiber/context.hpp>
-#include <boost/fiber/scheduler.hpp>
+
+#include "csp/detail/fiber_internals.hpp"
 
 #include "csp/detail/runtime_core.hpp"
 
@@ -73,7 +74,7 @@ public:
 private:
     static constexpr unsigned dispatch_interval = 64;
 
-    boost::fibers::scheduler::ready_queue_type ready_;
+    fiber::ready_queue ready_;
     boost::fibers::context* dispatcher_ = nullptr;
     unsigned picks_since_dispatch_ = 0;
     runtime_core* rt_;
