@@ -66,10 +66,10 @@ void standard_set(C& comm) {
             "table:" + std::string(cc::selection::global().choose({"allreduce", comm.size(), bytes, true}));
         report(comm, "allreduce", chosen.c_str(), bytes,
                time_per_op(comm, k, [&] { cc::allreduce(comm, v, cc::sum{}); }));
-        report(comm, "allreduce", "butterfly", bytes,
-               time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, v, cc::sum{}); }));
-        report(comm, "allreduce", "reduce_broadcast", bytes,
-               time_per_op(comm, k, [&] { cc::allreduce_reduce_broadcast(comm, v, cc::sum{}); }));
+        cc::registry::allreduce::for_each([&](auto algorithm) {
+            report(comm, "allreduce", std::string(algorithm.info.name).c_str(), bytes,
+                   time_per_op(comm, k, [&] { algorithm(comm, v, cc::sum{}); }));
+        });
     }
     std::vector<double> small(1, 1.0);
     const int k = iterations_for(8);

@@ -11,12 +11,17 @@
 
 namespace csp::collectives {
 
-template <class C, class T>
-std::vector<T> allgather_gather_broadcast(C& comm, T value, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "allgather", "gather_broadcast", t);
-    auto all = gather_parallel(comm, std::move(value), 0, s);
-    return broadcast_binomial(comm, all ? std::move(*all) : std::vector<T>{}, 0, s);
-}
+struct allgather_gather_broadcast_fn {
+    static constexpr algorithm_info info{"allgather", "gather_broadcast"};
+
+    template <class C, class T>
+    std::vector<T> operator()(C& comm, T value, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        auto all = gather_parallel(comm, std::move(value), 0, s);
+        return broadcast_binomial(comm, all ? std::move(*all) : std::vector<T>{}, 0, s);
+    }
+};
+inline constexpr allgather_gather_broadcast_fn allgather_gather_broadcast{};
 
 }  // namespace csp::collectives

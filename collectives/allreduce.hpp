@@ -20,22 +20,32 @@
 
 namespace csp::collectives {
 
-template <class C, class T, class Op>
-T allreduce_reduce_broadcast(C& comm, T value, const Op& op, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "allreduce", "reduce_broadcast", t);
-    auto total = reduce_binomial_parallel(comm, std::move(value), op, 0, s);
-    return broadcast_binomial(comm, total ? std::move(*total) : T{}, 0, s);
-}
+struct allreduce_reduce_broadcast_fn {
+    static constexpr algorithm_info info{"allreduce", "reduce_broadcast"};
 
-template <class C, class T, class Op>
-T allreduce_butterfly(C& comm, T value, const Op& op, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "allreduce", "butterfly", t);
-    const auto plans = detail::butterfly_plans(comm.size());
-    auto out = run_plan(comm, (*plans)[static_cast<std::size_t>(comm.rank())], std::optional<T>(std::move(value)),
-                        op, t);
-    return std::move(*out);
-}
+    template <class C, class T, class Op>
+    T operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        auto total = reduce_binomial_parallel(comm, std::move(value), op, 0, s);
+        return broadcast_binomial(comm, total ? std::move(*total) : T{}, 0, s);
+    }
+};
+inline constexpr allreduce_reduce_broadcast_fn allreduce_reduce_broadcast{};
+
+struct allreduce_butterfly_fn {
+    static constexpr algorithm_info info{"allreduce", "butterfly"};
+
+    template <class C, class T, class Op>
+    T operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        const auto plans = detail::butterfly_plans(comm.size());
+        auto out = run_plan(comm, (*plans)[static_cast<std::size_t>(comm.rank())], std::optional<T>(std::move(value)),
+                            op, t);
+        return std::move(*out);
+    }
+};
+inline constexpr allreduce_butterfly_fn allreduce_butterfly{};
 
 }  // namespace csp::collectives

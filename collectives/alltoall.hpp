@@ -8,24 +8,30 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/gather.hpp"
 
 namespace csp::collectives {
 
-template <class C, class T>
-std::vector<T> alltoall_parallel(C& comm, std::vector<T> values, stream s = {}) {
-    if (values.size() != static_cast<std::size_t>(comm.size()))
-        throw usage_error("alltoall: rank " + std::to_string(comm.rank()) + " gave " + std::to_string(values.size()) +
-                          " values for " + std::to_string(comm.size()) + " ranks");
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "alltoall", "parallel", t);
-    const auto others = detail::all_but(comm, comm.rank());
-    for (int r : others) comm.send(r, t, std::move(values[static_cast<std::size_t>(r)]));
-    std::vector<T> got = others.empty() ? std::vector<T>{} : detail::receive_from_each<T>(comm, others, t);
-    got.insert(got.begin() + comm.rank(), std::move(values[static_cast<std::size_t>(comm.rank())]));
-    return got;
-}
+struct alltoall_parallel_fn {
+    static constexpr algorithm_info info{"alltoall", "parallel"};
+
+    template <class C, class T>
+    std::vector<T> operator()(C& comm, std::vector<T> values, stream s = {}) const {
+        if (values.size() != static_cast<std::size_t>(comm.size()))
+            throw usage_error("alltoall: rank " + std::to_string(comm.rank()) + " gave " + std::to_string(values.size()) +
+                              " values for " + std::to_string(comm.size()) + " ranks");
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        const auto others = detail::all_but(comm, comm.rank());
+        for (int r : others) comm.send(r, t, std::move(values[static_cast<std::size_t>(r)]));
+        std::vector<T> got = others.empty() ? std::vector<T>{} : detail::receive_from_each<T>(comm, others, t);
+        got.insert(got.begin() + comm.rank(), std::move(values[static_cast<std::size_t>(comm.rank())]));
+        return got;
+    }
+};
+inline constexpr alltoall_parallel_fn alltoall_parallel{};
 
 }  // namespace csp::collectives

@@ -30,6 +30,10 @@ rank_plan aspen_plan(const C& comm, const std::vector<int>& participants, const 
     return plan_for(topology::aspen_schedule(participants, receivers), comm.rank());
 }
 
+// Not in the registry (registry.hpp): it takes participants and receivers,
+// so no plain reduce call can select it.
+inline constexpr algorithm_info aspen_reduce_info{"reduce", "aspen", true};
+
 template <class C, class T, class Op>
 std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const rank_plan& plan, const Op& op,
                               stream s = {}) {
@@ -37,7 +41,7 @@ std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const rank
         throw usage_error("Aspen's reduce renumbers the participants and needs an op that commutes "
                           "(csp::collectives::commuting(f), or a built-in op)");
     const tag t = comm.next_tag(s);
-    detail::announce(comm, "reduce", "aspen", t);
+    detail::announce(comm, aspen_reduce_info, t);
     return run_plan(comm, plan, std::move(contribution), op, t);
 }
 

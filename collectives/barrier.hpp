@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/topology.hpp"
@@ -39,37 +40,52 @@ std::vector<int> all_but_zero(const C& comm) {
 }
 }  // namespace detail
 
-template <class C>
-void barrier_sequential(C& comm, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "barrier", "sequential", t);
-    if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
-    for (int r = 1; r < comm.size(); ++r) comm.template receive<detail::barrier_token>(r, t);
-    for (int r = 1; r < comm.size(); ++r) comm.send(r, t, detail::barrier_token{});
-}
+struct barrier_flat_sequential_fn {
+    static constexpr algorithm_info info{"barrier", "flat_sequential"};
 
-template <class C>
-void barrier_linear(C& comm, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "barrier", "linear", t);
-    if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
-    const auto others = detail::all_but_zero(comm);
-    if (others.empty()) return;
-    detail::receive_from_each<detail::barrier_token>(comm, others, t);
-    detail::send_to_each(comm, others, t, detail::barrier_token{});
-}
-
-template <class C>
-void barrier_binomial(C& comm, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "barrier", "binomial", t);
-    const auto children = topology::binomial_children(comm.rank(), comm.size(), 0);
-    if (!children.empty()) detail::receive_from_each<detail::barrier_token>(comm, children, t);
-    if (int parent = topology::binomial_parent(comm.rank(), comm.size(), 0); parent >= 0) {
-        comm.send(parent, t, detail::barrier_token{});
-        comm.template receive<detail::barrier_token>(parent, t);
+    template <class C>
+    void operator()(C& comm, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
+        for (int r = 1; r < comm.size(); ++r) comm.template receive<detail::barrier_token>(r, t);
+        for (int r = 1; r < comm.size(); ++r) comm.send(r, t, detail::barrier_token{});
     }
-    detail::send_to_each(comm, children, t, detail::barrier_token{});
-}
+};
+inline constexpr barrier_flat_sequential_fn barrier_flat_sequential{};
+
+struct barrier_flat_parallel_fn {
+    static constexpr algorithm_info info{"barrier", "flat_parallel"};
+
+    template <class C>
+    void operator()(C& comm, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
+        const auto others = detail::all_but_zero(comm);
+        if (others.empty()) return;
+        detail::receive_from_each<detail::barrier_token>(comm, others, t);
+        detail::send_to_each(comm, others, t, detail::barrier_token{});
+    }
+};
+inline constexpr barrier_flat_parallel_fn barrier_flat_parallel{};
+
+struct barrier_binomial_fn {
+    static constexpr algorithm_info info{"barrier", "binomial"};
+
+    template <class C>
+    void operator()(C& comm, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        const auto children = topology::binomial_children(comm.rank(), comm.size(), 0);
+        if (!children.empty()) detail::receive_from_each<detail::barrier_token>(comm, children, t);
+        if (int parent = topology::binomial_parent(comm.rank(), comm.size(), 0); parent >= 0) {
+            comm.send(parent, t, detail::barrier_token{});
+            comm.template receive<detail::barrier_token>(parent, t);
+        }
+        detail::send_to_each(comm, children, t, detail::barrier_token{});
+    }
+};
+inline constexpr barrier_binomial_fn barrier_binomial{};
 
 }  // namespace csp::collectives

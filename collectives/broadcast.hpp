@@ -13,33 +13,44 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/topology.hpp"
 
 namespace csp::collectives {
 
-template <class C, class T>
-T broadcast_linear(C& comm, T value, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "broadcast", "linear", t);
-    if (comm.rank() != root) return comm.template receive<T>(root, t);
-    for (int r = 0; r < comm.size(); ++r)
-        if (r != root) comm.send(r, t, value);
-    return value;
-}
+struct broadcast_flat_fn {
+    static constexpr algorithm_info info{"broadcast", "flat"};
 
-template <class C, class T>
-T broadcast_binomial(C& comm, T value, int root = 0, stream s = {}) {
-    const int parent = topology::binomial_parent(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "broadcast", "binomial", t);
-    if (parent >= 0) value = comm.template receive<T>(parent, t);
-    // Largest subtree first: it has the longest way to go.
-    auto children = topology::binomial_children(comm.rank(), comm.size(), root);
-    for (auto it = children.rbegin(); it != children.rend(); ++it) comm.send(*it, t, value);
-    return value;
-}
+    template <class C, class T>
+    T operator()(C& comm, T value, int root = 0, stream s = {}) const {
+        topology::check(comm.rank(), comm.size(), root);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        if (comm.rank() != root) return comm.template receive<T>(root, t);
+        for (int r = 0; r < comm.size(); ++r)
+            if (r != root) comm.send(r, t, value);
+        return value;
+    }
+};
+inline constexpr broadcast_flat_fn broadcast_flat{};
+
+struct broadcast_binomial_fn {
+    static constexpr algorithm_info info{"broadcast", "binomial"};
+
+    template <class C, class T>
+    T operator()(C& comm, T value, int root = 0, stream s = {}) const {
+        const int parent = topology::binomial_parent(comm.rank(), comm.size(), root);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        if (parent >= 0) value = comm.template receive<T>(parent, t);
+        // Largest subtree first: it has the longest way to go.
+        auto children = topology::binomial_children(comm.rank(), comm.size(), root);
+        for (auto it = children.rbegin(); it != children.rend(); ++it) comm.send(*it, t, value);
+        return value;
+    }
+};
+inline constexpr broadcast_binomial_fn broadcast_binomial{};
 
 }  // namespace csp::collectives

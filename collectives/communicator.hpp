@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/tag.hpp"
 #include "csp/error.hpp"
 
@@ -51,9 +52,8 @@ inline void check_rank(int r, int size, const char* what) {
 // Announces to a tracing communicator which algorithm a call runs; a no-op
 // for the others.
 template <class C>
-void announce(C& comm, const char* collective, const char* algorithm, tag t) {
-    if constexpr (requires { comm.record_algorithm(collective, algorithm, t); })
-        comm.record_algorithm(collective, algorithm, t);
+void announce(C& comm, const algorithm_info& a, tag t) {
+    if constexpr (requires { comm.record_algorithm(a, t); }) comm.record_algorithm(a, t);
 }
 
 }  // namespace detail

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/topology.hpp"
@@ -31,10 +32,10 @@ namespace detail {
 // Both gathers: the non-roots send; the root collects the others' values in
 // rank order with receive(comm, others, tag) and puts its own in its place.
 template <class C, class T, class Receive>
-std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, const char* name, Receive receive) {
+std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, const algorithm_info& info, Receive receive) {
     topology::check(comm.rank(), comm.size(), root);
     const tag t = comm.next_tag(s);
-    announce(comm, "gather", name, t);
+    announce(comm, info, t);
     if (comm.rank() != root) {
         comm.send(root, t, std::move(value));
         return std::nullopt;
@@ -47,23 +48,33 @@ std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, 
 
 }  // namespace detail
 
-template <class C, class T>
-std::optional<std::vector<T>> gather_sequential(C& comm, T value, int root = 0, stream s = {}) {
-    return detail::gather_with(comm, std::move(value), root, s, "sequential",
-                               [](C& c, const std::vector<int>& others, tag t) {
-                                   std::vector<T> got;
-                                   got.reserve(others.size());
-                                   for (int r : others) got.push_back(c.template receive<T>(r, t));
-                                   return got;
-                               });
-}
+struct gather_sequential_fn {
+    static constexpr algorithm_info info{"gather", "sequential"};
 
-template <class C, class T>
-std::optional<std::vector<T>> gather_parallel(C& comm, T value, int root = 0, stream s = {}) {
-    return detail::gather_with(comm, std::move(value), root, s, "parallel",
-                               [](C& c, const std::vector<int>& others, tag t) {
-                                   return detail::receive_from_each<T>(c, others, t);
-                               });
-}
+    template <class C, class T>
+    std::optional<std::vector<T>> operator()(C& comm, T value, int root = 0, stream s = {}) const {
+        return detail::gather_with(comm, std::move(value), root, s, info,
+                                   [](C& c, const std::vector<int>& others, tag t) {
+                                       std::vector<T> got;
+                                       got.reserve(others.size());
+                                       for (int r : others) got.push_back(c.template receive<T>(r, t));
+                                       return got;
+                                   });
+    }
+};
+inline constexpr gather_sequential_fn gather_sequential{};
+
+struct gather_parallel_fn {
+    static constexpr algorithm_info info{"gather", "parallel"};
+
+    template <class C, class T>
+    std::optional<std::vector<T>> operator()(C& comm, T value, int root = 0, stream s = {}) const {
+        return detail::gather_with(comm, std::move(value), root, s, info,
+                                   [](C& c, const std::vector<int>& others, tag t) {
+                                       return detail::receive_from_each<T>(c, others, t);
+                                   });
+    }
+};
+inline constexpr gather_parallel_fn gather_parallel{};
 
 }  // namespace csp::collectives

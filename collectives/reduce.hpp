@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/operation.hpp"
@@ -37,22 +38,27 @@
 
 namespace csp::collectives {
 
-template <class C, class T, class Op>
-std::optional<T> reduce_linear(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "reduce", "linear", t);
-    if (comm.rank() != root) {
-        comm.send(root, t, std::move(value));
-        return std::nullopt;
+struct reduce_flat_in_order_fn {
+    static constexpr algorithm_info info{"reduce", "flat_in_order"};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        topology::check(comm.rank(), comm.size(), root);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        if (comm.rank() != root) {
+            comm.send(root, t, std::move(value));
+            return std::nullopt;
+        }
+        std::optional<T> acc;
+        for (int r = 0; r < comm.size(); ++r) {
+            T v = r == root ? value : comm.template receive<T>(r, t);
+            acc = acc ? op(*acc, v) : std::move(v);
+        }
+        return acc;
     }
-    std::optional<T> acc;
-    for (int r = 0; r < comm.size(); ++r) {
-        T v = r == root ? value : comm.template receive<T>(r, t);
-        acc = acc ? op(*acc, v) : std::move(v);
-    }
-    return acc;
-}
+};
+inline constexpr reduce_flat_in_order_fn reduce_flat_in_order{};
 
 namespace detail {
 
@@ -70,10 +76,10 @@ T reduce_chain_link(C& comm, std::span<const int> children, const Op& op, tag t)
 
 template <class C, class T, class Op>
 std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, stream s, child_receive how,
-                                      const char* name) {
+                                      const algorithm_info& info) {
     topology::check(comm.rank(), comm.size(), root);
     const tag t = comm.next_tag(s);
-    announce(comm, "reduce", name, t);
+    announce(comm, info, t);
     const int tree_root = commutes(op) ? root : 0;
     const auto peers = topology::binomial_reduce_peers(comm.rank(), comm.size(), tree_root);
     const auto& children = peers.receive_from;
@@ -110,27 +116,44 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
 
 }  // namespace detail
 
-template <class C, class T, class Op>
-std::optional<T> reduce_binomial(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::sequential,
-                                        "binomial");
-}
-template <class C, class T, class Op>
-std::optional<T> reduce_binomial_parallel(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::parallel,
-                                        "binomial_parallel");
-}
-template <class C, class T, class Op>
-std::optional<T> reduce_chain(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::chain, "chain");
-}
-template <class C, class T, class Op>
-std::optional<T> reduce_arrival(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    if (!commutes(op))
-        throw usage_error("reduce_arrival folds in arrival order and needs an op that commutes "
-                          "(csp::collectives::commuting(f), or a built-in op)");
-    return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::arrival,
-                                        "arrival");
-}
+struct reduce_binomial_fn {
+    static constexpr algorithm_info info{"reduce", "binomial"};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::sequential, info);
+    }
+};
+inline constexpr reduce_binomial_fn reduce_binomial{};
+struct reduce_binomial_parallel_fn {
+    static constexpr algorithm_info info{"reduce", "binomial_parallel"};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::parallel, info);
+    }
+};
+inline constexpr reduce_binomial_parallel_fn reduce_binomial_parallel{};
+struct reduce_chain_fn {
+    static constexpr algorithm_info info{"reduce", "chain"};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::chain, info);
+    }
+};
+inline constexpr reduce_chain_fn reduce_chain{};
+struct reduce_arrival_fn {
+    static constexpr algorithm_info info{"reduce", "arrival", true};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        if (!commutes(op))
+            throw usage_error("reduce_arrival folds in arrival order and needs an op that commutes "
+                              "(csp::collectives::commuting(f), or a built-in op)");
+        return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::arrival, info);
+    }
+};
+inline constexpr reduce_arrival_fn reduce_arrival{};
 
 }  // namespace csp::collectives

@@ -12,6 +12,7 @@
 #include <optional>
 #include <utility>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/operation.hpp"
 
@@ -48,29 +49,49 @@ std::pair<T, std::optional<T>> scan_chain(C& comm, T value, const Op& op, tag t)
 
 }  // namespace detail
 
-template <class C, class T, class Op>
-T scan_recursive_doubling(C& comm, T value, const Op& op, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "scan", "recursive_doubling", t);
-    return detail::scan_doubling(comm, std::move(value), op, t).first;
-}
-template <class C, class T, class Op>
-T scan_linear(C& comm, T value, const Op& op, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "scan", "linear", t);
-    return detail::scan_chain(comm, std::move(value), op, t).first;
-}
-template <class C, class T, class Op>
-std::optional<T> exscan_recursive_doubling(C& comm, T value, const Op& op, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "exscan", "recursive_doubling", t);
-    return detail::scan_doubling(comm, std::move(value), op, t).second;
-}
-template <class C, class T, class Op>
-std::optional<T> exscan_linear(C& comm, T value, const Op& op, stream s = {}) {
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, "exscan", "linear", t);
-    return detail::scan_chain(comm, std::move(value), op, t).second;
-}
+struct scan_recursive_doubling_fn {
+    static constexpr algorithm_info info{"scan", "recursive_doubling"};
+
+    template <class C, class T, class Op>
+    T operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        return detail::scan_doubling(comm, std::move(value), op, t).first;
+    }
+};
+inline constexpr scan_recursive_doubling_fn scan_recursive_doubling{};
+struct scan_pipeline_fn {
+    static constexpr algorithm_info info{"scan", "pipeline"};
+
+    template <class C, class T, class Op>
+    T operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        return detail::scan_chain(comm, std::move(value), op, t).first;
+    }
+};
+inline constexpr scan_pipeline_fn scan_pipeline{};
+struct exscan_recursive_doubling_fn {
+    static constexpr algorithm_info info{"exscan", "recursive_doubling"};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        return detail::scan_doubling(comm, std::move(value), op, t).second;
+    }
+};
+inline constexpr exscan_recursive_doubling_fn exscan_recursive_doubling{};
+struct exscan_pipeline_fn {
+    static constexpr algorithm_info info{"exscan", "pipeline"};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        return detail::scan_chain(comm, std::move(value), op, t).second;
+    }
+};
+inline constexpr exscan_pipeline_fn exscan_pipeline{};
 
 }  // namespace csp::collectives

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/topology.hpp"
 #include "csp/process.hpp"
@@ -20,10 +21,10 @@ namespace detail {
 // Both scatters: the non-roots receive; the root checks its input, hands
 // value r to rank r with send_all(comm, values, tag) and keeps its own.
 template <class C, class T, class SendAll>
-T scatter_with(C& comm, std::vector<T> values, int root, stream s, const char* name, SendAll send_all) {
+T scatter_with(C& comm, std::vector<T> values, int root, stream s, const algorithm_info& info, SendAll send_all) {
     topology::check(comm.rank(), comm.size(), root);
     const tag t = comm.next_tag(s);
-    announce(comm, "scatter", name, t);
+    announce(comm, info, t);
     if (comm.rank() != root) return comm.template receive<T>(root, t);
     if (values.size() != static_cast<std::size_t>(comm.size()))
         throw usage_error("scatter: the root holds " + std::to_string(values.size()) + " values for " +
@@ -34,23 +35,33 @@ T scatter_with(C& comm, std::vector<T> values, int root, stream s, const char* n
 
 }  // namespace detail
 
-template <class C, class T>
-T scatter_sequential(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
-    return detail::scatter_with(comm, std::move(values), root, s, "sequential",
-                                [root](C& c, std::vector<T>& v, tag t) {
-                                    for (int r = 0; r < c.size(); ++r)
-                                        if (r != root) c.send(r, t, std::move(v[static_cast<std::size_t>(r)]));
-                                });
-}
+struct scatter_sequential_fn {
+    static constexpr algorithm_info info{"scatter", "sequential"};
 
-template <class C, class T>
-T scatter_parallel(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
-    return detail::scatter_with(comm, std::move(values), root, s, "parallel",
-                                [root](C& c, std::vector<T>& v, tag t) {
-                                    csp::par_for(v.size(), [&](std::size_t r) {
-                                        if (static_cast<int>(r) != root) c.send(static_cast<int>(r), t, std::move(v[r]));
+    template <class C, class T>
+    T operator()(C& comm, std::vector<T> values, int root = 0, stream s = {}) const {
+        return detail::scatter_with(comm, std::move(values), root, s, info,
+                                    [root](C& c, std::vector<T>& v, tag t) {
+                                        for (int r = 0; r < c.size(); ++r)
+                                            if (r != root) c.send(r, t, std::move(v[static_cast<std::size_t>(r)]));
                                     });
-                                });
-}
+    }
+};
+inline constexpr scatter_sequential_fn scatter_sequential{};
+
+struct scatter_parallel_fn {
+    static constexpr algorithm_info info{"scatter", "parallel"};
+
+    template <class C, class T>
+    T operator()(C& comm, std::vector<T> values, int root = 0, stream s = {}) const {
+        return detail::scatter_with(comm, std::move(values), root, s, info,
+                                    [root](C& c, std::vector<T>& v, tag t) {
+                                        csp::par_for(v.size(), [&](std::size_t r) {
+                                            if (static_cast<int>(r) != root) c.send(static_cast<int>(r), t, std::move(v[r]));
+                                        });
+                                    });
+    }
+};
+inline constexpr scatter_parallel_fn scatter_parallel{};
 
 }  // namespace csp::collectives

@@ -8,7 +8,7 @@
 //
 // An override names the algorithm per collective, from the environment
 //
-//   CSP_COLLECTIVES="allreduce=reduce_broadcast,reduce=linear"
+//   CSP_COLLECTIVES="allreduce=reduce_broadcast,reduce=flat_in_order"
 //
 // (read on first use) or from the program (selection::force, which wins over
 // the environment). A forced algorithm that cannot be used for a call falls
@@ -32,41 +32,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "collectives/registry.hpp"
 #include "csp/error.hpp"
 
 namespace csp::collectives {
 
-struct algorithm_info {
-    std::string_view collective;
-    std::string_view name;
-    bool needs_commuting_op = false;
-};
-
-// Every algorithm there is, by collective.
-inline constexpr std::array<algorithm_info, 22> algorithms{{
-    {"broadcast", "linear"},
-    {"broadcast", "binomial"},
-    {"reduce", "linear"},
-    {"reduce", "binomial"},
-    {"reduce", "binomial_parallel"},
-    {"reduce", "chain"},
-    {"reduce", "arrival", true},
-    {"allreduce", "reduce_broadcast"},
-    {"allreduce", "butterfly"},
-    {"barrier", "sequential"},
-    {"barrier", "linear"},
-    {"barrier", "binomial"},
-    {"gather", "sequential"},
-    {"gather", "parallel"},
-    {"allgather", "gather_broadcast"},
-    {"scatter", "sequential"},
-    {"scatter", "parallel"},
-    {"alltoall", "parallel"},
-    {"scan", "recursive_doubling"},
-    {"scan", "linear"},
-    {"exscan", "recursive_doubling"},
-    {"exscan", "linear"},
-}};
+// Every algorithm there is (registry.hpp).
+inline constexpr const auto& algorithms = registry::every_algorithm;
 
 struct selection_rule {
     std::string_view collective;
@@ -85,24 +57,24 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
 inline constexpr std::array<selection_rule, 19> default_rules{{
-    {"broadcast", "linear", 4},
+    {"broadcast", "flat", 4},
     {"broadcast", "binomial"},
-    {"reduce", "linear", 2},
+    {"reduce", "flat_in_order", 2},
     {"reduce", "chain", any_size, 64 * 1024},
     {"reduce", "arrival"},
     {"reduce", "binomial_parallel"},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
     {"allreduce", "reduce_broadcast"},
-    {"barrier", "linear", 4},
+    {"barrier", "flat_parallel", 4},
     {"barrier", "binomial"},
     {"gather", "parallel"},
     {"allgather", "gather_broadcast"},
     {"scatter", "sequential"},
     {"alltoall", "parallel"},
-    {"scan", "linear", 4},
+    {"scan", "pipeline", 4},
     {"scan", "recursive_doubling"},
-    {"exscan", "linear", 4},
+    {"exscan", "pipeline", 4},
     {"exscan", "recursive_doubling"},
 }};
 

@@ -104,8 +104,9 @@ public:
         return m;
     }
 
-    void record_algorithm(const char* collective, const char* algorithm, tag t) {
-        log_->record({trace_event::kind::algorithm, 0, rank(), -1, t, std::string(collective) + ' ' + algorithm});
+    void record_algorithm(const algorithm_info& a, tag t) {
+        log_->record({trace_event::kind::algorithm, 0, rank(), -1, t,
+                      std::string(a.collective) + ' ' + std::string(a.name)});
     }
 
 private:

@@ -14,6 +14,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "collectives/collectives.hpp"
 #include "collectives/record_local.hpp"
@@ -26,35 +28,42 @@ using comm = cc::local_communicator;
 
 namespace {
 
+// One call of `algorithm` with small values, root 0.
+template <class A>
+void sample_call(A algorithm, comm& c) {
+    constexpr std::string_view coll = A::info.collective;
+    if constexpr (coll == "broadcast" || coll == "gather") algorithm(c, 1, 0);
+    else if constexpr (coll == "reduce") algorithm(c, 1, cc::sum{}, 0);
+    else if constexpr (coll == "allreduce" || coll == "scan" || coll == "exscan") algorithm(c, 1, cc::sum{});
+    else if constexpr (coll == "barrier") algorithm(c);
+    else if constexpr (coll == "allgather") algorithm(c, 1);
+    else if constexpr (coll == "scatter") algorithm(c, std::vector<int>(c.rank() == 0 ? c.size() : 0, 1), 0);
+    else if constexpr (coll == "alltoall") algorithm(c, std::vector<int>(c.size(), 1));
+    else static_assert(coll != coll, "csp-model: no sample call for this collective");
+}
+
+// "<collective>_<algorithm>" for every registered algorithm, and Aspen's reduce.
 const std::map<std::string, std::function<void(comm&)>>& collectives() {
-    static const std::map<std::string, std::function<void(comm&)>> table{
-        {"broadcast_linear", [](comm& c) { cc::broadcast_linear(c, 1, 0); }},
-        {"broadcast_binomial", [](comm& c) { cc::broadcast_binomial(c, 1, 0); }},
-        {"reduce_linear", [](comm& c) { cc::reduce_linear(c, 1, cc::sum{}, 0); }},
-        {"reduce_binomial", [](comm& c) { cc::reduce_binomial(c, 1, cc::sum{}, 0); }},
-        {"reduce_binomial_parallel", [](comm& c) { cc::reduce_binomial_parallel(c, 1, cc::sum{}, 0); }},
-        {"reduce_chain", [](comm& c) { cc::reduce_chain(c, 1, cc::sum{}, 0); }},
-        {"barrier_sequential", [](comm& c) { cc::barrier_sequential(c); }},
-        {"barrier_linear", [](comm& c) { cc::barrier_linear(c); }},
-        {"barrier_binomial", [](comm& c) { cc::barrier_binomial(c); }},
-        {"allreduce_reduce_broadcast", [](comm& c) { cc::allreduce_reduce_broadcast(c, 1, cc::sum{}); }},
-        {"allreduce_butterfly", [](comm& c) { cc::allreduce_butterfly(c, 1, cc::sum{}); }},
-        {"gather_parallel", [](comm& c) { cc::gather_parallel(c, 1, 0); }},
-        {"allgather", [](comm& c) { cc::allgather_gather_broadcast(c, 1); }},
-        {"scatter_parallel",
-         [](comm& c) { cc::scatter_parallel(c, std::vector<int>(c.rank() == 0 ? c.size() : 0, 1), 0); }},
-        {"alltoall", [](comm& c) { cc::alltoall_parallel(c, std::vector<int>(c.size(), 1)); }},
-        {"scan", [](comm& c) { cc::scan_recursive_doubling(c, 1, cc::sum{}); }},
-        {"aspen_reduce",
-         [](comm& c) {
-             std::vector<int> P, R;
-             for (int r = 0; r < c.size(); ++r) {
-                 P.push_back(r);
-                 if (r % 2 == 0) R.push_back(r);
-             }
-             cc::aspen_reduce(c, std::optional<int>(1), P, R, cc::sum{});
-         }},
-    };
+    static const auto table = [] {
+        std::map<std::string, std::function<void(comm&)>> t;
+        cc::registry::for_each_collective([&](auto list) {
+            list.for_each([&](auto algorithm) {
+                const auto& info = decltype(algorithm)::info;
+                t[std::string(info.collective) + "_" + std::string(info.name)] = [algorithm](comm& c) {
+                    sample_call(algorithm, c);
+                };
+            });
+        });
+        t["aspen_reduce"] = [](comm& c) {
+            std::vector<int> P, R;
+            for (int r = 0; r < c.size(); ++r) {
+                P.push_back(r);
+                if (r % 2 == 0) R.push_back(r);
+            }
+            cc::aspen_reduce(c, std::optional<int>(1), P, R, cc::sum{});
+        };
+        return t;
+    }();
     return table;
 }
 

@@ -28,8 +28,9 @@ void for_each_root(int n, F check) {
 template <class Op, class F>
 void expect_reduce(cc::local_communicator& c, int root, const Op& op, F value_of, bool may_reorder) {
     const auto want = fold(0, c.size(), value_of, op);
-    for (auto a : grid::reduce_algorithms) {
-        if (a == "arrival" && !may_reorder) continue;
+    for (const auto& info : cc::registry::reduce::infos) {
+        if (info.needs_commuting_op && !may_reorder) continue;
+        const auto a = info.name;
         auto got = grid::reduce_by(a, c, value_of(c.rank()), op, root);
         if (c.rank() == root) {
             ASSERT_TRUE(got.has_value()) << a;
@@ -48,8 +49,7 @@ TEST_P(sizes, broadcast_every_root_and_payload) {
         for (std::size_t len : {0u, 1u, 33u}) {
             const auto want = grid::numbers_of(root, len);
             auto mine = c.rank() == root ? want : std::vector<std::int64_t>{};
-            EXPECT_EQ(cc::broadcast_linear(c, mine, root), want);
-            EXPECT_EQ(cc::broadcast_binomial(c, mine, root), want);
+            cc::registry::broadcast::for_each([&](auto a) { EXPECT_EQ(a(c, mine, root), want) << grid::name_of(a); });
         }
     });
 }
@@ -75,10 +75,11 @@ TEST_P(sizes, reduce_of_an_op_that_does_not_commute_keeps_rank_order_for_any_roo
         auto letter = [](int r) { return std::string(1, static_cast<char>('a' + r)); };
         std::string want;
         for (int r = 0; r < n; ++r) want += letter(r);
-        for (auto a : {"linear", "binomial", "binomial_parallel", "chain"}) {
-            auto got = grid::reduce_by(a, c, letter(c.rank()), grid::concat, root);
-            if (c.rank() == root) { EXPECT_EQ(got.value(), want) << a; }
-        }
+        cc::registry::reduce::for_each([&](auto a) {
+            if (a.info.needs_commuting_op) return;
+            auto got = a(c, letter(c.rank()), grid::concat, root);
+            if (c.rank() == root) { EXPECT_EQ(got.value(), want) << grid::name_of(a); }
+        });
     });
 }
 
@@ -87,15 +88,15 @@ TEST_P(sizes, gather_and_scatter_every_root) {
     for_each_root(n, [&](cc::local_communicator& c, int root) {
         std::vector<std::string> all;
         for (int r = 0; r < n; ++r) all.push_back(grid::text_of(r, static_cast<std::size_t>(r % 3)));
-        for (auto g : {&cc::gather_sequential<cc::local_communicator, std::string>,
-                       &cc::gather_parallel<cc::local_communicator, std::string>}) {
-            auto got = g(c, all[static_cast<std::size_t>(c.rank())], root, {});
-            if (c.rank() == root) EXPECT_EQ(got.value(), all);
-            else EXPECT_FALSE(got.has_value());
-        }
+        cc::registry::gather::for_each([&](auto g) {
+            auto got = g(c, all[static_cast<std::size_t>(c.rank())], root);
+            if (c.rank() == root) EXPECT_EQ(got.value(), all) << grid::name_of(g);
+            else EXPECT_FALSE(got.has_value()) << grid::name_of(g);
+        });
         auto input = c.rank() == root ? all : std::vector<std::string>{};
-        EXPECT_EQ(cc::scatter_sequential(c, input, root), all[static_cast<std::size_t>(c.rank())]);
-        EXPECT_EQ(cc::scatter_parallel(c, input, root), all[static_cast<std::size_t>(c.rank())]);
+        cc::registry::scatter::for_each([&](auto a) {
+            EXPECT_EQ(a(c, input, root), all[static_cast<std::size_t>(c.rank())]) << grid::name_of(a);
+        });
     });
 }
 
@@ -126,21 +127,19 @@ TEST_P(sizes, barriers_hold_every_rank_until_all_have_entered) {
     csp::run([&] {
         std::atomic<int> entered{0};
         cc::run_local(n, [&](cc::local_communicator& c) {
-            for (auto b : {&cc::barrier_sequential<cc::local_communicator>,
-                           &cc::barrier_linear<cc::local_communicator>,
-                           &cc::barrier_binomial<cc::local_communicator>}) {
+            cc::registry::barrier::for_each([&](auto b) {
                 for (int round = 0; round < 3; ++round) {
                     entered.fetch_add(1);
-                    b(c, {});
+                    b(c);
                     // Nobody leaves round k before all n entered it; nobody
                     // enters round k+1 before this rank has checked.
-                    EXPECT_GE(entered.load(), n * (round + 1)) << "rank " << c.rank();
-                    b(c, {});
+                    EXPECT_GE(entered.load(), n * (round + 1)) << grid::name_of(b) << " rank " << c.rank();
+                    b(c);
                 }
-                b(c, {});
+                b(c);
                 if (c.rank() == 0) entered.store(0);
-                b(c, {});
-            }
+                b(c);
+            });
         });
     });
 }
@@ -161,10 +160,10 @@ TEST_P(sizes, allgather_alltoall_and_scans) {
             auto letter = [](int r) { return std::string(1, static_cast<char>('a' + r)); };
             const auto inclusive = *fold(0, me + 1, letter, grid::concat);
             const auto exclusive = fold(0, me, letter, grid::concat);
-            EXPECT_EQ(cc::scan_recursive_doubling(c, letter(me), grid::concat), inclusive);
-            EXPECT_EQ(cc::scan_linear(c, letter(me), grid::concat), inclusive);
-            EXPECT_EQ(cc::exscan_recursive_doubling(c, letter(me), grid::concat), exclusive);
-            EXPECT_EQ(cc::exscan_linear(c, letter(me), grid::concat), exclusive);
+            cc::registry::scan::for_each(
+                [&](auto a) { EXPECT_EQ(a(c, letter(me), grid::concat), inclusive) << grid::name_of(a); });
+            cc::registry::exscan::for_each(
+                [&](auto a) { EXPECT_EQ(a(c, letter(me), grid::concat), exclusive) << grid::name_of(a); });
             EXPECT_EQ(cc::scan_recursive_doubling(c, grid::numbers_of(me, 5), cc::sum{}),
                       *fold(0, me + 1, [](int r) { return grid::numbers_of(r, 5); }, cc::sum{}));
         });
@@ -173,7 +172,7 @@ TEST_P(sizes, allgather_alltoall_and_scans) {
 
 INSTANTIATE_TEST_SUITE_P(one_to_sixteen, sizes, ::testing::Range(1, 17));
 
-TEST(reduce_linear, gives_the_same_float_bits_every_run) {
+TEST(reduce_flat_in_order, gives_the_same_float_bits_every_run) {
     // Magnitudes far apart make the sum depend on the order of additions.
     auto value_of = [](int r) { return std::ldexp(1.0 + r / 7.0, (r * 37) % 60 - 30); };
     std::optional<std::uint64_t> first;
@@ -181,7 +180,7 @@ TEST(reduce_linear, gives_the_same_float_bits_every_run) {
     for (int run = 0; run < 10; ++run)
         csp::run([&] {
             cc::run_local(13, [&](cc::local_communicator& c) {
-                auto got = cc::reduce_linear(c, value_of(c.rank()), cc::sum{}, 5);
+                auto got = cc::reduce_flat_in_order(c, value_of(c.rank()), cc::sum{}, 5);
                 if (c.rank() != 5) return;
                 const auto bits = std::bit_cast<std::uint64_t>(*got);
                 EXPECT_EQ(bits, std::bit_cast<std::uint64_t>(want));

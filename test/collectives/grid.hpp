@@ -43,16 +43,15 @@ auto fold(int lo, int hi, F value_of, const Op& op) -> std::optional<decltype(va
     return acc;
 }
 
-inline constexpr std::string_view reduce_algorithms[] = {"linear", "binomial", "binomial_parallel", "chain",
-                                                         "arrival"};
-
+// The reduce algorithms of the registry, by name.
 template <class C, class T, class Op>
 std::optional<T> reduce_by(std::string_view a, C& c, T v, const Op& op, int root) {
-    if (a == "linear") return cc::reduce_linear(c, std::move(v), op, root);
-    if (a == "binomial") return cc::reduce_binomial(c, std::move(v), op, root);
-    if (a == "binomial_parallel") return cc::reduce_binomial_parallel(c, std::move(v), op, root);
-    if (a == "chain") return cc::reduce_chain(c, std::move(v), op, root);
-    return cc::reduce_arrival(c, std::move(v), op, root);
+    return cc::registry::reduce::run(a, c, std::move(v), op, root);
+}
+
+template <class A>
+std::string name_of(const A&) {
+    return std::string(A::info.collective) + " " + std::string(A::info.name);
 }
 
 }  // namespace grid
@@ -82,63 +81,63 @@ std::vector<std::string> check_all(C& c) {
             auto numbers = [len](int r) { return numbers_of(r, len); };
             auto text = [len](int r) { return text_of(r, len); };
             const auto mine = me == root ? numbers(root) : std::vector<std::int64_t>{};
-            expect(cc::broadcast_linear(c, mine, root) == numbers(root), "broadcast linear" + at + sz);
-            expect(cc::broadcast_binomial(c, mine, root) == numbers(root), "broadcast binomial" + at + sz);
-            for (auto a : reduce_algorithms) {
-                const std::string what = "reduce " + std::string(a) + at + sz;
-                expect_at_root(reduce_by(a, c, numbers(me), cc::sum{}, root), fold(0, n, numbers, cc::sum{}), root,
-                               what + " sum");
-                expect_at_root(reduce_by(a, c, numbers(me), cc::minimum{}, root), fold(0, n, numbers, cc::minimum{}),
-                               root, what + " min");
-                if (a == "arrival") continue;
-                expect_at_root(reduce_by(a, c, text(me), concat, root), fold(0, n, text, concat), root,
-                               what + " concat");
-            }
+            cc::registry::broadcast::for_each([&](auto a) {
+                expect(a(c, mine, root) == numbers(root), name_of(a) + at + sz);
+            });
+            cc::registry::reduce::for_each([&](auto a) {
+                const std::string what = name_of(a) + at + sz;
+                expect_at_root(a(c, numbers(me), cc::sum{}, root), fold(0, n, numbers, cc::sum{}), root, what + " sum");
+                expect_at_root(a(c, numbers(me), cc::minimum{}, root), fold(0, n, numbers, cc::minimum{}), root,
+                               what + " min");
+                if (a.info.needs_commuting_op) return;
+                expect_at_root(a(c, text(me), concat, root), fold(0, n, text, concat), root, what + " concat");
+            });
         }
-        for (auto a : reduce_algorithms)
-            if (a != "arrival")
-                expect_at_root(reduce_by(a, c, mat_of(me), mat_product, root), fold(0, n, mat_of, mat_product), root,
-                               "reduce " + std::string(a) + at + " matrices");
+        cc::registry::reduce::for_each([&](auto a) {
+            if (!a.info.needs_commuting_op)
+                expect_at_root(a(c, mat_of(me), mat_product, root), fold(0, n, mat_of, mat_product), root,
+                               name_of(a) + at + " matrices");
+        });
 
         std::vector<std::string> all;
         for (int r = 0; r < n; ++r) all.push_back(text_of(r, static_cast<std::size_t>(r % 3)));
         const auto& own = all[static_cast<std::size_t>(me)];
-        expect_at_root(cc::gather_sequential(c, own, root), std::optional(all), root, "gather sequential" + at);
-        expect_at_root(cc::gather_parallel(c, own, root), std::optional(all), root, "gather parallel" + at);
+        cc::registry::gather::for_each([&](auto a) {
+            expect_at_root(a(c, own, root), std::optional(all), root, name_of(a) + at);
+        });
         auto input = me == root ? all : std::vector<std::string>{};
-        expect(cc::scatter_sequential(c, input, root) == own, "scatter sequential" + at);
-        expect(cc::scatter_parallel(c, input, root) == own, "scatter parallel" + at);
+        cc::registry::scatter::for_each([&](auto a) { expect(a(c, input, root) == own, name_of(a) + at); });
     }
 
     for (std::size_t len : {0u, 1u, 17u}) {
         auto numbers = [len](int r) { return numbers_of(r, len); };
         auto text = [len](int r) { return text_of(r, len); };
         const std::string sz = " len " + std::to_string(len);
-        expect(cc::allreduce_butterfly(c, numbers(me), cc::sum{}) == *fold(0, n, numbers, cc::sum{}),
-               "allreduce butterfly sum" + sz);
-        expect(cc::allreduce_reduce_broadcast(c, numbers(me), cc::maximum{}) == *fold(0, n, numbers, cc::maximum{}),
-               "allreduce reduce_broadcast max" + sz);
-        expect(cc::allreduce_butterfly(c, text(me), concat) == *fold(0, n, text, concat),
-               "allreduce butterfly concat" + sz);
+        cc::registry::allreduce::for_each([&](auto a) {
+            expect(a(c, numbers(me), cc::sum{}) == *fold(0, n, numbers, cc::sum{}), name_of(a) + " sum" + sz);
+            expect(a(c, numbers(me), cc::maximum{}) == *fold(0, n, numbers, cc::maximum{}), name_of(a) + " max" + sz);
+            expect(a(c, text(me), concat) == *fold(0, n, text, concat), name_of(a) + " concat" + sz);
+        });
     }
-    expect(cc::allreduce_butterfly(c, mat_of(me), mat_product) == *fold(0, n, mat_of, mat_product),
-           "allreduce butterfly matrices");
+    cc::registry::allreduce::for_each([&](auto a) {
+        expect(a(c, mat_of(me), mat_product) == *fold(0, n, mat_of, mat_product), name_of(a) + " matrices");
+    });
 
-    cc::barrier_sequential(c);
-    cc::barrier_linear(c);
-    cc::barrier_binomial(c);
+    cc::registry::barrier::for_each([&](auto a) { a(c); });
 
     std::vector<std::string> everyone;
     for (int r = 0; r < n; ++r) everyone.push_back(text_of(r, 2));
-    expect(cc::allgather_gather_broadcast(c, text_of(me, 2)) == everyone, "allgather");
+    cc::registry::allgather::for_each([&](auto a) { expect(a(c, text_of(me, 2)) == everyone, name_of(a)); });
     std::vector<int> out, want;
     for (int j = 0; j < n; ++j) out.push_back(me * 100 + j), want.push_back(j * 100 + me);
-    expect(cc::alltoall_parallel(c, out) == want, "alltoall");
+    cc::registry::alltoall::for_each([&](auto a) { expect(a(c, out) == want, name_of(a)); });
     auto letter = [](int r) { return std::string(1, static_cast<char>('a' + r)); };
-    expect(cc::scan_recursive_doubling(c, letter(me), concat) == *fold(0, me + 1, letter, concat), "scan doubling");
-    expect(cc::scan_linear(c, letter(me), concat) == *fold(0, me + 1, letter, concat), "scan linear");
-    expect(cc::exscan_recursive_doubling(c, letter(me), concat) == fold(0, me, letter, concat), "exscan doubling");
-    expect(cc::exscan_linear(c, letter(me), concat) == fold(0, me, letter, concat), "exscan linear");
+    cc::registry::scan::for_each([&](auto a) {
+        expect(a(c, letter(me), concat) == *fold(0, me + 1, letter, concat), name_of(a));
+    });
+    cc::registry::exscan::for_each([&](auto a) {
+        expect(a(c, letter(me), concat) == fold(0, me, letter, concat), name_of(a));
+    });
 
     // Aspen's reduce: receivers inside and outside P, and two at once on
     // overlapping sets (streams 1 and 2).

@@ -42,7 +42,7 @@ TEST_P(net_grid, every_algorithm_and_root_over_tcp) {
 INSTANTIATE_TEST_SUITE_P(ranks, net_grid, ::testing::Values(1, 2, 3, 5));
 
 TEST(net_grid_selection, the_environment_forces_an_algorithm_in_every_rank) {
-    auto r = launch(3, "CSP_COLLECTIVES=allreduce=reduce_broadcast,barrier=sequential");
+    auto r = launch(3, "CSP_COLLECTIVES=allreduce=reduce_broadcast,barrier=flat_sequential");
     EXPECT_EQ(r.status, 0) << r.output;
     auto bad = launch(2, "CSP_COLLECTIVES=barrier=nonesuch");
     EXPECT_NE(bad.status, 0);

@@ -30,7 +30,7 @@ std::vector<std::string> algorithms_run(int n, const std::function<void(cc::trac
 
 TEST(selection, the_table_chooses_by_group_and_message_size) {
     auto& s = cc::selection::global();
-    EXPECT_EQ(s.choose({"broadcast", 3, 8, true}), "linear");
+    EXPECT_EQ(s.choose({"broadcast", 3, 8, true}), "flat");
     EXPECT_EQ(s.choose({"broadcast", 16, 8, true}), "binomial");
     EXPECT_EQ(s.choose({"reduce", 16, 8, true}), "arrival");
     EXPECT_EQ(s.choose({"reduce", 16, 8, false}), "binomial_parallel");  // arrival needs commuting
@@ -70,20 +70,54 @@ TEST(selection, unknown_names_are_refused_with_the_choices) {
     }
     EXPECT_THROW(cc::selection::global().force("allsum", "linear"), csp::usage_error);
     EXPECT_THROW(cc::selection::parse_overrides("reduce"), csp::usage_error);
-    auto parsed = cc::selection::parse_overrides("allreduce=butterfly,,barrier=sequential");
+    auto parsed = cc::selection::parse_overrides("allreduce=butterfly,,barrier=flat_sequential");
     EXPECT_EQ(parsed.size(), 2u);
-    EXPECT_EQ(parsed.at("barrier"), "sequential");
+    EXPECT_EQ(parsed.at("barrier"), "flat_sequential");
 }
 
 TEST(selection, prints_the_effective_table) {
     forced_guard g;
-    cc::selection::global().force("barrier", "sequential");
+    cc::selection::global().force("barrier", "flat_sequential");
     std::ostringstream os;
     cc::selection::global().print_table(os);
     const auto text = os.str();
     EXPECT_NE(text.find("allreduce   butterfly"), std::string::npos) << text;
-    EXPECT_NE(text.find("forced: barrier = sequential"), std::string::npos) << text;
+    EXPECT_NE(text.find("forced: barrier = flat_sequential"), std::string::npos) << text;
     for (const auto& rule : cc::default_rules) EXPECT_NE(text.find(std::string(rule.algorithm)), std::string::npos);
+}
+
+TEST(registry, every_rule_of_the_table_names_a_registered_algorithm_and_every_collective_has_a_rule) {
+    for (const auto& rule : cc::default_rules)
+        EXPECT_TRUE(cc::selection::find(rule.collective, rule.algorithm).has_value())
+            << rule.collective << " " << rule.algorithm;
+    for (const auto& a : cc::registry::every_algorithm) {
+        bool has_rule = false;
+        for (const auto& rule : cc::default_rules) has_rule = has_rule || rule.collective == a.collective;
+        EXPECT_TRUE(has_rule) << a.qualified();
+    }
+}
+
+TEST(registry, names_are_unique_within_a_collective_and_dispatch_runs_each_by_name) {
+    for (std::size_t i = 0; i < cc::registry::every_algorithm.size(); ++i)
+        for (std::size_t j = i + 1; j < cc::registry::every_algorithm.size(); ++j)
+            EXPECT_NE(cc::registry::every_algorithm[i].qualified(), cc::registry::every_algorithm[j].qualified());
+    // Forcing each allreduce and barrier algorithm runs exactly that one.
+    forced_guard g;
+    for (const auto& a : cc::registry::allreduce::infos) {
+        cc::selection::global().force("allreduce", a.name);
+        EXPECT_EQ(algorithms_run(5, [](auto& c) { EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 10); }),
+                  std::vector<std::string>{"allreduce " + std::string(a.name)});
+    }
+    for (const auto& a : cc::registry::barrier::infos) {
+        cc::selection::global().force("barrier", a.name);
+        EXPECT_EQ(algorithms_run(5, [](auto& c) { cc::barrier(c); }),
+                  std::vector<std::string>{"barrier " + std::string(a.name)});
+    }
+    csp::run([] {
+        cc::run_local(1, [](cc::local_communicator& c) {
+            EXPECT_THROW(cc::registry::reduce::run("quantum", c, 1, cc::sum{}, 0), csp::usage_error);
+        });
+    });
 }
 
 TEST(selection, every_collective_by_plain_name) {

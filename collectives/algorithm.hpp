@@ -1,0 +1,22 @@
+#pragma once
+// What every collective algorithm declares about itself, once: its
+// collective, its name, and when it can be used. The algorithm is a function
+// object carrying this as `info` (broadcast.hpp, reduce.hpp, ...), and the
+// registry (registry.hpp) lists them; dispatch, the selection table,
+// csp-model --list, the tests and the benchmarks all iterate that list.
+#include <string>
+#include <string_view>
+
+namespace csp::collectives {
+
+struct algorithm_info {
+    std::string_view collective;
+    std::string_view name;
+    // Can be used only with an op that commutes (it folds in arrival order).
+    bool needs_commuting_op = false;
+
+    // "reduce/binomial", as reports and benchmarks print it.
+    std::string qualified() const { return std::string(collective) + "/" + std::string(name); }
+};
+
+}  // namespace csp::collectives
