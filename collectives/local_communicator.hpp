@@ -67,7 +67,7 @@ public:
             model::recorder::quiet_scope hide(rec);
             group_->box(to).deliver(rank_, t.bits(), std::any(std::move(value)));
         }
-        if (rec) rec->message(model::direction::send, rank_, to, t.bits());
+        if (rec) rec->message(model::direction::send, rank_, to, model_id(t));
     }
     template <class T>
     T receive(int from, tag t) const {
@@ -82,6 +82,8 @@ public:
     tag next_tag(stream s = {}) const { return group_->counter(rank_).next(s); }
 
 private:
+    static model::message_id model_id(tag t) noexcept { return {t.stream_id(), t.sequence(), t.phase()}; }
+
     // Under a recorder (csp/model/recorder.hpp) a message is recorded rank to
     // rank, and the mailbox channels that carry it stay out of the model.
     mailbox<std::any>::envelope take(int from, tag t) const {
@@ -91,7 +93,7 @@ private:
             return group_->box(rank_).take(from, t.bits());
         }();
         if (rec) {
-            rec->message(model::direction::receive, m.source, rank_, t.bits());
+            rec->message(model::direction::receive, m.source, rank_, model_id(t));
             if (from == any_source)
                 rec->note("a receive from any rank is recorded as the sender it got in the recorded run");
         }

@@ -1,11 +1,31 @@
 #include "csp/observer.hpp"
 
+#include "csp/detail/channel_core.hpp"
 #include "csp/detail/process_record.hpp"
 
-namespace csp::detail {
+namespace csp {
+
+namespace detail {
+// Makes views from the runtime's records; the only code that does.
+class view_access {
+public:
+    static process_view process(const process_record* p) noexcept { return process_view(p); }
+    static channel_view channel(const channel_base* c) noexcept { return channel_view(c); }
+};
 
 void notify_slow(observer* o, event::kind what, const channel_base* ch, std::size_t detail) {
-    o->on_event(event{what, current_process(), ch, detail});
+    o->on_event(event{what, view_access::process(current_process()), view_access::channel(ch), detail});
 }
+}  // namespace detail
 
-}  // namespace csp::detail
+process_view process_view::of_caller() noexcept { return process_view(detail::current_process()); }
+std::string process_view::name() const { return p_->label(); }
+process_view process_view::parent() const noexcept { return process_view(p_->parent()); }
+std::size_t process_view::index() const noexcept { return p_->index(); }
+
+std::uint64_t channel_view::id() const noexcept { return c_->id(); }
+const std::string& channel_view::name() const noexcept { return c_->name(); }
+std::string channel_view::label() const { return c_->label(); }
+const buffer& channel_view::buffering() const noexcept { return c_->buffering(); }
+
+}  // namespace csp

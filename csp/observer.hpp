@@ -3,22 +3,78 @@
 //
 // Every completed channel operation, every alternation choice and the start
 // and end of every par, seq and process pass through notify(). With no
-// observer installed the cost is one relaxed load and a predictable branch.
+// observer installed the cost is one load and a predictable branch.
+//
+// Lifetime rule. An observer must stay alive until it is uninstalled AND
+// every event that may have loaded it has returned: set_observer(nullptr)
+// (or another observer) stops new events, but an event already past its
+// load may still be inside on_event on another thread. Uninstall once the
+// runtimes that could report to it have ended (the recorder and the timeline
+// are uninstalled by take() / stop(), after run() returned), or keep the
+// observer alive for the rest of the program. The pointer is published with
+// release and loaded with acquire, so an observer is seen fully constructed.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "csp/buffer.hpp"
 
 namespace csp {
 
 namespace detail {
 class channel_base;
 class process_record;
+class view_access;
 }  // namespace detail
+
+// A process as an observer sees it; valid only during on_event (or, from
+// of_caller(), while the calling process runs).
+class process_view {
+public:
+    process_view() = default;
+    // The calling process, or an empty view outside any process.
+    static process_view of_caller() noexcept;
+
+    explicit operator bool() const noexcept { return p_ != nullptr; }
+    // Identifies the process while it lives (an address: may be reused later).
+    const void* key() const noexcept { return p_; }
+    // The process's name: the user's, or its place in the par tree ("main.1.0").
+    std::string name() const;
+    // The process whose par started it (empty for roots and daemons), and
+    // its branch index there.
+    process_view parent() const noexcept;
+    std::size_t index() const noexcept;
+
+private:
+    explicit process_view(const detail::process_record* p) noexcept : p_(p) {}
+    const detail::process_record* p_ = nullptr;
+    friend class detail::view_access;
+};
+
+// A channel as an observer sees it.
+class channel_view {
+public:
+    channel_view() = default;
+    explicit operator bool() const noexcept { return c_ != nullptr; }
+    // Unique for the life of the program (never reused).
+    std::uint64_t id() const noexcept;
+    // The name given by the user ("" if none), and the label reports use
+    // (the name, or "channel#12").
+    const std::string& name() const noexcept;
+    std::string label() const;
+    const buffer& buffering() const noexcept;
+
+private:
+    explicit channel_view(const detail::channel_base* c) noexcept : c_(c) {}
+    const detail::channel_base* c_ = nullptr;
+    friend class detail::view_access;
+};
 
 struct event {
     enum class kind : std::uint8_t {
-        channel_read,   // subject: the channel
-        channel_write,  // subject: the channel
+        channel_read,   // channel: the channel
+        channel_write,  // channel: the channel
         alt_chose,      // detail: index of the chosen guard
         par_begin,      // detail: number of branches
         par_end,
@@ -28,8 +84,8 @@ struct event {
         process_end,
     };
     kind what;
-    const detail::process_record* process;  // nullptr outside any process
-    const detail::channel_base* channel;    // for channel events, else nullptr
+    process_view process;  // empty outside any process
+    channel_view channel;  // for channel events, else empty
     std::size_t detail;
 };
 
@@ -54,7 +110,7 @@ namespace detail {
 void notify_slow(observer* o, event::kind what, const channel_base* ch, std::size_t detail);
 
 inline void notify(event::kind what, const channel_base* ch = nullptr, std::size_t detail = 0) {
-    if (observer* o = installed_observer.load(std::memory_order_relaxed)) [[unlikely]]
+    if (observer* o = installed_observer.load(std::memory_order_acquire)) [[unlikely]]
         notify_slow(o, what, ch, detail);
 }
 }  // namespace detail

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <sstream>
 
-#include "csp/detail/channel_core.hpp"
-#include "csp/detail/process_record.hpp"
 
 namespace csp::model {
 
@@ -54,22 +52,22 @@ void recorder::add_step(const void* process, step s) {
 void recorder::on_event(const csp::event& e) {
     pass_on(e);
     std::lock_guard lk(lock_);
-    if (taken_ || e.process == nullptr) return;
-    const void* self = e.process;
+    if (taken_ || !e.process) return;
+    const void* self = e.process.key();
     switch (e.what) {
     case csp::event::kind::process_begin: {
-        const std::size_t m = net_.add_process(e.process->label());
+        const std::size_t m = net_.add_process(e.process.name());
         live_[self] = live{m, {}, 0};
-        if (live* parent = find_live(e.process->parent()); parent && !parent->open_pars.empty()) {
+        if (live* parent = find_live(e.process.parent().key()); parent && !parent->open_pars.empty()) {
             auto& kids = net_.processes[parent->model].body[parent->open_pars.back()].children;
-            const std::size_t i = e.process->index();
+            const std::size_t i = e.process.index();
             if (kids.size() <= i) kids.resize(i + 1, SIZE_MAX);
             kids[i] = m;
         }
         break;
     }
     case csp::event::kind::process_end:
-        if (live* l = find_live(self)) net_.processes[l->model].name = e.process->label();
+        if (live* l = find_live(self)) net_.processes[l->model].name = e.process.name();
         live_.erase(self);
         break;
     case csp::event::kind::par_begin:
@@ -88,19 +86,19 @@ void recorder::on_event(const csp::event& e) {
     case csp::event::kind::channel_read:
     case csp::event::kind::channel_write: {
         live* l = find_live(self);
-        if (!l || l->quiet > 0 || e.channel == nullptr) break;
-        const auto* ch = e.channel;
-        auto it = channels_.find(ch->id());
+        if (!l || l->quiet > 0 || !e.channel) break;
+        const csp::channel_view& ch = e.channel;
+        auto it = channels_.find(ch.id());
         if (it == channels_.end()) {
-            const auto& b = ch->buffering();
+            const auto& b = ch.buffering();
             const bool unbounded = b.how == csp::buffer::kind::unbounded;
             const std::size_t cap = b.how == csp::buffer::kind::none ? 0 : (unbounded ? 1 : b.capacity);
             // Numbered in order of first use, so a recording does not depend
             // on how many channels the program made before.
-            const std::size_t m = net_.add_channel(identifier("c", channels_.size(), ch->name()), cap);
+            const std::size_t m = net_.add_channel(identifier("c", channels_.size(), ch.name()), cap);
             if (b.how == csp::buffer::kind::overwriting)
                 net_.notes.push_back(net_.channels[m].name + " overwrites when full; the model blocks instead");
-            it = channels_.emplace(ch->id(), channel_use{m, unbounded}).first;
+            it = channels_.emplace(ch.id(), channel_use{m, unbounded}).first;
         }
         add_step(self, {step::kind::communicate, it->second.model,
                         e.what == csp::event::kind::channel_write ? direction::send : direction::receive, {}});
@@ -118,16 +116,15 @@ void recorder::on_event(const csp::event& e) {
     }
 }
 
-void recorder::message(direction d, int from, int to, std::uint64_t tag) {
-    const void* self = csp::detail::current_process();
+void recorder::message(direction d, int from, int to, const message_id& id) {
+    const void* self = csp::process_view::of_caller().key();
     std::lock_guard lk(lock_);
     if (taken_) return;
-    auto key = std::make_tuple(from, to, tag);
+    auto key = std::make_tuple(from, to, id);
     auto it = messages_.find(key);
     if (it == messages_.end()) {
         std::ostringstream label;
-        label << 'r' << from << "_r" << to << "_t" << (tag >> 40) << '_' << ((tag >> 8) & 0xffffffffu) << '_'
-              << (tag & 0xffu);
+        label << 'r' << from << "_r" << to << "_t" << id.stream << '_' << id.call << '_' << unsigned{id.step};
         it = messages_.emplace(key, net_.add_channel(identifier("m", messages_.size(), label.str()), 1)).first;
     }
     if (live* l = find_live(self))
@@ -139,7 +136,7 @@ void recorder::note(const std::string& text) {
     if (std::find(net_.notes.begin(), net_.notes.end(), text) == net_.notes.end()) net_.notes.push_back(text);
 }
 
-recorder::quiet_scope::quiet_scope(recorder* r) : r_(r), process_(r ? csp::detail::current_process() : nullptr) {
+recorder::quiet_scope::quiet_scope(recorder* r) : r_(r), process_(r ? csp::process_view::of_caller().key() : nullptr) {
     if (!r_) return;
     std::lock_guard lk(r_->lock_);
     if (live* l = r_->find_live(process_)) ++l->quiet;

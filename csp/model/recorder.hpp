@@ -34,6 +34,18 @@
 
 namespace csp::model {
 
+// Which message of a communicator, as the communicator describes it (the
+// recorder knows nothing of how a communicator numbers its messages): the
+// sequence of calls it belongs to, the call's number there, and the phase
+// inside the call. Together with sender and receiver it names one channel
+// of the model.
+struct message_id {
+    std::uint32_t stream = 0;
+    std::uint32_t call = 0;
+    std::uint8_t step = 0;
+    friend auto operator<=>(const message_id&, const message_id&) = default;
+};
+
 class recorder final : public chained_observer {
 public:
     recorder();
@@ -44,10 +56,10 @@ public:
 
     void on_event(const csp::event& e) override;
 
-    // A message of a communicator from rank `from` to rank `to` with tag
-    // `tag`, sent or received by the calling process. Each (from, to, tag)
-    // is one buffered channel of the model.
-    void message(direction d, int from, int to, std::uint64_t tag);
+    // A message of a communicator from rank `from` to rank `to`, sent or
+    // received by the calling process. Each (from, to, id) is one buffered
+    // channel of the model.
+    void message(direction d, int from, int to, const message_id& id);
 
     // Adds a note (once) to what the model does not capture.
     void note(const std::string& text);
@@ -88,7 +100,7 @@ private:
     network net_;
     std::map<const void*, live> live_;
     std::map<std::uint64_t, channel_use> channels_;
-    std::map<std::tuple<int, int, std::uint64_t>, std::size_t> messages_;
+    std::map<std::tuple<int, int, message_id>, std::size_t> messages_;
     bool saw_alternation_ = false;
 };
 

@@ -2,8 +2,6 @@
 
 #include <iomanip>
 
-#include "csp/detail/channel_core.hpp"
-#include "csp/detail/process_record.hpp"
 
 namespace csp::model {
 
@@ -37,31 +35,31 @@ void timeline::on_event(const csp::event& e) {
     pass_on(e);
     const double t = now();
     std::lock_guard lk(lock_);
-    if (stopped_ || e.process == nullptr) return;
+    if (stopped_ || !e.process) return;
     switch (e.what) {
     case csp::event::kind::process_begin:
-        track_names_.push_back(e.process->label());
-        live_[e.process] = {track_names_.size() - 1, t};
+        track_names_.push_back(e.process.name());
+        live_[e.process.key()] = {track_names_.size() - 1, t};
         break;
     case csp::event::kind::process_end:
-        if (auto it = live_.find(e.process); it != live_.end()) {
-            track_names_[it->second.first] = e.process->label();
-            entries_.push_back({'X', it->second.second, t - it->second.second, it->second.first, e.process->label()});
+        if (auto it = live_.find(e.process.key()); it != live_.end()) {
+            track_names_[it->second.first] = e.process.name();
+            entries_.push_back({'X', it->second.second, t - it->second.second, it->second.first, e.process.name()});
             live_.erase(it);
         }
         break;
     case csp::event::kind::channel_read:
     case csp::event::kind::channel_write: {
-        auto it = live_.find(e.process);
-        if (it == live_.end() || e.channel == nullptr) break;
+        auto it = live_.find(e.process.key());
+        if (it == live_.end() || !e.channel) break;
         const bool write = e.what == csp::event::kind::channel_write;
-        auto& [w, r] = counts_[e.channel->id()];
+        auto& [w, r] = counts_[e.channel.id()];
         const std::uint64_t k = write ? w++ : r++;
         (write ? writes_ : reads_)++;
-        const std::uint64_t flow = (e.channel->id() << 24) | (k & 0xffffff);
-        const std::string what = (write ? "write " : "read ") + e.channel->label();
+        const std::uint64_t flow = (e.channel.id() << 24) | (k & 0xffffff);
+        const std::string what = (write ? "write " : "read ") + e.channel.label();
         entries_.push_back({'i', t, 0, it->second.first, what});
-        entries_.push_back({write ? 's' : 'f', t, 0, it->second.first, e.channel->label(), flow});
+        entries_.push_back({write ? 's' : 'f', t, 0, it->second.first, e.channel.label(), flow});
         break;
     }
     default:
