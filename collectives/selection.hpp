@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "collectives/registry.hpp"
+#include "csp/config.hpp"
 #include "csp/error.hpp"
 
 namespace csp::collectives {
@@ -89,7 +90,7 @@ public:
     };
 
     static selection& global() {
-        static selection s(env_overrides());
+        static selection s(from_environment());
         return s;
     }
 
@@ -178,9 +179,10 @@ private:
                           "\" (known: " + known + ")");
     }
 
-    static std::map<std::string, std::string> env_overrides() {
-        const char* spec = std::getenv("CSP_COLLECTIVES");
-        return spec ? parse_overrides(spec) : std::map<std::string, std::string>{};
+    // The overrides CSP_COLLECTIVES asks for (csp/config.hpp).
+    static std::map<std::string, std::string> from_environment() {
+        auto spec = csp::config::text("CSP_COLLECTIVES");
+        return spec ? parse_overrides(*spec) : std::map<std::string, std::string>{};
     }
 
     static std::string pad(std::string_view s, std::size_t w) {

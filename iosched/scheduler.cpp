@@ -10,26 +10,17 @@
 #include <thread>
 #include <utility>
 
+#include "csp/config.hpp"
 #include "csp/process.hpp"
 
 namespace csp::io {
 
-backend_kind scheduler_options::default_backend() {
-    const char* v = std::getenv("CSP_IO_BACKEND");
-    if (v == nullptr || *v == '\0' || std::string_view(v) == "poll") return backend_kind::poll;
-    if (std::string_view(v) == "epoll") return backend_kind::epoll;
-    throw usage_error(std::string("CSP_IO_BACKEND must be \"poll\" or \"epoll\", not \"") + v + "\"");
-}
-
-clock::duration scheduler_options::default_spin() {
-    const char* v = std::getenv("CSP_IO_SPIN_US");
-    if (v == nullptr || *v == '\0') return std::chrono::microseconds(50);
-    char* end = nullptr;
-    const long us = std::strtol(v, &end, 10);
-    if (*end != '\0' || us < 0 || us > 1'000'000)
-        throw usage_error(std::string("CSP_IO_SPIN_US must be a number of microseconds from 0 to 1000000, not \"") +
-                          v + "\"");
-    return std::chrono::microseconds(us);
+scheduler_options scheduler_options::from_environment() {
+    scheduler_options o;
+    if (auto b = csp::config::choice("CSP_IO_BACKEND", {"poll", "epoll"}))
+        o.backend = *b == "epoll" ? backend_kind::epoll : backend_kind::poll;
+    if (auto us = csp::config::number("CSP_IO_SPIN_US", 0, 1'000'000)) o.spin = std::chrono::microseconds(*us);
+    return o;
 }
 
 // ---- handle -------------------------------------------------------------------
@@ -64,7 +55,7 @@ std::shared_ptr<detail::scheduler> find_or_start(const char* who, const schedule
     return rt.service<detail::scheduler>(
         &service_key,
         [&] {
-            auto s = std::make_shared<detail::scheduler>(rt, o ? *o : scheduler_options{});
+            auto s = std::make_shared<detail::scheduler>(rt, o ? *o : scheduler_options::from_environment());
             s->start();
             return s;
         },

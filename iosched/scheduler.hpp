@@ -52,17 +52,19 @@
 
 namespace csp::io {
 
+// Defaults are fixed; from_environment() applies CSP_IO_BACKEND and
+// CSP_IO_SPIN_US (csp/config.hpp). this_scheduler() starts the scheduler
+// with from_environment(); start_scheduler(o) uses `o` as given.
 struct scheduler_options {
-    // poll unless the environment variable CSP_IO_BACKEND says "epoll".
-    backend_kind backend = default_backend();
+    backend_kind backend = backend_kind::poll;
 
     // How long an idle worker polls without blocking before it sleeps in
-    // poll, while some fd is armed: CSP_IO_SPIN_US microseconds, default 50.
-    // Zero never spins (no busy CPU, but each reply pays a thread wake-up).
-    clock::duration spin = default_spin();
+    // poll, while some fd is armed. Zero never spins (no busy CPU, but each
+    // reply pays a thread wake-up). 50 us covers a loopback round trip
+    // between two processes of one host (bench/iosched_bench).
+    clock::duration spin = std::chrono::microseconds(50);
 
-    static backend_kind default_backend();
-    static clock::duration default_spin();
+    static scheduler_options from_environment();
 };
 
 // Counters, for tests and diagnostics (relaxed; exact once the scheduler is idle).

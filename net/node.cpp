@@ -1,7 +1,9 @@
 #include "net/node.hpp"
 
 #include <cstdlib>
+#include <limits>
 
+#include "csp/config.hpp"
 #include "csp/process.hpp"
 #include "net/log.hpp"
 #include "net/nameserver_client.hpp"
@@ -16,24 +18,11 @@ void node_core::log_fault(const std::string& what) const { log_line("csp.net " +
 
 namespace {
 
-const char* env(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : nullptr;
-}
-
+// The first of `names` that is set, as a whole number >= 0 (its own name
+// in the error otherwise), or `fallback`.
 int env_int(std::initializer_list<const char*> names, int fallback) {
-    for (const char* n : names) {
-        if (const char* v = env(n)) {
-            try {
-                std::size_t used = 0;
-                const int x = std::stoi(v, &used);
-                if (used != std::string(v).size() || x < 0) throw std::invalid_argument(n);
-                return x;
-            } catch (const std::logic_error&) {
-                throw usage_error(std::string("environment variable ") + n + "='" + v + "' is not a non-negative number");
-            }
-        }
-    }
+    for (const char* n : names)
+        if (auto v = csp::config::number(n, 0, std::numeric_limits<int>::max())) return static_cast<int>(*v);
     return fallback;
 }
 
@@ -43,13 +32,15 @@ node_options node_options::from_environment() {
     node_options o;
     o.rank = env_int({"CSP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, -1);
     o.size = env_int({"CSP_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 0);
-    if (const char* j = env("CSP_JOB")) o.job = j;
-    else if (const char* s = env("SLURM_JOB_ID")) o.job = std::string("slurm-") + s + "." + (env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : "0");
-    if (const char* ns = env("CSP_NAMESERVER")) o.nameserver = endpoint::parse(ns);
-    if (const char* t = env("CSP_TOKEN")) o.token = t;
-    if (const char* b = env("CSP_BIND")) o.bind = b[0] && std::string(b).find(':') == std::string::npos ? endpoint{b, 0} : endpoint::parse(b);
-    if (const char* a = env("CSP_ADVERTISE")) o.advertise = a;
-    if (env("CSP_MAX_FRAME")) o.max_frame = static_cast<std::uint32_t>(env_int({"CSP_MAX_FRAME"}, 0));
+    using csp::config::text;
+    if (auto j = text("CSP_JOB")) o.job = *j;
+    else if (auto s = text("SLURM_JOB_ID")) o.job = "slurm-" + *s + "." + text("SLURM_STEP_ID").value_or("0");
+    if (auto ns = text("CSP_NAMESERVER")) o.nameserver = endpoint::parse(*ns);
+    if (auto t = text("CSP_TOKEN")) o.token = *t;
+    if (auto b = text("CSP_BIND")) o.bind = b->find(':') == std::string::npos ? endpoint{*b, 0} : endpoint::parse(*b);
+    if (auto a = text("CSP_ADVERTISE")) o.advertise = *a;
+    if (auto m = csp::config::number("CSP_MAX_FRAME", 0, std::numeric_limits<std::uint32_t>::max()))
+        o.max_frame = static_cast<std::uint32_t>(*m);
     return o;
 }
 

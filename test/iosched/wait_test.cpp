@@ -203,3 +203,21 @@ TEST_P(io_wait, a_plain_thread_can_wait_through_the_scheduler) {
 CSP_ON_EVERY_IO_CONFIG(io_wait);
 
 }  // namespace
+
+TEST(io_config, an_explicit_option_beats_the_environment_and_a_bad_value_is_named) {
+    ::setenv("CSP_IO_BACKEND", "epoll", 1);
+    csp::run([] {
+        EXPECT_EQ(csp::io::start_scheduler(csp::io::scheduler_options{}).backend(), csp::io::backend_kind::poll);
+    });
+    csp::run([] { EXPECT_EQ(csp::io::this_scheduler().backend(), csp::io::backend_kind::epoll); });
+    ::setenv("CSP_IO_BACKEND", "kqueue", 1);
+    csp::run([] {
+        try {
+            csp::io::this_scheduler();
+            ADD_FAILURE() << "CSP_IO_BACKEND=kqueue was accepted";
+        } catch (const csp::usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("CSP_IO_BACKEND=\"kqueue\""), std::string::npos) << e.what();
+        }
+    });
+    ::unsetenv("CSP_IO_BACKEND");
+}
