@@ -39,6 +39,37 @@ std::string hex(std::uint32_t v) {
 
 }  // namespace
 
+header header::data(std::uint32_t source, std::uint32_t port, std::uint64_t tag, std::uint32_t length) noexcept {
+    header h;
+    h.op = opcode::data;
+    h.source = source;
+    h.port = port;
+    h.tag = tag;
+    h.length = length;
+    return h;
+}
+
+namespace {
+header control(opcode op, std::uint32_t source, std::uint32_t length) noexcept {
+    header h;
+    h.op = op;
+    h.source = source;
+    h.length = length;
+    return h;
+}
+}  // namespace
+
+header header::hello(std::uint32_t source, std::uint32_t length) noexcept {
+    return control(opcode::hello, source, length);
+}
+header header::welcome(std::uint32_t source, std::uint32_t length) noexcept {
+    return control(opcode::welcome, source, length);
+}
+header header::refuse(std::uint32_t source, std::uint32_t length) noexcept {
+    return control(opcode::refuse, source, length);
+}
+header header::goodbye(std::uint32_t source) noexcept { return control(opcode::goodbye, source, 0); }
+
 void header::encode(std::byte* out) const noexcept {
     put<std::uint32_t>(out + 0, magic);
     put<std::uint8_t>(out + 4, current_version);

@@ -39,6 +39,13 @@ struct header {
     std::uint32_t port = 0;
     std::uint64_t tag = 0;
 
+    // The frames there are, by name: every frame is built through these.
+    static header data(std::uint32_t source, std::uint32_t port, std::uint64_t tag, std::uint32_t length) noexcept;
+    static header hello(std::uint32_t source, std::uint32_t length) noexcept;
+    static header welcome(std::uint32_t source, std::uint32_t length) noexcept;
+    static header refuse(std::uint32_t source, std::uint32_t length) noexcept;
+    static header goodbye(std::uint32_t source) noexcept;
+
     void encode(std::byte* out) const noexcept;
 
     // Parses and validates 32 bytes. Throws frame_error naming what is wrong

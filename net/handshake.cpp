@@ -39,10 +39,8 @@ std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, co
 
 outgoing welcome_frame(const node_core& core) {
     outgoing f;
-    f.head.op = opcode::welcome;
-    f.head.source = static_cast<std::uint32_t>(core.rank);
     f.body = text_payload(core.options.token);
-    f.head.length = static_cast<std::uint32_t>(f.body.size());
+    f.head = header::welcome(static_cast<std::uint32_t>(core.rank), static_cast<std::uint32_t>(f.body.size()));
     return f;
 }
 
@@ -64,10 +62,7 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     const std::string what = "connection from " + from;
     // Answers refuse(reason), best effort: the stranger may be gone already.
     auto answer_refusal = [&](const std::string& reason) {
-        header h;
-        h.op = opcode::refuse;
-        h.source = static_cast<std::uint32_t>(core->rank);
-        h.length = static_cast<std::uint32_t>(reason.size());
+        const auto h = header::refuse(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(reason.size()));
         const auto bytes = encode_frame(h, reason);
         try {
             write_all(fd.get(), bytes.data(), bytes.size(), clock::now() + std::chrono::milliseconds(200), what);
@@ -137,11 +132,8 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         }
         const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
         unique_fd fd = connect_to(at, deadline);
-        header h;
-        h.op = opcode::hello;
-        h.source = static_cast<std::uint32_t>(core->rank);
         const std::string body = core->options.job + "\n" + core->options.token;
-        h.length = static_cast<std::uint32_t>(body.size());
+        const auto h = header::hello(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(body.size()));
         const auto bytes = encode_frame(h, body);
         write_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
         auto [answer, text] = read_frame(fd.get(), deadline, what);

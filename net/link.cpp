@@ -13,119 +13,19 @@
 #include "csp/alt.hpp"
 #include "iosched/watch.hpp"
 #include "net/errors.hpp"
+#include "net/frame_reader.hpp"
 
 namespace csp::net::detail {
 namespace {
 
-constexpr std::size_t read_capacity = 256 * 1024;
 constexpr std::size_t max_batch_frames = 64;
 constexpr std::size_t max_batch_bytes = 1 << 20;
-
-// Cuts the byte stream of one connection into messages. Keeps unparsed bytes
-// in buf_[begin_, end_) and, while a large payload is being read in place,
-// the message and how much of it has arrived.
-class frame_reader {
-public:
-    frame_reader(node_core& core, int peer) : core_(core), peer_(peer), buf_(new std::byte[read_capacity]) {}
-
-    // Where the next read() should go, and how much it may take.
-    std::byte* space(std::size_t& n) {
-        if (large_) {
-            n = large_->size() - large_have_;
-            return large_dst_ + large_have_;
-        }
-        if (begin_ == end_) begin_ = end_ = 0;
-        else if (read_capacity - end_ < header::size) {
-            std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
-            end_ -= begin_;
-            begin_ = 0;
-        }
-        n = read_capacity - end_;
-        return buf_.get() + end_;
-    }
-
-    // n bytes arrived at space(); complete messages are appended to `out`.
-    void arrived(std::size_t n, std::vector<message>& out) {
-        if (large_) {
-            large_have_ += n;
-            if (large_have_ == large_->size()) {
-                out.push_back(std::move(*large_));
-                large_.reset();
-            }
-            return;
-        }
-        end_ += n;
-        while (end_ - begin_ >= header::size) {
-            const header h = header::decode(buf_.get() + begin_, core_.options.max_frame);
-            check(h);
-            if (h.op == opcode::goodbye) {
-                goodbye_ = true;
-                begin_ += header::size;
-                continue;
-            }
-            message m{static_cast<int>(h.source), h.port, h.tag, {}, {}};
-            std::byte* dst;
-            m.body = payload::allocate(h.length, dst);
-            const std::size_t have = end_ - begin_ - header::size;
-            if (have >= h.length) {
-                if (h.length) std::memcpy(dst, buf_.get() + begin_ + header::size, h.length);
-                begin_ += header::size + h.length;
-                out.push_back(std::move(m));
-            } else if (header::size + h.length > read_capacity) {
-                if (have) std::memcpy(dst, buf_.get() + begin_ + header::size, have);
-                begin_ = end_ = 0;
-                large_ = std::move(m);
-                large_dst_ = dst;
-                large_have_ = have;
-                return;
-            } else {
-                return;  // the rest of this frame is still on its way
-            }
-        }
-    }
-
-    bool goodbye() const noexcept { return goodbye_; }
-
-    // At end of file: the bytes of an unfinished frame, if any.
-    std::string unfinished() const {
-        if (large_)
-            return "truncated frame: the connection closed after " + std::to_string(large_have_) + " of " +
-                   std::to_string(large_->size()) + " payload bytes";
-        if (end_ > begin_) {
-            const std::size_t have = end_ - begin_;
-            return "truncated frame: the connection closed after " + std::to_string(have) + " bytes of a frame" +
-                   (have < header::size ? " header" : "");
-        }
-        return {};
-    }
-
-private:
-    void check(const header& h) const {
-        if (h.op != opcode::data && h.op != opcode::goodbye)
-            throw frame_error(std::string("unexpected ") + describe(h.op) + " frame after the handshake");
-        if (h.op == opcode::goodbye && h.length != 0)
-            throw frame_error("malformed goodbye frame with a payload of " + std::to_string(h.length) + " bytes");
-        if (static_cast<int>(h.source) != peer_)
-            throw frame_error("frame claims to come from node " + std::to_string(h.source) +
-                              " on the connection from node " + std::to_string(peer_));
-        if (goodbye_) throw frame_error("data frame after goodbye");
-    }
-
-    node_core& core_;
-    const int peer_;
-    std::unique_ptr<std::byte[]> buf_;
-    std::size_t begin_ = 0, end_ = 0;
-    std::optional<message> large_;
-    std::byte* large_dst_ = nullptr;
-    std::size_t large_have_ = 0;
-    bool goodbye_ = false;
-};
 
 }  // namespace
 
 void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     auto to_switch = core->to_switch.writer();
-    frame_reader frames(*core, peer);
+    frame_reader frames(core->options.max_frame, peer);
     std::vector<message> batch;
     link_down end{peer, false, {}};
     // Messages go straight into their ports' channels, in order of arrival.
@@ -230,10 +130,7 @@ void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader
                 outgoing& f = batch[k];
                 ended_by = f.ctl;
                 if (f.ctl == outgoing::control::abort) break;
-                if (f.ctl == outgoing::control::goodbye) {
-                    f.head.op = opcode::goodbye;
-                    f.head.length = 0;
-                }
+                if (f.ctl == outgoing::control::goodbye) f.head = header::goodbye(f.head.source);
                 f.head.encode(heads[k].data());
                 iov.push_back({heads[k].data(), header::size});
                 if (f.body.size()) iov.push_back({const_cast<std::byte*>(f.body.data()), f.body.size()});

@@ -115,11 +115,8 @@ void node::post(int to, port_id to_port, std::uint64_t tag, payload body) {
         if (auto it = core_->departed.find(to); it != core_->departed.end()) throw peer_error(to, it->second);
     }
     detail::send_request r{to, {}};
-    r.frame.head.op = opcode::data;
-    r.frame.head.length = static_cast<std::uint32_t>(body.size());
-    r.frame.head.source = static_cast<std::uint32_t>(core_->rank);
-    r.frame.head.port = to_port;
-    r.frame.head.tag = tag;
+    r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
+                                static_cast<std::uint32_t>(body.size()));
     r.frame.body = std::move(body);
     to_switch_.write(std::move(r));
 }

@@ -228,7 +228,7 @@ private:
 
     void say_goodbye(link& l) {
         outgoing bye;
-        bye.head.source = static_cast<std::uint32_t>(core_->rank);
+        bye.head = header::goodbye(static_cast<std::uint32_t>(core_->rank));
         bye.ctl = outgoing::control::goodbye;
         l.out.write(std::move(bye));
         l.goodbye_sent = true;

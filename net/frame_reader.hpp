@@ -1,0 +1,130 @@
+#pragma once
+// The decoder of one connection's byte stream after the handshake: it always
+// knows how many bytes it needs next, and cuts what arrives into messages.
+//
+//   std::size_t room;
+//   std::byte* at = reader.space(room);      // read at most `room` bytes here
+//   reader.arrived(n, out);                  // complete messages appended to out
+//
+// Reads may split a frame anywhere or carry several frames at once. Unparsed
+// bytes wait in a read buffer of read_capacity; a payload that does not fit
+// there is read straight into its own block (no copy). Data and goodbye are
+// the only frames allowed; a frame that claims another source, a data frame
+// after goodbye, or a malformed header throws frame_error naming the fault,
+// after every message complete before it was appended to `out`.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/errors.hpp"
+#include "net/frame.hpp"
+#include "net/message.hpp"
+
+namespace csp::net {
+
+class frame_reader {
+public:
+    static constexpr std::size_t read_capacity = 256 * 1024;
+
+    frame_reader(std::uint32_t max_frame, int peer)
+        : max_frame_(max_frame), peer_(peer), buf_(new std::byte[read_capacity]) {}
+
+    // Where the next read() should go, and how much it may take.
+    std::byte* space(std::size_t& n) {
+        if (large_) {
+            n = large_->size() - large_have_;
+            return large_dst_ + large_have_;
+        }
+        if (begin_ == end_) begin_ = end_ = 0;
+        else if (read_capacity - end_ < header::size) {
+            std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
+            end_ -= begin_;
+            begin_ = 0;
+        }
+        n = read_capacity - end_;
+        return buf_.get() + end_;
+    }
+
+    // n bytes arrived at space(); complete messages are appended to `out`.
+    void arrived(std::size_t n, std::vector<message>& out) {
+        if (large_) {
+            large_have_ += n;
+            if (large_have_ == large_->size()) {
+                out.push_back(std::move(*large_));
+                large_.reset();
+            }
+            return;
+        }
+        end_ += n;
+        while (end_ - begin_ >= header::size) {
+            const header h = header::decode(buf_.get() + begin_, max_frame_);
+            check(h);
+            if (h.op == opcode::goodbye) {
+                goodbye_ = true;
+                begin_ += header::size;
+                continue;
+            }
+            message m{static_cast<int>(h.source), h.port, h.tag, {}, {}};
+            std::byte* dst;
+            m.body = payload::allocate(h.length, dst);
+            const std::size_t have = end_ - begin_ - header::size;
+            if (have >= h.length) {
+                if (h.length) std::memcpy(dst, buf_.get() + begin_ + header::size, h.length);
+                begin_ += header::size + h.length;
+                out.push_back(std::move(m));
+            } else if (header::size + h.length > read_capacity) {
+                if (have) std::memcpy(dst, buf_.get() + begin_ + header::size, have);
+                begin_ = end_ = 0;
+                large_ = std::move(m);
+                large_dst_ = dst;
+                large_have_ = have;
+                return;
+            } else {
+                return;  // the rest of this frame is still on its way
+            }
+        }
+    }
+
+    bool goodbye() const noexcept { return goodbye_; }
+
+    // At end of file: the bytes of an unfinished frame, if any.
+    std::string unfinished() const {
+        if (large_)
+            return "truncated frame: the connection closed after " + std::to_string(large_have_) + " of " +
+                   std::to_string(large_->size()) + " payload bytes";
+        if (end_ > begin_) {
+            const std::size_t have = end_ - begin_;
+            return "truncated frame: the connection closed after " + std::to_string(have) + " bytes of a frame" +
+                   (have < header::size ? " header" : "");
+        }
+        return {};
+    }
+
+private:
+    void check(const header& h) const {
+        if (h.op != opcode::data && h.op != opcode::goodbye)
+            throw frame_error(std::string("unexpected ") + describe(h.op) + " frame after the handshake");
+        if (h.op == opcode::goodbye && h.length != 0)
+            throw frame_error("malformed goodbye frame with a payload of " + std::to_string(h.length) + " bytes");
+        if (static_cast<int>(h.source) != peer_)
+            throw frame_error("frame claims to come from node " + std::to_string(h.source) +
+                              " on the connection from node " + std::to_string(peer_));
+        if (goodbye_) throw frame_error("data frame after goodbye");
+    }
+
+    std::uint32_t max_frame_;
+    const int peer_;
+    std::unique_ptr<std::byte[]> buf_;
+    std::size_t begin_ = 0, end_ = 0;
+    std::optional<message> large_;
+    std::byte* large_dst_ = nullptr;
+    std::size_t large_have_ = 0;
+    bool goodbye_ = false;
+};
+
+
+}  // namespace csp::net

@@ -1,0 +1,159 @@
+// The frame reader on byte strings: frames split at every byte boundary,
+// several frames in one read, a payload larger than the read buffer read in
+// place, and each protocol fault named, with what came before it kept.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "net/frame_reader.hpp"
+
+namespace net = csp::net;
+
+namespace {
+
+constexpr int peer = 3;
+
+std::vector<std::byte> frame(const net::header& h, const std::string& body = {}) {
+    std::vector<std::byte> out(net::header::size + body.size());
+    h.encode(out.data());
+    std::memcpy(out.data() + net::header::size, body.data(), body.size());
+    return out;
+}
+std::vector<std::byte> data(std::uint32_t port, std::uint64_t tag, const std::string& body, int from = peer) {
+    return frame(net::header::data(static_cast<std::uint32_t>(from), port, tag, static_cast<std::uint32_t>(body.size())),
+                 body);
+}
+void append(std::vector<std::byte>& to, const std::vector<std::byte>& more) { to.insert(to.end(), more.begin(), more.end()); }
+
+// Feeds `bytes` in reads of at most `chunk` bytes (and never more than the
+// reader asks for); returns the messages.
+std::vector<net::message> feed(net::frame_reader& r, const std::vector<std::byte>& bytes, std::size_t chunk) {
+    std::vector<net::message> out;
+    std::size_t at = 0;
+    while (at < bytes.size()) {
+        std::size_t room;
+        std::byte* dst = r.space(room);
+        const std::size_t n = std::min({room, chunk, bytes.size() - at});
+        std::memcpy(dst, bytes.data() + at, n);
+        at += n;
+        r.arrived(n, out);
+    }
+    return out;
+}
+
+std::string text(const net::message& m) {
+    return std::string(reinterpret_cast<const char*>(m.body.data()), m.body.size());
+}
+
+}  // namespace
+
+TEST(frame_reader, frames_split_at_any_byte_arrive_whole_and_in_order) {
+    std::vector<std::byte> stream;
+    append(stream, data(1, 10, "alpha"));
+    append(stream, data(2, 20, ""));
+    append(stream, data(1, 30, std::string(100, 'x')));
+    for (std::size_t chunk : {1u, 2u, 7u, 31u, 32u, 33u, 1000u}) {
+        net::frame_reader r(1 << 20, peer);
+        const auto got = feed(r, stream, chunk);
+        ASSERT_EQ(got.size(), 3u) << "chunk " << chunk;
+        EXPECT_EQ(got[0].port, 1u);
+        EXPECT_EQ(got[0].tag, 10u);
+        EXPECT_EQ(got[0].source, peer);
+        EXPECT_EQ(text(got[0]), "alpha");
+        EXPECT_EQ(got[1].size(), 0u);
+        EXPECT_EQ(got[1].tag, 20u);
+        EXPECT_EQ(text(got[2]), std::string(100, 'x'));
+        EXPECT_EQ(r.unfinished(), "");
+        EXPECT_FALSE(r.goodbye());
+    }
+}
+
+TEST(frame_reader, many_frames_in_one_read_all_arrive) {
+    std::vector<std::byte> stream;
+    for (int i = 0; i < 500; ++i) append(stream, data(7, static_cast<std::uint64_t>(i), std::to_string(i)));
+    net::frame_reader r(1 << 20, peer);
+    const auto got = feed(r, stream, stream.size());
+    ASSERT_EQ(got.size(), 500u);
+    for (int i = 0; i < 500; ++i) {
+        EXPECT_EQ(got[static_cast<std::size_t>(i)].tag, static_cast<std::uint64_t>(i));
+        EXPECT_EQ(text(got[static_cast<std::size_t>(i)]), std::to_string(i));
+    }
+}
+
+TEST(frame_reader, a_payload_larger_than_the_read_buffer_is_read_in_place) {
+    std::string big(net::frame_reader::read_capacity * 2 + 13, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    std::vector<std::byte> stream = data(4, 1, "before");
+    append(stream, data(4, 2, big));
+    append(stream, data(4, 3, "after"));
+    net::frame_reader r(1 << 24, peer);
+    const auto got = feed(r, stream, 64 * 1024);
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(text(got[0]), "before");
+    EXPECT_EQ(text(got[1]), big);
+    EXPECT_EQ(text(got[2]), "after");
+}
+
+TEST(frame_reader, goodbye_ends_the_stream_and_a_frame_after_it_is_a_fault) {
+    std::vector<std::byte> stream = data(1, 1, "last");
+    append(stream, frame(net::header::goodbye(peer)));
+    net::frame_reader r(1 << 20, peer);
+    EXPECT_EQ(feed(r, stream, 5).size(), 1u);
+    EXPECT_TRUE(r.goodbye());
+    std::vector<net::message> out;
+    try {
+        feed(r, data(1, 2, "late"), 100);
+        FAIL() << "a data frame after goodbye was accepted";
+    } catch (const net::frame_error& e) {
+        EXPECT_NE(std::string(e.what()).find("after goodbye"), std::string::npos) << e.what();
+    }
+}
+
+TEST(frame_reader, faults_are_named_and_what_came_before_is_kept) {
+    struct fault {
+        std::vector<std::byte> bytes;
+        std::string says;
+    };
+    std::vector<std::byte> bad_magic = data(1, 1, "x");
+    net::header goodbye_with_payload = net::header::goodbye(peer);
+    goodbye_with_payload.length = 2;
+    bad_magic[0] = std::byte{0};
+    const std::vector<fault> faults{
+        {bad_magic, "bad magic"},
+        {data(1, 1, "x", peer + 1), "claims to come from node 4"},
+        {frame(net::header::hello(peer, 0)), "unexpected hello frame"},
+        {frame(goodbye_with_payload, "xy"), "malformed goodbye"},
+        {data(1, 1, std::string(2000, 'z')), "oversized frame"},
+    };
+    for (const auto& f : faults) {
+        std::vector<std::byte> stream = data(9, 99, "intact");
+        append(stream, f.bytes);
+        net::frame_reader r(1000, peer);
+        std::vector<net::message> out;
+        std::size_t room;
+        std::byte* dst = r.space(room);
+        ASSERT_GE(room, stream.size());
+        std::memcpy(dst, stream.data(), stream.size());
+        try {
+            r.arrived(stream.size(), out);
+            ADD_FAILURE() << "accepted: " << f.says;
+        } catch (const net::frame_error& e) {
+            EXPECT_NE(std::string(e.what()).find(f.says), std::string::npos) << e.what();
+        }
+        ASSERT_EQ(out.size(), 1u) << f.says;
+        EXPECT_EQ(text(out[0]), "intact");
+    }
+}
+
+TEST(frame_reader, a_stream_that_ends_inside_a_frame_says_how_far_it_got) {
+    const auto whole = data(1, 1, "payload");
+    net::frame_reader header_cut(1 << 20, peer);
+    feed(header_cut, std::vector<std::byte>(whole.begin(), whole.begin() + 10), 100);
+    EXPECT_NE(header_cut.unfinished().find("10 bytes of a frame header"), std::string::npos) << header_cut.unfinished();
+    net::frame_reader body_cut(1 << 20, peer);
+    feed(body_cut, std::vector<std::byte>(whole.begin(), whole.end() - 2), 100);
+    EXPECT_NE(body_cut.unfinished().find("truncated frame"), std::string::npos) << body_cut.unfinished();
+}
