@@ -38,9 +38,6 @@
 
 namespace csp::collectives {
 
-// Every algorithm there is (registry.hpp).
-inline constexpr const auto& algorithms = registry::every_algorithm;
-
 struct selection_rule {
     std::string_view collective;
     std::string_view algorithm;
@@ -95,7 +92,7 @@ public:
     }
 
     static std::optional<algorithm_info> find(std::string_view collective, std::string_view name) {
-        for (const auto& a : algorithms)
+        for (const auto& a : registry::every_algorithm)
             if (a.collective == collective && a.name == name) return a;
         return std::nullopt;
     }
@@ -169,7 +166,7 @@ private:
     static void validate(std::string_view collective, std::string_view algorithm) {
         if (find(collective, algorithm)) return;
         std::string known;
-        for (const auto& a : algorithms)
+        for (const auto& a : registry::every_algorithm)
             if (a.collective == collective) known += (known.empty() ? "" : ", ") + std::string(a.name);
         if (known.empty())
             throw usage_error("unknown collective \"" + std::string(collective) +

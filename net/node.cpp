@@ -1,6 +1,5 @@
 #include "net/node.hpp"
 
-#include <cstdlib>
 #include <limits>
 
 #include "csp/config.hpp"

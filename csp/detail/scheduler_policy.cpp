@@ -11,7 +11,6 @@ using boost::fibers::context;
 using time_point = std::chrono::steady_clock::time_point;
 
 namespace {
-bool pinned(const context* ctx) { return fiber::is_pinned(ctx); }
 
 // A non-blocking poll of the runtime's idle poller, if it is time for one.
 // Costs one atomic load when the runtime has no poller.
@@ -217,7 +216,7 @@ worker_policy::worker_policy(worker_pool* pool, std::size_t idx, runtime_core* r
 }
 
 void worker_policy::awakened(context* ctx) noexcept {
-    if (!pinned(ctx)) fiber::detach_from_its_thread(ctx);
+    if (!fiber::is_pinned(ctx)) fiber::detach_from_its_thread(ctx);
     {
         std::lock_guard lk(mutex_);
         ready_.push_back(ctx);
@@ -236,7 +235,7 @@ context* worker_policy::pick_next() noexcept {
         }
     }
     if (ctx == nullptr) ctx = pool_->steal_for(this);
-    if (ctx != nullptr && !pinned(ctx)) fiber::attach_to_this_thread(ctx);
+    if (ctx != nullptr && !fiber::is_pinned(ctx)) fiber::attach_to_this_thread(ctx);
     return ctx;
 }
 
@@ -248,14 +247,14 @@ bool worker_policy::has_ready_fibers() const noexcept {
 bool worker_policy::has_stealable() const noexcept {
     std::lock_guard lk(mutex_);
     for (const context* ctx : ready_)
-        if (!pinned(ctx)) return true;
+        if (!fiber::is_pinned(ctx)) return true;
     return false;
 }
 
 context* worker_policy::steal() noexcept {
     std::lock_guard lk(mutex_);
     for (auto it = ready_.rbegin(); it != ready_.rend(); ++it) {
-        if (!pinned(*it)) {
+        if (!fiber::is_pinned(*it)) {
             context* ctx = *it;
             ready_.erase(std::next(it).base());
             return ctx;
