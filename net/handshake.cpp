@@ -132,6 +132,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         }
         const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
         unique_fd fd = connect_to(at, deadline);
+        core->to_switch.writer().write(connector_connected{peer});
         const std::string body = core->options.job + "\n" + core->options.token;
         const auto h = header::hello(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(body.size()));
         const auto bytes = encode_frame(h, body);

@@ -1,147 +1,108 @@
 #include "net/link.hpp"
 
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
-#include <array>
-#include <cerrno>
-#include <unordered_map>
-#include <vector>
-
-#include "csp/alt.hpp"
-#include "iosched/watch.hpp"
-#include "net/errors.hpp"
-#include "net/frame_reader.hpp"
+#include <stdexcept>
 
 namespace csp::net::detail {
-namespace {
 
-constexpr std::size_t max_batch_frames = 64;
-constexpr std::size_t max_batch_bytes = 1 << 20;
-
-}  // namespace
-
-void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
-    auto to_switch = core->to_switch.writer();
-    frame_reader frames(core->options.max_frame, peer);
-    std::vector<message> batch;
-    link_down end{peer, false, {}};
-    // Messages go straight into their ports' channels, in order of arrival.
-    std::unordered_map<port_id, csp::writer<message>> ports;
-    auto flush = [&] {
-        for (message& m : batch) {
-            auto it = ports.find(m.port);
-            if (it == ports.end()) it = ports.emplace(m.port, core->port_channel(m.port).writer()).first;
-            it->second.write(std::move(m));
-        }
-        batch.clear();
-    };
-    try {
-        csp::io::watch readable(fd, csp::io::interest::read);
-        for (;;) {
-            std::size_t room;
-            std::byte* at = frames.space(room);
-            const ssize_t n = ::read(fd, at, room);
-            if (n > 0) {
-                try {
-                    frames.arrived(static_cast<std::size_t>(n), batch);
-                } catch (...) {
-                    flush();  // what arrived intact before the fault is delivered
-                    throw;
-                }
-                flush();
-                // A short read drained the socket: wait rather than read again
-                // for an EAGAIN (readiness is level-triggered, nothing is missed).
-                if (static_cast<std::size_t>(n) < room) readable.wait();
-            } else if (n == 0) {
-                if (std::string partial = frames.unfinished(); !partial.empty()) throw frame_error(partial);
-                end.clean = frames.goodbye();
-                if (!end.clean) end.reason = "connection closed without a goodbye (the node died or was killed)";
-                break;
-            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                readable.wait();
-            } else if (errno != EINTR) {
-                end.reason = "reading from the connection: " + error_text(errno);
-                break;
-            }
-        }
-    } catch (const frame_error& e) {
-        end.reason = e.what();
-    } catch (const std::exception& e) {
-        end.reason = e.what();
+const char* describe(link_state s) noexcept {
+    switch (s) {
+        case link_state::connecting: return "connecting";
+        case link_state::handshaking: return "handshaking";
+        case link_state::up: return "up";
+        case link_state::draining: return "draining";
+        case link_state::closed: return "closed";
+        case link_state::lost: return "lost";
     }
-    to_switch.write(std::move(end));
-    to_switch.write(link_process_exited{peer});
+    return "?";
 }
 
-void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue,
-                  std::optional<outgoing> first) {
-    auto to_switch = core->to_switch.writer();
-    std::optional<csp::io::watch> writable;  // registered on the first full socket
-    std::vector<outgoing> batch;
-    std::vector<std::array<std::byte, header::size>> heads(max_batch_frames + 1);
-    std::vector<iovec> iov;
-    iov.reserve(2 * (max_batch_frames + 1));
-    if (first) batch.push_back(std::move(*first));
+link::link(int peer) : peer_(peer) {}
 
-    // Writes iov[from..] entirely, waiting when the socket is full.
-    auto write_out = [&] {
-        std::size_t i = 0;
-        while (i < iov.size()) {
-            msghdr mh{};
-            mh.msg_iov = iov.data() + i;
-            mh.msg_iovlen = std::min<std::size_t>(iov.size() - i, IOV_MAX);
-            const ssize_t n = ::sendmsg(fd, &mh, MSG_NOSIGNAL);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                if (errno != EAGAIN && errno != EWOULDBLOCK)
-                    throw net_error("writing to the connection: " + error_text(errno));
-                if (!writable) writable.emplace(fd, csp::io::interest::write);
-                writable->wait();
-                continue;
-            }
-            auto left = static_cast<std::size_t>(n);
-            while (i < iov.size() && left >= iov[i].iov_len) left -= iov[i++].iov_len;
-            if (left) {
-                iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
-                iov[i].iov_len -= left;
-            }
-        }
-    };
+void link::illegal(const char* event) const {
+    throw std::logic_error(std::string("link to node ") + std::to_string(peer_) + ": " + event + " while " +
+                           describe(state_));
+}
 
-    // How the queue ended the link: goodbye (say it, then end of file) or
-    // abort (the switch has ended the link already). A failure is reported.
-    auto ended_by = outgoing::control::none;
-    try {
-        while (ended_by == outgoing::control::none) {
-            if (batch.empty()) batch.push_back(queue.read());
-            std::size_t bytes = batch.back().body.size();
-            outgoing more;
-            while (batch.size() < max_batch_frames && bytes < max_batch_bytes &&
-                   batch.back().ctl == outgoing::control::none &&
-                   csp::select(csp::input(queue, more), csp::skip()) == 0) {
-                bytes += more.body.size();
-                batch.push_back(std::move(more));
-            }
-            iov.clear();
-            for (std::size_t k = 0; k < batch.size() && ended_by == outgoing::control::none; ++k) {
-                outgoing& f = batch[k];
-                ended_by = f.ctl;
-                if (f.ctl == outgoing::control::abort) break;
-                if (f.ctl == outgoing::control::goodbye) f.head = header::goodbye(f.head.source);
-                f.head.encode(heads[k].data());
-                iov.push_back({heads[k].data(), header::size});
-                if (f.body.size()) iov.push_back({const_cast<std::byte*>(f.body.data()), f.body.size()});
-            }
-            if (ended_by != outgoing::control::abort) write_out();
-            batch.clear();
-        }
-        if (ended_by == outgoing::control::goodbye) ::shutdown(fd, SHUT_WR);  // the peer reads end of file next
-    } catch (const std::exception& e) {
-        to_switch.write(link_down{peer, false, e.what()});
+void link::connector_started() {
+    if (state_ != link_state::connecting || connector_) illegal("a second connector");
+    connector_ = true;
+}
+
+void link::connected() {
+    if (state_ != link_state::connecting) illegal("connected");
+    state_ = link_state::handshaking;
+}
+
+void link::await_crossing(clock::time_point until) {
+    if (state_ != link_state::connecting && state_ != link_state::handshaking) illegal("a lost crossing");
+    state_ = link_state::handshaking;
+    deadline_ = until;
+}
+
+void link::up(std::unique_ptr<transport> t, std::shared_ptr<node_core> core, csp::process_group& group,
+              std::optional<outgoing> first) {
+    if (state_ != link_state::connecting && state_ != link_state::handshaking) illegal("up");
+    state_ = link_state::up;
+    deadline_ = clock::time_point::max();
+    transport_ = std::move(t);
+    running_ = transport_->start(link_start{std::move(core), peer_, group, queue_.reader(), std::move(first)});
+}
+
+void link::post(outgoing f) {
+    if (error_ || (state_ != link_state::connecting && state_ != link_state::handshaking && state_ != link_state::up))
+        illegal("a send");
+    out_.write(std::move(f));
+}
+
+void link::drain(std::uint32_t own_rank) {
+    if (state_ != link_state::up && state_ != link_state::draining) illegal("drain");
+    state_ = link_state::draining;
+    if (goodbye_sent_) return;
+    outgoing bye;
+    bye.head = header::goodbye(own_rank);
+    bye.ctl = outgoing::control::goodbye;
+    out_.write(std::move(bye));
+    goodbye_sent_ = true;
+}
+
+void link::peer_left(std::uint32_t own_rank, std::string why) {
+    if (state_ != link_state::up && state_ != link_state::draining) illegal("the peer's goodbye");
+    if (!error_) error_ = std::make_shared<const peer_error>(peer_, std::move(why));
+    drain(own_rank);
+}
+
+bool link::lose(const std::string& why) {
+    if (state_ == link_state::lost || state_ == link_state::closed || error_) return false;
+    error_ = std::make_shared<const peer_error>(peer_, why);
+    const bool carried = state_ == link_state::up || state_ == link_state::draining;
+    state_ = link_state::lost;
+    deadline_ = clock::time_point::max();
+    if (carried) {
+        outgoing abort;
+        abort.ctl = outgoing::control::abort;
+        out_.write(std::move(abort));
+        transport_->interrupt();
     }
-    to_switch.write(link_process_exited{peer});
+    return true;
+}
+
+void link::interrupt() noexcept {
+    if (transport_ && running_ > 0) transport_->interrupt();
+}
+
+void link::process_exited() {
+    if (running_ <= 0) illegal("an exit of a process it does not have");
+    if (--running_ > 0) return;
+    if (state_ == link_state::draining) {
+        // Every process reports the link's end before it exits, so a link
+        // whose processes are all gone without having been lost ended with
+        // the peer's goodbye.
+        if (!error_) illegal("the end of its transport without the peer's goodbye");
+        state_ = link_state::closed;
+    } else if (state_ != link_state::lost) {
+        illegal("the end of its transport");
+    }
+    transport_.reset();  // closes the connection (transport.hpp: nothing is used after the last exit)
 }
 
 }  // namespace csp::net::detail

@@ -1,31 +1,117 @@
 #pragma once
-// The two processes that serve one connection to a peer (a link).
+// A link: everything a node knows about its connection to one peer, owned and
+// driven by the switch (switchboard.hpp) alone, so it needs no lock.
 //
-// inbound   reads the socket whenever the IO scheduler says it is readable,
-//           cuts the bytes into frames, and delivers the complete data frames
-//           of each read, in order, into their ports' channels (the port table
-//           is shared under the node's lock; a hop through the switch would
-//           cost a fiber switch per message and decide nothing). Payloads of up
-//           to a read buffer are copied out of it once; larger ones are read
-//           straight into their own block, so a large message costs no copy.
-// outbound  takes frames from its queue (which the switch fills and which
-//           never blocks the switch), gathers what is queued into one sendmsg,
-//           and waits for writability only when the socket is full.
+//   event            from                       to
+//   ---------------  -------------------------  ---------------------------
+//   connected        connecting                 handshaking
+//   await_crossing   connecting, handshaking    handshaking, until deadline()
+//   up               connecting, handshaking    up
+//   drain            up, draining               draining (goodbye queued once)
+//   peer_left        up, draining               draining
+//   last exit        draining                   closed
+//   lose             any but closed and lost    lost
 //
-// Each reports the link's end to the switch once (link_down: clean after the
-// peer's goodbye, otherwise with the reason) and then, as its very last act,
-// that it has exited. Protocol faults (frame.hpp) end the link; whatever was
-// received intact before them has already been delivered.
+//   connecting   our connector is looking the peer up and connecting
+//   handshaking  a connection is exchanging hello and welcome (ours), or ours
+//                lost a crossing (handshake.hpp) and the peer's is on its way
+//                (until deadline())
+//   up           a transport (transport.hpp) moves frames both ways
+//   draining     goodbye is queued behind every frame sent before it; the
+//                link waits for the peer's goodbye and end of stream
+//   closed       both goodbyes passed and the transport has stopped
+//   lost         the connection failed, or never came; error() says why
+//
+// A connection accepted from the peer enters up from connecting as well (the
+// link is made then). closed and lost are final: a node talks to one
+// incarnation of each peer.
+//
+// Invariants
+//  1. error() is set exactly once, when the peer leaves (its goodbye) or the
+//     link is lost, and never changes; every waiter is handed that one error.
+//  2. Frames are queued in send order from the first send on, whatever the
+//     state; the transport sends them in that order once up. No data frame
+//     is queued after error() is set.
+//  3. settled() -- final, the transport's processes all exited and no
+//     connector is running -- is the only condition under which the switch
+//     may forget the link's resources.
+// An event in a state the table does not list is a bug in the switch: it
+// throws logic_error naming the peer, the event and the state.
+#include <cstddef>
 #include <memory>
-#include <optional>
+#include <string>
 
 #include "csp/channel.hpp"
-#include "net/detail/node_core.hpp"
+#include "net/errors.hpp"
+#include "net/transport.hpp"
 
 namespace csp::net::detail {
 
-void run_inbound(std::shared_ptr<node_core> core, int peer, int fd);
-void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue,
-                  std::optional<outgoing> first);
+enum class link_state { connecting, handshaking, up, draining, closed, lost };
+const char* describe(link_state s) noexcept;
+
+class link {
+public:
+    explicit link(int peer);
+    link(const link&) = delete;
+    link& operator=(const link&) = delete;
+
+    int peer() const noexcept { return peer_; }
+    link_state state() const noexcept { return state_; }
+    // Why sends to the peer fail (see invariant 1); null while it may not.
+    const std::shared_ptr<const peer_error>& error() const noexcept { return error_; }
+    std::size_t queued() const { return queue_.buffered(); }
+    // When a handshaking link waiting for the peer's crossing connection gives up.
+    clock::time_point deadline() const noexcept { return deadline_; }
+    const transport* carrier() const noexcept { return transport_.get(); }
+    bool connector_running() const noexcept { return connector_; }
+    bool goodbye_sent() const noexcept { return goodbye_sent_; }
+    bool settled() const noexcept {
+        return (state_ == link_state::closed || state_ == link_state::lost) && running_ == 0 && !connector_;
+    }
+
+    // --- transitions (the switch's) -------------------------------------
+    // A connector for this link was started / has reported.
+    void connector_started();
+    void connector_finished() noexcept { connector_ = false; }
+    // Our connector reached the peer and is exchanging hello and welcome.
+    void connected();
+    // Our connection lost a crossing; the peer's arrives by `until`.
+    void await_crossing(clock::time_point until);
+    // A connection passed its handshake: `t` carries the link from now on,
+    // sending `first` before anything queued.
+    void up(std::unique_ptr<transport> t, std::shared_ptr<node_core> core, csp::process_group& group,
+            std::optional<outgoing> first);
+    // Queues a data frame (invariant 2): connecting, handshaking or up, and
+    // no error yet.
+    void post(outgoing f);
+    // Queues goodbye behind everything sent; up -> draining. Once only.
+    void drain(std::uint32_t own_rank);
+    // The peer's goodbye arrived: `why` is the error sends to it get from now
+    // on. The link drains (our goodbye answers theirs) if it was up.
+    void peer_left(std::uint32_t own_rank, std::string why);
+    // The link failed. Returns false, changing nothing, if it is lost or the
+    // peer had left already (a late failure of a link that ended cleanly);
+    // otherwise stores the error, stops the transport, and returns true.
+    bool lose(const std::string& why);
+    // Forces the transport's processes to stop (the closing node's linger ran out).
+    void interrupt() noexcept;
+    // One of the transport's processes exited.
+    void process_exited();
+
+private:
+    [[noreturn]] void illegal(const char* event) const;
+
+    int peer_;
+    link_state state_ = link_state::connecting;
+    csp::channel<outgoing> queue_{csp::buffer::unbounded(), csp::sharing::any_to_one};
+    csp::writer<outgoing> out_ = queue_.writer();
+    std::unique_ptr<transport> transport_;
+    std::shared_ptr<const peer_error> error_;
+    clock::time_point deadline_ = clock::time_point::max();
+    int running_ = 0;          // of the transport's processes
+    bool connector_ = false;   // a connector is running
+    bool goodbye_sent_ = false;
+};
 
 }  // namespace csp::net::detail

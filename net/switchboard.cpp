@@ -12,6 +12,7 @@
 #include "net/accept_loop.hpp"
 #include "net/handshake.hpp"
 #include "net/link.hpp"
+#include "net/transport.hpp"
 
 namespace csp::net::detail {
 namespace {
@@ -85,19 +86,6 @@ public:
     }
 
 private:
-    struct link {
-        enum class state { connecting, awaiting, up, ended };
-        state st = state::connecting;
-        unique_fd fd;
-        csp::channel<outgoing> queue{csp::buffer::unbounded(), csp::sharing::any_to_one};
-        csp::writer<outgoing> out = queue.writer();
-        bool connector_running = false;
-        bool down = false;      // its end has been handled
-        int running = 0;        // of its inbound and outbound
-        bool goodbye_sent = false;
-        clock::time_point await_until = clock::time_point::max();
-    };
-
     // --- inputs -----------------------------------------------------------
 
     void handle(send_request& r) {
@@ -108,91 +96,90 @@ private:
         // Links are never erased, so a peer without one has never departed.
         auto it = links_.find(r.to);
         if (it == links_.end()) {
-            it = links_.emplace(r.to, std::make_unique<link>()).first;
-            it->second->connector_running = true;
-            spawn_daemon(group_, "net.connector", [core = core_, peer = r.to] {
-                            run_connector(core, peer);
-            });
+            it = links_.emplace(r.to, std::make_unique<link>(r.to)).first;
+            it->second->connector_started();
+            spawn_daemon(group_, "net.connector", [core = core_, peer = r.to] { run_connector(core, peer); });
         }
         link& l = *it->second;
-        if (l.st == link::state::ended) {
+        const auto not_sent = [&](const std::string& why) {
             core_->fault("a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
-                         " was not sent: " + departed(r.to));
-            return;
-        }
-        l.out.write(std::move(r.frame));
+                         " was not sent: " + why);
+        };
+        if (l.error()) return not_sent(l.error()->what());
+        if (l.state() == link_state::draining) return not_sent(core_->name() + " is closing");
+        l.post(std::move(r.frame));
+    }
+
+    void handle(connector_connected& c) {
+        link& l = *links_.at(c.peer);
+        if (l.state() == link_state::connecting) l.connected();
     }
 
     void handle(connect_result& r) {
         link& l = *links_.at(r.peer);
-        l.connector_running = false;
-        if (r.fd >= 0) {
-            unique_fd fd(r.fd);
-            if (l.st == link::state::connecting) {
-                core_->links_made.fetch_add(1, std::memory_order_relaxed);
-                attach(r.peer, l, std::move(fd), std::nullopt);
-            }
-            return;  // otherwise the peer's connection won meanwhile; ours closes here
+        l.connector_finished();
+        unique_fd fd(r.fd);
+        const bool ours_wanted = l.state() == link_state::connecting || l.state() == link_state::handshaking;
+        if (!ours_wanted) return;  // the peer's connection won meanwhile, or the link ended; ours closes here
+        if (fd.get() >= 0) {
+            core_->links_made.fetch_add(1, std::memory_order_relaxed);
+            bring_up(l, std::move(fd), std::nullopt);
+        } else if (r.duplicate) {
+            l.await_crossing(clock::now() + core_->options.connect_timeout);
+        } else {
+            fail(l, r.error);
         }
-        if (l.st != link::state::connecting) return;
-        if (r.duplicate) {
-            l.st = link::state::awaiting;
-            l.await_until = clock::now() + core_->options.connect_timeout;
-            return;
-        }
-        fail(r.peer, l, r.error);
     }
 
     void handle(incoming_hello& h) {
         std::string verdict;
         auto it = links_.find(h.peer);
+        const link* l = it == links_.end() ? nullptr : it->second.get();
         if (closing_) {
             verdict = "node " + std::to_string(core_->rank) + " is closing";
-        } else if (std::string why = departed(h.peer); !why.empty()) {
-            verdict = "node " + std::to_string(h.peer) + " already ended its link with this node (" + why + ")";
-        } else if (it != links_.end() && core_->rank < h.peer &&
-                   (it->second->st == link::state::connecting || it->second->st == link::state::up)) {
+        } else if (l && l->error()) {
+            verdict = "node " + std::to_string(h.peer) + " already ended its link with this node (" +
+                      l->error()->what() + ")";
+        } else if (l && core_->rank < h.peer && l->state() != link_state::draining) {
             // A crossing: ours wins, the lower rank's connection is kept (ours
             // may even be up already: the peer accepted it before its own
-            // hello reached us).
+            // hello reached us). Ours never loses a crossing to a higher rank,
+            // so a handshaking link here is our own connection's handshake.
             verdict = duplicate_reason;
             core_->duplicates.fetch_add(1, std::memory_order_relaxed);
-        } else if (it != links_.end() && it->second->st == link::state::up) {
+        } else if (l && (l->state() == link_state::up || l->state() == link_state::draining)) {
             verdict = "node " + std::to_string(h.peer) + " is already connected";
         }
         if (!verdict.empty()) {
             h.reply.write(verdict);
             return;
         }
-        if (it == links_.end()) it = links_.emplace(h.peer, std::make_unique<link>()).first;
+        if (it == links_.end()) it = links_.emplace(h.peer, std::make_unique<link>(h.peer)).first;
         {
             std::lock_guard lk(core_->lock);
             core_->greeting.erase(h.fd);
         }
         core_->links_accepted.fetch_add(1, std::memory_order_relaxed);
-        attach(h.peer, *it->second, unique_fd(h.fd), welcome_frame(*core_));
+        bring_up(*it->second, unique_fd(h.fd), welcome_frame(*core_));
         h.reply.write(std::string());
     }
 
     void handle(link_down& d) {
         link& l = *links_.at(d.peer);
-        if (l.down) return;
-        l.down = true;
-        if (d.clean) {
-            set_departed(d.peer, core_->peer_name(d.peer) + " has left");
-            if (!l.goodbye_sent) say_goodbye(l);  // answer: the peer waits for our end of file
-            return;
+        if (!d.clean) {
+            fail(l, d.reason);
+        } else if (l.state() != link_state::lost && !l.error()) {
+            // The goodbye is answered (the peer waits for our end of stream)
+            // and the departure recorded before any later send is refused.
+            l.peer_left(static_cast<std::uint32_t>(core_->rank), core_->peer_name(d.peer) + " has left");
+            set_departed(l.peer(), l.error()->what());
         }
-        fail(d.peer, l, d.reason);
     }
 
     void handle(link_process_exited& e) {
         link& l = *links_.at(e.peer);
-        if (--l.running == 0) {
-            l.fd.reset();
-            l.st = link::state::ended;
-            core_->links_up.fetch_sub(1, std::memory_order_relaxed);
-        }
+        l.process_exited();
+        if (!l.carrier()) core_->links_up.fetch_sub(1, std::memory_order_relaxed);
     }
 
     void handle(close_request& c) {
@@ -205,42 +192,26 @@ private:
             for (int fd : core_->greeting) ::shutdown(fd, SHUT_RDWR);
         }
         for (auto& [peer, l] : links_)
-            if (l->st == link::state::up && !l->goodbye_sent) say_goodbye(*l);
+            if (l->state() == link_state::up) l->drain(static_cast<std::uint32_t>(core_->rank));
     }
 
     // --- links ------------------------------------------------------------
 
-    void attach(int peer, link& l, unique_fd fd, std::optional<outgoing> first) {
-        l.st = link::state::up;
-        l.fd = std::move(fd);
-        l.running = 2;
+    void bring_up(link& l, unique_fd fd, std::optional<outgoing> first) {
+        l.up(make_transport(*core_, l.peer(), std::move(fd)), core_, group_, std::move(first));
         core_->links_up.fetch_add(1, std::memory_order_relaxed);
-        const int raw = l.fd.get();
-        spawn_daemon(group_, "net.inbound." + std::to_string(peer), [core = core_, peer, raw] {
-                    run_inbound(core, peer, raw);
-        });
-        spawn_daemon(group_, "net.outbound." + std::to_string(peer),
-                     [core = core_, peer, raw, q = l.queue.reader(), first = std::move(first)]() mutable {
-                                              run_outbound(core, peer, raw, std::move(q), std::move(first));
-                     });
-        if (closing_) say_goodbye(l);
+        if (closing_) l.drain(static_cast<std::uint32_t>(core_->rank));
     }
 
-    void say_goodbye(link& l) {
-        outgoing bye;
-        bye.head = header::goodbye(static_cast<std::uint32_t>(core_->rank));
-        bye.ctl = outgoing::control::goodbye;
-        l.out.write(std::move(bye));
-        l.goodbye_sent = true;
-    }
-
-    // The link to `peer` failed: record why, tell every port, end the link.
-    void fail(int peer, link& l, const std::string& reason) {
-        const std::size_t lost = l.queue.buffered();
-        std::string why = "lost " + core_->peer_name(peer) + ": " + reason;
-        set_departed(peer, why);
+    // The link failed: its error is recorded as the peer's departure, then
+    // handed to every port (node.hpp, invariant 2). False if it had ended
+    // already (link::lose).
+    bool fail(link& l, const std::string& reason) {
+        const std::size_t lost = l.queued();
+        if (!l.lose("lost " + core_->peer_name(l.peer()) + ": " + reason)) return false;
+        const std::string why = l.error()->what();
+        set_departed(l.peer(), why);
         core_->fault(why + (lost ? " (" + std::to_string(lost) + " queued messages to it were not sent)" : ""));
-        auto failure = std::make_shared<const peer_error>(peer, why);
         std::vector<csp::channel<message>> ports;
         {
             std::lock_guard lk(core_->lock);
@@ -248,30 +219,17 @@ private:
         }
         for (auto& ch : ports) {
             message m;
-            m.source = peer;
-            m.failure = failure;
+            m.source = l.peer();
+            m.failure = l.error();
             ch.writer().write(std::move(m));
         }
-        l.down = true;
-        if (l.st == link::state::up) {
-            outgoing abort;
-            abort.ctl = outgoing::control::abort;
-            l.out.write(std::move(abort));
-            ::shutdown(l.fd.get(), SHUT_RDWR);  // wakes both of its processes
-        } else {
-            l.st = link::state::ended;
-        }
+        return true;
     }
 
     void set_departed(int peer, std::string why) {
         std::lock_guard lk(core_->lock);
         if (core_->departed.emplace(peer, std::move(why)).second)
             core_->departures.fetch_add(1, std::memory_order_release);
-    }
-    std::string departed(int peer) const {
-        std::lock_guard lk(core_->lock);
-        auto it = core_->departed.find(peer);
-        return it == core_->departed.end() ? std::string() : it->second;
     }
 
     void deliver(message m) {
@@ -286,22 +244,19 @@ private:
 
     clock::time_point next_deadline() const {
         clock::time_point at = closing_ ? linger_until_ : clock::time_point::max();
-        for (const auto& [peer, l] : links_)
-            if (l->st == link::state::awaiting) at = std::min(at, l->await_until);
+        for (const auto& [peer, l] : links_) at = std::min(at, l->deadline());
         return at;
     }
 
     void deadline_passed() {
         const auto now = clock::now();
         for (auto& [peer, l] : links_) {
-            if (l->st == link::state::awaiting && now >= l->await_until)
-                fail(peer, *l, "its connection to this node never arrived");
-            else if (closing_ && now >= linger_until_ && l->st != link::state::ended) {
-                if (!l->down)
-                    fail(peer, *l, "it did not finish closing within " +
-                                       std::to_string(core_->options.linger.count()) + " ms");
-                else if (l->st == link::state::up)
-                    ::shutdown(l->fd.get(), SHUT_RDWR);
+            if (now >= l->deadline()) {
+                fail(*l, "its connection to this node never arrived");
+            } else if (closing_ && now >= linger_until_ && !l->settled()) {
+                if (!fail(*l, "it did not finish closing within " + std::to_string(core_->options.linger.count()) +
+                                  " ms"))
+                    l->interrupt();
             }
         }
         // Forced; look again in a while rather than spin on a passed deadline.
@@ -310,9 +265,7 @@ private:
 
     bool finished() const {
         if (!closing_) return false;
-        return std::all_of(links_.begin(), links_.end(), [](const auto& p) {
-            return p.second->st == link::state::ended && !p.second->connector_running;
-        });
+        return std::all_of(links_.begin(), links_.end(), [](const auto& p) { return p.second->settled(); });
     }
 
     std::shared_ptr<node_core> core_;

@@ -6,18 +6,14 @@
 //            user processes                      ports (one channel each)
 //                  | send                            ^
 //                  v                                 | messages, in order
-//   listener -> greeters -> [ switch ]               inbound  <- socket
-//   connectors ----------->     |  frames ---------> outbound -> socket
+//   listener -> greeters -> [ switch ]               transport: inbound  <- peer
+//   connectors ----------->     |  frames ---------> transport: outbound -> peer
 //
 // The switch also delivers a node's messages to itself, and tells every port
 // when a peer is lost.
 //
-// A link to a peer goes through these states:
-//   connecting  a connector is setting it up; frames wait in its queue
-//   awaiting    our connection lost a crossing (handshake.hpp); the peer's is coming
-//   up          inbound and outbound run
-//   ended       both have exited and the socket is closed; the peer is departed
-// and never comes back: a node talks to one incarnation of each peer.
+// The switch knows a connection only as a link (link.hpp: its states, queue
+// and error) and what carries it only as a transport (transport.hpp).
 //
 // Closing the node: the listener and greeters stop; every link sends what is
 // queued, then goodbye, and waits for the peer's goodbye and end of file (at

@@ -40,7 +40,10 @@ struct send_request {
     int to;
     outgoing frame;
 };
-struct connect_result {  // from a connector
+struct connector_connected {  // from a connector: the peer accepted, hello and welcome follow
+    int peer;
+};
+struct connect_result {  // from a connector, last
     int peer;
     int fd;              // -1 on failure
     bool duplicate;      // the peer refused because its own connection wins
@@ -62,7 +65,7 @@ struct link_process_exited {
 struct close_request {
     csp::writer<bool> done;
 };
-using switch_input = std::variant<send_request, connect_result, incoming_hello, link_down,
+using switch_input = std::variant<send_request, connector_connected, connect_result, incoming_hello, link_down,
                                   link_process_exited, close_request>;
 
 struct node_core {
