@@ -10,7 +10,7 @@
 //
 // Both include the scheduler's self-pipe. Only the scheduler's process and the
 // one idle worker polling on its behalf touch a backend, never at once (see
-// scheduler.cpp), so backends need no locks.
+// handover.hpp), so backends need no locks.
 #include <ctime>
 #include <memory>
 #include <string_view>

@@ -20,32 +20,16 @@
 // scheduler's self-pipe. A round trip therefore costs the same system calls
 // as a hand-written poll loop plus a few fiber switches, and no thread wake.
 //
-// Invariants
-//  1. Only the scheduler's process touches the fd table and (except as in 2)
-//     the backend.
-//  2. An idle worker polls the backend only while the scheduler is parked
-//     (parked_ != nullptr), and marks that with polling_. The scheduler, once
-//     woken, does not leave the alternation (events_guard::disable) until
-//     polling_ is false. So the backend is never used by two threads at once.
-//  3. Results of a poll (results_) are handed over under lock_, together with
-//     the commit of the parked waiter (waiter invariant 2).
-//  4. Readiness is delivered once per arming; the registration is disarmed
-//     until its owner re-arms it (its confirmation), so a level-triggered fd
-//     that its owner has not yet served is not reported again.
-#include <atomic>
+// The parts: this header and scheduler.cpp are the public handle;
+// scheduler_process.hpp is the scheduler process (requests in, readiness
+// out); registration_table.hpp its record of who waits for what;
+// handover.hpp the one racy part, between the parked scheduler and the idle
+// worker polling for it.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <unordered_map>
-#include <vector>
+#include <utility>
 
-#include "csp/alt.hpp"
-#include "csp/idle_poller.hpp"
-#include "csp/process_group.hpp"
-#include "csp/runtime_ref.hpp"
-#include "csp/service.hpp"
-#include "csp/spinlock.hpp"
 #include "iosched/backend.hpp"
 #include "iosched/io_error.hpp"
 #include "iosched/protocol.hpp"
@@ -94,9 +78,8 @@ public:
 
 private:
     friend class detail::scheduler;
-    explicit scheduler_handle(std::shared_ptr<detail::scheduler> s);
+    explicit scheduler_handle(std::shared_ptr<detail::scheduler> s) : s_(std::move(s)) {}
     std::shared_ptr<detail::scheduler> s_;
-    csp::writer<request> out_;
 };
 
 // The calling process's runtime's scheduler, started with default options on
@@ -106,80 +89,4 @@ scheduler_handle this_scheduler();
 // Starts this runtime's scheduler with `o`; usage_error if it already runs.
 scheduler_handle start_scheduler(scheduler_options o);
 
-namespace detail {
-
-class scheduler final : public csp::service,
-                        public csp::idle_poller,
-                        public std::enable_shared_from_this<scheduler> {
-public:
-    scheduler(csp::runtime_ref rt, scheduler_options o);
-    ~scheduler() override;
-
-    void start();
-    scheduler_handle handle() { return scheduler_handle(shared_from_this()); }
-    csp::writer<request> requests() const { return out_; }
-    scheduler_stats stats() const;
-    backend_kind kind() const noexcept { return kind_; }
-
-    // service
-    void stop() noexcept override;
-    void join() noexcept override;
-
-    // idle_poller
-    bool poll_until(clock::time_point until) noexcept override;
-    void wake() noexcept override;
-
-private:
-    class events_guard;
-
-    struct registration {
-        std::uint64_t id;
-        interest in;
-        bool oneshot;
-        bool armed;
-        csp::writer<readiness> reply;
-    };
-    using registrations = std::vector<registration>;  // of one fd; usually one or two
-
-    void body();
-    void apply(request& r);
-    void dispatch();
-    void deliver(int fd, registration& reg, readiness::status st, short revents);
-    void update_interest(int fd, registrations& regs);
-    void shutdown() noexcept;
-
-    csp::runtime_ref rt_;
-    backend_kind kind_;
-    clock::duration spin_;
-    std::unique_ptr<backend> backend_;
-    csp::channel<request> channel_;
-    csp::reader<request> in_;
-    csp::writer<request> out_;
-    std::unordered_map<int, registrations> fds_;  // the scheduler process's alone
-
-    // Hand-over between the parked scheduler and an idle worker (invariant 2).
-    csp::spinlock lock_;
-    csp::wait_node* parked_ = nullptr;
-    bool polling_ = false;
-    bool results_ready_ = false;
-    std::vector<fd_event> results_;
-
-    // Senders take send_lock_ and check stopped_, so that once the scheduler
-    // has stopped no request can land in its channel unanswered.
-    csp::spinlock send_lock_;
-    bool stopped_ = false;
-    friend class csp::io::scheduler_handle;
-
-    std::string failure_;  // why a poll failed (set by the poller, read after hand-over)
-
-    std::atomic<std::size_t> armed_{0};
-    std::atomic<std::size_t> fd_count_{0};
-    std::atomic<std::uint64_t> polls_{0};
-    std::atomic<std::uint64_t> pipe_wakes_{0};
-    std::atomic<std::uint64_t> delivered_{0};
-
-    csp::process_group process_;
-};
-
-}  // namespace detail
 }  // namespace csp::io
