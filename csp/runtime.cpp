@@ -44,7 +44,7 @@ private:
 }  // namespace
 
 struct run_scope::workers {
-    explicit workers(std::size_t n) : pool(n), started(static_cast<std::ptrdiff_t>(n)), stops(n) {}
+    workers(std::size_t n, runtime_core* rt) : pool(n, rt), started(static_cast<std::ptrdiff_t>(n)), stops(n) {}
     worker_pool pool;
     std::latch started;
     std::vector<stop_event> stops;
@@ -56,7 +56,7 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
         boost::fibers::use_scheduling_algorithm<single_thread_policy>(core_.get());
         return;
     }
-    workers_ = std::make_unique<workers>(o.threads);
+    workers_ = std::make_unique<workers>(o.threads, core_.get());
     for (std::size_t i = 1; i < o.threads; ++i) {
         workers_->threads.emplace_back([this, i] {
             boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, i, core_.get());

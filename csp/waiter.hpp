@@ -11,9 +11,13 @@
 //     The winner of that CAS alone completes the operation; everyone else sees
 //     the node as stale and skips it.
 //  2. Whoever commits a waiter for someone else (a partner, poison, retire)
-//     does the data transfer and wakes the waiter while still holding the lock
-//     of the event source where it found the waiter's node. The waiter takes
-//     that lock to unregister before it returns, so its stack outlives the wake.
+//     unlinks the waiter's node, does the data transfer and wakes the waiter,
+//     all while holding the lock of the event source where it found the node;
+//     the wake is its last access to the node or the waiter. The waiter may
+//     therefore return as soon as it resumes, without taking that lock again
+//     (a plain channel read or write does exactly that), and its stack may go.
+//     An alternation takes each other source's lock again to unlink its
+//     nodes there (guard disable), since those may still be linked.
 //  3. Each commit by someone else is followed by exactly one wake, and the
 //     waiter consumes it by suspending exactly once, even when it learns of the
 //     commit before it got to suspend (absorb()). A timed wait resumed by its

@@ -1,0 +1,108 @@
+#include "csp/detail/idle_protocol.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "csp/detail/tuning.hpp"
+#include "csp/spinlock.hpp"
+#include "csp/waiter.hpp"
+
+namespace csp::detail {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+void idle_protocol::attach(idle_thread& t) {
+    std::lock_guard lk(mutex_);
+    attached_.push_back(&t);
+}
+
+bool idle_protocol::spin(idle_thread& self, time_point until) const {
+    const time_point spin_until = std::min(until, std::chrono::steady_clock::now() + tuning::idle_spin);
+    for (unsigned i = 1;; ++i) {
+        if (self.notified_.load(std::memory_order_relaxed) || self.has_work()) return true;
+        if (i % tuning::idle_spin_clock_every == 0 && std::chrono::steady_clock::now() >= spin_until) return false;
+        spin_pause();
+    }
+}
+
+void idle_protocol::idle(idle_thread& self, time_point until) {
+    if (threads_ > 1 && spin(self, until)) {
+        self.notified_.store(false, std::memory_order_relaxed);
+        return;
+    }
+    std::unique_lock lk(mutex_);
+    // Announce, then look (the no-lost-wake-up argument in the header).
+    sleepers_.fetch_add(1);
+    auto leave = [&] {
+        self.notified_.store(false, std::memory_order_relaxed);
+        sleepers_.fetch_sub(1);
+    };
+    if (self.notified_.load(std::memory_order_relaxed) || self.has_work()) return leave();
+    const std::uint64_t seen = epoch_;
+
+    bool all_idle = sleepers_.load() == threads_;
+    for (const idle_thread* t : attached_) all_idle = all_idle && !t->notified_.load(std::memory_order_relaxed);
+    std::vector<waiter*> to_wake;
+    if (all_idle && rt_->find_deadlock(to_wake)) {
+        // The aborted waiters are woken once mutex_ is released: a wake may
+        // queue work, which takes it (work_added).
+        leave();
+        lk.unlock();
+        for (waiter* w : to_wake) w->wake();
+        return;
+    }
+
+    if (idle_poller* p = rt_->idle_poller(); p && polling_ == nullptr) {
+        polling_ = &self;
+        poller_ = p;
+        poller_woken_ = false;
+        lk.unlock();
+        const bool polled = p->poll_until(until);
+        lk.lock();
+        polling_ = nullptr;
+        poller_ = nullptr;
+        // A poll that did not run (the poller's owner was busy) falls through
+        // to the condition variable.
+        if (polled || epoch_ != seen || self.notified_.load(std::memory_order_relaxed)) return leave();
+    }
+    auto woken = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
+    if (until == time_point::max()) cv_.wait(lk, woken);
+    else cv_.wait_until(lk, until, woken);
+    leave();
+}
+
+void idle_protocol::notify(idle_thread& t) {
+    idle_poller* p;
+    {
+        std::lock_guard lk(mutex_);
+        t.notified_.store(true, std::memory_order_relaxed);
+        p = poll_to_wake_locked(polling_ == &t);
+    }
+    cv_.notify_all();
+    if (p) p->wake();
+}
+
+void idle_protocol::work_added() {
+    if (sleepers_.load() == 0) return;
+    idle_poller* p;
+    {
+        std::lock_guard lk(mutex_);
+        ++epoch_;
+        p = poll_to_wake_locked(true);
+    }
+    cv_.notify_one();
+    if (p) p->wake();
+}
+
+void idle_protocol::wake_all() {
+    idle_poller* p;
+    {
+        std::lock_guard lk(mutex_);
+        ++epoch_;
+        p = poll_to_wake_locked(true);
+    }
+    cv_.notify_all();
+    if (p) p->wake();
+}
+
+}  // namespace csp::detail

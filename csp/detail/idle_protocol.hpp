@@ -1,0 +1,103 @@
+#pragma once
+// How the threads of one runtime go idle and how they are woken: the one
+// protocol both scheduling policies (scheduler_policy.hpp) follow.
+//
+// A thread with no fiber to run calls idle(). It spins a moment first (only
+// if other threads of the runtime may hand it work; tuning.hpp), then
+// announces itself as a sleeper, looks for work one last time, and sleeps:
+// in the runtime's idle poller (csp/idle_poller.hpp) if one is installed and
+// no other thread waits in it, otherwise on a condition variable. Three
+// things wake it: notify(t) (Boost queued a fiber woken from elsewhere for
+// thread t), work_added() (a thread queued work any thread may take), and
+// wake_all() (the idle poller changed; a hook of the runtime).
+//
+// No lost wake-up. A sleeper increments sleepers_ before its last look for
+// work; a thread that adds work queues it before it reads sleepers_. The
+// queue's own lock orders the look and the queueing: if the look came
+// first, the increment happened before the read, so the adder sees a
+// sleeper and bumps epoch_ under mutex_, which the sleeper's wait checks;
+// if the queueing came first, the look finds the work. notify() sets the
+// thread's flag under mutex_, which the sleeper reads under mutex_ before it
+// sleeps and in its wait. A thread waiting in the poller is a sleeper too,
+// and each of the three wake-ups that concerns it also wakes the poller,
+// once per poll.
+//
+// Deadlock. The last thread to become a sleeper, with no notification
+// pending, holds the only moment when no fiber of the runtime runs (every
+// other thread is in idle() and cannot leave it while mutex_ is held): it
+// walks the process graph then (runtime_core::find_deadlock).
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "csp/detail/runtime_core.hpp"
+
+namespace csp::detail {
+
+// What the protocol knows of one thread of the runtime.
+class idle_thread {
+public:
+    // Work this thread could run that the protocol cannot see: its own ready
+    // fibers, or another's it may take. Read after the thread announced itself.
+    virtual bool has_work() const noexcept = 0;
+
+protected:
+    ~idle_thread() = default;
+
+private:
+    friend class idle_protocol;
+    // Set under the protocol's mutex; read without it while spinning.
+    std::atomic<bool> notified_{false};
+};
+
+class idle_protocol {
+public:
+    idle_protocol(std::size_t threads, runtime_core* rt) : threads_(threads), rt_(rt) {}
+    idle_protocol(const idle_protocol&) = delete;
+    idle_protocol& operator=(const idle_protocol&) = delete;
+
+    // Makes `t` one of the runtime's threads; before it first idles.
+    void attach(idle_thread& t);
+
+    // `self` has nothing to run: returns when it may have, or at `until`.
+    void idle(idle_thread& self, std::chrono::steady_clock::time_point until);
+
+    // Boost queued a fiber for `t` (its remote-ready queue): `t` must run its
+    // dispatcher soon. The flag persists, so a notify just before `t` goes
+    // idle is not lost.
+    void notify(idle_thread& t);
+    // Work that any thread may take was queued. Cheap when nobody sleeps.
+    void work_added();
+    // Every thread looks again (the poller changed, or a runtime hook).
+    void wake_all();
+
+private:
+    // Under mutex_: the poller to wake for a wake-up that concerns the
+    // polling thread, if this poll was not woken yet; otherwise nullptr.
+    idle_poller* poll_to_wake_locked(bool concerns_poller) {
+        if (!concerns_poller || poller_ == nullptr || poller_woken_) return nullptr;
+        poller_woken_ = true;
+        return poller_;
+    }
+    // Looks for work until `until` or the spin's end; true if it found some.
+    bool spin(idle_thread& self, std::chrono::steady_clock::time_point until) const;
+
+    const std::size_t threads_;
+    runtime_core* const rt_;
+    std::mutex mutex_;
+    std::vector<idle_thread*> attached_;  // under mutex_
+    std::condition_variable cv_;
+    std::uint64_t epoch_ = 0;         // bumped by work_added and wake_all
+    std::atomic<std::size_t> sleepers_{0};
+    // The thread waiting in the runtime's idle poller and that poller (at
+    // most one thread polls; the others sleep on cv_). Under mutex_.
+    idle_thread* polling_ = nullptr;
+    idle_poller* poller_ = nullptr;
+    bool poller_woken_ = false;  // a wake() was sent during this poll already
+};
+
+}  // namespace csp::detail

@@ -1,0 +1,45 @@
+#pragma once
+// Every spin and interval of the core's scheduling, with the reason for its
+// value. The costs they trade against, measured on the project's reference
+// machine (2 cores; bench/csp_bench): a fiber switch costs about 6 ns;
+// Commstime on one thread about 72 ns per communication; waking a thread
+// asleep on a condition variable or in poll, 10-20 us until it runs.
+//
+// Elsewhere, because they are options a user may set: the IO scheduler's
+// spin before it sleeps in poll (io::scheduler_options::spin, CSP_IO_SPIN_US)
+// and how often its hand-over spins before yielding (iosched/handover.cpp).
+#include <chrono>
+
+namespace csp::detail::tuning {
+
+// An idle worker of a multi-threaded runtime spins this long, looking for
+// work, before it sleeps: another worker hands work over within a few
+// microseconds in a busy network, while a sleep costs a thread wake-up
+// (10-20 us) on both sides. Commstime on two threads: 47-59 us per cycle
+// without the spin, 1.3-12.6 us with 50 us. A one-thread runtime does not spin: no other thread of it can
+// make work, and an outside wake-up pays the sleep either way.
+inline constexpr std::chrono::microseconds idle_spin{50};
+// The spin reads the clock once per this many looks (a clock read costs about
+// as much as 16 looks at the other workers' queues).
+inline constexpr unsigned idle_spin_clock_every = 16;
+
+// While fibers are always ready the workers never idle, so they also poll
+// the idle poller without blocking at most once per this interval: file
+// descriptors are served even in a program that never rests, at a cost of
+// one non-blocking poll (about 1 us) per millisecond of computation.
+inline constexpr std::chrono::microseconds busy_poll_interval{1000};
+// The busy-poll clock is read once per this many scheduling decisions, so
+// that a switch costs no clock read (about 20 ns, three switches' worth).
+inline constexpr unsigned busy_poll_clock_every = 32;
+
+// A one-thread runtime runs Boost's dispatcher context (which moves fibers
+// woken from other threads and expired timers into the ready queue, and
+// frees finished fibers) only when nothing else is ready, and otherwise once
+// per this many picks. Its round (a clock read, two queue scans, two
+// switches) costs more than a communication. Commstime per communication:
+// 160 ns with the dispatcher on every pick, 81 ns once per 8, 72 ns once per
+// 64; the price is a remote wake-up or a timer waiting at most 64 switches
+// (well under 1 us).
+inline constexpr unsigned dispatch_interval = 64;
+
+}  // namespace csp::detail::tuning
