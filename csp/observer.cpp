@@ -22,6 +22,7 @@ process_view process_view::of_caller() noexcept { return process_view(detail::cu
 std::string process_view::name() const { return p_->label(); }
 process_view process_view::parent() const noexcept { return process_view(p_->parent()); }
 std::size_t process_view::index() const noexcept { return p_->index(); }
+bool process_view::daemon() const noexcept { return p_->daemon; }
 
 std::uint64_t channel_view::id() const noexcept { return c_->id(); }
 const std::string& channel_view::name() const noexcept { return c_->name(); }

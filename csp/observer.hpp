@@ -45,6 +45,9 @@ public:
     // its branch index there.
     process_view parent() const noexcept;
     std::size_t index() const noexcept;
+    // A daemon process (process_group.hpp): one that waits for requests by
+    // design, like the IO scheduler or a node's network processes.
+    bool daemon() const noexcept;
 
 private:
     explicit process_view(const detail::process_record* p) noexcept : p_(p) {}

@@ -9,6 +9,10 @@ namespace csp::model {
 
 namespace {
 
+// A straight stretch of events is split into definitions of at most this
+// many, so that no process text nests deeper than that.
+constexpr std::size_t max_chain = 64;
+
 std::string set_of(const std::set<std::size_t>& s) {
     std::ostringstream os;
     os << '{';
@@ -18,106 +22,186 @@ std::string set_of(const std::set<std::size_t>& s) {
     return os.str();
 }
 
-// Processes reachable from processes[0] through pars, in that order.
-std::vector<bool> reachable(const network& net) {
-    std::vector<bool> seen(net.processes.size(), false);
-    std::vector<std::size_t> todo{0};
-    seen[0] = true;
-    while (!todo.empty()) {
-        const std::size_t p = todo.back();
-        todo.pop_back();
-        for (const auto& s : net.processes[p].body)
-            for (std::size_t c : s.children)
-                if (!seen.at(c)) seen[c] = true, todo.push_back(c);
+class process_writer {
+public:
+    process_writer(const network& net, const channel_ends& ends, const std::vector<bool>& started,
+                   const folded_network& folded, std::size_t p)
+        : net_(net), ends_(ends), started_(started), folded_(folded), p_(p), me_(std::to_string(p)),
+          name_("P" + me_) {}
+
+    // Writes the definitions of process p (its alphabet is known after) and
+    // adds what was folded to `folds`.
+    void write(std::ostream& os, std::vector<std::string>& folds) {
+        const auto& proc = net_.processes[p_];
+        os << "-- " << comment_text(proc.name) << " (process " << p_ << ")"
+           << (proc.alternation_recorded_as_taken ? ": its alternations as the branches taken" : "") << '\n';
+        if (started_[p_]) alphabet_.insert("go." + me_), alphabet_.insert("finish." + me_);
+        const auto& runs = folded_.runs[p_];
+        // Definition k starts run k; the text of run k ends by going on to k + 1.
+        const std::string end = started_[p_] ? "finish." + me_ + " -> SKIP" : "SKIP";
+        auto next = [&](std::size_t k) { return k + 1 < runs.size() ? def(k + 1, runs) : end; };
+        head_ = started_[p_] ? "go." + me_ + " -> " : "";
+        // The first straight chunk is P<i> itself; otherwise P<i> leads to run 0.
+        if (runs.empty() || runs[0].times > 1) os << name_ << " = " << head_ << (runs.empty() ? end : def(0, runs)) << '\n';
+        for (std::size_t k = 0; k < runs.size(); ++k) {
+            const run& r = runs[k];
+            if (r.times == 1) {
+                // Chunks of at most max_chain steps, each going on to the next.
+                for (std::size_t b = r.begin; b < r.end; b += max_chain) {
+                    const std::size_t e = std::min(r.end, b + max_chain);
+                    const std::string rest = e < r.end ? chunk_name(k, e - r.begin) : next(k);
+                    os << chunk_name(k, b - r.begin) << " = " << (k == 0 && b == r.begin ? head_ : "") << chain(b, e, rest)
+                       << '\n';
+                }
+            } else {
+                const std::string loop = name_ + "_" + std::to_string(k);
+                os << loop << "(n) = if n == 0 then " << next(k) << " else " << chain(r.begin, r.end, loop + "(n - 1)")
+                   << '\n';
+                folds.push_back(comment_text(proc.name) + " (P" + me_ + "): " + std::to_string(r.end - r.begin) +
+                                " step" + (r.end - r.begin == 1 ? "" : "s") + " repeated " +
+                                count_text(r.times, folded_.n) + " times, as " + loop);
+            }
+        }
     }
-    return seen;
-}
+
+    std::string alphabet() const {
+        std::string singles = "{";
+        for (const auto& e : alphabet_) singles += (singles.size() > 1 ? ", " : "") + e;
+        singles += "}";
+        if (sets_.empty()) return singles;
+        std::string out = "Union({";
+        if (!alphabet_.empty()) out += singles + ", ";
+        bool first = true;
+        for (const auto& s : sets_) out += (first ? "" : ", ") + s, first = false;
+        return out + "})";
+    }
+
+private:
+    // The name under which run k (or its chunk starting at step b) is defined.
+    std::string def(std::size_t k, const std::vector<run>& runs) const {
+        return runs[k].times == 1 ? chunk_name(k, 0)
+                                  : name_ + "_" + std::to_string(k) + "(" + count_text(runs[k].times, folded_.n) + ")";
+    }
+    // Chunk `offset` steps into run k.
+    std::string chunk_name(std::size_t k, std::size_t offset) const {
+        std::string out = name_;
+        if (k == 0 && offset == 0) return out;
+        out.append("_").append(std::to_string(k));
+        if (offset != 0) out.append("_").append(std::to_string(offset));
+        return out;
+    }
+
+    // Steps [b, e) of the body as a prefix chain going on to `rest`.
+    std::string chain(std::size_t b, std::size_t e, const std::string& rest) {
+        std::string text = rest;
+        for (std::size_t i = e; i-- > b;) text = prefix(net_.processes[p_].body[i], text);
+        return text;
+    }
+
+    std::string prefix(const step& s, const std::string& rest) {
+        if (s.what == step::kind::par) {
+            std::string out;
+            for (std::size_t c : s.children) {
+                const std::string cs = std::to_string(c);
+                out += "go." + cs + " -> ";
+                alphabet_.insert("go." + cs);
+                alphabet_.insert("finish." + cs);
+            }
+            for (std::size_t c : s.children) out += "finish." + std::to_string(c) + " -> ";
+            return out + rest;
+        }
+        const auto& ch = net_.channels[s.channel];
+        const bool send = s.dir == direction::send;
+        if (ch.capacity > 0) {
+            const std::string event = ch.name + (send ? "_in." : "_out.") + me_;
+            alphabet_.insert(event);
+            return event + " -> " + rest;
+        }
+        // c.writer.reader, offered to every process on the other side.
+        const auto& others = send ? ends_.readers[s.channel] : ends_.writers[s.channel];
+        if (others.size() == 1) {
+            const std::string o = std::to_string(*others.begin());
+            const std::string event = send ? ch.name + "." + me_ + "." + o : ch.name + "." + o + "." + me_;
+            alphabet_.insert(event);
+            return event + " -> " + rest;
+        }
+        const std::string var = send ? "r" : "w";
+        const std::string event = send ? ch.name + "." + me_ + ".r" : ch.name + ".w." + me_;
+        sets_.insert("{" + event + " | " + var + " <- " + set_of(others) + "}");
+        return "([] " + var + " : " + set_of(others) + " @ " + event + " -> " + rest + ")";
+    }
+
+    const network& net_;
+    const channel_ends& ends_;
+    const std::vector<bool>& started_;
+    const folded_network& folded_;
+    std::size_t p_;
+    std::string me_, name_, head_;
+    std::set<std::string> alphabet_;  // single events
+    std::set<std::string> sets_;      // comprehensions
+};
 
 }  // namespace
 
-void write_cspm(std::ostream& os, const network& net, const cspm_options& options) {
-    if (net.processes.empty()) throw std::invalid_argument("write_cspm: the network has no process");
+void write_cspm(std::ostream& os, const network& recorded, const cspm_options& options) {
+    if (recorded.processes.empty()) throw std::invalid_argument("write_cspm: the network has no process");
+    const network net = program_view(recorded);
     const std::size_t n = net.processes.size();
-    const auto live = reachable(net);
+    const auto started = started_by_par(net);
+    const channel_ends ends = ends_of(net);
+    const folded_network folded = fold_all(net);
 
-    const auto [writers, readers] = ends_of(net, live);
+    // The processes first: what they fold goes into the header.
+    std::ostringstream body;
+    std::vector<std::string> folds, alphabets;
+    for (std::size_t p = 0; p < n; ++p) {
+        process_writer w(net, ends, started, folded, p);
+        w.write(body, folds);
+        alphabets.push_back(w.alphabet());
+        body << '\n';
+    }
 
-    os << "-- " << options.title << ": exported by csp::model.\n";
-    for (const auto& note : net.notes) os << "-- Note: " << note << ".\n";
+    os << "-- " << comment_text(options.title) << ": exported by csp::model.\n";
+    for (const auto& note : net.notes) os << "-- Note: " << comment_text(note) << ".\n";
+    for (const auto& f : folds) os << "-- Folded: " << f << ".\n";
     os << "-- Load in FDR4: refines FILE, or open it in the FDR4 GUI.\n\n";
+    if (folded.n > 0)
+        os << "-- The pass count of the folded loops, as recorded. A loop written against N\n"
+              "-- runs N (or N + k) passes: set N >= 1 to check the network for another run\n"
+              "-- length; a check's cost grows with N.\n"
+              "N = "
+           << folded.n << "\n\n";
     os << "Procs = {0.." << n - 1 << "}\n";
     os << "channel go, finish : Procs\n";
-    for (std::size_t c = 0; c < net.channels.size(); ++c) {
-        const auto& ch = net.channels[c];
+    for (const auto& ch : net.channels) {
         if (ch.capacity == 0) os << "channel " << ch.name << " : Procs.Procs\n";
         else os << "channel " << ch.name << "_in, " << ch.name << "_out : Procs\n";
     }
     os << '\n';
 
-    // Buffers: held values h, values still to come k.
+    // Buffers: h values held, k still to come.
     std::vector<std::size_t> buffers;
     for (std::size_t c = 0; c < net.channels.size(); ++c) {
         const auto& ch = net.channels[c];
         if (ch.capacity == 0) continue;
         buffers.push_back(c);
         os << "BUF_" << ch.name << "(h, k) =\n"
-           << "    (h < " << ch.capacity << " and k > 0) & ([] w : " << set_of(writers[c]) << " @ " << ch.name
+           << "    (h < " << ch.capacity << " and k > 0) & ([] w : " << set_of(ends.writers[c]) << " @ " << ch.name
            << "_in.w -> BUF_" << ch.name << "(h + 1, k - 1))\n"
-           << "    [] h > 0 & ([] r : " << set_of(readers[c]) << " @ " << ch.name << "_out.r -> BUF_" << ch.name
-           << "(h - 1, k))\n"
-           << "    [] (h == 0 and k == 0) & SKIP\n";
+           << "    [] h > 0 & ([] r : " << set_of(ends.readers[c]) << " @ " << ch.name << "_out.r -> BUF_"
+           << ch.name << "(h - 1, k))\n"
+           << "    [] k == 0 & SKIP\n";
     }
     if (!buffers.empty()) os << '\n';
 
-    for (std::size_t p = 0; p < n; ++p) {
-        if (!live[p]) continue;
-        const auto& proc = net.processes[p];
-        os << "-- " << proc.name << (proc.alternation_recorded_as_taken ? " (alternation: the branch taken)" : "")
-           << '\n';
-        // Its steps, and its alphabet: its own go/finish, its children's,
-        // and its channel ends.
-        std::vector<std::string> steps, parts;
-        auto control = [&](std::size_t c) {
-            parts.push_back("{go." + std::to_string(c) + ", finish." + std::to_string(c) + "}");
-        };
-        const std::string me = std::to_string(p);
-        if (p != 0) steps.push_back("go." + me + " -> SKIP"), control(p);
-        for (const auto& s : proc.body) {
-            if (s.what == step::kind::par) {
-                for (std::size_t c : s.children) steps.push_back("go." + std::to_string(c) + " -> SKIP"), control(c);
-                for (std::size_t c : s.children) steps.push_back("finish." + std::to_string(c) + " -> SKIP");
-                continue;
-            }
-            const auto& ch = net.channels[s.channel];
-            const bool send = s.dir == direction::send;
-            if (ch.capacity > 0) {
-                const std::string event = ch.name + (send ? "_in." : "_out.") + me;
-                steps.push_back(event + " -> SKIP");
-                parts.push_back("{" + event + "}");
-            } else {
-                // c.writer.reader, offered to every process on the other side.
-                const std::string others = set_of(send ? readers[s.channel] : writers[s.channel]);
-                const std::string event = send ? ch.name + "." + me + ".r" : ch.name + ".w." + me;
-                const std::string var = send ? "r" : "w";
-                steps.push_back("([] " + var + " : " + others + " @ " + event + " -> SKIP)");
-                parts.push_back("{" + event + " | " + var + " <- " + others + "}");
-            }
-        }
-        if (p != 0) steps.push_back("finish." + me + " -> SKIP");
-        os << "PROC(" << p << ") =";
-        if (steps.empty()) os << " SKIP";
-        for (std::size_t i = 0; i < steps.size(); ++i) os << (i ? "\n    ; " : " ") << steps[i];
-        os << '\n';
-        os << "ALPHA(" << p << ") = Union({";
-        for (std::size_t i = 0; i < parts.size(); ++i) os << (i ? ", " : "") << parts[i];
-        os << "})\n\n";
-    }
+    os << body.str();
+    // CSPm joins the clauses of one function only when they are adjacent.
+    for (std::size_t p = 0; p < n; ++p) os << "PROC(" << p << ") = P" << p << '\n';
+    os << '\n';
+    for (std::size_t p = 0; p < n; ++p) os << "ALPHA(" << p << ") = " << alphabets[p] << '\n';
+    os << '\n';
 
-    std::set<std::size_t> components;
-    for (std::size_t p = 0; p < n; ++p)
-        if (live[p]) components.insert(p);
-    os << "PROCS = " << set_of(components) << "\n\n";
-    os << "PROCESSES = || i : PROCS @ [ALPHA(i)] PROC(i)\n";
+    os << "PROCESSES = || i : Procs @ [ALPHA(i)] PROC(i)\n";
     if (buffers.empty()) {
         os << "SYSTEM = PROCESSES\n";
     } else {

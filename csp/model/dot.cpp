@@ -4,14 +4,20 @@
 namespace csp::model {
 
 namespace {
+// A DOT string: quotes and backslashes escaped, control characters (a
+// newline would end the statement) as spaces.
 std::string quoted(const std::string& s) {
     std::string out = "\"";
-    for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    for (char c : comment_text(s)) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
     return out + '"';
 }
 }  // namespace
 
-void write_dot(std::ostream& os, const network& net, const std::string& title) {
+void write_dot(std::ostream& os, const network& recorded, const std::string& title) {
+    const network net = program_view(recorded);
     const auto [writers, readers] = ends_of(net);
 
     os << "digraph " << quoted(title) << " {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n";

@@ -2,7 +2,7 @@
 // A model::network as a Graphviz picture: one node per process, one arrow
 // per channel from each process that wrote to it to each that read it
 // (dashed when buffered), and dotted grey arrows from a par to the
-// processes it ran.
+// processes it ran. Daemons are left out (program_view, network.hpp).
 //
 //   dot -Tsvg network.dot -o network.svg
 #include <ostream>

@@ -1,13 +1,31 @@
 #include "csp/model/network.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 
 namespace csp::model {
 
 std::string identifier(const std::string& prefix, std::size_t index, const std::string& label) {
+    constexpr std::size_t max_length = 48;
     std::string out = prefix + std::to_string(index);
     if (!label.empty()) out += '_';
-    for (char c : label) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    for (char c : label) {
+        if (out.size() >= max_length) break;
+        out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    }
+    return out;
+}
+
+std::string comment_text(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) c = ' ';
+        if (c == '/' && !out.empty() && out.back() == '*') out += ' ';
+        out += c;
+    }
     return out;
 }
 
@@ -21,6 +39,156 @@ channel_ends ends_of(const network& net, const std::vector<bool>& included) {
                 (s.dir == direction::send ? e.writers : e.readers).at(s.channel).insert(p);
     }
     return e;
+}
+
+network program_view(const network& net) {
+    if (net.processes.empty()) return net;
+    std::vector<bool> service_channel(net.channels.size(), false);
+    for (const auto& p : net.processes)
+        if (p.daemon)
+            for (const auto& s : p.body)
+                if (s.what == step::kind::communicate) service_channel.at(s.channel) = true;
+
+    network out;
+    std::vector<std::size_t> channel_at(net.channels.size(), SIZE_MAX);
+    std::string hidden;
+    std::set<std::string> hidden_names;
+    for (std::size_t c = 0; c < net.channels.size(); ++c) {
+        if (service_channel[c]) {
+            hidden += (hidden.empty() ? "" : ", ") + net.channels[c].name;
+            hidden_names.insert(net.channels[c].name);
+            continue;
+        }
+        channel_at[c] = out.add_channel(net.channels[c].name, net.channels[c].capacity);
+    }
+    // A note about a channel left out ("c3 overwrites when full") goes with it.
+    for (const auto& note : net.notes)
+        if (!hidden_names.count(note.substr(0, note.find(' ')))) out.notes.push_back(note);
+    // processes[0] is kept even if it is a daemon: it is where the network starts.
+    std::vector<std::size_t> process_at(net.processes.size(), SIZE_MAX);
+    std::size_t daemons = 0;
+    for (std::size_t p = 0; p < net.processes.size(); ++p) {
+        if (p != 0 && net.processes[p].daemon) {
+            ++daemons;
+            continue;
+        }
+        process_at[p] = out.processes.size();
+        out.processes.push_back({net.processes[p].name, {}, net.processes[p].alternation_recorded_as_taken, false});
+    }
+    for (std::size_t p = 0; p < net.processes.size(); ++p) {
+        if (process_at[p] == SIZE_MAX) continue;
+        auto& body = out.processes[process_at[p]].body;
+        for (const auto& s : net.processes[p].body) {
+            if (s.what == step::kind::communicate) {
+                if (channel_at[s.channel] != SIZE_MAX) body.push_back({s.what, channel_at[s.channel], s.dir, {}});
+                continue;
+            }
+            step par{step::kind::par, 0, direction::send, {}};
+            for (std::size_t c : s.children)
+                if (process_at.at(c) != SIZE_MAX) par.children.push_back(process_at[c]);
+            if (!par.children.empty()) body.push_back(std::move(par));
+        }
+    }
+    if (daemons)
+        out.notes.push_back(std::to_string(daemons) + " daemon processes (runtime services) are not modelled" +
+                            (hidden.empty() ? std::string() : ", nor what was sent on their channels " + hidden));
+    return out;
+}
+
+std::vector<bool> started_by_par(const network& net) {
+    std::vector<bool> started(net.processes.size(), false);
+    for (const auto& p : net.processes)
+        for (const auto& s : p.body)
+            for (std::size_t c : s.children) started.at(c) = true;
+    return started;
+}
+
+namespace {
+
+// A step as a number: equal numbers for equal communications; every par is
+// different from every other step (its children are new processes).
+std::vector<std::int64_t> tokens_of(const std::vector<step>& body) {
+    std::vector<std::int64_t> t(body.size());
+    std::int64_t unique = -1;
+    for (std::size_t i = 0; i < body.size(); ++i)
+        t[i] = body[i].what == step::kind::communicate
+                   ? static_cast<std::int64_t>(body[i].channel * 2 + (body[i].dir == direction::send))
+                   : unique--;
+    return t;
+}
+
+struct repetition {
+    std::size_t start = 0, period = 0, times = 0;
+    std::size_t saved() const { return times > 1 ? (times - 1) * period : 0; }
+};
+
+// The best repetition of period `d` around position m of t[lo, hi).
+repetition around(const std::vector<std::int64_t>& t, std::size_t lo, std::size_t hi, std::size_t m, std::size_t d) {
+    // [s, e): every i in it has t[i] == t[i + d], so t[s, e + d) repeats with period d.
+    std::size_t s = m, e = m;
+    while (e + d < hi && t[e] == t[e + d]) ++e;
+    while (s > lo && t[s - 1] == t[s - 1 + d]) --s;
+    if (e == s) return {};
+    return {s, d, (e - s + d) / d};
+}
+
+// The repetition saving the most steps in t[lo, hi). The period is looked
+// for among the distances from a middle step to the next occurrences of the
+// same step, which finds the cycle of a loop that covers the middle.
+repetition best_repetition(const std::vector<std::int64_t>& t, std::size_t lo, std::size_t hi) {
+    constexpr std::size_t max_period = 4096;
+    constexpr std::size_t max_candidates = 48;
+    repetition best;
+    if (hi - lo < 4) return best;
+    for (std::size_t m : {lo + (hi - lo) / 2, lo + (hi - lo) / 4, lo + 3 * (hi - lo) / 4}) {
+        std::size_t tried = 0;
+        for (std::size_t d = 1; d <= max_period && m + d < hi && tried < max_candidates; ++d) {
+            if (t[m + d] != t[m]) continue;
+            ++tried;
+            const repetition r = around(t, lo, hi, m, d);
+            if (r.saved() > best.saved()) best = r;
+            if (best.saved() >= (hi - lo) / 2) break;  // a multiple of this period saves no more
+        }
+        if (best.saved() >= (hi - lo) / 2) break;  // most of the range: good enough
+    }
+    return best;
+}
+
+void fold_range(const std::vector<std::int64_t>& t, std::size_t lo, std::size_t hi, std::vector<run>& out) {
+    constexpr std::size_t min_saving = 3;
+    if (lo == hi) return;
+    const repetition r = best_repetition(t, lo, hi);
+    if (r.saved() < min_saving) {
+        out.push_back({lo, hi, 1});
+        return;
+    }
+    fold_range(t, lo, r.start, out);
+    out.push_back({r.start, r.start + r.period, r.times});
+    fold_range(t, r.start + r.period * r.times, hi, out);
+}
+
+}  // namespace
+
+std::vector<run> fold(const std::vector<step>& body) {
+    std::vector<run> out;
+    fold_range(tokens_of(body), 0, body.size(), out);
+    return out;
+}
+
+folded_network fold_all(const network& net) {
+    folded_network f;
+    for (const auto& p : net.processes) {
+        f.runs.push_back(fold(p.body));
+        for (const run& r : f.runs.back())
+            if (r.times > 1 && (f.n == 0 || r.times < f.n)) f.n = r.times;
+    }
+    return f;
+}
+
+std::string count_text(std::size_t times, std::size_t n) {
+    constexpr std::size_t near = 8;
+    if (n == 0 || times < n || times - n > near) return std::to_string(times);
+    return times == n ? std::string("N") : "N + " + std::to_string(times - n);
 }
 
 }  // namespace csp::model

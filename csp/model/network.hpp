@@ -15,6 +15,7 @@
 // direction. That is exact for networks whose structure does not depend on
 // the data (collectives depend only on rank and size).
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ struct process {
     // Set when the process chose in an alternation: the model holds the
     // branch the recorded run took, not the choice.
     bool alternation_recorded_as_taken = false;
+    // A daemon (csp/process_group.hpp): a service of the runtime, not part
+    // of the program's network (see program_view).
+    bool daemon = false;
 };
 
 struct network {
@@ -57,7 +61,7 @@ struct network {
         return channels.size() - 1;
     }
     std::size_t add_process(std::string name) {
-        processes.push_back({std::move(name), {}, false});
+        processes.push_back({std::move(name), {}, false, false});
         return processes.size() - 1;
     }
     void send(std::size_t p, std::size_t c) { processes.at(p).body.push_back({step::kind::communicate, c, direction::send, {}}); }
@@ -85,7 +89,48 @@ struct channel_ends {
 channel_ends ends_of(const network& net, const std::vector<bool>& included = {});
 
 // A name that CSPm, Promela and DOT all accept: letters, digits and '_',
-// starting with a letter.
+// starting with a letter, and at most 48 characters whatever the label.
 std::string identifier(const std::string& prefix, std::size_t index, const std::string& label);
+
+// `text` made safe for one line of a comment in any of the export formats:
+// control characters (a newline would end a CSPm comment) become spaces, and
+// "*/" (which would end a Promela one) is broken up.
+std::string comment_text(const std::string& text);
+
+// The network the exporters write, from a recorded one:
+//  - daemon processes are left out, and with them every communication on a
+//    channel a daemon used (a request to the IO scheduler, a port filled by
+//    a node's network processes): such a channel has an end outside the
+//    program's network, so keeping the other end would make a process wait
+//    in the model for a partner that is not there. A note names them.
+//  - processes[0] stays first; the rest keep their order.
+network program_view(const network& net);
+
+// Which processes a par started (the others, processes[0] among them, run
+// from the start: a node's own processes, children of a left-out daemon).
+std::vector<bool> started_by_par(const network& net);
+
+// A process's body with its loops folded: each run is one pass over the
+// steps [begin, end) of the body, made `times` times in a row. Straight
+// stretches are runs with times == 1. A repetition is folded when it saves
+// at least a few steps; the runs cover the body in order.
+struct run {
+    std::size_t begin = 0, end = 0;
+    std::size_t times = 1;
+};
+std::vector<run> fold(const std::vector<step>& body);
+
+// The folded runs of every process, and the loop count N they are written
+// against: the smallest count of a folded loop (0 when nothing folded). A
+// loop whose count is within a few of N is written as N plus or minus that
+// (a ring's processes loop N, N + 1, N - 1 times: the relation is what
+// matters), so that an exported model can be checked for another N by
+// changing one line. count_text() writes a count that way.
+struct folded_network {
+    std::vector<std::vector<run>> runs;  // per process
+    std::size_t n = 0;
+};
+folded_network fold_all(const network& net);
+std::string count_text(std::size_t times, std::size_t n);
 
 }  // namespace csp::model

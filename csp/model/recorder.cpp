@@ -57,6 +57,7 @@ void recorder::on_event(const csp::event& e) {
     switch (e.what) {
     case csp::event::kind::process_begin: {
         const std::size_t m = net_.add_process(e.process.name());
+        net_.processes[m].daemon = e.process.daemon();
         live_[self] = live{m, {}, 0};
         if (live* parent = find_live(e.process.parent().key()); parent && !parent->open_pars.empty()) {
             auto& kids = net_.processes[parent->model].body[parent->open_pars.back()].children;

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "model_fixture.hpp"
@@ -48,6 +49,10 @@ TEST_P(example_flags, write_models_that_verify_and_a_trace_that_parses) {
                                                      " && spin -a m.pml && gcc -O0 -DSAFETY -o pan pan.c && ./pan");
     EXPECT_NE(spin.find("State-vector"), std::string::npos) << "SPIN did not run:\n" << spin;
     EXPECT_NE(spin.find("errors: 0"), std::string::npos) << spin;
+    if (!model_test::cspmcheck_path().empty()) {
+        const auto cspm = model_test::check_cspm((dir / "m.csp").string());
+        EXPECT_TRUE(cspm.accepted) << cspm.output;
+    }
     fs::remove_all(dir);
 }
 
@@ -57,6 +62,58 @@ INSTANTIATE_TEST_SUITE_P(
                       example_case{"pi", PI " 100000 4"}, example_case{"fit_loop", FIT_LOOP " 2 5"},
                       example_case{"figure5", FIGURE5 " 1"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A million loops fold into the four textbook processes.
+TEST(example_flags, commstime_with_its_default_loop_count_exports_a_small_recursive_model) {
+    const fs::path dir = fs::temp_directory_path() / ("csp_example_commstime_default" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string out = model_test::run_command(std::string(COMMSTIME) + " --export-cspm " +
+                                                    (dir / "m.csp").string() + " > /dev/null; echo exit=$?");
+    EXPECT_NE(out.find("exit=0"), std::string::npos) << out;
+    const std::string text = slurp(dir / "m.csp");
+    EXPECT_LT(fs::file_size(dir / "m.csp"), 10u * 1024) << text;
+    for (const char* who : {"prefix", "delta", "succ", "consumer"})
+        EXPECT_NE(text.find(std::string("-- Folded: ") + who), std::string::npos) << text;
+    EXPECT_NE(text.find("\nN = 1000000\n"), std::string::npos) << text;
+    if (model_test::cspmcheck_path().empty()) GTEST_SKIP() << "cspmcheck is not on this machine: CSPm not loaded";
+    // Loaded as written; evaluated (which unfolds every pass) with the
+    // file's one pass count set to 3, as its header invites.
+    const auto loaded = model_test::run_command(model_test::cspmcheck_path() + " " + (dir / "m.csp").string() +
+                                                "; echo cspmcheck_rc=$?");
+    EXPECT_NE(loaded.find("cspmcheck_rc=0"), std::string::npos) << loaded;
+    std::ofstream(dir / "m3.csp") << std::regex_replace(text, std::regex("\nN = 1000000\n"), "\nN = 3\n");
+    const auto evaluated = model_test::check_cspm((dir / "m3.csp").string());
+    EXPECT_TRUE(evaluated.accepted) << evaluated.output;
+    fs::remove_all(dir);
+}
+
+// Each node's model holds its own processes (no par started them) and none
+// of the node's network daemons: it verifies and loads, with no false deadlock.
+TEST(example_flags_over_tcp, each_node_of_the_ring_exports_models_without_a_false_deadlock) {
+    const fs::path dir = fs::temp_directory_path() / ("csp_example_ring_models" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string out = model_test::run_command(std::string(CSP_LAUNCH) + " -n 3 " + RING + " 2 --export-cspm " +
+                                                    (dir / "ring.csp").string() + " --export-promela " +
+                                                    (dir / "ring.pml").string() + " > /dev/null; echo exit=$?");
+    EXPECT_NE(out.find("exit=0"), std::string::npos) << out;
+    for (int r = 0; r < 3; ++r) {
+        const std::string rank = ".rank" + std::to_string(r);
+        const std::string pml = "ring.pml" + rank;
+        const std::string spin = model_test::run_command("cd " + dir.string() + " && spin -a " + pml +
+                                                         " && gcc -O0 -DSAFETY -o pan pan.c && ./pan");
+        EXPECT_NE(spin.find("State-vector"), std::string::npos) << "SPIN did not run:\n" << spin;
+        EXPECT_NE(spin.find("errors: 0"), std::string::npos) << "rank " << r << ":\n" << spin << slurp(dir / pml);
+        EXPECT_EQ(slurp(dir / ("ring.csp" + rank)).find("channel c0_iosched"), std::string::npos)
+            << "a daemon's channel is in the model of rank " << r;
+        if (!model_test::cspmcheck_path().empty()) {
+            const auto cspm = model_test::check_cspm((dir / ("ring.csp" + rank)).string());
+            EXPECT_TRUE(cspm.accepted) << cspm.output;
+        }
+    }
+    fs::remove_all(dir);
+}
 
 TEST(example_flags_over_tcp, each_node_of_the_ring_writes_its_own_trace) {
     const fs::path dir = fs::temp_directory_path() / ("csp_example_ring" + std::to_string(::getpid()));

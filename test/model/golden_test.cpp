@@ -41,7 +41,7 @@ void expect_all_formats(const std::string& name, const csp::model::network& net)
 
 }  // namespace
 
-TEST(golden, commstime_two_loops) { expect_all_formats("commstime", model_test::commstime(2)); }
+TEST(golden, commstime_ten_loops) { expect_all_formats("commstime", model_test::commstime(10)); }
 
 TEST(golden, ping_two_rounds) { expect_all_formats("ping", model_test::ping(2)); }
 

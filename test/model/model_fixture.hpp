@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 
 #include "csp/csp.hpp"
 #include "csp/model/cspm.hpp"
@@ -99,6 +100,51 @@ inline spin_result verify_with_spin(const csp::model::network& net, const std::s
     r.ran = r.output.find("State-vector") != std::string::npos && at != std::string::npos;
     if (r.ran) r.errors = std::stoi(r.output.substr(at + 8));
     r.invalid_end = r.output.find("invalid end state (") != std::string::npos;
+    fs::remove_all(dir);
+    return r;
+}
+
+// FDR's CSPm front end (libcspm): cspmcheck from ../shared/tools/cspm
+// beside the source tree, or on PATH; empty when neither has it.
+inline std::string cspmcheck_path() {
+    namespace fs = std::filesystem;
+    const fs::path beside = fs::path(CSP_SOURCE_DIR) / ".." / "shared" / "tools" / "cspm" / "cspmcheck";
+    if (fs::exists(beside)) return fs::canonical(beside).string();
+    std::string on_path = run_command("command -v cspmcheck");
+    while (!on_path.empty() && (on_path.back() == '\n' || on_path.back() == ' ')) on_path.pop_back();
+    return on_path;
+}
+
+#define SKIP_WITHOUT_CSPMCHECK()                                                                          \
+    if (model_test::cspmcheck_path().empty())                                                           \
+    GTEST_SKIP() << "skipped: FDR's CSPm front end (cspmcheck, from ../shared/tools/cspm beside the "   \
+                    "source tree, or on PATH) is not on this machine"
+
+struct cspm_result {
+    bool accepted = false;
+    std::string output;
+};
+
+// cspmcheck --eval on `files` (space-separated paths): parsed, type-checked,
+// and every process an assertion names evaluated, as FDR does when it loads.
+inline cspm_result check_cspm(const std::string& files) {
+    cspm_result r;
+    r.output = run_command("CSPMCHECK_TIMEOUT=300 " + cspmcheck_path() + " --eval " + files + "; echo cspmcheck_rc=$?");
+    r.accepted = r.output.find("cspmcheck_rc=0") != std::string::npos;
+    return r;
+}
+
+// Writes `net` as CSPm into a fresh file and checks it.
+inline cspm_result check_cspm(const csp::model::network& net, const std::string& name) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("csp_cspm_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    {
+        std::ofstream f(dir / "model.csp");
+        csp::model::write_cspm(f, net, {name, {}});
+    }
+    auto r = check_cspm((dir / "model.csp").string());
     fs::remove_all(dir);
     return r;
 }

@@ -47,5 +47,5 @@ proctype P4_rank_3() {
 }
 
 init {
-    run P0_main()
+    run P0_main();
 }

@@ -3,6 +3,9 @@
    Verify: spin -a FILE && gcc -O2 -DSAFETY -o pan pan.c && ./pan
    A deadlock shows as an invalid end state. */
 
+/* The pass count of the folded loops, as recorded: set N >= 1 for another run length. */
+#define N 9
+
 chan c0_a = [0] of { byte };
 chan c1_b = [0] of { byte };
 chan c2_d = [0] of { byte };
@@ -22,39 +25,63 @@ proctype P0_main() {
 }
 
 proctype P1_prefix() {
-    c0_a!0;
-    c3_c?_;
+    int n0;
+    n0 = N;
+    do
+    :: n0 > 0 ->
+        c0_a!0;
+        c3_c?_;
+        n0--
+    :: else -> break
+    od;
     c0_a!0;
     done_0_0!1;
     skip
 }
 
 proctype P2_delta() {
-    c0_a?_;
-    c1_b!0;
-    c2_d!0;
-    c0_a?_;
-    c1_b!0;
-    c2_d!0;
+    int n0;
+    n0 = N + 1;
+    do
+    :: n0 > 0 ->
+        c0_a?_;
+        c1_b!0;
+        c2_d!0;
+        n0--
+    :: else -> break
+    od;
     done_0_0!1;
     skip
 }
 
 proctype P3_succ() {
-    c2_d?_;
-    c3_c!0;
+    int n0;
+    n0 = N;
+    do
+    :: n0 > 0 ->
+        c2_d?_;
+        c3_c!0;
+        n0--
+    :: else -> break
+    od;
     c2_d?_;
     done_0_0!1;
     skip
 }
 
 proctype P4_consumer() {
-    c1_b?_;
-    c1_b?_;
+    int n0;
+    n0 = N + 1;
+    do
+    :: n0 > 0 ->
+        c1_b?_;
+        n0--
+    :: else -> break
+    od;
     done_0_0!1;
     skip
 }
 
 init {
-    run P0_main()
+    run P0_main();
 }

@@ -34,5 +34,5 @@ proctype P2_pong() {
 }
 
 init {
-    run P0_main()
+    run P0_main();
 }
