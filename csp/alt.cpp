@@ -81,7 +81,7 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
         for (std::size_t k = 0; k < n; ++k) {
             guard* g = guards[at(k)];
             if (g->enabled() && g->try_complete()) {
-                notify(event::kind::alt_chose, nullptr, at(k));
+                notify_chose(guards, at(k));
                 return at(k);
             }
         }
@@ -131,7 +131,7 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
         if (chosen == waiter::aborted) w.throw_aborted();
         const auto i = static_cast<std::size_t>(chosen);
         guards[i]->complete(nodes[i]);
-        notify(event::kind::alt_chose, nullptr, i);
+        notify_chose(guards, i);
         return i;
     }
 }

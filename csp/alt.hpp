@@ -54,6 +54,10 @@ public:
         detail::channel_base::site(core_, detail::reading).describe(out);
     }
     bool reachable_from_outside() const override { return core_->outside_holders() > 0; }
+    const detail::channel_base* offered_channel(bool& writes) const noexcept override {
+        writes = false;
+        return core_;
+    }
 
 private:
     detail::channel_core<T>* core_;
@@ -93,6 +97,10 @@ public:
         detail::channel_base::site(core_, detail::writing).describe(out);
     }
     bool reachable_from_outside() const override { return core_->outside_holders() > 0; }
+    const detail::channel_base* offered_channel(bool& writes) const noexcept override {
+        writes = true;
+        return core_;
+    }
 
 private:
     detail::channel_core<T>* core_;

@@ -24,6 +24,10 @@
 
 namespace csp {
 
+namespace detail {
+class channel_base;
+}
+
 class guard {
 public:
     virtual ~guard() = default;
@@ -41,6 +45,14 @@ public:
 
     // Could a thread outside the runtime make this guard ready? (wait_site)
     virtual bool reachable_from_outside() const { return false; }
+
+    // The channel end the guard offers, for observers: the channel, and
+    // whether the guard writes to it; nullptr for any other kind of guard
+    // (a timeout, skip, an IO watch).
+    virtual const detail::channel_base* offered_channel(bool& writes) const noexcept {
+        writes = false;
+        return nullptr;
+    }
 
     // The boolean precondition: a disabled guard takes no part.
     bool enabled() const noexcept { return enabled_; }

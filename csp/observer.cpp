@@ -1,5 +1,9 @@
 #include "csp/observer.hpp"
 
+#include <vector>
+
+#include "csp/guard.hpp"
+
 #include "csp/detail/channel_core.hpp"
 #include "csp/detail/process_record.hpp"
 
@@ -15,6 +19,15 @@ public:
 
 void notify_slow(observer* o, event::kind what, const channel_base* ch, std::size_t detail) {
     o->on_event(event{what, view_access::process(current_process()), view_access::channel(ch), detail});
+}
+
+void notify_chose_slow(observer* o, std::span<guard* const> guards, std::size_t chosen) {
+    std::vector<offer> offers(guards.size());
+    for (std::size_t i = 0; i < guards.size(); ++i) {
+        offers[i].enabled = guards[i]->enabled();
+        offers[i].channel = view_access::channel(guards[i]->offered_channel(offers[i].write));
+    }
+    o->on_event(event{event::kind::alt_chose, view_access::process(current_process()), {}, chosen, offers});
 }
 }  // namespace detail
 

@@ -16,11 +16,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "csp/buffer.hpp"
 
 namespace csp {
+
+class guard;
 
 namespace detail {
 class channel_base;
@@ -74,11 +77,18 @@ private:
     friend class detail::view_access;
 };
 
+// One guard of an alternation as an observer sees it.
+struct offer {
+    bool enabled = false;  // its precondition held: it took part
+    channel_view channel;  // the channel end it offered; empty for a timeout, skip, an IO watch...
+    bool write = false;    // it offered to write (an output guard)
+};
+
 struct event {
     enum class kind : std::uint8_t {
         channel_read,   // channel: the channel
         channel_write,  // channel: the channel
-        alt_chose,      // detail: index of the chosen guard
+        alt_chose,      // detail: index of the chosen guard; offers: every guard
         par_begin,      // detail: number of branches
         par_end,
         seq_begin,      // detail: number of steps
@@ -90,6 +100,7 @@ struct event {
     process_view process;  // empty outside any process
     channel_view channel;  // for channel events, else empty
     std::size_t detail;
+    std::span<const offer> offers = {};  // alt_chose: one per guard, in the alternation's order
 };
 
 // Receives events from any thread of any runtime; implementations must be
@@ -115,6 +126,13 @@ void notify_slow(observer* o, event::kind what, const channel_base* ch, std::siz
 inline void notify(event::kind what, const channel_base* ch = nullptr, std::size_t detail = 0) {
     if (observer* o = installed_observer.load(std::memory_order_acquire)) [[unlikely]]
         notify_slow(o, what, ch, detail);
+}
+
+// An alternation chose guards[chosen] (after its channel event, if any).
+void notify_chose_slow(observer* o, std::span<guard* const> guards, std::size_t chosen);
+inline void notify_chose(std::span<guard* const> guards, std::size_t chosen) {
+    if (observer* o = installed_observer.load(std::memory_order_acquire)) [[unlikely]]
+        notify_chose_slow(o, guards, chosen);
 }
 }  // namespace detail
 

@@ -33,8 +33,19 @@ public:
     // adds what was folded to `folds`.
     void write(std::ostream& os, std::vector<std::string>& folds) {
         const auto& proc = net_.processes[p_];
+        std::ostringstream text;
+        write_definitions(text, folds);
         os << "-- " << comment_text(proc.name) << " (process " << p_ << ")"
-           << (proc.alternation_recorded_as_taken ? ": its alternations as the branches taken" : "") << '\n';
+           << (recorded_as_taken() ? ": its alternations as the branches taken" : "") << '\n'
+           << text.str();
+    }
+
+    // Some alternation of it is written as fewer branches than it offered.
+    bool recorded_as_taken() const { return net_.processes[p_].alternation_recorded_as_taken || partial_choice_; }
+
+private:
+    void write_definitions(std::ostream& os, std::vector<std::string>& folds) {
+        const auto& proc = net_.processes[p_];
         if (started_[p_]) alphabet_.insert("go." + me_), alphabet_.insert("finish." + me_);
         const auto& runs = folded_.runs[p_];
         // Definition k starts run k; the text of run k ends by going on to k + 1.
@@ -55,8 +66,8 @@ public:
                 }
             } else {
                 const std::string loop = name_ + "_" + std::to_string(k);
-                os << loop << "(n) = if n == 0 then " << next(k) << " else " << chain(r.begin, r.end, loop + "(n - 1)")
-                   << '\n';
+                os << loop << "(n) = if n == 0 then " << next(k) << " else "
+                   << chain(r.begin, r.end, loop + "(n - 1)", &r) << '\n';
                 folds.push_back(comment_text(proc.name) + " (P" + me_ + "): " + std::to_string(r.end - r.begin) +
                                 " step" + (r.end - r.begin == 1 ? "" : "s") + " repeated " +
                                 count_text(r.times, folded_.n) + " times, as " + loop);
@@ -64,7 +75,16 @@ public:
         }
     }
 
-    std::string alphabet() const {
+public:
+    // Its go and finish events and its children's, and every event of every
+    // channel end it has (ends_of): the same sets the partners' alphabets
+    // hold for it, so an end it offers synchronises with them even in a
+    // pass that did not take it.
+    std::string alphabet() {
+        for (std::size_t c = 0; c < net_.channels.size(); ++c) {
+            if (ends_.writers[c].count(p_)) add_end(c, direction::send);
+            if (ends_.readers[c].count(p_)) add_end(c, direction::receive);
+        }
         std::string singles = "{";
         for (const auto& e : alphabet_) singles += (singles.size() > 1 ? ", " : "") + e;
         singles += "}";
@@ -77,7 +97,7 @@ public:
     }
 
 private:
-    // The name under which run k (or its chunk starting at step b) is defined.
+    // The name under which run k is defined (with its count, for a loop).
     std::string def(std::size_t k, const std::vector<run>& runs) const {
         return runs[k].times == 1 ? chunk_name(k, 0)
                                   : name_ + "_" + std::to_string(k) + "(" + count_text(runs[k].times, folded_.n) + ")";
@@ -91,14 +111,16 @@ private:
         return out;
     }
 
-    // Steps [b, e) of the body as a prefix chain going on to `rest`.
-    std::string chain(std::size_t b, std::size_t e, const std::string& rest) {
+    // Steps [b, e) of the body as a prefix chain going on to `rest`; `loop`
+    // is the folded run they belong to, if any.
+    std::string chain(std::size_t b, std::size_t e, const std::string& rest, const run* loop = nullptr) {
         std::string text = rest;
-        for (std::size_t i = e; i-- > b;) text = prefix(net_.processes[p_].body[i], text);
+        for (std::size_t i = e; i-- > b;) text = prefix(i, text, loop);
         return text;
     }
 
-    std::string prefix(const step& s, const std::string& rest) {
+    std::string prefix(std::size_t i, const std::string& rest, const run* loop) {
+        const step& s = net_.processes[p_].body[i];
         if (s.what == step::kind::par) {
             std::string out;
             for (std::size_t c : s.children) {
@@ -110,25 +132,56 @@ private:
             for (std::size_t c : s.children) out += "finish." + std::to_string(c) + " -> ";
             return out + rest;
         }
-        const auto& ch = net_.channels[s.channel];
-        const bool send = s.dir == direction::send;
-        if (ch.capacity > 0) {
-            const std::string event = ch.name + (send ? "_in." : "_out.") + me_;
-            alphabet_.insert(event);
-            return event + " -> " + rest;
+        if (s.what == step::kind::choice) {
+            // In a folded loop: a choice over the branches its passes took.
+            // Elsewhere the run shows only what followed the branch it took.
+            const auto branches = loop ? branches_taken(net_.processes[p_], *loop, i - loop->begin)
+                                       : std::vector<offer>{{s.channel, s.dir}};
+            if (branches.size() < net_.processes[p_].offers.at(i).size()) partial_choice_ = true;
+            if (branches.size() > 1) {
+                std::string out = "(";
+                for (std::size_t k = 0; k < branches.size(); ++k)
+                    out += (k ? " [] " : "") + end_prefix(branches[k].channel, branches[k].dir, "SKIP");
+                return out + ") ; " + rest;
+            }
+            return end_prefix(branches[0].channel, branches[0].dir, rest);
         }
-        // c.writer.reader, offered to every process on the other side.
-        const auto& others = send ? ends_.readers[s.channel] : ends_.writers[s.channel];
+        return end_prefix(s.channel, s.dir, rest);
+    }
+
+    // One communication on channel c in direction d, going on to `rest`:
+    // c.writer.reader offered to every process on the other side, or c_in /
+    // c_out of a buffer.
+    std::string end_prefix(std::size_t c, direction d, const std::string& rest) const {
+        const auto& ch = net_.channels[c];
+        const bool send = d == direction::send;
+        if (ch.capacity > 0) return ch.name + (send ? "_in." : "_out.") + me_ + " -> " + rest;
+        const auto& others = send ? ends_.readers[c] : ends_.writers[c];
         if (others.size() == 1) {
             const std::string o = std::to_string(*others.begin());
-            const std::string event = send ? ch.name + "." + me_ + "." + o : ch.name + "." + o + "." + me_;
-            alphabet_.insert(event);
-            return event + " -> " + rest;
+            return (send ? ch.name + "." + me_ + "." + o : ch.name + "." + o + "." + me_) + " -> " + rest;
         }
         const std::string var = send ? "r" : "w";
         const std::string event = send ? ch.name + "." + me_ + ".r" : ch.name + ".w." + me_;
-        sets_.insert("{" + event + " | " + var + " <- " + set_of(others) + "}");
         return "([] " + var + " : " + set_of(others) + " @ " + event + " -> " + rest + ")";
+    }
+
+    void add_end(std::size_t c, direction d) {
+        const auto& ch = net_.channels[c];
+        const bool send = d == direction::send;
+        if (ch.capacity > 0) {
+            alphabet_.insert(ch.name + (send ? "_in." : "_out.") + me_);
+            return;
+        }
+        const auto& others = send ? ends_.readers[c] : ends_.writers[c];
+        if (others.size() == 1) {
+            const std::string o = std::to_string(*others.begin());
+            alphabet_.insert(send ? ch.name + "." + me_ + "." + o : ch.name + "." + o + "." + me_);
+        } else {
+            const std::string var = send ? "r" : "w";
+            const std::string event = send ? ch.name + "." + me_ + ".r" : ch.name + ".w." + me_;
+            sets_.insert("{" + event + " | " + var + " <- " + set_of(others) + "}");
+        }
     }
 
     const network& net_;
@@ -137,6 +190,7 @@ private:
     const folded_network& folded_;
     std::size_t p_;
     std::string me_, name_, head_;
+    bool partial_choice_ = false;
     std::set<std::string> alphabet_;  // single events
     std::set<std::string> sets_;      // comprehensions
 };
@@ -154,21 +208,24 @@ void write_cspm(std::ostream& os, const network& recorded, const cspm_options& o
     // The processes first: what they fold goes into the header.
     std::ostringstream body;
     std::vector<std::string> folds, alphabets;
+    bool as_taken = false;
     for (std::size_t p = 0; p < n; ++p) {
         process_writer w(net, ends, started, folded, p);
         w.write(body, folds);
         alphabets.push_back(w.alphabet());
+        as_taken = as_taken || w.recorded_as_taken();
         body << '\n';
     }
 
     os << "-- " << comment_text(options.title) << ": exported by csp::model.\n";
     for (const auto& note : net.notes) os << "-- Note: " << comment_text(note) << ".\n";
+    if (as_taken) os << "-- Note: " << alternation_note << ".\n";
     for (const auto& f : folds) os << "-- Folded: " << f << ".\n";
     os << "-- Load in FDR4: refines FILE, or open it in the FDR4 GUI.\n\n";
     if (folded.n > 0)
-        os << "-- The pass count of the folded loops, as recorded. A loop written against N\n"
-              "-- runs N (or N + k) passes: set N >= 1 to check the network for another run\n"
-              "-- length; a check's cost grows with N.\n"
+        os << "-- N: the recorded pass count of the loops written against it (N or N + 1\n"
+              "-- passes). Another N >= 1 models another run length when those loops are the\n"
+              "-- laps of one cycle, as in a ring; a check's cost grows with N.\n"
               "N = "
            << folded.n << "\n\n";
     os << "Procs = {0.." << n - 1 << "}\n";

@@ -35,8 +35,11 @@ channel_ends ends_of(const network& net, const std::vector<bool>& included) {
     for (std::size_t p = 0; p < net.processes.size(); ++p) {
         if (!included.empty() && !included[p]) continue;
         for (const auto& s : net.processes[p].body)
-            if (s.what == step::kind::communicate)
-                (s.dir == direction::send ? e.writers : e.readers).at(s.channel).insert(p);
+            if (s.communicates()) (s.dir == direction::send ? e.writers : e.readers).at(s.channel).insert(p);
+        // An end offered and never taken is an end too: its partners must
+        // offer to it (and synchronise with it) in a model that may take it.
+        for (const auto& [at, offered] : net.processes[p].offers)
+            for (const offer& o : offered) (o.dir == direction::send ? e.writers : e.readers).at(o.channel).insert(p);
     }
     return e;
 }
@@ -47,7 +50,7 @@ network program_view(const network& net) {
     for (const auto& p : net.processes)
         if (p.daemon)
             for (const auto& s : p.body)
-                if (s.what == step::kind::communicate) service_channel.at(s.channel) = true;
+                if (s.communicates()) service_channel.at(s.channel) = true;
 
     network out;
     std::vector<std::size_t> channel_at(net.channels.size(), SIZE_MAX);
@@ -73,20 +76,36 @@ network program_view(const network& net) {
             continue;
         }
         process_at[p] = out.processes.size();
-        out.processes.push_back({net.processes[p].name, {}, net.processes[p].alternation_recorded_as_taken, false});
+        out.processes.push_back(
+            {net.processes[p].name, {}, {}, net.processes[p].alternation_recorded_as_taken, false});
     }
     for (std::size_t p = 0; p < net.processes.size(); ++p) {
         if (process_at[p] == SIZE_MAX) continue;
-        auto& body = out.processes[process_at[p]].body;
-        for (const auto& s : net.processes[p].body) {
+        process& to = out.processes[process_at[p]];
+        const process& from = net.processes[p];
+        for (std::size_t i = 0; i < from.body.size(); ++i) {
+            const step& s = from.body[i];
+            if (s.communicates() && channel_at[s.channel] == SIZE_MAX) continue;  // the taken end is hidden
             if (s.what == step::kind::communicate) {
-                if (channel_at[s.channel] != SIZE_MAX) body.push_back({s.what, channel_at[s.channel], s.dir, {}});
+                to.body.push_back({s.what, channel_at[s.channel], s.dir, {}});
+                continue;
+            }
+            if (s.what == step::kind::choice) {
+                std::vector<offer> kept;
+                std::size_t taken = 0;
+                for (const offer& o : from.offers.at(i)) {
+                    if (channel_at[o.channel] == SIZE_MAX) continue;
+                    if (o.channel == s.channel && o.dir == s.dir) taken = kept.size();
+                    kept.push_back({channel_at[o.channel], o.dir});
+                }
+                if (kept.size() == 1) to.body.push_back({step::kind::communicate, kept[0].channel, kept[0].dir, {}});
+                else out.choice(process_at[p], std::move(kept), taken);
                 continue;
             }
             step par{step::kind::par, 0, direction::send, {}};
             for (std::size_t c : s.children)
                 if (process_at.at(c) != SIZE_MAX) par.children.push_back(process_at[c]);
-            if (!par.children.empty()) body.push_back(std::move(par));
+            if (!par.children.empty()) to.body.push_back(std::move(par));
         }
     }
     if (daemons)
@@ -105,15 +124,30 @@ std::vector<bool> started_by_par(const network& net) {
 
 namespace {
 
-// A step as a number: equal numbers for equal communications; every par is
+// A step as a number: equal numbers for equal communications, and for
+// alternations that offered the same ends whichever they took; every par is
 // different from every other step (its children are new processes).
-std::vector<std::int64_t> tokens_of(const std::vector<step>& body) {
+std::vector<std::int64_t> tokens_of(const process& proc) {
+    const auto& body = proc.body;
     std::vector<std::int64_t> t(body.size());
     std::int64_t unique = -1;
-    for (std::size_t i = 0; i < body.size(); ++i)
-        t[i] = body[i].what == step::kind::communicate
-                   ? static_cast<std::int64_t>(body[i].channel * 2 + (body[i].dir == direction::send))
-                   : unique--;
+    constexpr std::int64_t choices = std::int64_t{1} << 50;  // above every channel's number
+    std::map<std::vector<offer>, std::int64_t> offered_sets;
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        switch (body[i].what) {
+            case step::kind::communicate:
+                t[i] = static_cast<std::int64_t>(body[i].channel * 2 + (body[i].dir == direction::send));
+                break;
+            case step::kind::choice: {
+                auto offered = proc.offers.at(i);
+                std::sort(offered.begin(), offered.end());
+                t[i] = offered_sets.try_emplace(std::move(offered), choices + std::int64_t(offered_sets.size()))
+                           .first->second;
+                break;
+            }
+            case step::kind::par: t[i] = unique--; break;
+        }
+    }
     return t;
 }
 
@@ -169,24 +203,37 @@ void fold_range(const std::vector<std::int64_t>& t, std::size_t lo, std::size_t 
 
 }  // namespace
 
-std::vector<run> fold(const std::vector<step>& body) {
+std::vector<run> fold(const process& proc) {
     std::vector<run> out;
-    fold_range(tokens_of(body), 0, body.size(), out);
+    fold_range(tokens_of(proc), 0, proc.body.size(), out);
     return out;
 }
 
 folded_network fold_all(const network& net) {
     folded_network f;
     for (const auto& p : net.processes) {
-        f.runs.push_back(fold(p.body));
+        f.runs.push_back(fold(p));
         for (const run& r : f.runs.back())
             if (r.times > 1 && (f.n == 0 || r.times < f.n)) f.n = r.times;
     }
     return f;
 }
 
+std::vector<offer> branches_taken(const process& proc, const run& r, std::size_t position) {
+    const std::size_t period = r.end - r.begin;
+    std::set<offer> taken;
+    for (std::size_t k = 0; k < r.times; ++k) {
+        const step& s = proc.body[r.begin + k * period + position];
+        taken.insert({s.channel, s.dir});
+    }
+    std::vector<offer> out;
+    for (const offer& o : proc.offers.at(r.begin + position))
+        if (taken.count(o)) out.push_back(o);
+    return out;
+}
+
 std::string count_text(std::size_t times, std::size_t n) {
-    constexpr std::size_t near = 8;
+    constexpr std::size_t near = 1;
     if (n == 0 || times < n || times - n > near) return std::to_string(times);
     return times == n ? std::string("N") : "N + " + std::to_string(times - n);
 }

@@ -16,6 +16,7 @@
 // the data (collectives depend only on rank and size).
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,16 +33,30 @@ struct channel_decl {
 };
 
 struct step {
-    enum class kind { communicate, par };
+    // choice: an alternation whose guards were all channel ends; channel and
+    // dir are the branch the run took, process::offers holds what it offered.
+    enum class kind { communicate, par, choice };
     kind what = kind::communicate;
-    std::size_t channel = 0;  // communicate
+    std::size_t channel = 0;  // communicate, choice
     direction dir = direction::send;
     std::vector<std::size_t> children;  // par: the processes it starts and waits for
+    bool communicates() const noexcept { return what != kind::par; }
+};
+
+// One channel end an alternation offered.
+struct offer {
+    std::size_t channel = 0;
+    direction dir = direction::receive;
+    friend auto operator<=>(const offer&, const offer&) = default;
 };
 
 struct process {
     std::string name;
     std::vector<step> body;
+    // For each choice step (by its index in body): the channel ends its
+    // alternation offered, the branch taken among them. Kept beside the body
+    // so that the common step stays small.
+    std::map<std::size_t, std::vector<offer>> offers;
     // Set when the process chose in an alternation: the model holds the
     // branch the recorded run took, not the choice.
     bool alternation_recorded_as_taken = false;
@@ -61,7 +76,7 @@ struct network {
         return channels.size() - 1;
     }
     std::size_t add_process(std::string name) {
-        processes.push_back({std::move(name), {}, false, false});
+        processes.push_back({std::move(name), {}, {}, false, false});
         return processes.size() - 1;
     }
     void send(std::size_t p, std::size_t c) { processes.at(p).body.push_back({step::kind::communicate, c, direction::send, {}}); }
@@ -71,12 +86,20 @@ struct network {
     void par(std::size_t p, std::vector<std::size_t> children) {
         processes.at(p).body.push_back({step::kind::par, 0, direction::send, std::move(children)});
     }
+    // An alternation of process p over `offered` channel ends that took
+    // offered[taken].
+    void choice(std::size_t p, std::vector<offer> offered, std::size_t taken) {
+        auto& proc = processes.at(p);
+        const offer t = offered.at(taken);
+        proc.offers[proc.body.size()] = std::move(offered);
+        proc.body.push_back({step::kind::choice, t.channel, t.dir, {}});
+    }
 
     // Communications recorded on channel c, by direction.
     std::size_t count(std::size_t c, direction d) const {
         std::size_t n = 0;
         for (const auto& p : processes)
-            for (const auto& s : p.body) n += s.what == step::kind::communicate && s.channel == c && s.dir == d;
+            for (const auto& s : p.body) n += s.communicates() && s.channel == c && s.dir == d;
         return n;
     }
 };
@@ -113,24 +136,37 @@ std::vector<bool> started_by_par(const network& net);
 // A process's body with its loops folded: each run is one pass over the
 // steps [begin, end) of the body, made `times` times in a row. Straight
 // stretches are runs with times == 1. A repetition is folded when it saves
-// at least a few steps; the runs cover the body in order.
+// at least a few steps; the runs cover the body in order. Alternations over
+// the same ends count as the same step whichever branch they took, so a
+// folded loop holding one was seen to go on the same way after each branch
+// it took: the exporters write it there as the choice it was.
 struct run {
     std::size_t begin = 0, end = 0;
     std::size_t times = 1;
 };
-std::vector<run> fold(const std::vector<step>& body);
+std::vector<run> fold(const process& proc);
 
-// The folded runs of every process, and the loop count N they are written
+// The folded runs of every process, and the pass count N they are written
 // against: the smallest count of a folded loop (0 when nothing folded). A
-// loop whose count is within a few of N is written as N plus or minus that
-// (a ring's processes loop N, N + 1, N - 1 times: the relation is what
-// matters), so that an exported model can be checked for another N by
-// changing one line. count_text() writes a count that way.
+// loop of N or N + 1 passes is written so (the processes of one cycle, like
+// Commstime's or a ring's, make N laps and one more step or not), so that
+// an exported model can be checked for another run length by changing one
+// line; other counts are written as recorded. count_text() writes a count.
 struct folded_network {
     std::vector<std::vector<run>> runs;  // per process
     std::size_t n = 0;
 };
 folded_network fold_all(const network& net);
+
+// The branches the passes of folded run `r` took at the choice step
+// `position` steps into its cycle, in the order offered.
+std::vector<offer> branches_taken(const process& proc, const run& r, std::size_t position);
+
+// Said in an exported file when some alternation is written as fewer
+// branches than it offered.
+inline constexpr const char* alternation_note =
+    "an alternation outside a repeated loop, or over guards other than channel ends, is written as the "
+    "branch the run took: what its other guards would have led to was not seen";
 std::string count_text(std::size_t times, std::size_t n);
 
 }  // namespace csp::model

@@ -1,5 +1,6 @@
 #include "csp/model/promela.hpp"
 
+#include <sstream>
 #include <stdexcept>
 
 namespace csp::model {
@@ -28,58 +29,85 @@ void write_promela(std::ostream& os, const network& recorded, const std::string&
     }
 
     const folded_network folded = fold_all(net);
-    os << "/* " << comment_text(title) << ": exported by csp::model.\n";
-    for (const auto& n : net.notes) os << "   Note: " << comment_text(n) << ".\n";
-    os << "   Verify: spin -a FILE && gcc -O2 -DSAFETY -o pan pan.c && ./pan\n"
-          "   A deadlock shows as an invalid end state. */\n\n";
+    std::ostringstream head;
+    head << "/* " << comment_text(title) << ": exported by csp::model.\n";
+    for (const auto& n : net.notes) head << "   Note: " << comment_text(n) << ".\n";
+    std::ostringstream decls;
     if (folded.n > 0)
-        os << "/* The pass count of the folded loops, as recorded: set N >= 1 for another run length. */\n#define N "
+        decls << "/* N: the recorded pass count of the loops written against it (N or N + 1 passes). */\n#define N "
            << folded.n << "\n\n";
-    for (const auto& ch : net.channels) os << "chan " << ch.name << " = [" << ch.capacity << "] of { byte };\n";
+    for (const auto& ch : net.channels) decls << "chan " << ch.name << " = [" << ch.capacity << "] of { byte };\n";
     for (std::size_t p = 0; p < net.processes.size(); ++p) {
         std::size_t k = 0;
         for (const auto& s : net.processes[p].body)
             if (s.what == step::kind::par)
-                os << "chan " << done_name(p, k++) << " = [" << std::max<std::size_t>(1, s.children.size())
+                decls << "chan " << done_name(p, k++) << " = [" << std::max<std::size_t>(1, s.children.size())
                    << "] of { bit };\n";
     }
-    os << '\n';
+    decls << '\n';
 
+    std::ostringstream procs;
+    bool as_taken = false;
     for (std::size_t p = 0; p < net.processes.size(); ++p) {
         const auto& proc = net.processes[p];
         const auto& runs = folded.runs[p];
-        os << "proctype " << proc_name(net, p) << "() {\n";
-        if (proc.alternation_recorded_as_taken)
-            os << "    /* alternation: only the branch taken in the recorded run */\n";
+        std::ostringstream text;
+        bool partial = proc.alternation_recorded_as_taken;
         for (std::size_t r = 0; r < runs.size(); ++r)
-            if (runs[r].times > 1) os << "    int n" << r << ";\n";
+            if (runs[r].times > 1) text << "    int n" << r << ";\n";
         std::size_t pars = 0;
-        auto write_steps = [&](std::size_t b, std::size_t e, const char* indent) {
+        auto end = [&](std::size_t c, direction d) {
+            return net.channels[c].name + (d == direction::send ? "!0" : "?_");
+        };
+        // Steps [b, e) of run `in` (a folded loop when in->times > 1).
+        auto write_steps = [&](const run& in, std::size_t b, std::size_t e, const char* indent) {
             for (std::size_t i = b; i < e; ++i) {
                 const step& s = proc.body[i];
                 if (s.what == step::kind::communicate) {
-                    os << indent << net.channels[s.channel].name << (s.dir == direction::send ? "!0" : "?_") << ";\n";
+                    text << indent << end(s.channel, s.dir) << ";\n";
                     continue;
                 }
-                for (std::size_t c : s.children) os << indent << "run " << proc_name(net, c) << "();\n";
-                for (std::size_t j = 0; j < s.children.size(); ++j) os << indent << done_name(p, pars) << "?_;\n";
+                if (s.what == step::kind::choice) {
+                    // As in the CSPm: a choice where a loop shows what followed each branch.
+                    const auto branches = in.times > 1 ? branches_taken(proc, in, i - in.begin)
+                                                       : std::vector<offer>{{s.channel, s.dir}};
+                    partial = partial || branches.size() < proc.offers.at(i).size();
+                    if (branches.size() == 1) {
+                        text << indent << end(branches[0].channel, branches[0].dir) << ";\n";
+                        continue;
+                    }
+                    text << indent << "if\n";
+                    for (const offer& o : branches) text << indent << ":: " << end(o.channel, o.dir) << "\n";
+                    text << indent << "fi;\n";
+                    continue;
+                }
+                for (std::size_t c : s.children) text << indent << "run " << proc_name(net, c) << "();\n";
+                for (std::size_t j = 0; j < s.children.size(); ++j) text << indent << done_name(p, pars) << "?_;\n";
                 ++pars;
             }
         };
         for (std::size_t r = 0; r < runs.size(); ++r) {
             if (runs[r].times == 1) {
-                write_steps(runs[r].begin, runs[r].end, "    ");
+                write_steps(runs[r], runs[r].begin, runs[r].end, "    ");
                 continue;
             }
             // A folded loop holds no par: every par starts new processes.
-            os << "    n" << r << " = " << count_text(runs[r].times, folded.n) << ";\n    do\n    :: n" << r
-               << " > 0 ->\n";
-            write_steps(runs[r].begin, runs[r].end, "        ");
-            os << "        n" << r << "--\n    :: else -> break\n    od;\n";
+            text << "    n" << r << " = " << count_text(runs[r].times, folded.n) << ";\n    do\n    :: n" << r
+                 << " > 0 ->\n";
+            write_steps(runs[r], runs[r].begin, runs[r].end, "        ");
+            text << "        n" << r << "--\n    :: else -> break\n    od;\n";
         }
-        if (!report[p].empty()) os << "    " << report[p] << "!1;\n";
-        os << "    skip\n}\n\n";
+        if (!report[p].empty()) text << "    " << report[p] << "!1;\n";
+        procs << "proctype " << proc_name(net, p) << "() {\n";
+        if (partial) procs << "    /* alternation: only the branch taken in the recorded run */\n";
+        procs << text.str() << "    skip\n}\n\n";
+        as_taken = as_taken || partial;
     }
+    os << head.str();
+    if (as_taken) os << "   Note: " << alternation_note << ".\n";
+    os << "   Verify: spin -a FILE && gcc -O2 -DSAFETY -o pan pan.c && ./pan\n"
+          "   A deadlock shows as an invalid end state. */\n\n"
+       << decls.str() << procs.str();
     const auto started = started_by_par(net);
     os << "init {\n";
     for (std::size_t p = 0; p < net.processes.size(); ++p)

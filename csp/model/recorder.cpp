@@ -32,9 +32,6 @@ network recorder::take() {
                 net_.channels[use.model].capacity =
                     std::max<std::size_t>(1, net_.count(use.model, direction::send));
         for (auto& [key, c] : messages_) net_.channels[c].capacity = std::max<std::size_t>(1, net_.count(c, direction::send));
-        if (saw_alternation_)
-            net_.notes.push_back("alternations are recorded as the branch each one took; their other guards are not "
-                                 "in the model");
         net_.notes.push_back("values are not recorded: a communication is its channel and direction");
     }
     return net_;
@@ -88,33 +85,62 @@ void recorder::on_event(const csp::event& e) {
     case csp::event::kind::channel_write: {
         live* l = find_live(self);
         if (!l || l->quiet > 0 || !e.channel) break;
-        const csp::channel_view& ch = e.channel;
-        auto it = channels_.find(ch.id());
-        if (it == channels_.end()) {
-            const auto& b = ch.buffering();
-            const bool unbounded = b.how == csp::buffer::kind::unbounded;
-            const std::size_t cap = b.how == csp::buffer::kind::none ? 0 : (unbounded ? 1 : b.capacity);
-            // Numbered in order of first use, so a recording does not depend
-            // on how many channels the program made before.
-            const std::size_t m = net_.add_channel(identifier("c", channels_.size(), ch.name()), cap);
-            if (b.how == csp::buffer::kind::overwriting)
-                net_.notes.push_back(net_.channels[m].name + " overwrites when full; the model blocks instead");
-            it = channels_.emplace(ch.id(), channel_use{m, unbounded}).first;
-        }
-        add_step(self, {step::kind::communicate, it->second.model,
+        add_step(self, {step::kind::communicate, model_channel(e.channel),
                         e.what == csp::event::kind::channel_write ? direction::send : direction::receive, {}});
         break;
     }
-    case csp::event::kind::alt_chose:
-        if (live* l = find_live(self); l && l->quiet == 0) {
-            net_.processes[l->model].alternation_recorded_as_taken = true;
-            saw_alternation_ = true;
+    case csp::event::kind::alt_chose: {
+        live* l = find_live(self);
+        if (!l || l->quiet > 0) break;
+        // The chosen guard's channel event came just before: when every
+        // guard that took part is a channel end, that step becomes a choice.
+        process& proc = net_.processes[l->model];
+        std::vector<offer> offered;
+        std::size_t taken = SIZE_MAX;
+        bool channels_only = true;
+        for (std::size_t i = 0; i < e.offers.size(); ++i) {
+            const csp::offer& o = e.offers[i];
+            if (!o.enabled) continue;
+            if (!o.channel) {
+                channels_only = false;
+                break;
+            }
+            if (i == e.detail) taken = offered.size();
+            offered.push_back({model_channel(o.channel), o.write ? direction::send : direction::receive});
+        }
+        const bool last_is_taken = taken != SIZE_MAX && !proc.body.empty() &&
+                                   proc.body.back().what == step::kind::communicate &&
+                                   proc.body.back().channel == offered[taken].channel &&
+                                   proc.body.back().dir == offered[taken].dir;
+        if (channels_only && last_is_taken) {
+            proc.body.pop_back();
+            if (offered.size() == 1) proc.body.push_back({step::kind::communicate, offered[0].channel, offered[0].dir, {}});
+            else net_.choice(l->model, std::move(offered), taken);
+        } else {
+            proc.alternation_recorded_as_taken = true;
         }
         break;
+    }
     case csp::event::kind::seq_begin:
     case csp::event::kind::seq_end:
         break;  // a seq runs in its process: its steps are already in order
     }
+}
+
+std::size_t recorder::model_channel(const csp::channel_view& ch) {
+    auto it = channels_.find(ch.id());
+    if (it == channels_.end()) {
+        const auto& b = ch.buffering();
+        const bool unbounded = b.how == csp::buffer::kind::unbounded;
+        const std::size_t cap = b.how == csp::buffer::kind::none ? 0 : (unbounded ? 1 : b.capacity);
+        // Numbered in order of first use, so a recording does not depend
+        // on how many channels the program made before.
+        const std::size_t m = net_.add_channel(identifier("c", channels_.size(), ch.name()), cap);
+        if (b.how == csp::buffer::kind::overwriting)
+            net_.notes.push_back(net_.channels[m].name + " overwrites when full; the model blocks instead");
+        it = channels_.emplace(ch.id(), channel_use{m, unbounded}).first;
+    }
+    return it->second.model;
 }
 
 void recorder::message(direction d, int from, int to, const message_id& id) {

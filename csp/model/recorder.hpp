@@ -13,9 +13,11 @@
 // after their channel's name, or numbered. Buffered channels keep their
 // capacity; an unbounded one gets the number of values sent on it.
 //
-// What a recording cannot see is written into the network's notes: an
-// alternation is recorded as the branch it took (its other guards are not
-// in the model); the values sent are not recorded.
+// An alternation whose guards are all channel ends is recorded as a choice
+// step: the ends it offered and the one it took (the exporters write it as
+// a choice where the run shows what followed each branch). One with other
+// guards (a timeout, skip, an IO watch) is recorded as the branch it took,
+// and its process marked. The values sent are not recorded.
 //
 // Communicators (collectives) report their messages with message(), so a
 // collective's model shows rank-to-rank messages instead of the mailbox
@@ -93,6 +95,7 @@ private:
     };
 
     live* find_live(const void* process);
+    std::size_t model_channel(const csp::channel_view& ch);  // made on first use
     void add_step(const void* process, step s);
 
     std::mutex lock_;
@@ -101,7 +104,6 @@ private:
     std::map<const void*, live> live_;
     std::map<std::uint64_t, channel_use> channels_;
     std::map<std::tuple<int, int, message_id>, std::size_t> messages_;
-    bool saw_alternation_ = false;
 };
 
 }  // namespace csp::model

@@ -189,7 +189,9 @@ TEST(cspm_fold, folding_keeps_every_step_in_order) {
     for (int i = 0; i < 5; ++i) body.push_back(comm(1)), body.push_back(comm(2)), body.push_back(comm(3));
     body.push_back(comm(8));
     for (int i = 0; i < 7; ++i) body.push_back(comm(4));
-    const auto runs = model::fold(body);
+    model::process proc;
+    proc.body = body;
+    const auto runs = model::fold(proc);
     std::vector<std::size_t> replay;
     std::size_t at = 0;
     for (const auto& r : runs) {
@@ -206,4 +208,68 @@ TEST(cspm_fold, folding_keeps_every_step_in_order) {
     for (const auto& r : runs) folded += r.times > 1;
     EXPECT_EQ(folded, 2u);
     EXPECT_LE(runs.size(), 5u);
+}
+
+namespace {
+
+// A multiplexer: two producers send 6 and 4 values; the multiplexer takes
+// 10 from either in an alternation and passes each on to a consumer.
+model::network multiplexer() {
+    model::recorder rec;
+    csp::run([] {
+        csp::channel<int> a{"a"}, b{"b"}, out{"out"};
+        auto producer = [](csp::writer<int> w, int n) {
+            return [w, n] {
+                for (int i = 0; i < n; ++i) w.write(i);
+            };
+        };
+        csp::par(csp::proc("left", producer(a.writer(), 6)), csp::proc("right", producer(b.writer(), 4)),
+                 csp::proc("mux", [ra = a.reader(), rb = b.reader(), w = out.writer()] {
+                     int v = 0;
+                     for (int i = 0; i < 10; ++i) {
+                         csp::select(csp::input(ra, v), csp::input(rb, v));
+                         w.write(v);
+                     }
+                 }),
+                 csp::proc("sink", [r = out.reader()] {
+                     for (int i = 0; i < 10; ++i) r.read();
+                 }));
+    });
+    return rec.take();
+}
+
+}  // namespace
+
+// The loop shows what followed each branch (the same pass-on), so the model
+// offers both, as the program did, whichever order the run happened to take.
+TEST(cspm_fold, an_alternation_repeated_in_a_loop_is_written_as_the_choice_it_was) {
+    const auto net = multiplexer();
+    const std::string text = cspm_text(net, "mux");
+    EXPECT_TRUE(std::regex_search(text, std::regex(R"(P\d_\d\(n\) = if n == 0 then .* else \(c\d_[\w.]+ -> SKIP \[\] c\d_[\w.]+ -> SKIP\) ; )")))
+        << text;
+    EXPECT_EQ(text.find(model::alternation_note), std::string::npos) << text;
+    std::ostringstream pml;
+    model::write_promela(pml, net, "mux");
+    EXPECT_NE(pml.str().find("if\n"), std::string::npos) << pml.str();
+    const auto spin = model_test::verify_with_spin(net, "mux");
+    ASSERT_TRUE(spin.ran) << spin.output;
+    EXPECT_EQ(spin.errors, 0) << spin.output;
+    if (model_test::cspmcheck_path().empty()) GTEST_SKIP() << "cspmcheck is not on this machine: CSPm not loaded";
+    const auto r = model_test::check_cspm(net, "mux");
+    EXPECT_TRUE(r.accepted) << r.output;
+}
+
+// Once only: the run shows what followed one branch, so that is what is written.
+TEST(cspm_fold, an_alternation_seen_once_is_written_as_the_branch_taken_with_a_note) {
+    model::network net;
+    auto x = net.add_channel("x"), y = net.add_channel("y");
+    auto root = net.add_process("main"), chooser = net.add_process("chooser"), sender = net.add_process("sender");
+    net.par(root, {chooser, sender});
+    net.choice(chooser, {{x, model::direction::receive}, {y, model::direction::receive}}, 1);
+    net.send(sender, y);
+    const std::string text = cspm_text(net);
+    EXPECT_NE(text.find("P1 = go.1 -> y.2.1 -> finish.1 -> SKIP"), std::string::npos) << text;
+    EXPECT_NE(text.find(model::alternation_note), std::string::npos) << text;
+    if (model_test::cspmcheck_path().empty()) GTEST_SKIP() << "cspmcheck is not on this machine: CSPm not loaded";
+    EXPECT_TRUE(model_test::check_cspm(net, "once").accepted);
 }

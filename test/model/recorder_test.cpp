@@ -2,6 +2,8 @@
 // their kind, the communications in order, and notes on what it cannot see.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "collectives/collectives.hpp"
 #include "collectives/record_local.hpp"
 #include "model_fixture.hpp"
@@ -52,7 +54,7 @@ TEST(recorder, buffered_channels_keep_their_capacity_and_unbounded_ones_their_lo
     EXPECT_EQ(net.channels[1].capacity, 5u);
 }
 
-TEST(recorder, an_alternation_is_recorded_as_the_branch_taken_and_says_so) {
+TEST(recorder, an_alternation_over_channels_is_recorded_as_a_choice_of_what_it_offered) {
     csp::model::recorder rec;
     csp::run([] {
         csp::channel<int> x{"x"}, y{"y"};
@@ -64,12 +66,35 @@ TEST(recorder, an_alternation_is_recorded_as_the_branch_taken_and_says_so) {
     });
     auto net = rec.take();
     const auto& chooser = net.processes[find_process(net, "chooser")];
+    EXPECT_FALSE(chooser.alternation_recorded_as_taken);
+    ASSERT_EQ(chooser.body.size(), 1u);
+    EXPECT_EQ(chooser.body[0].what, step::kind::choice);
+    EXPECT_EQ(net.channels[chooser.body[0].channel].name, "c0_y");  // the branch taken
+    const auto& offered = chooser.offers.at(0);
+    ASSERT_EQ(offered.size(), 2u);
+    EXPECT_EQ(net.channels[offered[0].channel].name, "c1_x");  // in the alternation's order
+    EXPECT_EQ(net.channels[offered[1].channel].name, "c0_y");
+    EXPECT_EQ(offered[0].dir, csp::model::direction::receive);
+}
+
+TEST(recorder, an_alternation_with_a_timeout_is_recorded_as_the_branch_taken_and_says_so) {
+    csp::model::recorder rec;
+    csp::run([] {
+        csp::channel<int> y{"y"};
+        csp::par(csp::proc("chooser", [ry = y.reader()] {
+                     int v = 0;
+                     csp::select(csp::input(ry, v), csp::timeout(std::chrono::seconds(30)));
+                 }),
+                 csp::proc("sender", [w = y.writer()] { w.write(1); }));
+    });
+    auto net = rec.take();
+    const auto& chooser = net.processes[find_process(net, "chooser")];
     EXPECT_TRUE(chooser.alternation_recorded_as_taken);
     ASSERT_EQ(chooser.body.size(), 1u);
-    EXPECT_EQ(net.channels[chooser.body[0].channel].name, "c0_y");
-    bool noted = false;
-    for (const auto& n : net.notes) noted |= n.find("branch each one took") != std::string::npos;
-    EXPECT_TRUE(noted);
+    EXPECT_EQ(chooser.body[0].what, step::kind::communicate);
+    std::ostringstream os;
+    csp::model::write_cspm(os, net, {"timeout", {}});
+    EXPECT_NE(os.str().find(csp::model::alternation_note), std::string::npos) << os.str();
 }
 
 TEST(recorder, a_collective_records_rank_to_rank_messages_not_mailbox_channels) {

@@ -3,7 +3,7 @@
    Verify: spin -a FILE && gcc -O2 -DSAFETY -o pan pan.c && ./pan
    A deadlock shows as an invalid end state. */
 
-/* The pass count of the folded loops, as recorded: set N >= 1 for another run length. */
+/* N: the recorded pass count of the loops written against it (N or N + 1 passes). */
 #define N 9
 
 chan c0_a = [0] of { byte };
