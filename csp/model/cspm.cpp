@@ -271,8 +271,8 @@ void write_cspm(std::ostream& os, const network& recorded, const cspm_options& o
         os << "ALL_BUFFERS = ";
         for (std::size_t i = 0; i < buffers.size(); ++i) {
             const auto c = buffers[i];
-            os << (i ? "\n    ||| " : "") << "BUF_" << net.channels[c].name << "(0, " << net.count(c, direction::send)
-               << ")";
+            os << (i ? "\n    ||| " : "") << "BUF_" << net.channels[c].name << "(0, "
+               << count_text(net.count(c, direction::send), folded.n) << ")";
         }
         os << "\nSYSTEM = PROCESSES [| BUFFER_EVENTS |] ALL_BUFFERS\n";
     }

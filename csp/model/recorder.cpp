@@ -147,11 +147,11 @@ void recorder::message(direction d, int from, int to, const message_id& id) {
     const void* self = csp::process_view::of_caller().key();
     std::lock_guard lk(lock_);
     if (taken_) return;
-    auto key = std::make_tuple(from, to, id);
+    auto key = std::make_tuple(from, to, id.stream, id.step);
     auto it = messages_.find(key);
     if (it == messages_.end()) {
         std::ostringstream label;
-        label << 'r' << from << "_r" << to << "_t" << id.stream << '_' << id.call << '_' << unsigned{id.step};
+        label << 'r' << from << "_r" << to << "_t" << id.stream << '_' << unsigned{id.step};
         it = messages_.emplace(key, net_.add_channel(identifier("m", messages_.size(), label.str()), 1)).first;
     }
     if (live* l = find_live(self))

@@ -39,8 +39,7 @@ namespace csp::model {
 // Which message of a communicator, as the communicator describes it (the
 // recorder knows nothing of how a communicator numbers its messages): the
 // sequence of calls it belongs to, the call's number there, and the phase
-// inside the call. Together with sender and receiver it names one channel
-// of the model.
+// inside the call.
 struct message_id {
     std::uint32_t stream = 0;
     std::uint32_t call = 0;
@@ -59,8 +58,12 @@ public:
     void on_event(const csp::event& e) override;
 
     // A message of a communicator from rank `from` to rank `to`, sent or
-    // received by the calling process. Each (from, to, id) is one buffered
-    // channel of the model.
+    // received by the calling process. Each (from, to, stream, step) is one
+    // buffered channel of the model, whatever the call: both ranks make the
+    // calls of a stream in order, so the messages of successive calls pass
+    // through it in the order they are sent and received, exactly as the
+    // communicator's matching by call would pair them. A loop of calls then
+    // repeats the same steps, and folds.
     void message(direction d, int from, int to, const message_id& id);
 
     // Adds a note (once) to what the model does not capture.
@@ -103,7 +106,7 @@ private:
     network net_;
     std::map<const void*, live> live_;
     std::map<std::uint64_t, channel_use> channels_;
-    std::map<std::tuple<int, int, message_id>, std::size_t> messages_;
+    std::map<std::tuple<int, int, std::uint32_t, std::uint8_t>, std::size_t> messages_;  // (from, to, stream, step)
 };
 
 }  // namespace csp::model

@@ -110,3 +110,26 @@ TEST(recorder, a_collective_records_rank_to_rank_messages_not_mailbox_channels) 
     const auto& r0 = net.processes[find_process(net, "rank 0")];
     EXPECT_EQ(r0.body.size(), 4u);  // send, receive, send, receive
 }
+
+// Successive calls between the same two ranks share one channel per step,
+// so a loop of collective calls is a loop of the same steps and folds
+// (an iterative solver's allreduce every step).
+TEST(recorder, repeated_collective_calls_reuse_their_channels_and_fold) {
+    auto net = cc::record_local(4, [](auto& c) {
+        for (int i = 0; i < 50; ++i) cc::allreduce_butterfly(c, 1, cc::sum{});
+    });
+    EXPECT_EQ(net.channels.size(), 8u);
+    for (std::size_t c = 0; c < net.channels.size(); ++c) {
+        EXPECT_EQ(net.count(c, direction::send), 50u);
+        EXPECT_EQ(net.count(c, direction::receive), 50u);
+    }
+    std::ostringstream os;
+    csp::model::write_cspm(os, net, {"fit", {}});
+    EXPECT_LT(os.str().size(), 8u * 1024) << os.str();
+    EXPECT_NE(os.str().find("-- Folded: rank 0"), std::string::npos) << os.str();
+    auto spin = model_test::verify_with_spin(net, "fifty_allreduces");
+    ASSERT_TRUE(spin.ran) << spin.output;
+    EXPECT_EQ(spin.errors, 0) << spin.output;
+    if (model_test::cspmcheck_path().empty()) GTEST_SKIP() << "cspmcheck is not on this machine: CSPm not loaded";
+    EXPECT_TRUE(model_test::check_cspm(net, "fifty_allreduces").accepted);
+}
