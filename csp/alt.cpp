@@ -71,6 +71,7 @@ private:
 //  4. Disable every enabled guard, then let the chosen guard finish.
 std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
     const std::size_t n = guards.size();
+    if (n == 0) throw usage_error("select: no guards to choose from (an empty list)");
     auto at = [&](std::size_t k) { return (first + k) % n; };
     bool any_enabled = false;
     for (const guard* g : guards) any_enabled = any_enabled || g->enabled();

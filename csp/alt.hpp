@@ -176,7 +176,7 @@ public:
         return fair_select(std::span<guard* const>(gs));
     }
     std::size_t fair_select(std::span<guard* const> guards) {
-        const std::size_t chosen = detail::select_from(guards, favourite_ % guards.size());
+        const std::size_t chosen = detail::select_from(guards, guards.empty() ? 0 : favourite_ % guards.size());
         favourite_ = chosen + 1;
         return chosen;
     }

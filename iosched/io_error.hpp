@@ -26,15 +26,21 @@ public:
         stopped,     // the IO scheduler has ended
     };
 
-    io_error(int fd, condition c, const std::string& message)
-        : csp::error("fd " + std::to_string(fd) + ": " + message), fd_(fd), condition_(c) {}
+    io_error(int fd, condition c, const std::string& message, int system_error = 0)
+        : csp::error("fd " + std::to_string(fd) + ": " + message), fd_(fd), condition_(c), errno_(system_error) {}
 
     int fd() const noexcept { return fd_; }
     condition cond() const noexcept { return condition_; }
+    // The socket's pending error (an errno value) when the condition is
+    // `error` and the socket had one, else 0. Reading it cleared it from
+    // the socket: this is the only place it is kept (a refused connect
+    // learns ECONNREFUSED here).
+    int system_error() const noexcept { return errno_; }
 
 private:
     int fd_;
     condition condition_;
+    int errno_;
 };
 
 }  // namespace csp::io

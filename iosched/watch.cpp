@@ -15,12 +15,12 @@ std::uint64_t next_id() {
     return counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-// ": Connection reset by peer" if fd is a socket with a pending error.
-std::string pending_error(int fd) {
+// The pending error of fd if it is a socket with one (reading it clears it).
+int pending_error(int fd) {
     int err = 0;
     socklen_t len = sizeof err;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0) return {};
-    return std::string(": ") + std::strerror(err);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return 0;
+    return err;
 }
 
 }  // namespace
@@ -112,9 +112,9 @@ io_events watch::take(const readiness& r) {
         throw io_error(fd_, io_error::condition::invalid_fd, "not an open file descriptor (POLLNVAL)" + waiting());
     if (in_ == interest::read && (ev & POLLIN)) return io_events(ev);
     // A socket's pending error says most (a reset); else a hang-up; else a bare POLLERR.
-    const std::string pending = (ev & POLLERR) ? pending_error(fd_) : std::string();
-    if (!pending.empty())
-        throw io_error(fd_, io_error::condition::error, "error condition (POLLERR" + pending + ")" + waiting());
+    if (const int pending = (ev & POLLERR) ? pending_error(fd_) : 0)
+        throw io_error(fd_, io_error::condition::error,
+                       std::string("error condition (POLLERR: ") + std::strerror(pending) + ")" + waiting(), pending);
     if (ev & POLLHUP) throw io_error(fd_, io_error::condition::hangup, "peer hung up (POLLHUP)" + waiting());
     if (ev & POLLERR) throw io_error(fd_, io_error::condition::error, "error condition (POLLERR)" + waiting());
     return io_events(ev);

@@ -1,6 +1,7 @@
 #include "net/nameserver_client.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "net/errors.hpp"
 #include "net/nameserver_protocol.hpp"
@@ -12,7 +13,13 @@ detail::line_connection dial(const endpoint& ns, clock::time_point deadline) {
     try {
         return detail::line_connection(connect_to(ns, deadline), "nameserver at " + ns.str());
     } catch (const net_error& e) {
-        throw nameserver_error(std::string("nameserver unreachable: ") + e.what());
+        // "cannot connect to HOST:PORT: Connection refused" -> "connection refused"
+        const std::string what = e.what();
+        const auto colon = what.rfind(": ");
+        std::string why = colon == std::string::npos ? what : what.substr(colon + 2);
+        if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+        throw nameserver_error("cannot reach the nameserver at " + ns.str() + " (" + why +
+                               "); start csp-nameserver or run under csp-launch");
     }
 }
 

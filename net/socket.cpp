@@ -41,6 +41,11 @@ endpoint endpoint::parse(const std::string& text) {
     return e;
 }
 
+// Closed by the IO scheduler (which tells its waiters), or here when there
+// is none. Once the scheduler has taken the close request it closes the
+// number, whatever it answers: closing it again here could close another
+// connection that has the number by then. Only a scheduler that stopped
+// before the request left it open.
 void unique_fd::reset() noexcept {
     if (fd_ < 0) return;
     const int fd = std::exchange(fd_, -1);
@@ -48,7 +53,10 @@ void unique_fd::reset() noexcept {
         try {
             csp::io::close(fd);
             return;
+        } catch (const csp::io::io_error& e) {
+            if (e.cond() != csp::io::io_error::condition::stopped) return;
         } catch (...) {
+            return;
         }
     }
     ::close(fd);
@@ -124,15 +132,22 @@ unique_fd connect_to(const endpoint& to, clock::time_point deadline) {
     while (rc != 0 && errno == EINTR);
     if (rc != 0 && errno != EINPROGRESS) throw net_error("cannot connect to " + to.str() + ": " + error_text(errno));
     if (rc != 0) {
+        // A refused connect shows as POLLERR; the socket's pending error says
+        // why, and whoever reads it first clears it: the watch that reported
+        // POLLERR keeps it in the io_error.
+        int err = 0;
         try {
             if (!wait_until(fd.get(), csp::io::interest::write, deadline))
                 throw net_error("cannot connect to " + to.str() + ": timed out");
-        } catch (const csp::io::io_error&) {
-            // A refused connect shows as POLLHUP/POLLERR; SO_ERROR says why.
+        } catch (const csp::io::io_error& e) {
+            err = e.system_error();
+            if (err == 0 && e.cond() != csp::io::io_error::condition::error)
+                throw net_error("cannot connect to " + to.str() + ": " + e.what());
         }
-        int err = 0;
-        socklen_t len = sizeof err;
-        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err == 0) {
+            socklen_t len = sizeof err;
+            ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        }
         if (err != 0) throw net_error("cannot connect to " + to.str() + ": " + error_text(err));
     }
     return fd;

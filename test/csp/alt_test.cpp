@@ -65,6 +65,22 @@ TEST(alt, fair_select_serves_always_ready_guards_in_turn) {
     EXPECT_EQ(total, selects);
 }
 
+// Regression: fair_select took the starting guard modulo the list's size,
+// dividing by zero on an empty list.
+TEST(alt, fair_select_on_an_empty_list_is_a_usage_error_not_a_division_by_zero) {
+    csp::run([] {
+        csp::alternation alt;
+        std::vector<csp::guard*> none;
+        try {
+            alt.fair_select(std::span<csp::guard* const>(none));
+            ADD_FAILURE() << "an empty select returned";
+        } catch (const csp::usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("no guards"), std::string::npos) << e.what();
+        }
+        EXPECT_THROW(csp::select(std::span<csp::guard* const>(none)), csp::usage_error);
+    });
+}
+
 TEST(alt, an_output_guard_that_did_not_commit_keeps_its_value) {
     csp::channel<std::unique_ptr<int>> out{"out"};
     csp::channel<int> in{"in", csp::buffer::fifo(1)};

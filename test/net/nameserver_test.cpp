@@ -14,6 +14,29 @@ using csp::net::endpoint;
 
 csp::clock::time_point soon() { return csp::clock::now() + 5s; }
 
+// Regression: the refused connect's error was read (and cleared) by the IO
+// wait, so the registration wrote to a dead socket and a node without its
+// nameserver died of an uncaught "Broken pipe".
+TEST(net_nameserver, a_missing_nameserver_is_a_catchable_error_that_says_what_to_do) {
+    // A port nobody listens on: bound, then closed.
+    csp::net::endpoint nowhere;
+    {
+        csp::run([&] { auto l = csp::net::listen_on({"127.0.0.1", 0}, nowhere); });
+    }
+    csp::run([&] {
+        csp::net::node_options o;
+        o.nameserver = nowhere;
+        o.job = "orphan";
+        try {
+            csp::net::node n(o);
+            ADD_FAILURE() << "a node registered with no nameserver";
+        } catch (const csp::net::nameserver_error& e) {
+            EXPECT_EQ(std::string(e.what()), "cannot reach the nameserver at " + nowhere.str() +
+                                                 " (connection refused); start csp-nameserver or run under csp-launch");
+        }
+    });
+}
+
 TEST(net_nameserver, two_jobs_have_separate_ranks) {
     csp::net::nameserver ns;
     csp::run([&] {
