@@ -9,8 +9,10 @@
 // the collective tag in the message tag. A pump process moves them from the
 // port into a mailbox that matches (source, tag), so any number of processes
 // of the node may receive at once. Values travel through the codec
-// (net/codec.hpp). A peer's failure, reported by the port, fails the
-// receives from that peer and from any peer: they throw its peer_error.
+// (net/codec.hpp). A peer's failure or departure, reported by the port
+// (opened to hear every departure), fails the receives from that peer and
+// from any peer: they throw its peer_error, so a collective fails on every
+// rank once a member is lost or gone.
 //
 // The communicator must be made, used and destroyed inside processes of the
 // node's runtime, and destroyed before its node (its destructor stops the
@@ -33,7 +35,7 @@ public:
 
     explicit net_communicator(net::node& n, net::port_id port = default_port) : node_(&n), port_id_(port) {
         if (n.size() < 1) throw usage_error("net_communicator: the node's job size is unknown");
-        pump_.spawn(csp::proc("collectives pump", [this, port = n.open(port)] { run_pump(port); }));
+        pump_.spawn(csp::proc("collectives pump", [this, port = n.open(port, net::departures::each)] { run_pump(port); }));
     }
     net_communicator(const net_communicator&) = delete;
     net_communicator& operator=(const net_communicator&) = delete;

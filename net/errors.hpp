@@ -7,7 +7,10 @@
 //   Sends to it throw; every port of this node receives one peer_error, in
 //   order after the last message that peer delivered, so receives waiting on
 //   it fail instead of hanging. A peer that left cleanly (it closed its node)
-//   makes sends to it throw, but is no error for receivers.
+//   makes sends to it throw with "... has left"; ports that asked to hear
+//   every departure (the collectives' port) receive that error once after its
+//   last message, and every port does once no peer is left that could send
+//   to it (port.hpp).
 // - frame_error: bytes on a connection that are not a valid frame (bad
 //   magic, version or opcode, a length over the maximum, a truncated frame,
 //   a frame claiming another source). It closes that one connection; the node

@@ -99,7 +99,13 @@ void node::close() {
     switch_.wait();
 }
 
-port node::open(port_id id) { return port(id, core_->port_channel(id)); }
+port node::open(port_id id, departures heard) {
+    if (heard == departures::each) {
+        std::lock_guard lk(core_->lock);
+        core_->every_departure.insert(id);
+    }
+    return port(id, core_->port_channel(id));
+}
 
 void node::post(int to, port_id to_port, std::uint64_t tag, payload body) {
     if (closed_) throw usage_error("send on a closed node (" + core_->name() + ")");

@@ -56,8 +56,9 @@ public:
     endpoint address() const { return core_->address; }
 
     // The port `id` of this node; messages sent to it before it was opened are
-    // waiting in it. Opening a port twice gives two handles to one mailbox.
-    port open(port_id id);
+    // waiting in it. Opening a port twice gives two handles to one mailbox;
+    // it hears every departure once any handle asked for `each` (port.hpp).
+    port open(port_id id, departures heard = departures::last_sender);
 
     // Queues `value` for port `to_port` of node `to` and returns. Throws
     // usage_error for a rank outside the job, peer_error if that node has

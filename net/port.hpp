@@ -12,9 +12,19 @@
 //
 // Receiving from a set of ports is a select over their guards. Messages from
 // one node to one port arrive in the order sent. A receive throws peer_error
-// when it takes the entry that reports a peer's failure (errors.hpp), and
-// decode_error when the bytes are not a T; either way the port goes on.
+// when it takes the entry that reports a peer's failure or departure
+// (errors.hpp), and decode_error when the bytes are not a T; either way the
+// port goes on. A peer's entry comes after every message it sent.
+//
+// Which departures a port hears (a peer that closed its node cleanly):
+//   departures::last_sender  (the default) one that leaves no peer that could
+//                            still send: a receive would wait for ever
+//   departures::each         every one, as a peer_error naming the peer and
+//                            saying it left (a layer that matches messages
+//                            by source, like the collectives, fails the
+//                            receives from that peer)
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -24,6 +34,8 @@
 namespace csp::net {
 
 class node;
+
+enum class departures : std::uint8_t { last_sender, each };
 
 class port {
 public:

@@ -171,8 +171,10 @@ private:
         } else if (l.state() != link_state::lost && !l.error()) {
             // The goodbye is answered (the peer waits for our end of stream)
             // and the departure recorded before any later send is refused.
-            l.peer_left(static_cast<std::uint32_t>(core_->rank), core_->peer_name(d.peer) + " has left");
+            l.peer_left(static_cast<std::uint32_t>(core_->rank),
+                        core_->peer_name(d.peer) + " has left (it closed its node)");
             set_departed(l.peer(), l.error()->what());
+            announce_departure(l);
         }
     }
 
@@ -217,13 +219,30 @@ private:
             std::lock_guard lk(core_->lock);
             for (auto& [id, ch] : core_->ports) ports.push_back(ch);
         }
-        for (auto& ch : ports) {
-            message m;
-            m.source = l.peer();
-            m.failure = l.error();
-            ch.writer().write(std::move(m));
-        }
+        for (auto& ch : ports) tell(ch, l);
         return true;
+    }
+
+    // A peer left cleanly: the ports that hear every departure are told, and
+    // every port once no peer is left that could send to it (port.hpp). The
+    // inbound process delivered all the peer's messages before it reported
+    // the goodbye, so they come first.
+    void announce_departure(const link& l) {
+        std::vector<csp::channel<message>> ports;
+        {
+            std::lock_guard lk(core_->lock);
+            const bool no_sender_left = core_->size > 0 && core_->departed.size() >= std::size_t(core_->size - 1);
+            for (auto& [id, ch] : core_->ports)
+                if (no_sender_left || core_->every_departure.count(id)) ports.push_back(ch);
+        }
+        for (auto& ch : ports) tell(ch, l);
+    }
+
+    static void tell(csp::channel<message>& port, const link& l) {
+        message m;
+        m.source = l.peer();
+        m.failure = l.error();
+        port.writer().write(std::move(m));
     }
 
     void set_departed(int peer, std::string why) {

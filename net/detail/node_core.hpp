@@ -80,6 +80,7 @@ struct node_core {
     mutable std::mutex lock;
     std::unordered_map<port_id, csp::channel<message>> ports;
     std::unordered_map<int, std::string> departed;  // peer -> why sends to it fail
+    std::unordered_set<port_id> every_departure;      // ports opened with departures::each
     // departed.size(), readable without the lock: a send looks up `departed`
     // only once some peer has gone, so the common send takes no lock.
     std::atomic<std::size_t> departures{0};

@@ -208,3 +208,102 @@ TEST(net_node, bad_arguments_name_what_is_wrong) {
 }
 
 }  // namespace
+
+namespace {
+
+// Waits (at most 5 s) until sends to `peer` are refused: the switch has
+// handled its departure.
+bool wait_until_departed(csp::net::node& self, int peer) {
+    for (int i = 0; i < 2500; ++i) {
+        try {
+            self.send(peer, 99, 0);
+        } catch (const csp::net::peer_error&) {
+            return true;
+        }
+        csp::select(csp::timeout(2ms));
+    }
+    return false;
+}
+
+}  // namespace
+
+// Regression: a clean departure told no port, so a receive waiting on the
+// peer that left blocked for ever.
+TEST(net_departures, a_receive_waiting_on_the_only_sender_that_left_fails_naming_it) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "leave-1", 2, [](csp::net::node& self) {
+        auto inbox = self.open(5);
+        if (self.rank() == 1) {
+            self.send(0, 5, 41);
+            self.close();
+            return;
+        }
+        EXPECT_EQ(inbox.receive<int>(), 41);  // what it sent before leaving comes first
+        const auto start = csp::clock::now();
+        try {
+            inbox.receive<int>();
+            ADD_FAILURE() << "a receive from a node that left returned";
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            EXPECT_NE(std::string(e.what()).find("node 1 of job 'leave-1' has left"), std::string::npos) << e.what();
+        }
+        EXPECT_LT(csp::clock::now() - start, 5s);
+    });
+}
+
+// A peer leaving is no error while another could still send; the last one's
+// departure is.
+TEST(net_departures, a_port_hears_a_departure_once_no_peer_is_left_to_send) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "leave-2", 3, [](csp::net::node& self) {
+        auto inbox = self.open(5);
+        auto control = self.open(6);
+        switch (self.rank()) {
+            case 1:
+                self.send(0, 6, 1);  // a link to leave by (a departure before any link is a later matter)
+                self.close();
+                return;
+            case 2:
+                control.receive<int>();  // rank 0 saw rank 1 leave
+                self.send(0, 5, 2);
+                self.close();
+                return;
+            default:
+                break;
+        }
+        EXPECT_EQ(control.receive<int>(), 1);
+        ASSERT_TRUE(wait_until_departed(self, 1));
+        self.send(2, 6, 1);
+        EXPECT_EQ(inbox.receive<int>(), 2);  // rank 1's departure did not end the receive
+        try {
+            inbox.receive<int>();
+            ADD_FAILURE() << "a receive with no sender left returned";
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 2);
+            EXPECT_NE(std::string(e.what()).find("has left"), std::string::npos) << e.what();
+        }
+    });
+}
+
+TEST(net_departures, a_port_opened_to_hear_each_departure_hears_every_one) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "leave-3", 3, [](csp::net::node& self) {
+        auto inbox = self.open(5, csp::net::departures::each);
+        if (self.rank() != 0) {
+            self.send(0, 6, self.rank());  // a link to leave by
+            self.close();
+            return;
+        }
+        std::vector<int> left;
+        for (int i = 0; i < 2; ++i) {
+            try {
+                inbox.receive();
+                ADD_FAILURE() << "a message came where a departure was expected";
+            } catch (const csp::net::peer_error& e) {
+                left.push_back(e.peer());
+            }
+        }
+        std::sort(left.begin(), left.end());
+        EXPECT_EQ(left, (std::vector<int>{1, 2}));
+    });
+}
