@@ -1,5 +1,7 @@
 #include "net/nameserver.hpp"
 
+#include <algorithm>
+
 #include <future>
 #include <map>
 #include <mutex>
@@ -18,6 +20,10 @@ namespace {
 
 using detail::line_connection;
 
+// The largest job, and the longest a LOOKUP waits for its rank to register.
+constexpr int max_job_size = 1 << 20;
+constexpr long max_lookup_wait_ms = 10 * 60 * 1000;
+
 class registry {
 public:
     // The answer line to a REGISTER; records the entry under `owner`.
@@ -34,7 +40,9 @@ public:
         } catch (const std::exception&) {
             return "ERR malformed REGISTER: rank, size and port must be numbers";
         }
-        if (rank < -1 || size < 0) return "ERR rank must be -1 or more and size 0 or more";
+        if (rank < -1 || size < 0 || size > max_job_size || rank >= max_job_size)
+            return "ERR rank must be -1 to " + std::to_string(max_job_size - 1) + " and size 0 to " +
+                   std::to_string(max_job_size);
         std::lock_guard lk(lock_);
         auto& j = jobs_[job];
         if (j.size == 0) j.size = size;
@@ -45,8 +53,11 @@ public:
         if (size != 0 && size != j.size)
             return fail("job '" + job + "' has " + std::to_string(j.size) + " nodes, not " + std::to_string(size));
         if (rank == -1) {
-            rank = 0;
-            while (j.nodes.count(rank)) ++rank;
+            // The lowest free rank. No rank below the hint is free, so a run
+            // of automatic registrations costs O(log n) each.
+            rank = j.first_free;
+            for (auto it = j.nodes.lower_bound(rank); it != j.nodes.end() && it->first == rank; ++it) ++rank;
+            if (rank >= max_job_size) return fail("job '" + job + "' is full (" + std::to_string(max_job_size) + " nodes)");
         }
         if (j.size != 0 && rank >= j.size)
             return fail(j.nodes.size() >= static_cast<std::size_t>(j.size) && w[2] == "-1"
@@ -57,6 +68,7 @@ public:
             return fail("rank " + std::to_string(rank) + " of job '" + job + "' is already registered at " +
                         it->second.at.str());
         j.nodes[rank] = {at, owner};
+        if (rank == j.first_free) j.first_free = rank + 1;
         mine.emplace_back(job, rank);
         return "OK " + std::to_string(rank) + " " + std::to_string(j.size);
     }
@@ -67,7 +79,10 @@ public:
             auto j = jobs_.find(job);
             if (j == jobs_.end()) continue;
             auto n = j->second.nodes.find(rank);
-            if (n != j->second.nodes.end() && n->second.owner == owner) j->second.nodes.erase(n);
+            if (n != j->second.nodes.end() && n->second.owner == owner) {
+                j->second.nodes.erase(n);
+                j->second.first_free = std::min(j->second.first_free, rank);
+            }
             if (j->second.nodes.empty()) jobs_.erase(j);
         }
     }
@@ -96,8 +111,9 @@ private:
         const void* owner;
     };
     struct job_entry {
-        int size = 0;
+        int size = 0;  // 0: not known yet (ranks below max_job_size)
         std::map<int, entry> nodes;
+        int first_free = 0;  // no rank below it is free
     };
     std::mutex lock_;
     std::map<std::string, job_entry> jobs_;
@@ -113,7 +129,8 @@ std::string answer_lookup(registry& reg, const std::vector<std::string>& w, cons
     } catch (const std::exception&) {
         return "ERR malformed LOOKUP: rank and wait_ms must be numbers";
     }
-    const auto deadline = clock::now() + std::chrono::milliseconds(std::max(0L, wait_ms));
+    // Bounded, so that no wait can overflow the clock or hold a client for ever.
+    const auto deadline = clock::now() + std::chrono::milliseconds(std::clamp(wait_ms, 0L, max_lookup_wait_ms));
     for (;;) {
         if (auto at = reg.find(w[1], rank)) return "AT " + at->host + " " + std::to_string(at->port);
         if (clock::now() >= deadline)

@@ -14,6 +14,7 @@ namespace csp::net::detail {
 std::optional<std::string> line_connection::read_line(clock::time_point deadline, const csp::reader<bool>* stop) {
     for (;;) {
         if (const auto nl = buf_.find('\n'); nl != std::string::npos) {
+            if (nl > max_line) throw net_error(what_ + ": line longer than " + std::to_string(max_line) + " bytes");
             std::string line = buf_.substr(0, nl);
             buf_.erase(0, nl + 1);
             if (!line.empty() && line.back() == '\r') line.pop_back();

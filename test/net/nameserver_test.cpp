@@ -5,6 +5,8 @@
 #include <set>
 #include <thread>
 
+#include "csp/process_group.hpp"
+#include "net/nameserver_protocol.hpp"
 #include "net_fixture.hpp"
 
 namespace {
@@ -139,3 +141,71 @@ TEST(net_nameserver, a_closed_node_is_gone_from_its_job_and_a_lookup_waits_for_a
 }
 
 }  // namespace
+
+namespace {
+
+// One request line to the nameserver, raw; its answer line (or "" if it
+// closed the connection).
+std::string ask_raw(const csp::net::nameserver& ns, const std::string& line) {
+    csp::net::detail::line_connection c(csp::net::connect_to(ns.address(), soon()), "nameserver");
+    c.write_line(line, soon());
+    try {
+        return c.read_line(soon()).value_or("");
+    } catch (const csp::net::net_error&) {
+        return "";
+    }
+}
+
+}  // namespace
+
+// Regression: the size limit was checked only on lines without their
+// newline yet, so a 1.5 KB line in one read passed a 1 KiB limit.
+TEST(net_nameserver, a_line_over_the_limit_is_refused_even_when_it_arrives_whole) {
+    csp::net::nameserver ns;
+    csp::run([&] {
+        EXPECT_EQ(ask_raw(ns, "LIST " + std::string(1500, 'x')), "");  // the connection is dropped, not answered
+        EXPECT_EQ(ask_raw(ns, "LIST fine"), "JOB 0");                   // and the server goes on
+    });
+}
+
+// Regression: a wait_ms near 2^63 overflowed the deadline into the past.
+TEST(net_nameserver, a_huge_lookup_wait_is_bounded_not_overflowed) {
+    csp::net::nameserver ns;
+    csp::run([&] {
+        csp::channel<std::string> answer{csp::buffer::fifo(1)};
+        csp::process_group g;
+        g.spawn([&, w = answer.writer()]() mutable { w.write(ask_raw(ns, "LOOKUP later 0 9223372036854775000")); });
+        // Still waiting (an overflowed deadline answers at once), then served.
+        std::string got;
+        EXPECT_EQ(csp::select(csp::input(answer.reader(), got), csp::timeout(std::chrono::milliseconds(300))), 1u);
+        auto entry = csp::net::register_node(ns.address(), "later", 0, 1, {"127.0.0.1", 4242}, soon());
+        EXPECT_EQ(answer.reader().read(), "AT 127.0.0.1 4242");
+    });
+}
+
+// Regression: a job registered with size 0 took any rank, up to 2^31.
+TEST(net_nameserver, ranks_and_sizes_are_bounded) {
+    csp::net::nameserver ns;
+    csp::run([&] {
+        EXPECT_EQ(ask_raw(ns, "REGISTER big 2000000000 0 127.0.0.1 1").rfind("ERR rank must be -1 to ", 0), 0u);
+        EXPECT_EQ(ask_raw(ns, "REGISTER big 0 2000000000 127.0.0.1 1").rfind("ERR rank must be -1 to ", 0), 0u);
+    });
+}
+
+// Automatic ranks take the lowest free one, also after a node left.
+TEST(net_nameserver, automatic_ranks_fill_the_lowest_gap) {
+    csp::net::nameserver ns;
+    csp::run([&] {
+        std::vector<csp::net::registration> r;
+        for (int i = 0; i < 5; ++i)
+            r.push_back(csp::net::register_node(ns.address(), "gaps", -1, 0, {"127.0.0.1", 1000}, soon()));
+        for (int i = 0; i < 5; ++i) EXPECT_EQ(r[static_cast<std::size_t>(i)].rank, i);
+        r[1].connection.reset();  // rank 1 leaves
+        for (int tries = 0; tries < 500 && csp::net::list_job(ns.address(), "gaps", soon()).nodes.size() != 4; ++tries)
+            csp::select(csp::timeout(std::chrono::milliseconds(2)));
+        auto again = csp::net::register_node(ns.address(), "gaps", -1, 0, {"127.0.0.1", 1001}, soon());
+        auto next = csp::net::register_node(ns.address(), "gaps", -1, 0, {"127.0.0.1", 1002}, soon());
+        EXPECT_EQ(again.rank, 1);
+        EXPECT_EQ(next.rank, 5);
+    });
+}
