@@ -5,6 +5,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "csp/alt.hpp"
 #include "csp/runtime.hpp"
@@ -27,7 +28,8 @@ constexpr long max_lookup_wait_ms = 10 * 60 * 1000;
 class registry {
 public:
     // The answer line to a REGISTER; records the entry under `owner`.
-    std::string add(const std::vector<std::string>& w, const void* owner, std::vector<std::pair<std::string, int>>& mine) {
+    std::string add(const std::vector<std::string>& w, const void* owner, csp::writer<std::string> notes,
+                    std::vector<std::pair<std::string, int>>& mine) {
         if (w.size() != 6) return "ERR usage: REGISTER <job> <rank> <size> <host> <port>";
         const std::string& job = w[1];
         if (!detail::valid_job_name(job)) return "ERR invalid job name '" + job + "'";
@@ -67,23 +69,36 @@ public:
         if (auto it = j.nodes.find(rank); it != j.nodes.end())
             return fail("rank " + std::to_string(rank) + " of job '" + job + "' is already registered at " +
                         it->second.at.str());
-        j.nodes[rank] = {at, owner};
+        j.nodes[rank] = {at, owner, std::move(notes)};
         if (rank == j.first_free) j.first_free = rank + 1;
         mine.emplace_back(job, rank);
         return "OK " + std::to_string(rank) + " " + std::to_string(j.size);
     }
 
+    // Ends the registrations of `owner`; the job's other nodes are told
+    // "GONE <rank>" (each node's connection process writes it).
     void remove(const std::vector<std::pair<std::string, int>>& mine, const void* owner) {
-        std::lock_guard lk(lock_);
-        for (const auto& [job, rank] : mine) {
-            auto j = jobs_.find(job);
-            if (j == jobs_.end()) continue;
-            auto n = j->second.nodes.find(rank);
-            if (n != j->second.nodes.end() && n->second.owner == owner) {
-                j->second.nodes.erase(n);
-                j->second.first_free = std::min(j->second.first_free, rank);
+        std::vector<std::pair<csp::writer<std::string>, std::string>> tell;
+        {
+            std::lock_guard lk(lock_);
+            for (const auto& [job, rank] : mine) {
+                auto j = jobs_.find(job);
+                if (j == jobs_.end()) continue;
+                auto n = j->second.nodes.find(rank);
+                if (n != j->second.nodes.end() && n->second.owner == owner) {
+                    j->second.nodes.erase(n);
+                    j->second.first_free = std::min(j->second.first_free, rank);
+                    for (auto& [other, e] : j->second.nodes) tell.emplace_back(e.notes, "GONE " + std::to_string(rank));
+                }
+                if (j->second.nodes.empty()) jobs_.erase(j);
             }
-            if (j->second.nodes.empty()) jobs_.erase(j);
+        }
+        for (auto& [w, line] : tell) {
+            try {
+                w.write(line);  // unbounded: never waits
+            } catch (const csp::error&) {
+                // that node's connection is ending too
+            }
         }
     }
 
@@ -109,6 +124,7 @@ private:
     struct entry {
         endpoint at;
         const void* owner;
+        csp::writer<std::string> notes;  // lines for that node's registration connection
     };
     struct job_entry {
         int size = 0;  // 0: not known yet (ranks below max_job_size)
@@ -141,17 +157,37 @@ std::string answer_lookup(registry& reg, const std::vector<std::string>& w, cons
     }
 }
 
+// One client connection. A node's registration connection stays open: the
+// registration lasts as long as it, and the node hears "GONE <rank>" on it
+// when another node of its job ends its registration (left, died or was
+// killed), so that a peer it never linked to is not waited for in vain.
 void serve_client(registry& reg, unique_fd fd, std::string from, csp::reader<bool> stop) {
     line_connection c(std::move(fd), "nameserver client " + from);
     std::vector<std::pair<std::string, int>> mine;
     const int owner_tag = 0;
     const void* owner = &owner_tag;  // unique while this process lives
+    csp::channel<std::string> notes{"nameserver notes", csp::buffer::unbounded(), csp::sharing::any_to_one};
+    auto pending = notes.reader();
     try {
-        while (auto line = c.read_line(clock::time_point::max(), &stop)) {
+        for (;;) {
+            if (!mine.empty()) {
+                // Registered: pass on what the job's other nodes did, until
+                // the node sends more or hangs up.
+                std::string note;
+                bool ignored;
+                const auto which = csp::select(csp::input(pending, note), csp::io::readable(c.fd()),
+                                               csp::input(stop, ignored));
+                if (which == 0) {
+                    c.write_line(note, clock::now() + std::chrono::seconds(5));
+                    continue;
+                }
+            }
+            auto line = c.read_line(clock::time_point::max(), &stop);
+            if (!line) break;
             const auto w = detail::split_words(*line);
             std::string answer;
             if (w.empty()) answer = "ERR empty request";
-            else if (w[0] == "REGISTER") answer = reg.add(w, owner, mine);
+            else if (w[0] == "REGISTER") answer = reg.add(w, owner, notes.writer(), mine);
             else if (w[0] == "LOOKUP") answer = answer_lookup(reg, w, stop);
             else if (w[0] == "LIST" && w.size() == 2) answer = reg.list(w[1]);
             else answer = "ERR unknown request '" + w[0] + "' (REGISTER, LOOKUP or LIST)";
@@ -159,7 +195,9 @@ void serve_client(registry& reg, unique_fd fd, std::string from, csp::reader<boo
         }
     } catch (const csp::poisoned_error&) {
     } catch (const std::exception& e) {
-        log_line("csp.net nameserver: " + from + ": " + e.what());
+        // A registered node's connection ending, however abruptly, is how it
+        // leaves (its process may exit while a GONE line is on its way).
+        if (mine.empty()) log_line("csp.net nameserver: " + from + ": " + e.what());
     }
     reg.remove(mine, owner);
 }

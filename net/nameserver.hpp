@@ -2,7 +2,9 @@
 // The nameserver: where the nodes of a job find each other and get their
 // ranks. Many jobs at once; nodes may come and go at any time; an entry lives
 // exactly as long as its node's registration connection, so a node that dies
-// leaves nothing stale. The protocol is in nameserver_protocol.hpp.
+// leaves nothing stale, and when it ends the job's other nodes are told
+// ("GONE <rank>" on their registration connections), so that none waits for
+// a peer it never linked to. The protocol is in nameserver_protocol.hpp.
 //
 //   csp::net::nameserver ns;                     // in this process, on its own thread
 //   options.nameserver = ns.address();

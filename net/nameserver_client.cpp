@@ -53,6 +53,7 @@ registration register_node(const endpoint& ns, const std::string& job, int rank,
     registration r;
     r.rank = to_int(w[1], answer);
     r.size = to_int(w[2], answer);
+    r.unread = c.unread();
     r.connection = c.release();
     return r;
 }

@@ -12,6 +12,7 @@ struct registration {
     int rank = -1;
     int size = 0;
     unique_fd connection;  // closing it removes the entry
+    std::string unread;    // what the nameserver sent after its answer (GONE lines, nameserver.hpp)
 };
 
 // Registers `at` as rank `rank` (-1: any free one) of `job`; throws

@@ -4,14 +4,18 @@
 //   REGISTER <job> <rank> <size> <host> <port>   rank -1: the lowest free one; size 0: the job's
 //     -> OK <rank> <size>                        the connection stays open: closing it (or the
 //     -> ERR <reason>                            node dying) removes the registration
-//   LOOKUP <job> <rank> <wait_ms>                waits up to wait_ms for the rank to register
+//     <- GONE <rank>                             later, unasked, on that connection: another
+//                                                node of the job ended its registration
+//   LOOKUP <job> <rank> <wait_ms>                waits up to wait_ms (at most 10 minutes) for
+//                                                the rank to register
 //     -> AT <host> <port> | ERR <reason>
 //   LIST <job>
 //     -> JOB <size> [<rank>=<host>:<port> ...]   (size 0 and no ranks: no such job)
 //
 // Jobs are created by their first registration, which also fixes their size
 // (if given), and forgotten when their last node leaves. Job names are 1-200
-// characters of [A-Za-z0-9._-]. Lines longer than 1 KiB are refused.
+// characters of [A-Za-z0-9._-]; a job has at most 2^20 nodes. Lines longer
+// than 1 KiB are refused.
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +41,8 @@ public:
 
     int fd() const noexcept { return fd_.get(); }
     unique_fd release() noexcept { return std::move(fd_); }
+    // Bytes read past the last line returned (the start of later lines).
+    std::string unread() const { return buf_; }
     const std::string& what() const noexcept { return what_; }
 
 private:

@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <optional>
@@ -10,7 +13,9 @@
 #include "csp/alt.hpp"
 #include "csp/process_group.hpp"
 #include "net/accept_loop.hpp"
+#include "iosched/wait.hpp"
 #include "net/handshake.hpp"
+#include "net/nameserver_protocol.hpp"
 #include "net/link.hpp"
 #include "net/transport.hpp"
 
@@ -42,6 +47,43 @@ std::string peer_address(int fd) {
     return std::string(host) + ":" + std::to_string(port);
 }
 
+// Reads the node's registration connection (owned by the switch, which
+// closes it only after this process ended): the nameserver writes
+// "GONE <rank>" when another node of the job ends its registration.
+void watch_registration(std::shared_ptr<node_core> core, int fd, std::string buf) {
+    auto to_switch = core->to_switch.writer();
+    auto take_lines = [&] {
+        for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n')) {
+            const auto w = split_words(buf.substr(0, nl));
+            buf.erase(0, nl + 1);
+            if (w.size() != 2 || w[0] != "GONE") continue;
+            try {
+                to_switch.write(peer_gone{std::stoi(w[1])});
+            } catch (const std::logic_error&) {
+            }
+        }
+        return buf.size() <= max_line;  // else not the nameserver's protocol
+    };
+    try {
+        if (!take_lines()) return;  // what came with the registration's answer
+        for (;;) {
+            bool ignored;
+            if (csp::select(csp::io::readable(fd), csp::input(core->stop.reader(), ignored)) == 1) return;
+            char chunk[256];
+            const ssize_t n = ::read(fd, chunk, sizeof chunk);
+            if (n == 0) return;  // the nameserver went away; links go on without it
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR) continue;
+                return;
+            }
+            buf.append(chunk, static_cast<std::size_t>(n));
+            if (!take_lines()) return;
+        }
+    } catch (const std::exception&) {
+        // poisoned stop (the node is closing), or the connection failed
+    }
+}
+
 void run_listener(std::shared_ptr<node_core> core, unique_fd listener, csp::process_group& group) {
     try {
         accept_until_stopped(listener.get(), core->stop.reader(), [&](unique_fd fd) {
@@ -68,6 +110,11 @@ public:
         spawn_daemon(group_, "net.listener", [this, core = core_, l = std::make_shared<unique_fd>(std::move(listener))] {
             run_listener(core, std::move(*l), group_);
         });
+        if (entry_.connection)
+            spawn_daemon(group_, "net.registration",
+                         [core = core_, fd = entry_.connection.get(), unread = entry_.unread] {
+                             watch_registration(core, fd, unread);
+                         });
         for (;;) {
             switch_input msg;
             if (const auto at = next_deadline(); at == clock::time_point::max()) {
@@ -182,6 +229,26 @@ private:
         link& l = *links_.at(e.peer);
         l.process_exited();
         if (!l.carrier()) core_->links_up.fetch_sub(1, std::memory_order_relaxed);
+    }
+
+    // The nameserver says the peer's registration ended. A link that is up
+    // notices by itself (its goodbye, or its socket); one being set up is
+    // lost now instead of at its timeout; without a link, the peer departed
+    // before this node ever talked to it (it left, died or was killed: the
+    // nameserver cannot tell), which is announced as a departure (port.hpp).
+    void handle(peer_gone& g) {
+        if (g.peer == core_->rank || g.peer < 0 || (core_->size > 0 && g.peer >= core_->size)) return;
+        const std::string why = "its registration with the nameserver ended (it left, died or was killed)";
+        auto it = links_.find(g.peer);
+        if (it == links_.end()) {
+            link& l = *links_.emplace(g.peer, std::make_unique<link>(g.peer)).first->second;
+            l.lose(core_->peer_name(g.peer) + " is gone: " + why + " before any link to it existed");
+            set_departed(g.peer, l.error()->what());
+            announce_departure(l);
+            return;
+        }
+        link& l = *it->second;
+        if (l.state() == link_state::connecting || l.state() == link_state::handshaking) fail(l, why);
     }
 
     void handle(close_request& c) {

@@ -62,11 +62,14 @@ struct link_down {  // from an inbound or outbound process
 struct link_process_exited {
     int peer;
 };
+struct peer_gone {  // from the registration watcher: the nameserver said its registration ended
+    int peer;
+};
 struct close_request {
     csp::writer<bool> done;
 };
 using switch_input = std::variant<send_request, connector_connected, connect_result, incoming_hello, link_down,
-                                  link_process_exited, close_request>;
+                                  link_process_exited, peer_gone, close_request>;
 
 struct node_core {
     node_options options;

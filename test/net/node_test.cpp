@@ -307,3 +307,31 @@ TEST(net_departures, a_port_opened_to_hear_each_departure_hears_every_one) {
         EXPECT_EQ(left, (std::vector<int>{1, 2}));
     });
 }
+
+// Regression: a peer that ended before any link to it existed was never
+// noticed, though the nameserver saw its registration end: a receive
+// waiting for its first message hung.
+TEST(net_departures, a_peer_gone_before_any_link_fails_the_receive_waiting_for_it) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "gone-early", 2, [&ns](csp::net::node& self) {
+        auto inbox = self.open(5);
+        if (self.rank() == 1) {
+            // Ends its node without ever sending (no link exists), once rank
+            // 0 has registered: a job whose every node ended is forgotten.
+            csp::net::lookup(ns.address(), "gone-early", 0, csp::clock::now() + 5s);
+            return;
+        }
+        const auto start = csp::clock::now();
+        try {
+            inbox.receive<int>();
+            ADD_FAILURE() << "a receive from a node that is gone returned";
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            EXPECT_NE(std::string(e.what()).find("registration with the nameserver ended"), std::string::npos)
+                << e.what();
+        }
+        EXPECT_LT(csp::clock::now() - start, 5s);
+        // And sends to it are refused with the same reason.
+        EXPECT_THROW(self.send(1, 5, 0), csp::net::peer_error);
+    });
+}

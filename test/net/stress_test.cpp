@@ -56,7 +56,15 @@ TEST_P(net_stress_threads, eight_nodes_all_to_all_deliver_every_message_exactly_
                     ++counts[static_cast<std::size_t>(me)][static_cast<std::size_t>(from)];
                 }
             });
-        EXPECT_EQ(inbox.pending(), 0u);
+        // Nothing more than expected: what is left can only be the notice
+        // that every peer left (a port hears it once no sender remains).
+        while (inbox.pending() > 0) {
+            try {
+                inbox.receive();
+                ADD_FAILURE() << "node " << me << " got a message beyond the expected ones";
+            } catch (const csp::net::peer_error&) {
+            }
+        }
     }, GetParam());
     for (int r = 0; r < n; ++r)
         for (int s = 0; s < n; ++s) EXPECT_EQ(counts[r][s], r == s ? 0 : per_peer) << r << " from " << s;
