@@ -128,12 +128,18 @@ void node::post(int to, port_id to_port, std::uint64_t tag, payload body) {
 
 std::vector<std::string> node::faults() const {
     std::lock_guard lk(core_->lock);
-    return core_->faults;
+    return {core_->faults.begin(), core_->faults.end()};
 }
 
 node_stats node::stats() const {
+    std::size_t faults;
+    {
+        std::lock_guard lk(core_->lock);
+        faults = core_->faults_total;
+    }
     return {core_->links_up.load(std::memory_order_relaxed), core_->links_made.load(std::memory_order_relaxed),
-            core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed)};
+            core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
+            faults};
 }
 
 }  // namespace csp::net

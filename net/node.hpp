@@ -40,6 +40,7 @@ struct node_stats {
     std::size_t connected = 0;       // links this node set up
     std::size_t accepted = 0;        // links a peer set up
     std::size_t duplicates = 0;      // crossing connections refused in favour of ours
+    std::size_t faults = 0;          // faults handled in all (faults() keeps the last 256)
 };
 
 class node {
@@ -84,8 +85,8 @@ public:
     // Delivers what was sent, says goodbye, leaves. Idempotent.
     void close();
 
-    // Faults this node handled and logged so far (refused connections,
-    // malformed frames, lost peers), oldest first.
+    // The last 256 faults this node handled and logged (refused connections,
+    // malformed frames, lost peers), oldest first; stats().faults counts all.
     std::vector<std::string> faults() const;
     node_stats stats() const;
 

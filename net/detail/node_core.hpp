@@ -9,6 +9,7 @@
 // Only the switch changes the link table. The port table and the departed
 // table are shared with user and inbound processes, under `lock`.
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,7 +88,12 @@ struct node_core {
     // departed.size(), readable without the lock: a send looks up `departed`
     // only once some peer has gone, so the common send takes no lock.
     std::atomic<std::size_t> departures{0};
-    std::vector<std::string> faults;                 // every fault logged, in order
+    // The last max_faults_kept faults logged, oldest first, and how many
+    // there were in all: a stranger who connects and disconnects in a loop
+    // cannot grow the node's memory.
+    static constexpr std::size_t max_faults_kept = 256;
+    std::deque<std::string> faults;
+    std::size_t faults_total = 0;
     std::unordered_set<int> greeting;                // fds of connections still in their handshake
 
     // Counters for node::stats() (relaxed).
@@ -118,7 +124,9 @@ struct node_core {
     void fault(const std::string& what) {
         {
             std::lock_guard lk(lock);
+            ++faults_total;
             faults.push_back(what);
+            if (faults.size() > max_faults_kept) faults.pop_front();
         }
         log_fault(what);
     }

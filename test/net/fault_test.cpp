@@ -144,6 +144,27 @@ TEST(net_faults, garbage_bytes_are_refused_and_logged) {
     EXPECT_NE(answer.find("bad magic"), std::string::npos) << answer;
 }
 
+// Regression: the fault log kept every entry, so a stranger connecting in a
+// loop grew the node's memory without limit.
+TEST(net_faults, the_fault_log_keeps_a_bounded_window_and_counts_every_fault) {
+    constexpr int strangers = 300;
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            for (int i = 0; i < strangers; ++i) {
+                raw_client c(at);
+                c.send(std::vector<std::byte>(64, std::byte{0x5a}));
+                c.read_all();
+            }
+        },
+        [&](csp::net::node& n) {
+            const auto kept = n.faults();
+            EXPECT_EQ(kept.size(), 256u);
+            EXPECT_GE(n.stats().faults, static_cast<std::size_t>(strangers));
+            EXPECT_NE(kept.back().find("bad magic"), std::string::npos) << kept.back();
+        },
+        0);
+}
+
 TEST(net_faults, a_wrong_version_is_refused) {
     std::string answer;
     with_stranger(
