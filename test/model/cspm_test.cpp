@@ -61,14 +61,7 @@ TEST(cspm_check, every_collective_at_2_3_5_and_8_ranks_loads_with_evaluation) {
 
 TEST(cspm_check, a_real_deadlock_keeps_its_assertion_and_loads) {
     SKIP_WITHOUT_CSPMCHECK();
-    model::network net;
-    auto a = net.add_channel("a"), b = net.add_channel("b");
-    auto root = net.add_process("main"), left = net.add_process("left"), right = net.add_process("right");
-    net.par(root, {left, right});
-    net.send(left, a);
-    net.receive(left, b);
-    net.send(right, b);
-    net.receive(right, a);
+    const auto net = model_test::crossed_writes();
     EXPECT_NE(cspm_text(net).find("assert SYSTEM :[deadlock free [F]]"), std::string::npos);
     const auto r = model_test::check_cspm(net, "crossed");
     EXPECT_TRUE(r.accepted) << r.output;

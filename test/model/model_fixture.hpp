@@ -66,6 +66,20 @@ inline csp::model::network ping(int rounds) {
     return rec.take();
 }
 
+// Two processes whose writes cross: each sends before it receives, on
+// rendezvous channels, so the network deadlocks.
+inline csp::model::network crossed_writes() {
+    csp::model::network net;
+    auto a = net.add_channel("a"), b = net.add_channel("b");
+    auto root = net.add_process("main"), left = net.add_process("left"), right = net.add_process("right");
+    net.par(root, {left, right});
+    net.send(left, a);
+    net.receive(left, b);
+    net.send(right, b);
+    net.receive(right, a);
+    return net;
+}
+
 struct spin_result {
     bool ran = false;      // SPIN and the verifier ran and printed their summary
     int errors = -1;

@@ -57,14 +57,7 @@ TEST_P(spin_collectives, verify_with_no_invalid_end_state) {
 INSTANTIATE_TEST_SUITE_P(two_to_eight, spin_collectives, ::testing::Range(2, 9));
 
 TEST(spin_broken, crossed_writes_are_a_deadlock) {
-    csp::model::network net;
-    auto a = net.add_channel("a"), b = net.add_channel("b");
-    auto root = net.add_process("main"), left = net.add_process("left"), right = net.add_process("right");
-    net.par(root, {left, right});
-    net.send(left, a);
-    net.receive(left, b);
-    net.send(right, b);
-    net.receive(right, a);
+    const auto net = model_test::crossed_writes();
     auto r = verify_with_spin(net, "crossed");
     ASSERT_TRUE(r.ran) << r.output;
     EXPECT_GE(r.errors, 1);
