@@ -50,18 +50,27 @@ public:
     template <class T>
     void send(int to, tag t, T value) {
         detail::check_rank(to, size(), "send to");
-        if (to == rank()) box_.deliver(to, t.bits(), net::encode(std::move(value)));
-        else node_->send(to, port_id_, std::move(value), t.bits());
+        if (to == rank()) {
+            net::message m;
+            m.source = to;
+            m.port = port_id_;
+            m.tag = t.bits();
+            m.type = net::wire_type<T>();
+            m.body = net::encode(std::move(value));
+            box_.deliver(to, t.bits(), std::move(m));
+        } else {
+            node_->send(to, port_id_, std::move(value), t.bits());
+        }
     }
     template <class T>
     T receive(int from, tag t) {
         detail::check_rank(from, size(), "receive from");
-        return net::decode<T>(box_.take(from, t.bits()).body);
+        return box_.take(from, t.bits()).body.template as<T>();
     }
     template <class T>
     received<T> receive_any(tag t) {
         auto m = box_.take(any_source, t.bits());
-        return {m.source, net::decode<T>(m.body)};
+        return {m.source, m.body.template as<T>()};
     }
     tag next_tag(stream s = {}) { return counter_.next(s); }
 
@@ -77,7 +86,7 @@ private:
             try {
                 net::message m = port.receive();
                 if (m.tag == stop_tag && m.source == rank()) return;
-                box_.deliver(m.source, m.tag, std::move(m.body));
+                box_.deliver(m.source, m.tag, std::move(m));
             } catch (const net::peer_error& e) {
                 box_.fail(e.peer(), std::current_exception());
             }
@@ -86,7 +95,7 @@ private:
 
     net::node* node_;
     net::port_id port_id_;
-    mailbox<net::payload> box_;
+    mailbox<net::message> box_;  // whole messages: a receive checks the sent type
     tag_counter counter_;
     csp::process_group pump_;
 };

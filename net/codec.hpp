@@ -37,6 +37,7 @@
 
 #include "net/errors.hpp"
 #include "net/payload.hpp"
+#include "net/type_fingerprint.hpp"
 
 namespace csp::net {
 
@@ -82,20 +83,20 @@ public:
     }
 };
 
-template <class T>
-std::string type_name() {
-    int status = 0;
-    char* s = abi::__cxa_demangle(typeid(T).name(), nullptr, nullptr, &status);
-    std::string out = status == 0 && s ? s : typeid(T).name();
-    std::free(s);
-    return out;
-}
-
 [[noreturn]] inline void size_mismatch(std::size_t got, const std::string& type, const std::string& want) {
     throw decode_error("a payload of " + std::to_string(got) + " bytes cannot be a " + type + " (" + want + ")");
 }
 
 }  // namespace detail
+
+// The fingerprint a value of type T travels with: 0 for a payload (bytes
+// forwarded as they are), T's own otherwise.
+template <class T>
+std::uint32_t wire_type() {
+    using V = std::remove_cvref_t<T>;
+    if constexpr (std::is_same_v<V, payload>) return 0;
+    else return type_fingerprint<V>();
+}
 
 template <class T>
 payload encode(T&& value) {
@@ -138,7 +139,7 @@ T decode(const payload& p) {
     } else if constexpr (raw_sequence<V>::value) {
         using E = typename raw_sequence<V>::element;
         if (p.size() % sizeof(E) != 0)
-            detail::size_mismatch(p.size(), detail::type_name<V>(),
+            detail::size_mismatch(p.size(), type_name<V>(),
                                   "not a multiple of the element size " + std::to_string(sizeof(E)));
         V out;
         out.resize(p.size() / sizeof(E));
@@ -146,7 +147,7 @@ T decode(const payload& p) {
         return out;
     } else if constexpr (is_raw_v<V>) {
         if (p.size() != sizeof(V))
-            detail::size_mismatch(p.size(), detail::type_name<V>(), "which has " + std::to_string(sizeof(V)) + " bytes");
+            detail::size_mismatch(p.size(), type_name<V>(), "which has " + std::to_string(sizeof(V)) + " bytes");
         V out;
         std::memcpy(&out, p.data(), sizeof(V));
         return out;
@@ -159,11 +160,11 @@ T decode(const payload& p) {
             archive(out);
         } catch (const cereal::Exception& e) {
             throw decode_error("a payload of " + std::to_string(p.size()) + " bytes does not decode as a " +
-                               detail::type_name<V>() + ": " + e.what());
+                               type_name<V>() + ": " + e.what());
         }
         if (is.rdbuf()->in_avail() != 0)
             throw decode_error("a payload of " + std::to_string(p.size()) + " bytes decodes as a " +
-                               detail::type_name<V>() + " with " + std::to_string(is.rdbuf()->in_avail()) +
+                               type_name<V>() + " with " + std::to_string(is.rdbuf()->in_avail()) +
                                " bytes left over");
         return out;
     }
@@ -174,7 +175,7 @@ template <class U>
     requires is_raw_v<U>
 std::span<const U> view(const payload& p) {
     if (p.size() % sizeof(U) != 0)
-        detail::size_mismatch(p.size(), "span of " + detail::type_name<U>(),
+        detail::size_mismatch(p.size(), "span of " + type_name<U>(),
                               "not a multiple of the element size " + std::to_string(sizeof(U)));
     return {reinterpret_cast<const U*>(p.data()), p.size() / sizeof(U)};
 }

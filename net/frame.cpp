@@ -39,11 +39,13 @@ std::string hex(std::uint32_t v) {
 
 }  // namespace
 
-header header::data(std::uint32_t source, std::uint32_t port, std::uint64_t tag, std::uint32_t length) noexcept {
+header header::data(std::uint32_t source, std::uint32_t port, std::uint64_t tag, std::uint32_t length,
+                    std::uint32_t type) noexcept {
     header h;
     h.op = opcode::data;
     h.source = source;
     h.port = port;
+    h.type = type;
     h.tag = tag;
     h.length = length;
     return h;
@@ -69,6 +71,12 @@ header header::refuse(std::uint32_t source, std::uint32_t length) noexcept {
     return control(opcode::refuse, source, length);
 }
 header header::goodbye(std::uint32_t source) noexcept { return control(opcode::goodbye, source, 0); }
+header header::challenge(std::uint32_t source, std::uint32_t length) noexcept {
+    return control(opcode::challenge, source, length);
+}
+header header::proof(std::uint32_t source, std::uint32_t length) noexcept {
+    return control(opcode::proof, source, length);
+}
 
 void header::encode(std::byte* out) const noexcept {
     put<std::uint32_t>(out + 0, magic);
@@ -78,7 +86,7 @@ void header::encode(std::byte* out) const noexcept {
     put<std::uint32_t>(out + 8, length);
     put<std::uint32_t>(out + 12, source);
     put<std::uint32_t>(out + 16, port);
-    put<std::uint32_t>(out + 20, 0);
+    put<std::uint32_t>(out + 20, type);
     put<std::uint64_t>(out + 24, tag);
 }
 
@@ -90,13 +98,20 @@ header header::decode(const std::byte* in, std::size_t max_length) {
         throw frame_error("unsupported frame version " + std::to_string(v) + " (this node speaks version " +
                           std::to_string(current_version) + ")");
     const auto op = get<std::uint8_t>(in + 5);
-    if (op < 1 || op > 5) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
+    if (op < 1 || op > 7) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
     header h;
     h.op = static_cast<opcode>(op);
+    if (const auto flags = get<std::uint16_t>(in + 6))
+        throw frame_error("malformed " + std::string(describe(h.op)) + " frame: flags " + hex(flags) +
+                          " set (reserved, must be 0)");
     h.length = get<std::uint32_t>(in + 8);
     h.source = get<std::uint32_t>(in + 12);
     h.port = get<std::uint32_t>(in + 16);
+    h.type = get<std::uint32_t>(in + 20);
     h.tag = get<std::uint64_t>(in + 24);
+    if (h.op != opcode::data && (h.port != 0 || h.type != 0 || h.tag != 0))
+        throw frame_error("malformed " + std::string(describe(h.op)) +
+                          " frame: port, type and tag must be 0 in a control frame");
     if (h.length > max_length)
         throw frame_error("oversized frame: " + std::string(describe(h.op)) + " frame of " + std::to_string(h.length) +
                           " bytes exceeds the maximum of " + std::to_string(max_length));
@@ -110,6 +125,8 @@ const char* describe(opcode op) noexcept {
         case opcode::welcome: return "welcome";
         case opcode::refuse: return "refuse";
         case opcode::goodbye: return "goodbye";
+        case opcode::challenge: return "challenge";
+        case opcode::proof: return "proof";
     }
     return "unknown";
 }

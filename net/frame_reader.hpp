@@ -68,7 +68,7 @@ public:
                 begin_ += header::size;
                 continue;
             }
-            message m{static_cast<int>(h.source), h.port, h.tag, {}, {}};
+            message m{static_cast<int>(h.source), h.port, h.tag, {}, h.type, {}};
             std::byte* dst;
             m.body = payload::allocate(h.length, dst);
             const std::size_t have = end_ - begin_ - header::size;

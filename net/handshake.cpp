@@ -5,6 +5,7 @@
 #include <array>
 
 #include "csp/alt.hpp"
+#include "net/auth.hpp"
 #include "net/errors.hpp"
 #include "net/nameserver_client.hpp"
 
@@ -18,11 +19,16 @@ std::vector<std::byte> encode_frame(const header& h, const std::string& body) {
     return out;
 }
 
-payload text_payload(const std::string& s) {
-    std::byte* out;
-    payload p = payload::allocate(s.size(), out);
-    if (!s.empty()) std::memcpy(out, s.data(), s.size());
-    return p;
+template <std::size_t N>
+std::string bytes_of(const std::array<std::byte, N>& a) {
+    return std::string(reinterpret_cast<const char*>(a.data()), N);
+}
+
+template <std::size_t N>
+std::array<std::byte, N> take_bytes(const std::string& body, std::size_t at) {
+    std::array<std::byte, N> out;
+    std::memcpy(out.data(), body.data() + at, N);
+    return out;
 }
 
 // Reads one handshake frame (header and payload) to the exact byte.
@@ -39,8 +45,7 @@ std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, co
 
 outgoing welcome_frame(const node_core& core) {
     outgoing f;
-    f.body = text_payload(core.options.token);
-    f.head = header::welcome(static_cast<std::uint32_t>(core.rank), static_cast<std::uint32_t>(f.body.size()));
+    f.head = header::welcome(static_cast<std::uint32_t>(core.rank), 0);
     return f;
 }
 
@@ -77,16 +82,38 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     try {
         auto [h, body] = read_frame(fd.get(), deadline, what);
         if (h.op != opcode::hello) return refuse(std::string("expected a hello frame, got ") + describe(h.op));
-        const auto nl = body.find('\n');
-        const std::string job = nl == std::string::npos ? body : body.substr(0, nl);
-        const std::string token = nl == std::string::npos ? std::string() : body.substr(nl + 1);
+        if (body.size() < nonce_size)
+            return refuse("malformed hello: " + std::to_string(body.size()) + " bytes, less than its " +
+                          std::to_string(nonce_size) + "-byte nonce");
+        handshake_context ctx{};
+        ctx.connector_nonce = take_bytes<nonce_size>(body, 0);
+        const std::string job = body.substr(nonce_size);
         if (job != core->options.job) return refuse("it belongs to job '" + job + "', not '" + core->options.job + "'");
-        if (token != core->options.token)
-            return refuse(token.empty() ? "missing token" : "wrong token");
-        peer = static_cast<int>(h.source);
-        if (peer == core->rank || (core->size > 0 && peer >= core->size))
-            return refuse("it claims rank " + std::to_string(peer) + ", which is not a peer of node " +
+        // Checked as unsigned: a rank of -1 on the wire is 0xFFFFFFFF.
+        if (h.source == static_cast<std::uint32_t>(core->rank) ||
+            (core->size > 0 && h.source >= static_cast<std::uint32_t>(core->size)) || h.source > 0x7fffffffu)
+            return refuse("it claims rank " + std::to_string(h.source) + ", which is not a peer of node " +
                           std::to_string(core->rank) + " in a job of " + std::to_string(core->size));
+        peer = static_cast<int>(h.source);
+        ctx.job = core->options.job;
+        ctx.connector_rank = h.source;
+        ctx.acceptor_rank = static_cast<std::uint32_t>(core->rank);
+        ctx.acceptor_nonce = fresh_nonce();
+        const std::string challenge =
+            bytes_of(ctx.acceptor_nonce) + bytes_of(prove(role::acceptor, core->options.token, ctx));
+        write_all(fd.get(), encode_frame(header::challenge(ctx.acceptor_rank, static_cast<std::uint32_t>(challenge.size())),
+                                         challenge).data(),
+                  header::size + challenge.size(), deadline, what);
+        auto [p, claimed] = read_frame(fd.get(), deadline, what);
+        if (p.op != opcode::proof) return refuse(std::string("expected a proof frame, got ") + describe(p.op));
+        if (p.source != h.source)
+            return refuse("its proof claims rank " + std::to_string(p.source) + ", its hello rank " +
+                          std::to_string(h.source));
+        if (claimed.size() != proof_size)
+            return refuse("malformed proof: " + std::to_string(claimed.size()) + " bytes, not " +
+                          std::to_string(proof_size));
+        if (!proofs_match(prove(role::connector, core->options.token, ctx), take_bytes<proof_size>(claimed, 0)))
+            return refuse("wrong token");
     } catch (const std::exception& e) {
         return refuse(e.what());
     }
@@ -133,22 +160,44 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
         unique_fd fd = connect_to(at, deadline);
         core->to_switch.writer().write(connector_connected{peer});
-        const std::string body = core->options.job + "\n" + core->options.token;
-        const auto h = header::hello(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(body.size()));
-        const auto bytes = encode_frame(h, body);
+        handshake_context ctx{};
+        ctx.job = core->options.job;
+        ctx.connector_rank = static_cast<std::uint32_t>(core->rank);
+        ctx.acceptor_rank = static_cast<std::uint32_t>(peer);
+        ctx.connector_nonce = fresh_nonce();
+        const std::string hello = bytes_of(ctx.connector_nonce) + core->options.job;
+        const auto bytes = encode_frame(header::hello(ctx.connector_rank, static_cast<std::uint32_t>(hello.size())), hello);
         write_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
-        auto [answer, text] = read_frame(fd.get(), deadline, what);
-        if (answer.op == opcode::refuse) {
+        // The token is only ever used to check the acceptor's proof and to
+        // make ours, which commits to the acceptor's nonce: whoever answered
+        // learns nothing it can use on another connection.
+        auto refused = [&](const header& h, const std::string& text) {
+            if (h.op != opcode::refuse) return false;
             if (text == duplicate_reason) result.duplicate = true;
             else throw net_error(what + " refused: " + text);
-        } else if (answer.op != opcode::welcome) {
-            throw net_error(what + ": expected welcome, got " + describe(answer.op));
-        } else if (text != core->options.token) {
-            throw net_error(what + ": the peer does not know this job's token");
-        } else if (static_cast<int>(answer.source) != peer) {
-            throw net_error(what + ": answered by node " + std::to_string(answer.source));
-        } else {
-            result.fd = fd.release();
+            return true;
+        };
+        auto [challenge, body] = read_frame(fd.get(), deadline, what);
+        if (!refused(challenge, body)) {
+            if (challenge.op != opcode::challenge)
+                throw net_error(what + ": expected challenge, got " + describe(challenge.op));
+            if (static_cast<int>(challenge.source) != peer)
+                throw net_error(what + ": answered by node " + std::to_string(challenge.source));
+            if (body.size() != nonce_size + proof_size)
+                throw net_error(what + ": malformed challenge of " + std::to_string(body.size()) + " bytes");
+            ctx.acceptor_nonce = take_bytes<nonce_size>(body, 0);
+            if (!proofs_match(prove(role::acceptor, core->options.token, ctx), take_bytes<proof_size>(body, nonce_size)))
+                throw net_error(what + ": the peer does not know this job's token");
+            const std::string mine = bytes_of(prove(role::connector, core->options.token, ctx));
+            const auto p = encode_frame(header::proof(ctx.connector_rank, proof_size), mine);
+            write_all(fd.get(), p.data(), p.size(), deadline, what);
+            auto [answer, text] = read_frame(fd.get(), deadline, what);
+            if (!refused(answer, text)) {
+                if (answer.op != opcode::welcome) throw net_error(what + ": expected welcome, got " + describe(answer.op));
+                if (static_cast<int>(answer.source) != peer || answer.length != 0)
+                    throw net_error(what + ": malformed welcome");
+                result.fd = fd.release();
+            }
         }
     } catch (const std::exception& e) {
         result.error = e.what();

@@ -1,9 +1,26 @@
 #pragma once
-// Setting up a link. The side that connects sends hello (its rank; payload
-// "job\ntoken"); the side that accepted answers welcome (payload: its token)
-// or refuse (payload: why) and closes. Nothing but these frames passes until
-// the welcome, and both sides read them to the exact byte, so data frames
-// that follow a welcome are never swallowed by the handshake.
+// Setting up a link: a challenge-response in which each side proves that it
+// knows the job's token, and the token itself never crosses the wire.
+//
+//   1. connector -> hello(rank c; nonce Nc, job)
+//   2. acceptor checks job and rank (0 <= c < size, c != itself)
+//      acceptor  -> challenge(rank a; nonce Na, proof Pa)    or refuse, close
+//   3. connector checks Pa (the acceptor knows the token and is rank a)
+//      connector -> proof(Pc)                                 or hangs up
+//   4. acceptor checks Pc, then asks the switch
+//      acceptor  -> welcome                                   or refuse, close
+//
+// Pa and Pc are HMACs keyed with the token over the job, both ranks, both
+// nonces and the prover's role (auth.hpp). Both nonces are fresh per
+// connection, so a recorded hello, challenge or proof is useless on any
+// other; a side that answers with a wrong proof learns nothing but a refusal.
+// What this does not do: it does not encrypt or authenticate the data frames
+// that follow. Someone who can read or alter the traffic between two nodes
+// can read or alter their messages.
+//
+// Nothing but these frames passes until the welcome, and both sides read them
+// to the exact byte, so data frames that follow a welcome are never
+// swallowed by the handshake.
 //
 // Until a peer has proved the token, frames are limited to 4 KiB, so a
 // stranger cannot make the node allocate more than that.

@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <type_traits>
 
 #include "net/codec.hpp"
 #include "net/errors.hpp"
 #include "net/payload.hpp"
+#include "net/type_fingerprint.hpp"
 
 namespace csp::net {
 
@@ -19,9 +22,20 @@ struct message {
     port_id port = 0;     // the port it was sent to
     std::uint64_t tag = 0;
     payload body;
+    std::uint32_t type = 0;  // the sent value's type (type_fingerprint.hpp); 0: untyped
 
+    // The value, if it was sent as a T (or as untyped bytes); decode_error
+    // naming both types if it was sent as another type.
     template <class T>
-    T as() const { return decode<T>(body); }
+    T as() const {
+        if constexpr (!std::is_same_v<std::remove_cvref_t<T>, payload>) {
+            if (type != 0 && type != type_fingerprint<T>())
+                throw decode_error("a message sent as " + type_name_of(type) + " (from node " +
+                                   std::to_string(source) + " to port " + std::to_string(port) +
+                                   ") cannot be received as " + type_name<std::remove_cvref_t<T>>());
+        }
+        return decode<T>(body);
+    }
 
     // The payload as elements of U, in place (no copy).
     template <class U>

@@ -107,7 +107,7 @@ port node::open(port_id id, departures heard) {
     return port(id, core_->port_channel(id));
 }
 
-void node::post(int to, port_id to_port, std::uint64_t tag, payload body) {
+void node::post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type) {
     if (closed_) throw usage_error("send on a closed node (" + core_->name() + ")");
     if (to < 0 || (core_->size > 0 && to >= core_->size))
         throw usage_error("send to rank " + std::to_string(to) + ": job '" + job() + "' has ranks 0.." +
@@ -121,7 +121,7 @@ void node::post(int to, port_id to_port, std::uint64_t tag, payload body) {
     }
     detail::send_request r{to, {}};
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
-                                static_cast<std::uint32_t>(body.size()));
+                                static_cast<std::uint32_t>(body.size()), type);
     r.frame.body = std::move(body);
     to_switch_.write(std::move(r));
 }

@@ -66,7 +66,8 @@ public:
     // left or failed.
     template <class T>
     void send(int to, port_id to_port, T&& value, std::uint64_t tag = 0) {
-        post(to, to_port, tag, encode(std::forward<T>(value)));
+        const std::uint32_t type = wire_type<T>();
+        post(to, to_port, tag, encode(std::forward<T>(value)), type);
     }
 
     // Puts a message from this node straight into its own port `to_port`,
@@ -78,6 +79,7 @@ public:
         m.source = rank();
         m.port = to_port;
         m.tag = tag;
+        m.type = wire_type<T>();
         m.body = encode(std::forward<T>(value));
         core_->port_channel(to_port).writer().write(std::move(m));
     }
@@ -91,7 +93,7 @@ public:
     node_stats stats() const;
 
 private:
-    void post(int to, port_id to_port, std::uint64_t tag, payload body);
+    void post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type);
 
     std::shared_ptr<detail::node_core> core_;
     csp::writer<detail::switch_input> to_switch_;

@@ -137,7 +137,8 @@ private:
 
     void handle(send_request& r) {
         if (r.to == core_->rank) {
-            deliver(message{core_->rank, r.frame.head.port, r.frame.head.tag, std::move(r.frame.body), {}});
+            deliver(message{core_->rank, r.frame.head.port, r.frame.head.tag, std::move(r.frame.body),
+                            r.frame.head.type, {}});
             return;
         }
         // Links are never erased, so a peer without one has never departed.

@@ -13,6 +13,7 @@
 #include <future>
 #include <thread>
 
+#include "net/auth.hpp"
 #include "net/frame.hpp"
 #include "net_fixture.hpp"
 
@@ -66,7 +67,7 @@ std::vector<std::byte> frame(csp::net::opcode op, std::uint32_t source, const st
     csp::net::header h;
     h.op = op;
     h.source = source;
-    h.port = 1;
+    h.port = op == csp::net::opcode::data ? 1 : 0;
     h.length = length_override ? length_override : static_cast<std::uint32_t>(body.size());
     std::vector<std::byte> out(csp::net::header::size + body.size());
     h.encode(out.data());
@@ -74,8 +75,38 @@ std::vector<std::byte> frame(csp::net::opcode op, std::uint32_t source, const st
     return out;
 }
 
-std::vector<std::byte> hello(const std::string& token, std::uint32_t as_rank = 2) {
-    return frame(csp::net::opcode::hello, as_rank, "faults\n" + token);
+std::string nonce_text(const csp::net::detail::nonce& n) {
+    return std::string(reinterpret_cast<const char*>(n.data()), n.size());
+}
+
+// A hello from `as_rank` of job "faults", with a fresh nonce (returned in `ctx`).
+std::vector<std::byte> hello(csp::net::detail::handshake_context& ctx, std::uint32_t as_rank = 2) {
+    ctx.job = "faults";
+    ctx.connector_rank = as_rank;
+    ctx.acceptor_rank = 0;
+    ctx.connector_nonce = csp::net::detail::fresh_nonce();
+    return frame(csp::net::opcode::hello, as_rank, nonce_text(ctx.connector_nonce) + "faults");
+}
+std::vector<std::byte> hello(std::uint32_t as_rank = 2) {
+    csp::net::detail::handshake_context ctx;
+    return hello(ctx, as_rank);
+}
+
+// Reads the challenge that answers a hello; fills in the acceptor's nonce
+// and checks the acceptor's proof against `token`.
+bool read_challenge(raw_client& c, csp::net::detail::handshake_context& ctx, const std::string& token) {
+    using namespace csp::net::detail;
+    const auto bytes = c.read_exactly(csp::net::header::size + nonce_size + proof_size);
+    if (bytes.size() != csp::net::header::size + nonce_size + proof_size) return false;
+    if (csp::net::header::decode(bytes.data(), 4096).op != csp::net::opcode::challenge) return false;
+    std::memcpy(ctx.acceptor_nonce.data(), bytes.data() + csp::net::header::size, nonce_size);
+    proof claimed;
+    std::memcpy(claimed.data(), bytes.data() + csp::net::header::size + nonce_size, proof_size);
+    return proofs_match(prove(role::acceptor, token, ctx), claimed);
+}
+
+std::vector<std::byte> proof_frame(const csp::net::detail::proof& p, std::uint32_t as_rank = 2) {
+    return frame(csp::net::opcode::proof, as_rank, std::string(reinterpret_cast<const char*>(p.data()), p.size()));
 }
 
 // The reason in a refuse frame, or "" if the bytes are not one.
@@ -170,7 +201,7 @@ TEST(net_faults, a_wrong_version_is_refused) {
     with_stranger(
         [&](const csp::net::endpoint& at) {
             raw_client c(at);
-            auto bytes = hello("secret");
+            auto bytes = hello();
             bytes[4] = std::byte{9};
             c.send(bytes);
             answer = refusal(c.read_all());
@@ -179,26 +210,148 @@ TEST(net_faults, a_wrong_version_is_refused) {
     EXPECT_NE(answer.find("version 9"), std::string::npos) << answer;
 }
 
-TEST(net_faults, a_wrong_or_missing_token_is_refused) {
-    std::string wrong, missing;
+// The token never crosses the wire: a node proves it knows it by an HMAC
+// over fresh nonces, so a guess is refused, and a proof recorded on one
+// connection is refused on the next (its nonce differs).
+TEST(net_faults, a_wrong_token_or_a_replayed_proof_is_refused) {
+    using namespace csp::net::detail;
+    std::string wrong, replayed;
+    bool acceptor_proved_the_token = false;
     with_stranger(
         [&](const csp::net::endpoint& at) {
+            handshake_context first{};
             {
                 raw_client c(at);
-                c.send(hello("guess"));
+                c.send(hello(first));
+                acceptor_proved_the_token = read_challenge(c, first, "secret");
+                c.send(proof_frame(prove(role::connector, "guess", first)));
                 wrong = refusal(c.read_all());
             }
+            // A proof made with the right token for the first connection,
+            // replayed on a second one that repeats the first hello.
+            const proof recorded = prove(role::connector, "secret", first);
             raw_client c(at);
-            c.send(hello(""));
-            missing = refusal(c.read_all());
+            handshake_context second = first;
+            c.send(frame(csp::net::opcode::hello, 2, nonce_text(first.connector_nonce) + "faults"));
+            read_challenge(c, second, "secret");
+            c.send(proof_frame(recorded));
+            replayed = refusal(c.read_all());
         },
-        [&](csp::net::node& n) {
-            EXPECT_TRUE(has_fault(n, "wrong token"));
-            EXPECT_TRUE(has_fault(n, "missing token"));
+        [&](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "wrong token")); }, 0);
+    EXPECT_TRUE(acceptor_proved_the_token);
+    EXPECT_EQ(wrong, "wrong token");
+    EXPECT_EQ(replayed, "wrong token");
+}
+
+TEST(net_faults, the_token_is_not_sent_in_any_handshake_frame) {
+    using namespace csp::net::detail;
+    std::vector<std::byte> seen;
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            raw_client c(at);
+            handshake_context ctx{};
+            c.send(hello(ctx));
+            read_challenge(c, ctx, "secret");
+            c.send(proof_frame(prove(role::connector, "secret", ctx)));
+            seen = c.read_exactly(csp::net::header::size);  // the welcome
+            c.send(frame(csp::net::opcode::goodbye, 2, ""));
+        },
+        [](csp::net::node&) {}, 0);
+    ASSERT_EQ(seen.size(), csp::net::header::size);
+    const auto h = csp::net::header::decode(seen.data(), 4096);
+    EXPECT_EQ(h.op, csp::net::opcode::welcome);
+    EXPECT_EQ(h.length, 0u);
+}
+
+// Regression: the token went in clear to whatever address the nameserver
+// returned, so a local user who registered a peer's rank first captured it.
+// Now the connecting node sends only a nonce and the job, checks the
+// answer's proof, and hangs up on an impostor without proving anything.
+TEST(net_faults, a_node_proves_nothing_to_an_impostor_that_registered_a_peers_rank) {
+    using namespace csp::net::detail;
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener, 4), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+    raw_client held(ns.address());  // the impostor's registration, held open
+    const std::string line = "REGISTER impostor 1 2 127.0.0.1 " + std::to_string(ntohs(a.sin_port)) + "\n";
+    held.send(std::vector<std::byte>(reinterpret_cast<const std::byte*>(line.data()),
+                                     reinterpret_cast<const std::byte*>(line.data()) + line.size()));
+    const auto ok = held.read_exactly(7);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(ok.data()), ok.size()), "OK 1 2\n");
+    std::string heard;           // everything the impostor received
+    std::size_t after_challenge = 0;
+    std::thread impostor([&] {
+        const int fd = ::accept(listener, nullptr, nullptr);
+        std::byte head[csp::net::header::size];
+        ::recv(fd, head, sizeof head, MSG_WAITALL);
+        const auto h = csp::net::header::decode(head, 4096);
+        heard.resize(h.length);
+        ::recv(fd, heard.data(), heard.size(), MSG_WAITALL);
+        const nonce n = fresh_nonce();
+        const proof bogus = {};
+        std::string body(reinterpret_cast<const char*>(n.data()), n.size());
+        body.append(reinterpret_cast<const char*>(bogus.data()), bogus.size());
+        const auto challenge = frame(csp::net::opcode::challenge, 1, body);
+        ::send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL);
+        char buf[256];
+        ssize_t got;
+        while ((got = ::read(fd, buf, sizeof buf)) > 0) after_challenge += static_cast<std::size_t>(got);
+        ::close(fd);
+    });
+    run_ranks(ns, "impostor", 2, {0}, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        self.send(1, 1, 42);
+        try {
+            inbox.receive();
+            ADD_FAILURE() << "a message came from the impostor";
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            EXPECT_NE(std::string(e.what()).find("does not know this job's token"), std::string::npos) << e.what();
+        }
+    });
+    impostor.join();
+    ::close(listener);
+    EXPECT_EQ(heard.size(), nonce_size + std::string("impostor").size());
+    EXPECT_EQ(heard.find("secret"), std::string::npos);
+    EXPECT_EQ(after_challenge, 0u) << "the node answered an impostor's challenge";
+}
+
+// Ranks -1 (0xFFFFFFFF on the wire) and size are not peers; nor is a
+// header with flags or reserved fields set.
+TEST(net_faults, a_hello_with_a_bad_rank_flags_or_reserved_field_is_refused) {
+    std::vector<std::string> answers;
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            for (int variant = 0; variant < 5; ++variant) {
+                raw_client c(at);
+                auto bytes = variant == 0   ? hello(0xFFFFFFFFu)
+                             : variant == 1 ? hello(3)
+                             : variant == 2 ? hello(0)
+                                            : hello();
+                if (variant == 3) bytes[6] = std::byte{1};   // flags
+                if (variant == 4) bytes[20] = std::byte{7};  // type, reserved in a hello
+                c.send(bytes);
+                answers.push_back(refusal(c.read_all()));
+            }
+        },
+        [](csp::net::node& n) {
+            EXPECT_TRUE(has_fault(n, "claims rank 4294967295"));
+            EXPECT_TRUE(has_fault(n, "flags 0x00000001 set"));
         },
         0);
-    EXPECT_EQ(wrong, "wrong token");
-    EXPECT_EQ(missing, "missing token");
+    ASSERT_EQ(answers.size(), 5u);
+    EXPECT_NE(answers[0].find("claims rank 4294967295, which is not a peer"), std::string::npos) << answers[0];
+    EXPECT_NE(answers[1].find("claims rank 3"), std::string::npos) << answers[1];
+    EXPECT_NE(answers[2].find("claims rank 0"), std::string::npos) << answers[2];
+    EXPECT_NE(answers[3].find("flags 0x00000001 set (reserved, must be 0)"), std::string::npos) << answers[3];
+    EXPECT_NE(answers[4].find("must be 0 in a control frame"), std::string::npos) << answers[4];
 }
 
 TEST(net_faults, an_oversized_hello_is_refused_before_anything_is_allocated) {
@@ -215,10 +368,14 @@ TEST(net_faults, an_oversized_hello_is_refused_before_anything_is_allocated) {
 
 // After a valid handshake as rank 2, send `after` and hang up.
 void as_rank_2(const csp::net::endpoint& at, const std::vector<std::byte>& after) {
+    using namespace csp::net::detail;
     raw_client c(at);
-    c.send(hello("secret"));
-    const auto welcome = c.read_exactly(csp::net::header::size + 6);
-    ASSERT_EQ(welcome.size(), csp::net::header::size + 6);
+    handshake_context ctx{};
+    c.send(hello(ctx));
+    ASSERT_TRUE(read_challenge(c, ctx, "secret"));
+    c.send(proof_frame(prove(role::connector, "secret", ctx)));
+    const auto welcome = c.read_exactly(csp::net::header::size);
+    ASSERT_EQ(welcome.size(), csp::net::header::size);
     ASSERT_EQ(csp::net::header::decode(welcome.data(), 4096).op, csp::net::opcode::welcome);
     c.send(after);
 }
@@ -243,11 +400,11 @@ TEST(net_faults, a_frame_with_a_wrong_version_after_the_handshake_ends_that_link
     with_stranger(
         [](const csp::net::endpoint& at) {
             auto f = frame(csp::net::opcode::data, 2, "abcd");
-            f[4] = std::byte{2};
+            f[4] = std::byte{1};
             as_rank_2(at, f);
         },
-        [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "unsupported frame version 2")); }, 1,
-        "unsupported frame version 2");
+        [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "unsupported frame version 1")); }, 1,
+        "unsupported frame version 1");
 }
 
 TEST(net_faults, a_node_killed_mid_stream_fails_receives_and_sends_but_not_other_links) {

@@ -1,3 +1,4 @@
+#include <array>
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -73,7 +74,7 @@ TEST(net_node, a_payload_of_the_wrong_size_is_a_decode_error_and_the_port_goes_o
     run_nodes(ns, "decode", 2, [&](csp::net::node& self) {
         auto inbox = self.open(1);
         if (self.rank() == 0) {
-            self.send(1, 1, std::int32_t{5});
+            self.send(1, 1, csp::net::encode(std::int32_t{5}));  // untyped bytes: only the size is checked
             self.send(1, 1, std::int32_t{6});
         } else {
             try {
@@ -83,6 +84,42 @@ TEST(net_node, a_payload_of_the_wrong_size_is_a_decode_error_and_the_port_goes_o
                 EXPECT_NE(std::string(e.what()).find("4 bytes"), std::string::npos) << e.what();
             }
             EXPECT_EQ(inbox.receive<std::int32_t>(), 6);
+        }
+    });
+}
+
+// Regression: four floats were received as two doubles without complaint.
+TEST(net_node, a_message_received_as_another_type_is_a_decode_error_naming_both_types) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "types", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            self.send(1, 1, std::array<float, 4>{1, 2, 3, 4});
+            self.send(1, 1, std::vector<float>{1, 2});
+            self.send(1, 1, std::array<float, 4>{5, 6, 7, 8});
+        } else {
+            try {
+                (void)inbox.receive<std::array<double, 2>>();
+                ADD_FAILURE() << "four floats were received as two doubles";
+            } catch (const csp::net::decode_error& e) {
+                const std::string what = e.what();
+                EXPECT_NE(what.find("sent as std::array<float, 4ul>"), std::string::npos) << what;
+                EXPECT_NE(what.find("received as std::array<double, 2ul>"), std::string::npos) << what;
+                EXPECT_NE(what.find("from node 0"), std::string::npos) << what;
+            }
+            try {
+                (void)inbox.receive<std::vector<double>>();
+                ADD_FAILURE() << "a vector of floats was received as a vector of doubles";
+            } catch (const csp::net::decode_error& e) {
+                const std::string what = e.what();
+                EXPECT_NE(what.find("std::vector<float, std::allocator<float> >"), std::string::npos) << what;
+                EXPECT_EQ(what.find("St6vector"), std::string::npos) << what;
+            }
+            // The port goes on, and raw access stays possible on purpose.
+            const auto m = inbox.receive();
+            ASSERT_EQ(m.view<float>().size(), 4u);
+            EXPECT_EQ(m.view<float>()[3], 8.0f);
+            EXPECT_EQ(m.view<double>().size(), 2u);
         }
     });
 }
