@@ -23,6 +23,7 @@
 #include "collectives/tag.hpp"
 #include "csp/model/recorder.hpp"
 #include "csp/process.hpp"
+#include "csp/type_name.hpp"
 
 namespace csp::collectives {
 
@@ -103,8 +104,8 @@ private:
     template <class T>
     static T unbox(std::any&& a) {
         if (auto* p = std::any_cast<T>(&a)) return std::move(*p);
-        throw usage_error(std::string("a collective received a value of another type than it expected (") +
-                          a.type().name() + "); do all ranks pass the same type?");
+        throw usage_error("a collective received a value of type " + csp::type_name(a.type()) + " where it expected " +
+                          csp::type_name<T>() + "; do all ranks pass the same type?");
     }
 
     local_group* group_;

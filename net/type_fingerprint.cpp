@@ -1,9 +1,6 @@
 #include "net/type_fingerprint.hpp"
 
-#include <cxxabi.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -24,14 +21,6 @@ registry& types() {
 
 }  // namespace
 
-std::string demangle(const char* abi_name) {
-    int status = 0;
-    char* s = abi::__cxa_demangle(abi_name, nullptr, nullptr, &status);
-    std::string out = status == 0 && s ? s : abi_name;
-    std::free(s);
-    return out;
-}
-
 // FNV-1a over the name, then the size: a fingerprint, not a secret.
 std::uint32_t fingerprint_of(const char* abi_name, std::size_t size) noexcept {
     std::uint32_t h = 2166136261u;
@@ -47,7 +36,7 @@ std::uint32_t fingerprint_of(const char* abi_name, std::size_t size) noexcept {
 std::uint32_t register_type(std::uint32_t fp, const std::type_info& t) {
     auto& r = types();
     std::lock_guard lk(r.lock);
-    r.names.try_emplace(fp, demangle(t.name()));
+    r.names.try_emplace(fp, csp::type_name(t));
     return fp;
 }
 

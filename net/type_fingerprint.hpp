@@ -16,11 +16,12 @@
 #include <type_traits>
 #include <typeinfo>
 
+#include "csp/type_name.hpp"
+
 namespace csp::net {
 
 namespace detail {
 
-std::string demangle(const char* abi_name);
 std::uint32_t fingerprint_of(const char* abi_name, std::size_t size) noexcept;
 // Records fp's readable name; returns fp.
 std::uint32_t register_type(std::uint32_t fp, const std::type_info& t);
@@ -38,11 +39,7 @@ inline const std::uint32_t at_start = registered_fingerprint<T>();
 
 }  // namespace detail
 
-// T's readable name: "std::vector<float>", never "St6vectorIfSaIfEE".
-template <class T>
-std::string type_name() {
-    return detail::demangle(typeid(T).name());
-}
+using csp::type_name;  // readable names (csp/type_name.hpp)
 
 template <class T>
 std::uint32_t type_fingerprint() {
