@@ -59,8 +59,7 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         const unique_fd& fd;
         ~leave_greeting() {
             if (fd.get() < 0) return;
-            std::lock_guard lk(core.lock);
-            core.greeting.erase(fd.get());
+            core.greeting.remove(fd.get());
         }
     } leave{*core, fd};
     const auto deadline = clock::now() + core->options.handshake_timeout;

@@ -1,6 +1,9 @@
 #include "net/nameserver.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 
 #include <future>
 #include <map>
@@ -15,6 +18,7 @@
 #include "net/errors.hpp"
 #include "net/log.hpp"
 #include "net/nameserver_protocol.hpp"
+#include "net/sheddable.hpp"
 
 namespace csp::net {
 namespace {
@@ -135,7 +139,18 @@ private:
     std::map<std::string, job_entry> jobs_;
 };
 
-std::string answer_lookup(registry& reg, const std::vector<std::string>& w, const csp::reader<bool>& stop) {
+// The client hung up (or its connection broke) while it waited.
+struct client_gone {};
+
+// True when the peer of `fd` has closed its side or the connection broke;
+// false when it sent more (a request read after this one is answered).
+bool hung_up(int fd) {
+    char b;
+    const ssize_t n = ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+std::string answer_lookup(registry& reg, const std::vector<std::string>& w, const csp::reader<bool>& stop, int client) {
     if (w.size() != 4) return "ERR usage: LOOKUP <job> <rank> <wait_ms>";
     int rank;
     long wait_ms;
@@ -147,13 +162,24 @@ std::string answer_lookup(registry& reg, const std::vector<std::string>& w, cons
     }
     // Bounded, so that no wait can overflow the clock or hold a client for ever.
     const auto deadline = clock::now() + std::chrono::milliseconds(std::clamp(wait_ms, 0L, max_lookup_wait_ms));
+    bool watch_client = true;
     for (;;) {
         if (auto at = reg.find(w[1], rank)) return "AT " + at->host + " " + std::to_string(at->port);
         if (clock::now() >= deadline)
             return "ERR rank " + std::to_string(rank) + " of job '" + w[1] + "' is not registered";
-        // Lookups are rare and not urgent: poll the table every few ms.
+        // Lookups are rare and not urgent: poll the table every few ms. A
+        // client that hangs up meanwhile is let go at once, with its fd;
+        // one that sent its next request early is no longer watched.
         bool ignored;
-        csp::select(csp::input(stop, ignored), csp::timeout(std::chrono::milliseconds(5)));
+        if (watch_client) {
+            if (csp::select(csp::input(stop, ignored), csp::timeout(std::chrono::milliseconds(5)),
+                            csp::io::readable(client)) == 2) {
+                if (hung_up(client)) throw client_gone{};
+                watch_client = false;
+            }
+        } else {
+            csp::select(csp::input(stop, ignored), csp::timeout(std::chrono::milliseconds(5)));
+        }
     }
 }
 
@@ -161,8 +187,21 @@ std::string answer_lookup(registry& reg, const std::vector<std::string>& w, cons
 // registration lasts as long as it, and the node hears "GONE <rank>" on it
 // when another node of its job ends its registration (left, died or was
 // killed), so that a peer it never linked to is not waited for in vain.
-void serve_client(registry& reg, unique_fd fd, std::string from, csp::reader<bool> stop) {
+void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std::string from,
+                  csp::reader<bool> stop) {
+    const int raw = fd.get();
     line_connection c(std::move(fd), "nameserver client " + from);
+    // Declared after c: leaves the strangers before c closes the fd (sheddable.hpp).
+    struct forget {
+        detail::sheddable& set;
+        int fd;
+        bool done = false;
+        void now() {
+            if (!done) set.remove(fd);
+            done = true;
+        }
+        ~forget() { now(); }
+    } stranger{strangers, raw};
     std::vector<std::pair<std::string, int>> mine;
     const int owner_tag = 0;
     const void* owner = &owner_tag;  // unique while this process lives
@@ -187,13 +226,17 @@ void serve_client(registry& reg, unique_fd fd, std::string from, csp::reader<boo
             const auto w = detail::split_words(*line);
             std::string answer;
             if (w.empty()) answer = "ERR empty request";
-            else if (w[0] == "REGISTER") answer = reg.add(w, owner, notes.writer(), mine);
-            else if (w[0] == "LOOKUP") answer = answer_lookup(reg, w, stop);
+            else if (w[0] == "REGISTER") {
+                answer = reg.add(w, owner, notes.writer(), mine);
+                if (!mine.empty()) stranger.now();  // a registered node's connection is never shed
+            }
+            else if (w[0] == "LOOKUP") answer = answer_lookup(reg, w, stop, c.fd());
             else if (w[0] == "LIST" && w.size() == 2) answer = reg.list(w[1]);
             else answer = "ERR unknown request '" + w[0] + "' (REGISTER, LOOKUP or LIST)";
             c.write_line(answer, clock::now() + std::chrono::seconds(5));
         }
     } catch (const csp::poisoned_error&) {
+    } catch (const client_gone&) {
     } catch (const std::exception& e) {
         // A registered node's connection ending, however abruptly, is how it
         // leaves (its process may exit while a GONE line is on its way).
@@ -209,13 +252,20 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
     unique_fd listener = listen_on(bind, bound);
     ready(bound);
     registry reg;
+    detail::sheddable strangers;  // clients that have not registered
     csp::process_group clients;
-    accept_until_stopped(listener.get(), stop, [&](unique_fd fd) {
-        const std::string from = "fd " + std::to_string(fd.get());
-        clients.spawn(csp::proc("nameserver client", [&reg, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop] {
-            serve_client(reg, std::move(*fd), from, stop);
-        }));
-    });
+    accept_until_stopped(
+        listener.get(), stop,
+        [&](unique_fd fd) {
+            const std::string from = "fd " + std::to_string(fd.get());
+            strangers.add(fd.get());
+            clients.spawn(csp::proc("nameserver client",
+                                    [&reg, &strangers, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop] {
+                                        serve_client(reg, strangers, std::move(*fd), from, stop);
+                                    }));
+        },
+        exhaustion_policy{[&] { return strangers.shed_oldest(); },
+                          [](const std::string& what) { log_line("csp.net nameserver: " + what); }});
     clients.wait();
 }
 

@@ -118,6 +118,8 @@ unique_fd accept_from(int listener) {
         }
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            throw out_of_descriptors("accept on listener fd " + std::to_string(listener) + ": " + error_text(errno));
         throw net_error("accept on listener fd " + std::to_string(listener) + ": " + error_text(errno));
     }
 }

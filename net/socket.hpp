@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "csp/waiter.hpp"
+#include "net/errors.hpp"
 
 namespace csp::net {
 
@@ -52,7 +53,16 @@ private:
 // address actually bound.
 unique_fd listen_on(const endpoint& at, endpoint& bound, int backlog = 128);
 
+// The process (EMFILE) or the system (ENFILE, ENOBUFS, ENOMEM) has no
+// descriptor or buffer for another connection: a state to wait out, not a
+// broken listener.
+class out_of_descriptors : public net_error {
+public:
+    using net_error::net_error;
+};
+
 // Accepts one pending connection, or returns an empty unique_fd (EAGAIN).
+// Throws out_of_descriptors, or net_error for a broken listener.
 unique_fd accept_from(int listener);
 
 // Connects to `to` (host names resolved with Boost.Asio), waiting at most

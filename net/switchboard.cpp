@@ -88,14 +88,12 @@ void run_listener(std::shared_ptr<node_core> core, unique_fd listener, csp::proc
     try {
         accept_until_stopped(listener.get(), core->stop.reader(), [&](unique_fd fd) {
             const int raw = fd.get();
-            {
-                std::lock_guard lk(core->lock);
-                core->greeting.insert(raw);
-            }
+            core->greeting.add(raw);
             spawn_daemon(group, "net.greeter", [core, raw, fd = std::make_shared<unique_fd>(std::move(fd))] {
                 run_greeter(core, std::move(*fd), peer_address(raw));
             });
-        });
+        }, exhaustion_policy{[&core] { return core->greeting.shed_oldest(); },
+                             [&core](const std::string& what) { core->fault("listener: " + what); }});
     } catch (const std::exception& e) {
         core->fault(std::string("listener stopped: ") + e.what());
     }
@@ -203,10 +201,7 @@ private:
             return;
         }
         if (it == links_.end()) it = links_.emplace(h.peer, std::make_unique<link>(h.peer)).first;
-        {
-            std::lock_guard lk(core_->lock);
-            core_->greeting.erase(h.fd);
-        }
+        core_->greeting.remove(h.fd);
         core_->links_accepted.fetch_add(1, std::memory_order_relaxed);
         bring_up(*it->second, unique_fd(h.fd), welcome_frame(*core_));
         h.reply.write(std::string());
@@ -257,10 +252,7 @@ private:
         done_ = std::move(c.done);
         linger_until_ = clock::now() + core_->options.linger;
         core_->stop.poison();
-        {
-            std::lock_guard lk(core_->lock);
-            for (int fd : core_->greeting) ::shutdown(fd, SHUT_RDWR);
-        }
+        core_->greeting.shut_all();
         for (auto& [peer, l] : links_)
             if (l->state() == link_state::up) l->drain(static_cast<std::uint32_t>(core_->rank));
     }

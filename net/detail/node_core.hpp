@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "csp/channel.hpp"
+#include "net/sheddable.hpp"
 #include "net/frame.hpp"
 #include "net/message.hpp"
 #include "net/node_options.hpp"
@@ -94,7 +95,7 @@ struct node_core {
     static constexpr std::size_t max_faults_kept = 256;
     std::deque<std::string> faults;
     std::size_t faults_total = 0;
-    std::unordered_set<int> greeting;                // fds of connections still in their handshake
+    sheddable greeting;  // connections still in their handshake (own lock; never taken under `lock`)
 
     // Counters for node::stats() (relaxed).
     std::atomic<std::size_t> links_up{0};
