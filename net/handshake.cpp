@@ -6,6 +6,7 @@
 
 #include "csp/alt.hpp"
 #include "net/auth.hpp"
+#include "net/handshake_messages.hpp"
 #include "net/errors.hpp"
 #include "net/nameserver_client.hpp"
 
@@ -24,12 +25,6 @@ std::string bytes_of(const std::array<std::byte, N>& a) {
     return std::string(reinterpret_cast<const char*>(a.data()), N);
 }
 
-template <std::size_t N>
-std::array<std::byte, N> take_bytes(const std::string& body, std::size_t at) {
-    std::array<std::byte, N> out;
-    std::memcpy(out.data(), body.data() + at, N);
-    return out;
-}
 
 // Reads one handshake frame (header and payload) to the exact byte.
 std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, const std::string& what) {
@@ -80,19 +75,9 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     int peer = -1;
     try {
         auto [h, body] = read_frame(fd.get(), deadline, what);
-        if (h.op != opcode::hello) return refuse(std::string("expected a hello frame, got ") + describe(h.op));
-        if (body.size() < nonce_size)
-            return refuse("malformed hello: " + std::to_string(body.size()) + " bytes, less than its " +
-                          std::to_string(nonce_size) + "-byte nonce");
+        const hello_message hello = check_hello(h, body, core->options.job, core->rank, core->size);
         handshake_context ctx{};
-        ctx.connector_nonce = take_bytes<nonce_size>(body, 0);
-        const std::string job = body.substr(nonce_size);
-        if (job != core->options.job) return refuse("it belongs to job '" + job + "', not '" + core->options.job + "'");
-        // Checked as unsigned: a rank of -1 on the wire is 0xFFFFFFFF.
-        if (h.source == static_cast<std::uint32_t>(core->rank) ||
-            (core->size > 0 && h.source >= static_cast<std::uint32_t>(core->size)) || h.source > 0x7fffffffu)
-            return refuse("it claims rank " + std::to_string(h.source) + ", which is not a peer of node " +
-                          std::to_string(core->rank) + " in a job of " + std::to_string(core->size));
+        ctx.connector_nonce = hello.connector_nonce;
         peer = static_cast<int>(h.source);
         ctx.job = core->options.job;
         ctx.connector_rank = h.source;
@@ -104,14 +89,8 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
                                          challenge).data(),
                   header::size + challenge.size(), deadline, what);
         auto [p, claimed] = read_frame(fd.get(), deadline, what);
-        if (p.op != opcode::proof) return refuse(std::string("expected a proof frame, got ") + describe(p.op));
-        if (p.source != h.source)
-            return refuse("its proof claims rank " + std::to_string(p.source) + ", its hello rank " +
-                          std::to_string(h.source));
-        if (claimed.size() != proof_size)
-            return refuse("malformed proof: " + std::to_string(claimed.size()) + " bytes, not " +
-                          std::to_string(proof_size));
-        if (!proofs_match(prove(role::connector, core->options.token, ctx), take_bytes<proof_size>(claimed, 0)))
+        const proof given = check_proof_frame(p, claimed, hello.rank);
+        if (!proofs_match(prove(role::connector, core->options.token, ctx), given))
             return refuse("wrong token");
     } catch (const std::exception& e) {
         return refuse(e.what());
@@ -178,14 +157,14 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         };
         auto [challenge, body] = read_frame(fd.get(), deadline, what);
         if (!refused(challenge, body)) {
-            if (challenge.op != opcode::challenge)
-                throw net_error(what + ": expected challenge, got " + describe(challenge.op));
-            if (static_cast<int>(challenge.source) != peer)
-                throw net_error(what + ": answered by node " + std::to_string(challenge.source));
-            if (body.size() != nonce_size + proof_size)
-                throw net_error(what + ": malformed challenge of " + std::to_string(body.size()) + " bytes");
-            ctx.acceptor_nonce = take_bytes<nonce_size>(body, 0);
-            if (!proofs_match(prove(role::acceptor, core->options.token, ctx), take_bytes<proof_size>(body, nonce_size)))
+            challenge_message c;
+            try {
+                c = check_challenge(challenge, body, peer);
+            } catch (const refusal& e) {
+                throw net_error(what + ": " + e.what());
+            }
+            ctx.acceptor_nonce = c.acceptor_nonce;
+            if (!proofs_match(prove(role::acceptor, core->options.token, ctx), c.acceptor_proof))
                 throw net_error(what + ": the peer does not know this job's token");
             const std::string mine = bytes_of(prove(role::connector, core->options.token, ctx));
             const auto p = encode_frame(header::proof(ctx.connector_rank, proof_size), mine);

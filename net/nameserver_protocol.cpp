@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 
 #include "csp/alt.hpp"
@@ -52,25 +51,6 @@ std::optional<std::string> line_connection::read_line(clock::time_point deadline
 void line_connection::write_line(const std::string& line, clock::time_point deadline) {
     const std::string out = line + "\n";
     write_all(fd_.get(), out.data(), out.size(), deadline, what_);
-}
-
-std::vector<std::string> split_words(const std::string& line) {
-    std::vector<std::string> words;
-    std::size_t i = 0;
-    while (i < line.size()) {
-        while (i < line.size() && line[i] == ' ') ++i;
-        const std::size_t j = line.find(' ', i);
-        if (i < line.size()) words.push_back(line.substr(i, j == std::string::npos ? std::string::npos : j - i));
-        i = j == std::string::npos ? line.size() : j;
-    }
-    return words;
-}
-
-bool valid_job_name(const std::string& job) {
-    if (job.empty() || job.size() > 200) return false;
-    for (char c : job)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
-    return true;
 }
 
 }  // namespace csp::net::detail

@@ -22,11 +22,10 @@
 
 #include "csp/channel.hpp"
 #include "csp/waiter.hpp"
+#include "net/nameserver_words.hpp"
 #include "net/socket.hpp"
 
 namespace csp::net::detail {
-
-inline constexpr std::size_t max_line = 1024;
 
 // A connection that exchanges lines, for process code.
 class line_connection {
@@ -51,7 +50,5 @@ private:
     std::string buf_;
 };
 
-std::vector<std::string> split_words(const std::string& line);
-bool valid_job_name(const std::string& job);
 
 }  // namespace csp::net::detail

@@ -12,18 +12,10 @@
 #include <utility>
 
 #include "csp/waiter.hpp"
+#include "net/endpoint.hpp"
 #include "net/errors.hpp"
 
 namespace csp::net {
-
-struct endpoint {
-    std::string host;
-    std::uint16_t port = 0;
-
-    // "host:port"; throws usage_error naming the text if it is not one.
-    static endpoint parse(const std::string& text);
-    std::string str() const { return host + ":" + std::to_string(port); }
-};
 
 // Owns a descriptor; closes it through the IO scheduler when there is one.
 class unique_fd {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole suite: install what is missing, build and run every test, first
 # in a Release build (which also builds the examples and benchmarks), then in
-# an AddressSanitizer + UndefinedBehaviorSanitizer build. Soak tests (label
-# "soak") are left out; run them with: ctest --test-dir build -L soak
+# an AddressSanitizer + UndefinedBehaviorSanitizer build, then the libFuzzer
+# targets (clang) for a few seconds each. Soak tests (label "soak") are left
+# out; run them with: ctest --test-dir build -L soak (and build-fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -16,3 +17,7 @@ cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCSP_SANITIZE=ON
 cmake --build build-sanitize -j2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize -j2 -LE soak --output-on-failure
+
+cmake -S fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+cmake --build build-fuzz -j2
+ctest --test-dir build-fuzz -LE soak --output-on-failure

@@ -1,0 +1,131 @@
+#pragma once
+// The nameserver's table: jobs, their ranks and addresses, and who holds
+// each registration. Pure bookkeeping (no IO), so a fuzzer can drive it
+// alone. Each request costs O(log n) in the job's size; the table is
+// bounded by max_job_size ranks per job.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/nameserver_words.hpp"
+#include "net/endpoint.hpp"
+
+namespace csp::net::detail {
+
+inline constexpr int max_job_size = 1 << 20;
+
+// How the table tells a registered node something (a GONE line); must not
+// block. Called outside the table's lock.
+using note_sink = std::function<void(const std::string&)>;
+
+class registry {
+public:
+    // The answer line to a REGISTER; records the entry under `owner`.
+    std::string add(const std::vector<std::string>& w, const void* owner, note_sink notes,
+                    std::vector<std::pair<std::string, int>>& mine) {
+        if (w.size() != 6) return "ERR usage: REGISTER <job> <rank> <size> <host> <port>";
+        const std::string& job = w[1];
+        if (!valid_job_name(job)) return "ERR invalid job name '" + job + "'";
+        int rank, size;
+        endpoint at;
+        try {
+            rank = std::stoi(w[2]);
+            size = std::stoi(w[3]);
+            at = endpoint::parse(w[4] + ":" + w[5]);
+        } catch (const std::exception&) {
+            return "ERR malformed REGISTER: rank, size and port must be numbers";
+        }
+        if (rank < -1 || size < 0 || size > max_job_size || rank >= max_job_size)
+            return "ERR rank must be -1 to " + std::to_string(max_job_size - 1) + " and size 0 to " +
+                   std::to_string(max_job_size);
+        std::lock_guard lk(lock_);
+        auto& j = jobs_[job];
+        if (j.size == 0) j.size = size;
+        auto fail = [&](std::string why) {
+            if (j.nodes.empty()) jobs_.erase(job);
+            return "ERR " + why;
+        };
+        if (size != 0 && size != j.size)
+            return fail("job '" + job + "' has " + std::to_string(j.size) + " nodes, not " + std::to_string(size));
+        if (rank == -1) {
+            // The lowest free rank. No rank below the hint is free, so a run
+            // of automatic registrations costs O(log n) each.
+            rank = j.first_free;
+            for (auto it = j.nodes.lower_bound(rank); it != j.nodes.end() && it->first == rank; ++it) ++rank;
+            if (rank >= max_job_size) return fail("job '" + job + "' is full (" + std::to_string(max_job_size) + " nodes)");
+        }
+        if (j.size != 0 && rank >= j.size)
+            return fail(j.nodes.size() >= static_cast<std::size_t>(j.size) && w[2] == "-1"
+                            ? "job '" + job + "' is full (" + std::to_string(j.size) + " nodes)"
+                            : "rank " + std::to_string(rank) + " is out of range for job '" + job + "' of " +
+                                  std::to_string(j.size) + " nodes");
+        if (auto it = j.nodes.find(rank); it != j.nodes.end())
+            return fail("rank " + std::to_string(rank) + " of job '" + job + "' is already registered at " +
+                        it->second.at.str());
+        j.nodes[rank] = {at, owner, std::move(notes)};
+        if (rank == j.first_free) j.first_free = rank + 1;
+        mine.emplace_back(job, rank);
+        return "OK " + std::to_string(rank) + " " + std::to_string(j.size);
+    }
+
+    // Ends the registrations of `owner`; the job's other nodes are told
+    // "GONE <rank>" (each node's connection process writes it).
+    void remove(const std::vector<std::pair<std::string, int>>& mine, const void* owner) {
+        std::vector<std::pair<note_sink, std::string>> tell;
+        {
+            std::lock_guard lk(lock_);
+            for (const auto& [job, rank] : mine) {
+                auto j = jobs_.find(job);
+                if (j == jobs_.end()) continue;
+                auto n = j->second.nodes.find(rank);
+                if (n != j->second.nodes.end() && n->second.owner == owner) {
+                    j->second.nodes.erase(n);
+                    j->second.first_free = std::min(j->second.first_free, rank);
+                    for (auto& [other, e] : j->second.nodes) tell.emplace_back(e.notes, "GONE " + std::to_string(rank));
+                }
+                if (j->second.nodes.empty()) jobs_.erase(j);
+            }
+        }
+        for (auto& [tell_node, line] : tell) tell_node(line);  // outside the lock
+    }
+
+    std::optional<endpoint> find(const std::string& job, int rank) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end()) return std::nullopt;
+        auto n = j->second.nodes.find(rank);
+        if (n == j->second.nodes.end()) return std::nullopt;
+        return n->second.at;
+    }
+
+    std::string list(const std::string& job) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end()) return "JOB 0";
+        std::string out = "JOB " + std::to_string(j->second.size);
+        for (const auto& [rank, n] : j->second.nodes) out += " " + std::to_string(rank) + "=" + n.at.str();
+        return out;
+    }
+
+private:
+    struct entry {
+        endpoint at;
+        const void* owner;
+        note_sink notes;  // lines for that node's registration connection
+    };
+    struct job_entry {
+        int size = 0;  // 0: not known yet (ranks below max_job_size)
+        std::map<int, entry> nodes;
+        int first_free = 0;  // no rank below it is free
+    };
+    std::mutex lock_;
+    std::map<std::string, job_entry> jobs_;
+};
+
+
+}  // namespace csp::net::detail
