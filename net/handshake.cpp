@@ -123,8 +123,18 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     else refuse(verdict);
 }
 
+namespace {
+// An answer that trying again cannot change: the peer refused with a reason,
+// or does not prove the token. Anything else (a timeout, a refused or reset
+// connection, a rank not registered yet) may be a stall, and is retried.
+class definitive_error : public net_error {
+public:
+    using net_error::net_error;
+};
+}  // namespace
+
 void run_connector(std::shared_ptr<node_core> core, int peer) {
-    connect_result result{peer, -1, false, {}};
+    connect_result result{peer, -1, false, {}, true};
     const auto deadline = clock::now() + core->options.connect_timeout;
     try {
         endpoint at;
@@ -133,7 +143,8 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         } else if (peer < static_cast<int>(core->options.peers.size())) {
             at = core->options.peers[static_cast<std::size_t>(peer)];
         } else {
-            throw net_error("no address for node " + std::to_string(peer) + ": no nameserver and no peers table entry");
+            throw definitive_error("no address for node " + std::to_string(peer) +
+                                   ": no nameserver and no peers table entry");
         }
         const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
         unique_fd fd = connect_to(at, deadline);
@@ -152,7 +163,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         auto refused = [&](const header& h, const std::string& text) {
             if (h.op != opcode::refuse) return false;
             if (text == duplicate_reason) result.duplicate = true;
-            else throw net_error(what + " refused: " + text);
+            else throw definitive_error(what + " refused: " + text);
             return true;
         };
         auto [challenge, body] = read_frame(fd.get(), deadline, what);
@@ -161,22 +172,26 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
             try {
                 c = check_challenge(challenge, body, peer);
             } catch (const refusal& e) {
-                throw net_error(what + ": " + e.what());
+                throw definitive_error(what + ": " + e.what());
             }
             ctx.acceptor_nonce = c.acceptor_nonce;
             if (!proofs_match(prove(role::acceptor, core->options.token, ctx), c.acceptor_proof))
-                throw net_error(what + ": the peer does not know this job's token");
+                throw definitive_error(what + ": the peer does not know this job's token");
             const std::string mine = bytes_of(prove(role::connector, core->options.token, ctx));
             const auto p = encode_frame(header::proof(ctx.connector_rank, proof_size), mine);
             write_all(fd.get(), p.data(), p.size(), deadline, what);
             auto [answer, text] = read_frame(fd.get(), deadline, what);
             if (!refused(answer, text)) {
-                if (answer.op != opcode::welcome) throw net_error(what + ": expected welcome, got " + describe(answer.op));
+                if (answer.op != opcode::welcome)
+                    throw definitive_error(what + ": expected welcome, got " + describe(answer.op));
                 if (static_cast<int>(answer.source) != peer || answer.length != 0)
-                    throw net_error(what + ": malformed welcome");
+                    throw definitive_error(what + ": malformed welcome");
                 result.fd = fd.release();
             }
         }
+    } catch (const definitive_error& e) {
+        result.error = e.what();
+        result.retryable = false;
     } catch (const std::exception& e) {
         result.error = e.what();
     }

@@ -26,6 +26,15 @@ void link::illegal(const char* event) const {
 void link::connector_started() {
     if (state_ != link_state::connecting || connector_) illegal("a second connector");
     connector_ = true;
+    if (attempts_++ == 0) first_attempt_ = clock::now();
+    retry_at_ = clock::time_point::max();
+}
+
+void link::retry_later(clock::time_point at) {
+    if ((state_ != link_state::connecting && state_ != link_state::handshaking) || connector_) illegal("retry_later");
+    state_ = link_state::connecting;
+    deadline_ = clock::time_point::max();
+    retry_at_ = at;
 }
 
 void link::connected() {
@@ -44,6 +53,7 @@ void link::up(std::unique_ptr<transport> t, std::shared_ptr<node_core> core, csp
     if (state_ != link_state::connecting && state_ != link_state::handshaking) illegal("up");
     state_ = link_state::up;
     deadline_ = clock::time_point::max();
+    retry_at_ = clock::time_point::max();
     transport_ = std::move(t);
     running_ = transport_->start(link_start{std::move(core), peer_, group, queue_.reader(), std::move(first)});
 }

@@ -6,6 +6,7 @@
 //   ---------------  -------------------------  ---------------------------
 //   connected        connecting                 handshaking
 //   await_crossing   connecting, handshaking    handshaking, until deadline()
+//   retry_later      connecting, handshaking    connecting, a new connector at retry_at()
 //   up               connecting, handshaking    up
 //   drain            up, draining               draining (goodbye queued once)
 //   peer_left        up, draining               draining
@@ -63,6 +64,11 @@ public:
     std::size_t queued() const { return queue_.buffered(); }
     // When a handshaking link waiting for the peer's crossing connection gives up.
     clock::time_point deadline() const noexcept { return deadline_; }
+    // When a link whose set-up failed for a reason that may pass starts its
+    // next connector (max: none waiting); when its first one started.
+    clock::time_point retry_at() const noexcept { return retry_at_; }
+    clock::time_point first_attempt() const noexcept { return first_attempt_; }
+    int attempts() const noexcept { return attempts_; }
     const transport* carrier() const noexcept { return transport_.get(); }
     bool connector_running() const noexcept { return connector_; }
     bool goodbye_sent() const noexcept { return goodbye_sent_; }
@@ -74,6 +80,8 @@ public:
     // A connector for this link was started / has reported.
     void connector_started();
     void connector_finished() noexcept { connector_ = false; }
+    // The connector failed in a way that may pass (a stall): try again at `at`.
+    void retry_later(clock::time_point at);
     // Our connector reached the peer and is exchanging hello and welcome.
     void connected();
     // Our connection lost a crossing; the peer's arrives by `until`.
@@ -109,6 +117,9 @@ private:
     std::unique_ptr<transport> transport_;
     std::shared_ptr<const peer_error> error_;
     clock::time_point deadline_ = clock::time_point::max();
+    clock::time_point retry_at_ = clock::time_point::max();
+    clock::time_point first_attempt_{};
+    int attempts_ = 0;
     int running_ = 0;          // of the transport's processes
     bool connector_ = false;   // a connector is running
     bool goodbye_sent_ = false;

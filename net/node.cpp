@@ -40,6 +40,8 @@ node_options node_options::from_environment() {
     if (auto a = text("CSP_ADVERTISE")) o.advertise = *a;
     if (auto m = csp::config::number("CSP_MAX_FRAME", 0, std::numeric_limits<std::uint32_t>::max()))
         o.max_frame = static_cast<std::uint32_t>(*m);
+    if (auto l = csp::config::number("CSP_LIVENESS_MS", 1, std::numeric_limits<std::int32_t>::max()))
+        o.liveness_timeout = std::chrono::milliseconds(*l);
     return o;
 }
 

@@ -39,7 +39,12 @@ struct node_options {
     std::string advertise;  // host peers connect to; empty: the bound address
 
     std::uint32_t max_frame = 64u << 20;
-    std::chrono::milliseconds connect_timeout{30000};  // lookup + connect + handshake
+    std::chrono::milliseconds connect_timeout{30000};  // one attempt: lookup + connect + handshake
+    // How long a link that cannot be set up (the peer stalled: stopped,
+    // swapping, overloaded) is retried, with backoff, before the peer is
+    // declared lost. A peer whose process is gone is declared lost sooner:
+    // its registration with the nameserver ends.
+    std::chrono::milliseconds liveness_timeout{300000};
     std::chrono::milliseconds handshake_timeout{5000};  // an accepted connection must say hello
     std::chrono::milliseconds linger{10000};            // close(): time allowed to flush
 

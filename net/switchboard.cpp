@@ -172,8 +172,23 @@ private:
             bring_up(l, std::move(fd), std::nullopt);
         } else if (r.duplicate) {
             l.await_crossing(clock::now() + core_->options.connect_timeout);
+        } else if (r.retryable && !closing_ && clock::now() - l.first_attempt() < core_->options.liveness_timeout) {
+            // A stall is not a death: the queue is kept and the set-up tried
+            // again, 100 ms later at first, doubling up to 5 s. A peer whose
+            // process is gone ends this through the nameserver (peer_gone).
+            const auto pause = std::min<std::chrono::milliseconds>(
+                std::chrono::milliseconds(100L << std::min(l.attempts() - 1, 6)), std::chrono::seconds(5));
+            if (l.attempts() == 1)
+                core_->fault("setting up the link to " + core_->peer_name(l.peer()) + " failed (" + r.error +
+                             "); retrying for up to " + std::to_string(core_->options.liveness_timeout.count()) +
+                             " ms, keeping " + std::to_string(l.queued()) + " queued messages");
+            l.retry_later(clock::now() + pause);
         } else {
-            fail(l, r.error);
+            fail(l, r.retryable && !closing_
+                        ? "no link could be set up within the liveness timeout of " +
+                              std::to_string(core_->options.liveness_timeout.count()) + " ms (" +
+                              std::to_string(l.attempts()) + " attempts; the last: " + r.error + ")"
+                        : r.error);
         }
     }
 
@@ -323,14 +338,21 @@ private:
 
     clock::time_point next_deadline() const {
         clock::time_point at = closing_ ? linger_until_ : clock::time_point::max();
-        for (const auto& [peer, l] : links_) at = std::min(at, l->deadline());
+        for (const auto& [peer, l] : links_) at = std::min({at, l->deadline(), l->retry_at()});
         return at;
     }
 
     void deadline_passed() {
         const auto now = clock::now();
         for (auto& [peer, l] : links_) {
-            if (now >= l->deadline()) {
+            if (now >= l->retry_at() && l->state() == link_state::connecting && !l->connector_running()) {
+                if (closing_) {
+                    fail(*l, "the node closed while the link was being set up");
+                } else {
+                    l->connector_started();
+                    spawn_daemon(group_, "net.connector", [core = core_, peer = l->peer()] { run_connector(core, peer); });
+                }
+            } else if (now >= l->deadline()) {
                 fail(*l, "its connection to this node never arrived");
             } else if (closing_ && now >= linger_until_ && !l->settled()) {
                 if (!fail(*l, "it did not finish closing within " + std::to_string(core_->options.linger.count()) +

@@ -50,6 +50,7 @@ struct connect_result {  // from a connector, last
     int fd;              // -1 on failure
     bool duplicate;      // the peer refused because its own connection wins
     std::string error;
+    bool retryable;      // the failure may be a stall (a timeout, a refused connect), not an answer
 };
 struct incoming_hello {  // from a greeter: may this connection be the link to `peer`?
     int peer;

@@ -445,4 +445,89 @@ TEST(net_faults, a_node_killed_mid_stream_fails_receives_and_sends_but_not_other
     EXPECT_TRUE(WIFSIGNALED(status));
 }
 
+// Rank 1 of a 2-node job in its own process, receiving `n` numbers; returns
+// its pid once it has registered.
+pid_t spawn_receiver(const csp::net::nameserver& ns, const std::string& job, std::uint64_t n) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe");
+    ::setenv("CSP_NAMESERVER", ns.address().str().c_str(), 1);
+    ::setenv("CSP_JOB", job.c_str(), 1);
+    ::setenv("CSP_RANK", "1", 1);
+    ::setenv("CSP_SIZE", "2", 1);
+    ::setenv("CSP_TOKEN", "secret", 1);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    const std::string count = std::to_string(n);
+    char* argv[] = {const_cast<char*>(NET_TEST_PEER), const_cast<char*>("receive"), const_cast<char*>(count.c_str()),
+                    nullptr};
+    pid_t pid;
+    const int rc = ::posix_spawn(&pid, NET_TEST_PEER, &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    for (const char* v : {"CSP_NAMESERVER", "CSP_JOB", "CSP_RANK", "CSP_SIZE", "CSP_TOKEN"}) ::unsetenv(v);
+    ::close(out[1]);
+    if (rc != 0) throw std::runtime_error("posix_spawn");
+    char ready[6] = {};
+    (void)!::read(out[0], ready, 6);  // "ready\n": registered and listening
+    ::close(out[0]);
+    return pid;
+}
+
+// Regression: a peer stalled (SIGSTOP) while its link was being set up was
+// cut off for good when the connect timed out, and every queued message to
+// it was dropped. Now the set-up is retried with backoff and the queue kept.
+TEST(net_faults, a_peer_stalled_during_link_setup_gets_every_queued_message_once_it_resumes) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    constexpr std::uint64_t n = 100000;
+    const pid_t pid = spawn_receiver(ns, "stalled", n);
+    ::kill(pid, SIGSTOP);
+    std::thread resume([pid] {
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        ::kill(pid, SIGCONT);
+    });
+    auto o = net_test::options_for(ns, "stalled", 0, 2);
+    o.connect_timeout = std::chrono::milliseconds(500);  // several attempts time out during the stall
+    csp::run([&] {
+        csp::net::node self(o);
+        auto answer = self.open(2);
+        for (std::uint64_t i = 0; i < n; ++i) self.send(1, 1, i);
+        EXPECT_EQ(answer.receive<std::uint64_t>(), n);  // every one, in order
+        EXPECT_TRUE(has_fault(self, "retrying for up to")) << testing::PrintToString(self.faults());
+    });
+    resume.join();
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// ... but a peer that stays stalled past the liveness timeout is lost.
+TEST(net_faults, a_peer_stalled_past_the_liveness_timeout_is_lost) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    const pid_t pid = spawn_receiver(ns, "stalled-long", 1);
+    ::kill(pid, SIGSTOP);
+    auto o = net_test::options_for(ns, "stalled-long", 0, 2);
+    o.connect_timeout = std::chrono::milliseconds(300);
+    o.liveness_timeout = std::chrono::milliseconds(1500);
+    csp::run([&] {
+        csp::net::node self(o);
+        auto answer = self.open(2);
+        self.send(1, 1, std::uint64_t{0});
+        const auto start = std::chrono::steady_clock::now();
+        try {
+            answer.receive();
+            ADD_FAILURE() << "a stopped peer answered";
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            EXPECT_NE(std::string(e.what()).find("liveness timeout of 1500 ms"), std::string::npos) << e.what();
+        }
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+        EXPECT_THROW(self.send(1, 1, std::uint64_t{1}), csp::net::peer_error);
+    });
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+}
+
 }  // namespace
