@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -15,8 +14,7 @@
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
 #include "net/net.hpp"
-
-extern char** environ;
+#include "test/net/net_fixture.hpp"
 
 namespace cc = csp::collectives;
 using namespace std::chrono_literals;
@@ -31,12 +29,7 @@ TEST(collective_departures, an_allreduce_with_a_member_that_left_fails_on_every_
     for (int r = 0; r < n; ++r)
         ranks.emplace_back([&, r] {
             csp::run([&] {
-                csp::net::node_options o;
-                o.job = "departure-allreduce";
-                o.rank = r;
-                o.size = n;
-                o.nameserver = ns.address();
-                csp::net::node self(o);
+                csp::net::node self(net_test::options_for(ns, "departure-allreduce", r, n));
                 if (r == 2) {
                     // Leaves before the allreduce: closes its node, once its
                     // links exist (a departure before any link is a later matter).
@@ -73,16 +66,7 @@ TEST(collective_departures, an_allreduce_with_a_member_that_left_fails_on_every_
 TEST(collective_departures, a_rank_killed_mid_allreduce_fails_the_allreduce_on_every_other_rank) {
     csp::net::nameserver ns;
     constexpr int n = 4;
-    ::setenv("CSP_NAMESERVER", ns.address().str().c_str(), 1);
-    ::setenv("CSP_JOB", "killed-allreduce", 1);
-    ::setenv("CSP_RANK", "3", 1);
-    ::setenv("CSP_SIZE", "4", 1);
-    ::setenv("CSP_TOKEN", "", 1);
-    pid_t pid;
-    char mode[] = "allreduce-forever";
-    char* argv[] = {const_cast<char*>(COLLECTIVES_NET_PEER), mode, nullptr};
-    ASSERT_EQ(::posix_spawn(&pid, COLLECTIVES_NET_PEER, nullptr, nullptr, argv, environ), 0);
-    for (const char* v : {"CSP_NAMESERVER", "CSP_JOB", "CSP_RANK", "CSP_SIZE", "CSP_TOKEN"}) ::unsetenv(v);
+    const pid_t pid = net_test::spawn_node(COLLECTIVES_NET_PEER, {"allreduce-forever"}, ns, "killed-allreduce", 3, n);
 
     std::atomic<int> rounds_done{0}, failed{0};
     std::atomic<bool> killed{false};
@@ -90,12 +74,7 @@ TEST(collective_departures, a_rank_killed_mid_allreduce_fails_the_allreduce_on_e
     for (int r = 0; r < n - 1; ++r)
         ranks.emplace_back([&, r] {
             csp::run([&] {
-                csp::net::node_options o;
-                o.job = "killed-allreduce";
-                o.rank = r;
-                o.size = n;
-                o.nameserver = ns.address();
-                csp::net::node self(o);
+                csp::net::node self(net_test::options_for(ns, "killed-allreduce", r, n));
                 cc::net_communicator comm(self);
                 try {
                     for (int i = 0;; ++i) {

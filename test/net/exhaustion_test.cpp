@@ -115,11 +115,7 @@ bool eventually(Pred p, std::chrono::milliseconds within = 10s) {
     return true;
 }
 
-bool has_fault(const csp::net::node& n, const std::string& text) {
-    for (const auto& f : n.faults())
-        if (f.find(text) != std::string::npos) return true;
-    return false;
-}
+using net_test::has_fault;
 
 // Regression: the listener stopped for good at the first EMFILE, so no peer
 // could connect to the node again.

@@ -2,7 +2,10 @@
 // Several nodes in one test process: each node on its own thread with its own
 // runtime, all registered with one in-process nameserver.
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -53,6 +56,52 @@ inline void run_nodes(const csp::net::nameserver& ns, const std::string& job, in
     std::vector<int> all;
     for (int r = 0; r < n; ++r) all.push_back(r);
     run_ranks(ns, job, n, all, body, threads);
+}
+
+// Starts `program args...` as rank `rank` of an n-node job in an OS process
+// of its own, with the CSP_* variables a launcher would give it (and the
+// rest of this process's environment). Its standard output goes to
+// `stdout_to` unless that is -1. Returns its pid; throws if it cannot start.
+inline pid_t spawn_node(const std::string& program, const std::vector<std::string>& args,
+                        const csp::net::nameserver& ns, const std::string& job, int rank, int n,
+                        const std::string& token = "secret", int stdout_to = -1) {
+    std::vector<std::string> env = {"CSP_NAMESERVER=" + ns.address().str(), "CSP_JOB=" + job,
+                                    "CSP_RANK=" + std::to_string(rank), "CSP_SIZE=" + std::to_string(n),
+                                    "CSP_TOKEN=" + token};
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "CSP_", 4) != 0) env.emplace_back(*e);
+    std::vector<char*> envp, argv{const_cast<char*>(program.c_str())};
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (stdout_to >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_to, 1);
+    pid_t pid;
+    const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("cannot start " + program + ": " + std::strerror(rc));
+    return pid;
+}
+
+// Expects the next receive on `p` to throw a peer_error for `peer` whose
+// message contains `text`.
+inline void expect_peer_error(const csp::net::port& p, int peer, const std::string& text) {
+    try {
+        p.receive();
+        ADD_FAILURE() << "a message came where a peer_error for node " << peer << " was expected";
+    } catch (const csp::net::peer_error& e) {
+        EXPECT_EQ(e.peer(), peer);
+        EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+}
+
+// Whether one of the faults `n` keeps mentions `text`.
+inline bool has_fault(const csp::net::node& n, const std::string& text) {
+    for (const auto& f : n.faults())
+        if (f.find(text) != std::string::npos) return true;
+    return false;
 }
 
 // Collects log lines while it lives.
