@@ -12,9 +12,6 @@
 //
 // A payload whose size cannot be a T (a 12-byte message read as a double,
 // or cereal running out of bytes) throws decode_error.
-#include <cxxabi.h>
-
-#include <cstdlib>
 #include <cstring>
 #include <istream>
 #include <memory>
@@ -23,7 +20,6 @@
 #include <streambuf>
 #include <string>
 #include <type_traits>
-#include <typeinfo>
 #include <vector>
 
 #include <cereal/archives/binary.hpp>

@@ -13,18 +13,19 @@
 namespace csp::net::detail {
 namespace {
 
-std::vector<std::byte> encode_frame(const header& h, const std::string& body) {
+// Writes one handshake frame: `make(source, length)` names its kind.
+void write_frame(int fd, header (*make)(std::uint32_t, std::uint32_t), int source, const std::string& body,
+                 clock::time_point deadline, const std::string& what) {
     std::vector<std::byte> out(header::size + body.size());
-    h.encode(out.data());
+    make(static_cast<std::uint32_t>(source), static_cast<std::uint32_t>(body.size())).encode(out.data());
     std::memcpy(out.data() + header::size, body.data(), body.size());
-    return out;
+    write_all(fd, out.data(), out.size(), deadline, what);
 }
 
 template <std::size_t N>
 std::string bytes_of(const std::array<std::byte, N>& a) {
     return std::string(reinterpret_cast<const char*>(a.data()), N);
 }
-
 
 // Reads one handshake frame (header and payload) to the exact byte.
 std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, const std::string& what) {
@@ -61,10 +62,8 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     const std::string what = "connection from " + from;
     // Answers refuse(reason), best effort: the stranger may be gone already.
     auto answer_refusal = [&](const std::string& reason) {
-        const auto h = header::refuse(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(reason.size()));
-        const auto bytes = encode_frame(h, reason);
         try {
-            write_all(fd.get(), bytes.data(), bytes.size(), clock::now() + std::chrono::milliseconds(200), what);
+            write_frame(fd.get(), header::refuse, core->rank, reason, clock::now() + std::chrono::milliseconds(200), what);
         } catch (...) {
         }
     };
@@ -85,9 +84,7 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         ctx.acceptor_nonce = fresh_nonce();
         const std::string challenge =
             bytes_of(ctx.acceptor_nonce) + bytes_of(prove(role::acceptor, core->options.token, ctx));
-        write_all(fd.get(), encode_frame(header::challenge(ctx.acceptor_rank, static_cast<std::uint32_t>(challenge.size())),
-                                         challenge).data(),
-                  header::size + challenge.size(), deadline, what);
+        write_frame(fd.get(), header::challenge, core->rank, challenge, deadline, what);
         auto [p, claimed] = read_frame(fd.get(), deadline, what);
         const proof given = check_proof_frame(p, claimed, hello.rank);
         if (!proofs_match(prove(role::connector, core->options.token, ctx), given))
@@ -155,8 +152,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         ctx.acceptor_rank = static_cast<std::uint32_t>(peer);
         ctx.connector_nonce = fresh_nonce();
         const std::string hello = bytes_of(ctx.connector_nonce) + core->options.job;
-        const auto bytes = encode_frame(header::hello(ctx.connector_rank, static_cast<std::uint32_t>(hello.size())), hello);
-        write_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
+        write_frame(fd.get(), header::hello, core->rank, hello, deadline, what);
         // The token is only ever used to check the acceptor's proof and to
         // make ours, which commits to the acceptor's nonce: whoever answered
         // learns nothing it can use on another connection.
@@ -178,8 +174,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
             if (!proofs_match(prove(role::acceptor, core->options.token, ctx), c.acceptor_proof))
                 throw definitive_error(what + ": the peer does not know this job's token");
             const std::string mine = bytes_of(prove(role::connector, core->options.token, ctx));
-            const auto p = encode_frame(header::proof(ctx.connector_rank, proof_size), mine);
-            write_all(fd.get(), p.data(), p.size(), deadline, what);
+            write_frame(fd.get(), header::proof, core->rank, mine, deadline, what);
             auto [answer, text] = read_frame(fd.get(), deadline, what);
             if (!refused(answer, text)) {
                 if (answer.op != opcode::welcome)

@@ -86,12 +86,7 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
     struct forget {
         detail::sheddable& set;
         int fd;
-        bool done = false;
-        void now() {
-            if (!done) set.remove(fd);
-            done = true;
-        }
-        ~forget() { now(); }
+        ~forget() { set.remove(fd); }
     } stranger{strangers, raw};
     std::vector<std::pair<std::string, int>> mine;
     const int owner_tag = 0;
@@ -127,7 +122,7 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
                                      }
                                  },
                                  mine);
-                if (!mine.empty()) stranger.now();  // a registered node's connection is never shed
+                if (!mine.empty()) strangers.remove(raw);  // a registered node's connection is never shed
             }
             else if (w[0] == "LOOKUP") answer = answer_lookup(reg, w, stop, c.fd());
             else if (w[0] == "LIST" && w.size() == 2) answer = reg.list(w[1]);

@@ -143,8 +143,7 @@ private:
         auto it = links_.find(r.to);
         if (it == links_.end()) {
             it = links_.emplace(r.to, std::make_unique<link>(r.to)).first;
-            it->second->connector_started();
-            spawn_daemon(group_, "net.connector", [core = core_, peer = r.to] { run_connector(core, peer); });
+            start_connector(*it->second);
         }
         link& l = *it->second;
         const auto not_sent = [&](const std::string& why) {
@@ -274,6 +273,11 @@ private:
 
     // --- links ------------------------------------------------------------
 
+    void start_connector(link& l) {
+        l.connector_started();
+        spawn_daemon(group_, "net.connector", [core = core_, peer = l.peer()] { run_connector(core, peer); });
+    }
+
     void bring_up(link& l, unique_fd fd, std::optional<outgoing> first) {
         l.up(make_transport(*core_, l.peer(), std::move(fd)), core_, group_, std::move(first));
         core_->links_up.fetch_add(1, std::memory_order_relaxed);
@@ -349,8 +353,7 @@ private:
                 if (closing_) {
                     fail(*l, "the node closed while the link was being set up");
                 } else {
-                    l->connector_started();
-                    spawn_daemon(group_, "net.connector", [core = core_, peer = l->peer()] { run_connector(core, peer); });
+                    start_connector(*l);
                 }
             } else if (now >= l->deadline()) {
                 fail(*l, "its connection to this node never arrived");
