@@ -100,10 +100,12 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     } catch (const std::exception&) {
         return;  // the node is closing
     }
-    // The switch answers every hello it handles, but once it has closed and
-    // all its links have ended it handles no more: the node's stop channel,
-    // poisoned at close, ends the wait then. A verdict the switch wrote
-    // before it closed is already in the reply channel and still counts.
+    // The switch answers every hello it handles, even while the node closes
+    // (it may still accept a peer it has messages for), but once it has
+    // handled its last input it answers no more: the node's stop channel,
+    // poisoned then, ends the wait. A verdict written before is already in the reply
+    // channel and still counts; after it, the switch takes no fd, so giving
+    // up here never leaves a connection with two owners.
     std::string verdict;
     try {
         bool ignored;

@@ -125,6 +125,10 @@ public:
             std::visit([this](auto& m) { handle(m); }, msg);
             if (finished()) break;
         }
+        // Connections still in their handshake are ended only now: until the
+        // last link settled, one of them could have been a peer's link.
+        core_->stop.poison();
+        core_->greeting.shut_all();
         group_.wait();
         entry_.connection.reset();  // leaves the nameserver
         done_.write(true);
@@ -195,7 +199,13 @@ private:
         std::string verdict;
         auto it = links_.find(h.peer);
         const link* l = it == links_.end() ? nullptr : it->second.get();
-        if (closing_) {
+        // A closing node still takes the connection of a peer it has
+        // messages queued for and no link to yet (ours lost a crossing, or is
+        // being retried): that link must come up to deliver them and say
+        // goodbye. Anyone else is refused.
+        const bool still_wanted = l && !l->error() &&
+                                  (l->state() == link_state::connecting || l->state() == link_state::handshaking);
+        if (closing_ && !still_wanted) {
             verdict = "node " + std::to_string(core_->rank) + " is closing";
         } else if (l && l->error()) {
             verdict = "node " + std::to_string(h.peer) + " already ended its link with this node (" +
@@ -265,8 +275,6 @@ private:
         closing_ = true;
         done_ = std::move(c.done);
         linger_until_ = clock::now() + core_->options.linger;
-        core_->stop.poison();
-        core_->greeting.shut_all();
         for (auto& [peer, l] : links_)
             if (l->state() == link_state::up) l->drain(static_cast<std::uint32_t>(core_->rank));
     }

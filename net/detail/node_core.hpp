@@ -81,7 +81,12 @@ struct node_core {
     endpoint address;  // where this node's listener is
 
     csp::channel<switch_input> to_switch{"switch", csp::buffer::unbounded(), csp::sharing::any_to_one};
-    csp::channel<bool> stop{"stop"};  // poisoned when the node closes: wakes the listener and greeters
+    // Poisoned when the switch has handled its last input (the node closed
+    // and every link settled): ends the listener, the registration watcher
+    // and greeters still waiting for a verdict, which now will not come.
+    // Not at close itself: until its links settle a closing node may still
+    // accept a peer it has messages for (handshake.cpp).
+    csp::channel<bool> stop{"stop"};
 
     mutable std::mutex lock;
     std::unordered_map<port_id, csp::channel<message>> ports;

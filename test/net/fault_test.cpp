@@ -488,3 +488,30 @@ TEST(net_faults, a_peer_stalled_past_the_liveness_timeout_is_lost) {
 }
 
 }  // namespace
+
+namespace {
+
+// Regression: a node that closed while its link to a peer had lost a
+// crossing refused (and reset) the peer's winning connection, so its queued
+// message waited for the 10 s linger and the peer heard of the departure
+// only then. Now a closing node still takes the connection of a peer it has
+// messages for.
+TEST(net_faults, a_node_closing_during_a_crossing_still_delivers_and_leaves_promptly) {
+    for (int round = 0; round < 20; ++round) {
+        csp::net::nameserver ns;
+        net_test::run_nodes(ns, "closing-crossing", 2, [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            const auto start = std::chrono::steady_clock::now();
+            self.send(1 - self.rank(), 1, self.rank() + 10);  // both at once: a crossing
+            if (self.rank() == 1) {
+                self.close();  // at once, while the crossing is being settled
+            } else {
+                EXPECT_EQ(inbox.receive<int>(), 11);
+                net_test::expect_peer_error(inbox, 1, "has left");
+            }
+            EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "round " << round;
+        });
+    }
+}
+
+}  // namespace
