@@ -17,6 +17,8 @@
 // watches) keeps the runtime awake like any other process. A daemon belongs
 // to the runtime, not to the process that started it: it has no parent in
 // the par tree, so it may outlive its starter. Name it.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -45,6 +47,7 @@ public:
         detail::join_state* j;
         {
             std::lock_guard lk(lock_);
+            reap();
             j = joins_.emplace_back(std::make_unique<detail::join_state>(1)).get();
         }
         const bool daemon = kind == process_kind::daemon;
@@ -65,8 +68,26 @@ public:
         }
     }
 
+    // Members started and not yet known to have finished (finished ones are
+    // forgotten as the group grows).
+    std::size_t unjoined() {
+        std::lock_guard lk(lock_);
+        return joins_.size();
+    }
+
 private:
+    // A server that starts a process per connection must not keep a record
+    // per finished one: finished members are forgotten whenever the list has
+    // doubled since the last look, so the list stays within twice the
+    // members running and each spawn costs O(1) amortised.
+    void reap() {
+        if (joins_.size() < reap_at_) return;
+        joins_.remove_if([](const std::unique_ptr<detail::join_state>& j) { return j->finished(); });
+        reap_at_ = std::max<std::size_t>(16, 2 * joins_.size());
+    }
+
     std::mutex lock_;
+    std::size_t reap_at_ = 16;
     std::list<std::unique_ptr<detail::join_state>> joins_;
     detail::result_slot<void> none_;
 };

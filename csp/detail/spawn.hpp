@@ -92,6 +92,13 @@ public:
         if (error_) std::rethrow_exception(error_);
     }
 
+    // Every child has called child_done(), so nothing touches this any more
+    // once the caller holds the lock (the last child_done released it).
+    bool finished() {
+        std::lock_guard lk(lock_);
+        return remaining_ == 0;
+    }
+
     void describe(std::string& out) const override {
         out.append("waiting for ")
             .append(std::to_string(remaining_))

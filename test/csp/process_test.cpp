@@ -1,9 +1,11 @@
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "csp/process_group.hpp"
 #include "helpers.hpp"
 
 using namespace std::chrono_literals;
@@ -131,6 +133,25 @@ TEST(process, one_runtime_after_another_on_the_same_thread) {
         (void)unused;
         ASSERT_EQ(got, round);
     }
+}
+
+// Regression: a process group kept one join record per member for ever, so
+// a server starting a process per connection grew with every connection.
+TEST_P(process_test, a_process_group_forgets_finished_members) {
+    std::atomic<int> ran{0};
+    std::size_t most = 0;
+    csp::run([&] {
+        csp::process_group group;
+        for (int i = 0; i < 10000; ++i) {
+            group.spawn(csp::proc("member", [&] { ++ran; }));
+            if (i % 8 == 0) csp::yield();
+            most = std::max(most, group.unjoined());
+        }
+        group.wait();
+        EXPECT_EQ(group.unjoined(), 0u);
+    }, opts());
+    EXPECT_EQ(ran.load(), 10000);
+    EXPECT_LE(most, 256u);  // bounded by twice the members running, not by all ever started
 }
 
 }  // namespace
