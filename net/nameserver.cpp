@@ -95,9 +95,11 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
     auto pending = notes.reader();
     try {
         for (;;) {
-            if (!mine.empty()) {
+            if (!mine.empty() && !c.has_line()) {
                 // Registered: pass on what the job's other nodes did, until
-                // the node sends more or hangs up.
+                // the node sends more or hangs up. (A request already read
+                // with the last one is served first: waiting for the fd to
+                // become readable for it would wait for ever.)
                 std::string note;
                 bool ignored;
                 const auto which = csp::select(csp::input(pending, note), csp::io::readable(c.fd()),

@@ -43,6 +43,9 @@ public:
     // Bytes read past the last line returned (the start of later lines).
     std::string unread() const { return buf_; }
     const std::string& what() const noexcept { return what_; }
+    // A whole line is already read: read_line returns it without waiting,
+    // and the fd may never become readable for it.
+    bool has_line() const noexcept { return buf_.find('\n') != std::string::npos; }
 
 private:
     unique_fd fd_;

@@ -52,9 +52,12 @@ public:
         };
         if (size != 0 && size != j.size)
             return fail("job '" + job + "' has " + std::to_string(j.size) + " nodes, not " + std::to_string(size));
-        if (rank == -1) {
-            // The lowest free rank. No rank below the hint is free, so a run
-            // of automatic registrations costs O(log n) each.
+        const bool automatic = rank == -1;
+        if (automatic) {
+            // The lowest free rank. No rank below first_free is free, and the
+            // scan proves every rank it passes taken, so first_free moves past
+            // them: each taken rank is scanned once over the job's life, and a
+            // registration costs O(log n) amortised.
             rank = j.first_free;
             for (auto it = j.nodes.lower_bound(rank); it != j.nodes.end() && it->first == rank; ++it) ++rank;
             if (rank >= max_job_size) return fail("job '" + job + "' is full (" + std::to_string(max_job_size) + " nodes)");
@@ -68,17 +71,20 @@ public:
             return fail("rank " + std::to_string(rank) + " of job '" + job + "' is already registered at " +
                         it->second.at.str());
         j.nodes[rank] = {at, owner, std::move(notes)};
-        if (rank == j.first_free) j.first_free = rank + 1;
+        if (automatic || rank == j.first_free) j.first_free = rank + 1;
         mine.emplace_back(job, rank);
         return "OK " + std::to_string(rank) + " " + std::to_string(j.size);
     }
 
     // Ends the registrations of `owner`; the job's other nodes are told
-    // "GONE <rank>" (each node's connection process writes it).
+    // "GONE <rank>" (each node's connection process writes it). All of the
+    // owner's ranks go first, so ranks leaving together are not told of each
+    // other: one connection holding many ranks leaves in O(n log n).
     void remove(const std::vector<std::pair<std::string, int>>& mine, const void* owner) {
         std::vector<std::pair<note_sink, std::string>> tell;
         {
             std::lock_guard lk(lock_);
+            std::map<std::string, std::vector<int>> gone;  // per job, the ranks that left
             for (const auto& [job, rank] : mine) {
                 auto j = jobs_.find(job);
                 if (j == jobs_.end()) continue;
@@ -86,8 +92,13 @@ public:
                 if (n != j->second.nodes.end() && n->second.owner == owner) {
                     j->second.nodes.erase(n);
                     j->second.first_free = std::min(j->second.first_free, rank);
-                    for (auto& [other, e] : j->second.nodes) tell.emplace_back(e.notes, "GONE " + std::to_string(rank));
+                    gone[job].push_back(rank);
                 }
+            }
+            for (const auto& [job, ranks] : gone) {
+                auto j = jobs_.find(job);
+                for (const auto& [other, e] : j->second.nodes)
+                    for (const int rank : ranks) tell.emplace_back(e.notes, "GONE " + std::to_string(rank));
                 if (j->second.nodes.empty()) jobs_.erase(j);
             }
         }

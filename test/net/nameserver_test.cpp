@@ -209,3 +209,62 @@ TEST(net_nameserver, automatic_ranks_fill_the_lowest_gap) {
         EXPECT_EQ(next.rank, 5);
     });
 }
+
+// Regression: automatic ranks were found by a linear scan per registration
+// (20,000 took 17.8 s and stalled every other client meanwhile); and a scan
+// past a block of explicitly registered ranks was repeated by every later
+// automatic registration; a connection holding many ranks took minutes to
+// leave (each rank told every other); and requests sent together with the
+// registration waited for the socket to become readable again. Now 10,000
+// explicit ranks then 20,000 automatic ones register and leave in seconds
+// while another client is served.
+TEST(net_nameserver, twenty_thousand_automatic_registrations_are_fast_and_block_nobody) {
+    csp::net::nameserver ns;
+    const auto started = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::duration slowest_list{};
+    int lists = 0;
+    csp::run([&] {
+        csp::channel<bool> done{csp::buffer::fifo(1)};
+        csp::process_group g;
+        g.spawn([&, w = done.writer()]() mutable {
+            csp::net::detail::line_connection c(csp::net::connect_to(ns.address(), soon()), "nameserver");
+            // Lines go in batches whose answers fit the socket buffers, so
+            // neither side blocks writing while the other writes too.
+            auto batch = [&](int first, int count, bool automatic) {
+                for (int i = 0; i < count; ++i)
+                    c.write_line("REGISTER many " + std::to_string(automatic ? -1 : first + i) + " 0 127.0.0.1 1", soon());
+                for (int i = 0; i < count; ++i) {
+                    const std::string want = "OK " + std::to_string(first + i) + " 0";
+                    ASSERT_EQ(c.read_line(soon()).value_or("(closed)"), want);
+                }
+            };
+            for (int r = 1; r <= 10000; r += 500) batch(r, 500, false);
+            batch(0, 1, true);  // the one gap below the block
+            for (int r = 10001; r <= 30000; r += 500) batch(r, 500, true);
+            w.write(true);
+        });
+        bool finished = false;
+        while (!finished) {
+            bool got;
+            if (csp::select(csp::input(done.reader(), got), csp::timeout(std::chrono::milliseconds(20))) == 0) {
+                finished = true;
+                break;
+            }
+            const auto asked = std::chrono::steady_clock::now();
+            const std::string answer = ask_raw(ns, "LIST other");
+            slowest_list = std::max(slowest_list, std::chrono::steady_clock::now() - asked);
+            EXPECT_EQ(answer, "JOB 0");
+            ++lists;
+        }
+        g.wait();
+        // The client hung up: its 30,001 ranks leave together, not each
+        // telling the others (quadratic: minutes).
+        std::string left;
+        for (int tries = 0; tries < 1000 && (left = ask_raw(ns, "LIST many")) != "JOB 0"; ++tries)
+            csp::select(csp::timeout(std::chrono::milliseconds(10)));
+        EXPECT_EQ(left, "JOB 0");
+    });
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+    EXPECT_GT(lists, 0);
+    EXPECT_LT(slowest_list, 2s);  // another client is never held up for long
+}
