@@ -216,7 +216,7 @@ void with_csp_peer(Body&& body) {
     ::setenv("CSP_TOKEN", "bench", 1);
     const pid_t pid = spawn_peer({"--peer", "csp"});
     csp::run([&] {
-        csp::net::node_options o;
+        csp::net::node_options o = csp::net::node_options::from_environment();  // CSP_WINDOW etc.
         o.job = job;
         o.rank = 0;
         o.size = 2;

@@ -28,7 +28,7 @@ struct variable {
     std::string_view meaning;
 };
 
-inline constexpr std::array<variable, 12> variables{{
+inline constexpr std::array<variable, 13> variables{{
     {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
      "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
@@ -43,6 +43,8 @@ inline constexpr std::array<variable, 12> variables{{
     {"CSP_BIND", "csp::net::node_options", "host or host:port", "where the node listens"},
     {"CSP_ADVERTISE", "csp::net::node_options", "host", "the host name peers should dial"},
     {"CSP_MAX_FRAME", "csp::net::node_options", "bytes (default 64 MiB)", "the largest frame this node accepts"},
+    {"CSP_WINDOW", "csp::net::node_options", "bytes (default 16 MiB)",
+     "bytes in flight to one peer before a send waits (flow control)"},
     {"CSP_LIVENESS_MS", "csp::net::node_options", "milliseconds (default 300000)",
      "how long a link that cannot be set up is retried before its peer is lost"},
     {"CSP_COLLECTIVES", "csp::collectives::selection", "collective=algorithm,...",

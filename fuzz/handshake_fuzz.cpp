@@ -27,6 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         const auto hello = nd::check_hello(h, body, "fuzz-job", 1, 8);
         if (hello.rank >= 8 || hello.rank == 1) std::abort();  // only peers pass
+        if (hello.limits.window == 0) std::abort();            // nor a window nothing fits in
         nd::handshake_context ctx{"fuzz-job", hello.rank, 1, hello.connector_nonce, nd::fresh_nonce()};
         // A proof from the input never matches one made with the token for a
         // fresh nonce (a 2^-256 chance).

@@ -38,7 +38,7 @@ proof prove(role who, std::string_view token, const handshake_context& c) {
     static_assert(proof_size == crypto_auth_hmacsha256_BYTES);
     crypto_auth_hmacsha256_state s;
     crypto_auth_hmacsha256_init(&s, reinterpret_cast<const unsigned char*>(token.data()), token.size());
-    static constexpr char label[] = "csp-net link handshake v2";
+    static constexpr char label[] = "csp-net link handshake v3";
     absorb(s, label, sizeof label);
     const auto r = static_cast<unsigned char>(who);
     absorb(s, &r, 1);
@@ -49,6 +49,10 @@ proof prove(role who, std::string_view token, const handshake_context& c) {
     absorb_u32(s, c.acceptor_rank);
     absorb(s, c.connector_nonce.data(), c.connector_nonce.size());
     absorb(s, c.acceptor_nonce.data(), c.acceptor_nonce.size());
+    for (const link_limits& l : {c.connector_limits, c.acceptor_limits}) {
+        absorb_u32(s, l.max_frame);
+        absorb_u32(s, l.window);
+    }
     proof out;
     crypto_auth_hmacsha256_final(&s, reinterpret_cast<unsigned char*>(out.data()));
     sodium_memzero(&s, sizeof s);

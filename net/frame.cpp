@@ -77,6 +77,12 @@ header header::challenge(std::uint32_t source, std::uint32_t length) noexcept {
 header header::proof(std::uint32_t source, std::uint32_t length) noexcept {
     return control(opcode::proof, source, length);
 }
+header header::credit(std::uint32_t source, std::uint64_t bytes) noexcept {
+    header h = control(opcode::credit, source, 0);
+    h.tag = bytes;
+    return h;
+}
+header header::ask_credit(std::uint32_t source) noexcept { return control(opcode::ask_credit, source, 0); }
 
 void header::encode(std::byte* out) const noexcept {
     put<std::uint32_t>(out + 0, magic);
@@ -98,7 +104,7 @@ header header::decode(const std::byte* in, std::size_t max_length) {
         throw frame_error("unsupported frame version " + std::to_string(v) + " (this node speaks version " +
                           std::to_string(current_version) + ")");
     const auto op = get<std::uint8_t>(in + 5);
-    if (op < 1 || op > 7) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
+    if (op < 1 || op > 9) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
     header h;
     h.op = static_cast<opcode>(op);
     if (const auto flags = get<std::uint16_t>(in + 6))
@@ -109,9 +115,13 @@ header header::decode(const std::byte* in, std::size_t max_length) {
     h.port = get<std::uint32_t>(in + 16);
     h.type = get<std::uint32_t>(in + 20);
     h.tag = get<std::uint64_t>(in + 24);
-    if (h.op != opcode::data && (h.port != 0 || h.type != 0 || h.tag != 0))
+    if (h.op != opcode::data && (h.port != 0 || h.type != 0 || (h.tag != 0 && h.op != opcode::credit)))
         throw frame_error("malformed " + std::string(describe(h.op)) +
                           " frame: port, type and tag must be 0 in a control frame");
+    if (h.op == opcode::credit && (h.length != 0 || h.tag == 0))
+        throw frame_error("malformed credit frame: it must credit at least one byte and carry no payload");
+    if (h.op == opcode::ask_credit && h.length != 0)
+        throw frame_error("malformed ask_credit frame with a payload of " + std::to_string(h.length) + " bytes");
     if (h.length > max_length)
         throw frame_error("oversized frame: " + std::string(describe(h.op)) + " frame of " + std::to_string(h.length) +
                           " bytes exceeds the maximum of " + std::to_string(max_length));
@@ -127,6 +137,8 @@ const char* describe(opcode op) noexcept {
         case opcode::goodbye: return "goodbye";
         case opcode::challenge: return "challenge";
         case opcode::proof: return "proof";
+        case opcode::credit: return "credit";
+        case opcode::ask_credit: return "ask_credit";
     }
     return "unknown";
 }

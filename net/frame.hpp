@@ -4,9 +4,9 @@
 //   offset size field     value
 //   ------ ---- --------- ------------------------------------------------------
 //     0     4   magic     0x4E505343, the bytes "CSPN"
-//     4     1   version   2; any other value closes the connection
+//     4     1   version   3; any other value closes the connection
 //     5     1   opcode    1 data, 2 hello, 3 welcome, 4 refuse, 5 goodbye,
-//                         6 challenge, 7 proof
+//                         6 challenge, 7 proof, 8 credit, 9 ask_credit
 //     6     2   flags     0 (reserved; any other value closes the connection)
 //     8     4   length    payload bytes; checked against the receiver's maximum
 //                         before anything is allocated
@@ -15,28 +15,36 @@
 //    20     4   type      data frames: the fingerprint of the sent value's type
 //                         (codec.hpp), 0 for untyped bytes; 0 in all others
 //    24     8   tag       free for the application; collectives number their
-//                         invocations with it
+//                         invocations with it; in a credit frame, the bytes
+//                         credited (flow_control.hpp)
 //
 // All fields little-endian; a field that must be 0 and is not closes the
 // connection. A connection starts with the handshake (handshake.hpp):
-//   connector -> hello      payload: its nonce (32 bytes), then the job name
-//   acceptor  -> challenge  payload: its nonce, then its proof (32 bytes each)
+//   connector -> hello      payload: its nonce (32 bytes), its limits (8),
+//                           then the job name
+//   acceptor  -> challenge  payload: its nonce, its proof (32 bytes each), its
+//                           limits (8)
 //             or refuse     payload: the reason; then the connection is closed
 //   connector -> proof      payload: its proof (32 bytes)
 //   acceptor  -> welcome    empty payload, or refuse
-// Data frames follow in both directions. A node that closes sends goodbye as
-// its last frame and then shuts down its sending side.
+// Limits are two little-endian u32: the largest payload the node accepts
+// (max_frame) and the bytes it keeps in flight to a peer (its window).
+// Data and credit frames follow in both directions. A node that closes
+// sends goodbye as its last frame and then shuts down its sending side.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace csp::net {
 
-enum class opcode : std::uint8_t { data = 1, hello = 2, welcome = 3, refuse = 4, goodbye = 5, challenge = 6, proof = 7 };
+enum class opcode : std::uint8_t {
+    data = 1, hello = 2, welcome = 3, refuse = 4, goodbye = 5, challenge = 6, proof = 7, credit = 8,
+    ask_credit = 9
+};
 
 struct header {
     static constexpr std::uint32_t magic = 0x4E505343;
-    static constexpr std::uint8_t current_version = 2;
+    static constexpr std::uint8_t current_version = 3;
     static constexpr std::size_t size = 32;
 
     opcode op = opcode::data;
@@ -55,6 +63,8 @@ struct header {
     static header goodbye(std::uint32_t source) noexcept;
     static header challenge(std::uint32_t source, std::uint32_t length) noexcept;
     static header proof(std::uint32_t source, std::uint32_t length) noexcept;
+    static header credit(std::uint32_t source, std::uint64_t bytes) noexcept;
+    static header ask_credit(std::uint32_t source) noexcept;
 
     void encode(std::byte* out) const noexcept;
 

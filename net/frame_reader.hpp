@@ -8,16 +8,19 @@
 //
 // Reads may split a frame anywhere or carry several frames at once. Unparsed
 // bytes wait in a read buffer of read_capacity; a payload that does not fit
-// there is read straight into its own block (no copy). Data and goodbye are
-// the only frames allowed; a frame that claims another source, a data frame
-// after goodbye, or a malformed header throws frame_error naming the fault,
-// after every message complete before it was appended to `out`.
+// there is read straight into its own block (no copy). Data, the flow
+// control frames (credit, ask_credit: their sums wait in take_credit() and
+// take_asked()) and goodbye are the only frames allowed; a frame that claims
+// another source, any frame after goodbye, or a malformed header throws
+// frame_error naming the fault, after every message complete before it was
+// appended to `out`.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/errors.hpp"
@@ -63,8 +66,15 @@ public:
         while (end_ - begin_ >= header::size) {
             const header h = header::decode(buf_.get() + begin_, max_frame_);
             check(h);
-            if (h.op == opcode::goodbye) {
-                goodbye_ = true;
+            if (h.op != opcode::data) {  // length 0 (header::decode)
+                if (h.op == opcode::goodbye) {
+                    goodbye_ = true;
+                } else if (h.op == opcode::credit) {
+                    // Saturates rather than wraps, so an absurd sum is refused (flow_control.hpp).
+                    credit_ = credit_ + h.tag < credit_ ? UINT64_MAX : credit_ + h.tag;
+                } else {
+                    asked_ = true;
+                }
                 begin_ += header::size;
                 continue;
             }
@@ -90,6 +100,9 @@ public:
     }
 
     bool goodbye() const noexcept { return goodbye_; }
+    // Bytes the peer credited since the last call / whether it asked for credit.
+    std::uint64_t take_credit() noexcept { return std::exchange(credit_, 0); }
+    bool take_asked() noexcept { return std::exchange(asked_, false); }
 
     // At end of file: the bytes of an unfinished frame, if any.
     std::string unfinished() const {
@@ -106,14 +119,14 @@ public:
 
 private:
     void check(const header& h) const {
-        if (h.op != opcode::data && h.op != opcode::goodbye)
+        if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit && h.op != opcode::ask_credit)
             throw frame_error(std::string("unexpected ") + describe(h.op) + " frame after the handshake");
         if (h.op == opcode::goodbye && h.length != 0)
             throw frame_error("malformed goodbye frame with a payload of " + std::to_string(h.length) + " bytes");
         if (static_cast<int>(h.source) != peer_)
             throw frame_error("frame claims to come from node " + std::to_string(h.source) +
                               " on the connection from node " + std::to_string(peer_));
-        if (goodbye_) throw frame_error("data frame after goodbye");
+        if (goodbye_) throw frame_error(std::string(describe(h.op)) + " frame after goodbye");
     }
 
     std::uint32_t max_frame_;
@@ -124,6 +137,8 @@ private:
     std::byte* large_dst_ = nullptr;
     std::size_t large_have_ = 0;
     bool goodbye_ = false;
+    std::uint64_t credit_ = 0;
+    bool asked_ = false;
 };
 
 

@@ -82,13 +82,17 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         ctx.connector_rank = h.source;
         ctx.acceptor_rank = static_cast<std::uint32_t>(core->rank);
         ctx.acceptor_nonce = fresh_nonce();
-        const std::string challenge =
-            bytes_of(ctx.acceptor_nonce) + bytes_of(prove(role::acceptor, core->options.token, ctx));
+        ctx.connector_limits = hello.limits;
+        ctx.acceptor_limits = core->limits();
+        const std::string challenge = bytes_of(ctx.acceptor_nonce) +
+                                      bytes_of(prove(role::acceptor, core->options.token, ctx)) +
+                                      limits_bytes(ctx.acceptor_limits);
         write_frame(fd.get(), header::challenge, core->rank, challenge, deadline, what);
         auto [p, claimed] = read_frame(fd.get(), deadline, what);
         const proof given = check_proof_frame(p, claimed, hello.rank);
         if (!proofs_match(prove(role::connector, core->options.token, ctx), given))
             return refuse("wrong token");
+        core->flow.learnt(peer, hello.limits);  // proved: the limits are the peer's
     } catch (const std::exception& e) {
         return refuse(e.what());
     }
@@ -153,7 +157,8 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         ctx.connector_rank = static_cast<std::uint32_t>(core->rank);
         ctx.acceptor_rank = static_cast<std::uint32_t>(peer);
         ctx.connector_nonce = fresh_nonce();
-        const std::string hello = bytes_of(ctx.connector_nonce) + core->options.job;
+        ctx.connector_limits = core->limits();
+        const std::string hello = bytes_of(ctx.connector_nonce) + limits_bytes(ctx.connector_limits) + core->options.job;
         write_frame(fd.get(), header::hello, core->rank, hello, deadline, what);
         // The token is only ever used to check the acceptor's proof and to
         // make ours, which commits to the acceptor's nonce: whoever answered
@@ -173,8 +178,10 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
                 throw definitive_error(what + ": " + e.what());
             }
             ctx.acceptor_nonce = c.acceptor_nonce;
+            ctx.acceptor_limits = c.limits;
             if (!proofs_match(prove(role::acceptor, core->options.token, ctx), c.acceptor_proof))
                 throw definitive_error(what + ": the peer does not know this job's token");
+            core->flow.learnt(peer, c.limits);
             const std::string mine = bytes_of(prove(role::connector, core->options.token, ctx));
             write_frame(fd.get(), header::proof, core->rank, mine, deadline, what);
             auto [answer, text] = read_frame(fd.get(), deadline, what);

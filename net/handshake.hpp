@@ -2,16 +2,17 @@
 // Setting up a link: a challenge-response in which each side proves that it
 // knows the job's token, and the token itself never crosses the wire.
 //
-//   1. connector -> hello(rank c; nonce Nc, job)
+//   1. connector -> hello(rank c; nonce Nc, limits Lc, job)
 //   2. acceptor checks job and rank (0 <= c < size, c != itself)
-//      acceptor  -> challenge(rank a; nonce Na, proof Pa)    or refuse, close
+//      acceptor  -> challenge(rank a; nonce Na, proof Pa, limits La)  or refuse, close
 //   3. connector checks Pa (the acceptor knows the token and is rank a)
 //      connector -> proof(Pc)                                 or hangs up
 //   4. acceptor checks Pc, then asks the switch
 //      acceptor  -> welcome                                   or refuse, close
 //
 // Pa and Pc are HMACs keyed with the token over the job, both ranks, both
-// nonces and the prover's role (auth.hpp). Both nonces are fresh per
+// nonces, both limits (max_frame and window, frame.hpp) and the prover's
+// role (auth.hpp); a side trusts the other's limits once its proof checked. Both nonces are fresh per
 // connection, so a recorded hello, challenge or proof is useless on any
 // other; a side that answers with a wrong proof learns nothing but a refusal.
 // What this does not do: it does not encrypt or authenticate the data frames

@@ -12,21 +12,42 @@ std::array<std::byte, N> take_bytes(const std::string& body, std::size_t at) {
     return out;
 }
 
+std::uint32_t take_u32(const std::string& body, std::size_t at) {
+    std::uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(body[at + static_cast<std::size_t>(i)]);
+    return v;
+}
+
 }  // namespace
+
+std::string limits_bytes(const link_limits& l) {
+    std::string out(limits_size, '\0');
+    for (int i = 0; i < 4; ++i) {
+        out[static_cast<std::size_t>(i)] = static_cast<char>(l.max_frame >> (8 * i));
+        out[static_cast<std::size_t>(4 + i)] = static_cast<char>(l.window >> (8 * i));
+    }
+    return out;
+}
+
+link_limits take_limits(const std::string& body, std::size_t at) {
+    const link_limits l{take_u32(body, at), take_u32(body, at + 4)};
+    if (l.window == 0) throw refusal("malformed limits: a window of 0 bytes");
+    return l;
+}
 
 hello_message check_hello(const header& h, const std::string& body, const std::string& job, int self, int size) {
     if (h.op != opcode::hello) throw refusal(std::string("expected a hello frame, got ") + describe(h.op));
-    if (body.size() < nonce_size)
+    if (body.size() < nonce_size + limits_size)
         throw refusal("malformed hello: " + std::to_string(body.size()) + " bytes, less than its " +
-                      std::to_string(nonce_size) + "-byte nonce");
-    const std::string claimed_job = body.substr(nonce_size);
+                      std::to_string(nonce_size + limits_size) + " bytes of nonce and limits");
+    const std::string claimed_job = body.substr(nonce_size + limits_size);
     if (claimed_job != job) throw refusal("it belongs to job '" + claimed_job + "', not '" + job + "'");
     // Checked as unsigned: a rank of -1 on the wire is 0xFFFFFFFF.
     if (h.source == static_cast<std::uint32_t>(self) || (size > 0 && h.source >= static_cast<std::uint32_t>(size)) ||
         h.source > 0x7fffffffu)
         throw refusal("it claims rank " + std::to_string(h.source) + ", which is not a peer of node " +
                       std::to_string(self) + " in a job of " + std::to_string(size));
-    return {h.source, take_bytes<nonce_size>(body, 0)};
+    return {h.source, take_bytes<nonce_size>(body, 0), take_limits(body, nonce_size)};
 }
 
 proof check_proof_frame(const header& h, const std::string& body, std::uint32_t hello_rank) {
@@ -42,9 +63,10 @@ proof check_proof_frame(const header& h, const std::string& body, std::uint32_t 
 challenge_message check_challenge(const header& h, const std::string& body, int peer) {
     if (h.op != opcode::challenge) throw refusal(std::string("expected challenge, got ") + describe(h.op));
     if (h.source != static_cast<std::uint32_t>(peer)) throw refusal("answered by node " + std::to_string(h.source));
-    if (body.size() != nonce_size + proof_size)
+    if (body.size() != nonce_size + proof_size + limits_size)
         throw refusal("malformed challenge of " + std::to_string(body.size()) + " bytes");
-    return {take_bytes<nonce_size>(body, 0), take_bytes<proof_size>(body, nonce_size)};
+    return {take_bytes<nonce_size>(body, 0), take_bytes<proof_size>(body, nonce_size),
+            take_limits(body, nonce_size + proof_size)};
 }
 
 }  // namespace csp::net::detail

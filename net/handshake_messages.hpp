@@ -19,7 +19,14 @@ public:
 struct hello_message {
     std::uint32_t rank;  // 0 <= rank < size, not the acceptor's
     nonce connector_nonce;
+    link_limits limits;
 };
+
+inline constexpr std::size_t limits_size = 8;
+
+// Limits on the wire (frame.hpp), and back; a limit of 0 is refused.
+std::string limits_bytes(const link_limits& l);
+link_limits take_limits(const std::string& body, std::size_t at);
 
 // A hello, as the acceptor (rank `self` of `job`, `size` nodes; 0: unknown)
 // must see it. Throws refusal naming the first thing wrong.
@@ -31,6 +38,7 @@ proof check_proof_frame(const header& h, const std::string& body, std::uint32_t 
 struct challenge_message {
     nonce acceptor_nonce;
     proof acceptor_proof;
+    link_limits limits;
 };
 
 // The acceptor's challenge as the connector to `peer` must see it. Throws

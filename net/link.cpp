@@ -64,6 +64,12 @@ void link::post(outgoing f) {
     out_.write(std::move(f));
 }
 
+void link::signal(outgoing f) {
+    if (error_ || (state_ != link_state::connecting && state_ != link_state::handshaking && state_ != link_state::up))
+        return;
+    out_.write(std::move(f));
+}
+
 void link::drain(std::uint32_t own_rank) {
     if (state_ != link_state::up && state_ != link_state::draining) illegal("drain");
     state_ = link_state::draining;

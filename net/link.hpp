@@ -93,6 +93,9 @@ public:
     // Queues a data frame (invariant 2): connecting, handshaking or up, and
     // no error yet.
     void post(outgoing f);
+    // Queues a flow control frame (flow_control.hpp) if the link may still
+    // carry one: not after an error or once draining. No state change.
+    void signal(outgoing f);
     // Queues goodbye behind everything sent; up -> draining. Once only.
     void drain(std::uint32_t own_rank);
     // The peer's goodbye arrived: `why` is the error sends to it get from now

@@ -40,6 +40,8 @@ node_options node_options::from_environment() {
     if (auto a = text("CSP_ADVERTISE")) o.advertise = *a;
     if (auto m = csp::config::number("CSP_MAX_FRAME", 0, std::numeric_limits<std::uint32_t>::max()))
         o.max_frame = static_cast<std::uint32_t>(*m);
+    if (auto w = csp::config::number("CSP_WINDOW", 1, std::numeric_limits<std::uint32_t>::max()))
+        o.window = static_cast<std::uint32_t>(*w);
     if (auto l = csp::config::number("CSP_LIVENESS_MS", 1, std::numeric_limits<std::int32_t>::max()))
         o.liveness_timeout = std::chrono::milliseconds(*l);
     return o;
@@ -60,7 +62,8 @@ node::node(node_options o) {
         throw usage_error("node_options::rank " + std::to_string(o.rank) + " is not below size " + std::to_string(o.size));
     }
 
-    core_ = std::make_shared<detail::node_core>();
+    if (o.window == 0) throw usage_error("node_options::window must be at least 1 byte");
+    core_ = std::make_shared<detail::node_core>(o.window);
     endpoint bound;
     unique_fd listener = listen_on(o.bind, bound);
     core_->address = {o.advertise.empty() ? bound.host : o.advertise, bound.port};
@@ -94,6 +97,7 @@ node::~node() {
 void node::close() {
     if (closed_) return;
     closed_ = true;
+    core_->flow.close("send on a closed node (" + core_->name() + "): it closed while the send waited for the window");
     csp::channel<bool> done{csp::buffer::fifo(1)};
     auto finished = done.reader();
     to_switch_.write(detail::close_request{done.writer()});
@@ -106,10 +110,10 @@ port node::open(port_id id, departures heard) {
         std::lock_guard lk(core_->lock);
         core_->every_departure.insert(id);
     }
-    return port(id, core_->port_channel(id));
+    return port(id, core_->port_channel(id), core_);
 }
 
-void node::post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type) {
+send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait) {
     if (closed_) throw usage_error("send on a closed node (" + core_->name() + ")");
     if (to < 0 || (core_->size > 0 && to >= core_->size))
         throw usage_error("send to rank " + std::to_string(to) + ": job '" + job() + "' has ranks 0.." +
@@ -121,12 +125,34 @@ void node::post(int to, port_id to_port, std::uint64_t tag, payload body, std::u
         std::lock_guard lk(core_->lock);
         if (auto it = core_->departed.find(to); it != core_->departed.end()) throw peer_error(to, it->second);
     }
+    // Messages to this node itself go straight to its port: nothing in flight.
+    if (to != core_->rank &&
+        core_->flow.admit(to, body.size(), wait, [&] { to_switch_.write(detail::flow_signal{to, 0}); }) ==
+            detail::admission::window_full)
+        return send_status::window_full;
     detail::send_request r{to, {}};
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
                                 static_cast<std::uint32_t>(body.size()), type);
     r.frame.body = std::move(body);
     to_switch_.write(std::move(r));
+    return send_status::sent;
 }
+
+namespace detail {
+
+bool message_taken(node_core& core, const message& m) noexcept {
+    if (m.failure || m.source == core.rank || m.source < 0) return false;  // not from a link
+    const std::uint64_t credit = core.flow.taken(m.source, charge_of(m.body.size()));
+    if (!credit) return false;
+    try {
+        core.to_switch.writer().write(flow_signal{m.source, credit});
+    } catch (...) {
+        // the node is closing; no more credit is needed
+    }
+    return true;
+}
+
+}  // namespace detail
 
 std::vector<std::string> node::faults() const {
     std::lock_guard lk(core_->lock);

@@ -9,8 +9,11 @@
 //   });
 //
 // send() never waits for the network: the message is queued for the link to
-// its destination (set up on first use) and send returns. Messages from one
-// node to one port arrive in the order sent. A node must be made and used by
+// its destination (set up on first use) and send returns. It waits only when
+// the destination has not yet taken the messages already sent to it, up to
+// the window (node_options::window, flow_control.hpp); try_send() answers
+// window_full instead. Messages from one node to one port arrive in the
+// order sent. A node must be made and used by
 // processes of one runtime; close() (or the destructor) delivers everything
 // already sent, says goodbye to every peer, and leaves the nameserver.
 //
@@ -34,6 +37,8 @@
 #include "net/port.hpp"
 
 namespace csp::net {
+
+enum class send_status : std::uint8_t { sent, window_full };
 
 struct node_stats {
     std::size_t links = 0;           // connections up now
@@ -61,13 +66,21 @@ public:
     // it hears every departure once any handle asked for `each` (port.hpp).
     port open(port_id id, departures heard = departures::last_sender);
 
-    // Queues `value` for port `to_port` of node `to` and returns. Throws
-    // usage_error for a rank outside the job, peer_error if that node has
-    // left or failed.
+    // Queues `value` for port `to_port` of node `to` and returns; waits
+    // first while the window to `to` is full. Throws usage_error for a rank
+    // outside the job, a message over this node's or the peer's max_frame
+    // (the link goes on) or a closed node, and peer_error if that node has
+    // left or failed (also when that happens while the send waits).
     template <class T>
     void send(int to, port_id to_port, T&& value, std::uint64_t tag = 0) {
         const std::uint32_t type = wire_type<T>();
-        post(to, to_port, tag, encode(std::forward<T>(value)), type);
+        post(to, to_port, tag, encode(std::forward<T>(value)), type, true);
+    }
+    // send() that never waits: window_full, sending nothing, when the window
+    // to `to` is full (or other sends wait for it). The same errors.
+    template <class T>
+    send_status try_send(int to, port_id to_port, const T& value, std::uint64_t tag = 0) {
+        return post(to, to_port, tag, encode(value), wire_type<T>(), false);
     }
 
     // Puts a message from this node straight into its own port `to_port`,
@@ -93,7 +106,7 @@ public:
     node_stats stats() const;
 
 private:
-    void post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type);
+    send_status post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait);
 
     std::shared_ptr<detail::node_core> core_;
     csp::writer<detail::switch_input> to_switch_;

@@ -14,6 +14,7 @@
 //   CSP_BIND        address the listener binds (default 127.0.0.1: this machine only)
 //   CSP_ADVERTISE   address peers should connect to, if not the bound one
 //   CSP_MAX_FRAME   largest payload accepted, in bytes (default 64 MiB)
+//   CSP_WINDOW      bytes kept in flight to each peer (default 16 MiB)
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -39,6 +40,11 @@ struct node_options {
     std::string advertise;  // host peers connect to; empty: the bound address
 
     std::uint32_t max_frame = 64u << 20;
+    // Bytes this node keeps in flight to one peer: sent and not yet taken
+    // from the peer's ports (flow_control.hpp), each message counted as its
+    // payload plus 128. A send that would exceed it waits; a message larger
+    // than the window is sent once nothing else is in flight.
+    std::uint32_t window = 16u << 20;
     std::chrono::milliseconds connect_timeout{30000};  // one attempt: lookup + connect + handshake
     // How long a link that cannot be set up (the peer stalled: stopped,
     // swapping, overloaded) is retried, with backoff, before the peer is

@@ -25,15 +25,23 @@
 //                            receives from that peer)
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "csp/alt.hpp"
+#include "csp/timer.hpp"
 #include "net/message.hpp"
 
 namespace csp::net {
 
 class node;
+namespace detail {
+struct node_core;
+// A process took `m` from a port: the sender's window may move
+// (flow_control.hpp). True if a credit for the sender was queued.
+bool message_taken(node_core& core, const message& m) noexcept;
+}  // namespace detail
 
 enum class departures : std::uint8_t { last_sender, each };
 
@@ -43,7 +51,14 @@ public:
 
     port_id id() const noexcept { return id_; }
 
-    message receive() const { return checked(in_.read()); }
+    message receive() const {
+        message m = in_.read();
+        // A credit was queued for the switch: let it go out now, not once
+        // this process next blocks (a reader that never empties the port
+        // would otherwise hold it back, and the sender with it).
+        if (core_ && detail::message_taken(*core_, m)) csp::yield();
+        return checked(std::move(m));
+    }
     template <class T>
     T receive() const { return receive().template as<T>(); }
 
@@ -57,15 +72,22 @@ public:
         if (m.failure) throw *m.failure;
         return m;
     }
+    // Every message leaving the port passes here, so its sender is credited.
+    message taken(message m) const {
+        if (core_) detail::message_taken(*core_, m);
+        return m;
+    }
 
 private:
     friend class node;
     template <class T> friend class port_guard;
-    port(port_id id, csp::channel<message> c) : id_(id), channel_(std::move(c)), in_(channel_.reader()) {}
+    port(port_id id, csp::channel<message> c, std::shared_ptr<detail::node_core> core)
+        : id_(id), channel_(std::move(c)), in_(channel_.reader()), core_(std::move(core)) {}
 
     port_id id_ = 0;
     csp::channel<message> channel_;
     csp::reader<message> in_;
+    std::shared_ptr<detail::node_core> core_;
 };
 
 // A port as an alternation guard: on commit, the message (T = message) or its
@@ -73,7 +95,7 @@ private:
 template <class T>
 class port_guard final : public csp::guard_base<port_guard<T>> {
 public:
-    port_guard(const port& p, T& out) : out_(&out), input_(p.in_, m_) {}
+    port_guard(const port& p, T& out) : out_(&out), port_(&p), input_(p.in_, m_) {}
     port_guard(const port_guard&) = delete;
     port_guard& operator=(const port_guard&) = delete;
 
@@ -92,11 +114,12 @@ public:
 
 private:
     void deliver() {
-        if constexpr (std::is_same_v<T, message>) *out_ = port::checked(std::move(m_));
-        else *out_ = port::checked(std::move(m_)).template as<T>();
+        if constexpr (std::is_same_v<T, message>) *out_ = port::checked(port_->taken(std::move(m_)));
+        else *out_ = port::checked(port_->taken(std::move(m_))).template as<T>();
     }
 
     T* out_;
+    const port* port_;
     message m_;
     csp::input_guard<message> input_;
 };

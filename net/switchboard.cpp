@@ -240,7 +240,7 @@ private:
             // and the departure recorded before any later send is refused.
             l.peer_left(static_cast<std::uint32_t>(core_->rank),
                         core_->peer_name(d.peer) + " has left (it closed its node)");
-            set_departed(l.peer(), l.error()->what());
+            set_departed(l);
             announce_departure(l);
         }
     }
@@ -263,12 +263,23 @@ private:
         if (it == links_.end()) {
             link& l = *links_.emplace(g.peer, std::make_unique<link>(g.peer)).first->second;
             l.lose(core_->peer_name(g.peer) + " is gone: " + why + " before any link to it existed");
-            set_departed(g.peer, l.error()->what());
+            set_departed(l);
             announce_departure(l);
             return;
         }
         link& l = *it->second;
         if (l.state() == link_state::connecting || l.state() == link_state::handshaking) fail(l, why);
+    }
+
+    // Credit owed to the peer, or an ask for it, goes out behind the frames
+    // already queued; a link that is ending needs neither.
+    void handle(flow_signal& f) {
+        auto it = links_.find(f.peer);
+        if (it == links_.end()) return;
+        outgoing frame;
+        const auto self = static_cast<std::uint32_t>(core_->rank);
+        frame.head = f.credit ? header::credit(self, f.credit) : header::ask_credit(self);
+        it->second->signal(std::move(frame));
     }
 
     void handle(close_request& c) {
@@ -299,7 +310,7 @@ private:
         const std::size_t lost = l.queued();
         if (!l.lose("lost " + core_->peer_name(l.peer()) + ": " + reason)) return false;
         const std::string why = l.error()->what();
-        set_departed(l.peer(), why);
+        set_departed(l);
         core_->fault(why + (lost ? " (" + std::to_string(lost) + " queued messages to it were not sent)" : ""));
         std::vector<csp::channel<message>> ports;
         {
@@ -332,10 +343,14 @@ private:
         port.writer().write(std::move(m));
     }
 
-    void set_departed(int peer, std::string why) {
-        std::lock_guard lk(core_->lock);
-        if (core_->departed.emplace(peer, std::move(why)).second)
-            core_->departures.fetch_add(1, std::memory_order_release);
+    // Sends to the peer fail from now on, also those waiting for its window.
+    void set_departed(const link& l) {
+        {
+            std::lock_guard lk(core_->lock);
+            if (core_->departed.emplace(l.peer(), l.error()->what()).second)
+                core_->departures.fetch_add(1, std::memory_order_release);
+        }
+        core_->flow.fail(l.peer(), l.error());
     }
 
     void deliver(message m) {

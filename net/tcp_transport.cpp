@@ -27,6 +27,9 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     link_down end{peer, false, {}};
     // Messages go straight into their ports' channels, in order of arrival.
     std::unordered_map<port_id, csp::writer<message>> ports;
+    // Credit and asks from the peer go to the flow control after the
+    // messages that came with them (the switch sends what this node owes in
+    // return); a credit it refuses ends the link.
     auto flush = [&] {
         for (message& m : batch) {
             auto it = ports.find(m.port);
@@ -34,6 +37,10 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
             it->second.write(std::move(m));
         }
         batch.clear();
+        if (const std::uint64_t credit = frames.take_credit(); credit && core->flow.returned(peer, credit))
+            to_switch.write(flow_signal{peer, 0});  // a send is still blocked: ask again
+        if (frames.take_asked())
+            if (const std::uint64_t owed = core->flow.asked(peer)) to_switch.write(flow_signal{peer, owed});
     };
     try {
         csp::io::watch readable(fd, csp::io::interest::read);
@@ -76,6 +83,7 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
 void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue,
                   std::optional<outgoing> first) {
     auto to_switch = core->to_switch.writer();
+    const std::uint32_t peer_max_frame = core->flow.peer_max_frame(peer);  // learnt in the handshake, before up
     std::optional<csp::io::watch> writable;  // registered on the first full socket
     std::vector<outgoing> batch;
     std::vector<std::array<std::byte, header::size>> heads(max_batch_frames + 1);
@@ -127,6 +135,16 @@ void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader
                 outgoing& f = batch[k];
                 ended_by = f.ctl;
                 if (f.ctl == outgoing::control::abort) break;
+                if (f.head.op == opcode::data && peer_max_frame != 0 && f.head.length > peer_max_frame) {
+                    // Sent before the handshake told us the peer's limit
+                    // (send() refuses it afterwards): dropped and reported,
+                    // and the link goes on.
+                    core->fault("a message of " + std::to_string(f.head.length) + " bytes to port " +
+                                std::to_string(f.head.port) + " of " + core->peer_name(peer) +
+                                " was not sent: over its max_frame of " + std::to_string(peer_max_frame));
+                    if (core->flow.returned(peer, charge_of(f.body.size()))) to_switch.write(flow_signal{peer, 0});
+                    continue;
+                }
                 if (f.ctl == outgoing::control::goodbye) f.head = header::goodbye(f.head.source);
                 f.head.encode(heads[k].data());
                 iov.push_back({heads[k].data(), header::size});

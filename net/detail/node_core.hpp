@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "csp/channel.hpp"
+#include "net/detail/flow_control.hpp"
 #include "net/sheddable.hpp"
 #include "net/frame.hpp"
 #include "net/message.hpp"
@@ -71,10 +72,16 @@ struct peer_gone {  // from the registration watcher: the nameserver said its re
 struct close_request {
     csp::writer<bool> done;
 };
+struct flow_signal {  // from a port or an inbound process: a credit frame to send
+    int peer;
+    std::uint64_t credit;  // bytes credited; 0: ask the peer for credit
+};
 using switch_input = std::variant<send_request, connector_connected, connect_result, incoming_hello, link_down,
-                                  link_process_exited, peer_gone, close_request>;
+                                  link_process_exited, peer_gone, close_request, flow_signal>;
 
 struct node_core {
+    explicit node_core(std::uint32_t window = node_options{}.window) : flow(window) {}
+
     node_options options;
     int rank = -1;
     int size = 0;
@@ -102,6 +109,7 @@ struct node_core {
     std::deque<std::string> faults;
     std::size_t faults_total = 0;
     sheddable greeting;  // connections still in their handshake (own lock; never taken under `lock`)
+    flow_control flow;   // bytes in flight per peer (own lock; never taken under `lock`)
 
     // Counters for node::stats() (relaxed).
     std::atomic<std::size_t> links_up{0};
@@ -125,6 +133,7 @@ struct node_core {
     }
 
     std::string name() const { return options.job + "/" + std::to_string(rank); }
+    link_limits limits() const { return {options.max_frame, options.window}; }
     std::string peer_name(int peer) const { return "node " + std::to_string(peer) + " of job '" + options.job + "'"; }
 
     // Logs a handled fault and keeps it for faults().

@@ -14,6 +14,7 @@
 
 #include "net/auth.hpp"
 #include "net/frame.hpp"
+#include "net/handshake_messages.hpp"
 #include "net_fixture.hpp"
 
 using net_test::run_ranks;
@@ -76,13 +77,18 @@ std::string nonce_text(const csp::net::detail::nonce& n) {
     return std::string(reinterpret_cast<const char*>(n.data()), n.size());
 }
 
+// The limits the stranger claims: 1 MiB frames, a 1 MiB window.
+constexpr csp::net::detail::link_limits stranger_limits{1u << 20, 1u << 20};
+
 // A hello from `as_rank` of job "faults", with a fresh nonce (returned in `ctx`).
 std::vector<std::byte> hello(csp::net::detail::handshake_context& ctx, std::uint32_t as_rank = 2) {
     ctx.job = "faults";
     ctx.connector_rank = as_rank;
     ctx.acceptor_rank = 0;
     ctx.connector_nonce = csp::net::detail::fresh_nonce();
-    return frame(csp::net::opcode::hello, as_rank, nonce_text(ctx.connector_nonce) + "faults");
+    ctx.connector_limits = stranger_limits;
+    return frame(csp::net::opcode::hello, as_rank,
+                 nonce_text(ctx.connector_nonce) + csp::net::detail::limits_bytes(stranger_limits) + "faults");
 }
 std::vector<std::byte> hello(std::uint32_t as_rank = 2) {
     csp::net::detail::handshake_context ctx;
@@ -93,10 +99,13 @@ std::vector<std::byte> hello(std::uint32_t as_rank = 2) {
 // and checks the acceptor's proof against `token`.
 bool read_challenge(raw_client& c, csp::net::detail::handshake_context& ctx, const std::string& token) {
     using namespace csp::net::detail;
-    const auto bytes = c.read_exactly(csp::net::header::size + nonce_size + proof_size);
-    if (bytes.size() != csp::net::header::size + nonce_size + proof_size) return false;
+    const std::size_t size = csp::net::header::size + nonce_size + proof_size + limits_size;
+    const auto bytes = c.read_exactly(size);
+    if (bytes.size() != size) return false;
     if (csp::net::header::decode(bytes.data(), 4096).op != csp::net::opcode::challenge) return false;
     std::memcpy(ctx.acceptor_nonce.data(), bytes.data() + csp::net::header::size, nonce_size);
+    ctx.acceptor_limits = take_limits(
+        std::string(reinterpret_cast<const char*>(bytes.data()) + size - limits_size, limits_size), 0);
     proof claimed;
     std::memcpy(claimed.data(), bytes.data() + csp::net::header::size + nonce_size, proof_size);
     return proofs_match(prove(role::acceptor, token, ctx), claimed);
@@ -225,7 +234,8 @@ TEST(net_faults, a_wrong_token_or_a_replayed_proof_is_refused) {
             const proof recorded = prove(role::connector, "secret", first);
             raw_client c(at);
             handshake_context second = first;
-            c.send(frame(csp::net::opcode::hello, 2, nonce_text(first.connector_nonce) + "faults"));
+            c.send(frame(csp::net::opcode::hello, 2,
+                         nonce_text(first.connector_nonce) + limits_bytes(stranger_limits) + "faults"));
             read_challenge(c, second, "secret");
             c.send(proof_frame(recorded));
             replayed = refusal(c.read_all());
@@ -291,6 +301,7 @@ TEST(net_faults, a_node_proves_nothing_to_an_impostor_that_registered_a_peers_ra
         const proof bogus = {};
         std::string body(reinterpret_cast<const char*>(n.data()), n.size());
         body.append(reinterpret_cast<const char*>(bogus.data()), bogus.size());
+        body += limits_bytes(stranger_limits);
         const auto challenge = frame(csp::net::opcode::challenge, 1, body);
         ::send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL);
         char buf[256];
@@ -305,7 +316,7 @@ TEST(net_faults, a_node_proves_nothing_to_an_impostor_that_registered_a_peers_ra
     });
     impostor.join();
     ::close(listener);
-    EXPECT_EQ(heard.size(), nonce_size + std::string("impostor").size());
+    EXPECT_EQ(heard.size(), nonce_size + limits_size + std::string("impostor").size());
     EXPECT_EQ(heard.find("secret"), std::string::npos);
     EXPECT_EQ(after_challenge, 0u) << "the node answered an impostor's challenge";
 }

@@ -31,15 +31,19 @@ inline csp::net::node_options options_for(const csp::net::nameserver& ns, const 
 
 // Runs body(node) as rank r of an n-node job for every r in `ranks` (run_nodes:
 // all of them), each on its own thread and runtime; rethrows the first failure.
+// `configure(rank, options)`, if given, changes a node's options first.
 inline void run_ranks(const csp::net::nameserver& ns, const std::string& job, int n, const std::vector<int>& ranks,
-                      const std::function<void(csp::net::node&)>& body, std::size_t threads = 1) {
+                      const std::function<void(csp::net::node&)>& body, std::size_t threads = 1,
+                      const std::function<void(int, csp::net::node_options&)>& configure = {}) {
     std::vector<std::thread> ts;
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
     for (int r : ranks)
         ts.emplace_back([&, r] {
             try {
                 csp::run([&] {
-                    csp::net::node self(options_for(ns, job, r, n));
+                    auto options = options_for(ns, job, r, n);
+                    if (configure) configure(r, options);
+                    csp::net::node self(options);
                     body(self);
                 }, {.threads = threads});
             } catch (...) {
@@ -52,10 +56,11 @@ inline void run_ranks(const csp::net::nameserver& ns, const std::string& job, in
 }
 
 inline void run_nodes(const csp::net::nameserver& ns, const std::string& job, int n,
-                      const std::function<void(csp::net::node&)>& body, std::size_t threads = 1) {
+                      const std::function<void(csp::net::node&)>& body, std::size_t threads = 1,
+                      const std::function<void(int, csp::net::node_options&)>& configure = {}) {
     std::vector<int> all;
     for (int r = 0; r < n; ++r) all.push_back(r);
-    run_ranks(ns, job, n, all, body, threads);
+    run_ranks(ns, job, n, all, body, threads, configure);
 }
 
 // Starts `program args...` as rank `rank` of an n-node job in an OS process
