@@ -3,16 +3,99 @@
 //   receive N      prints "ready" once registered, receives N numbers from
 //                  node 0 on port 1, checks they come 0, 1, 2, ... and sends
 //                  how many did to port 2 of node 0
+//   all-to-all MS  prints "ready" once registered; then for MS milliseconds
+//                  sends numbers 0, 1, 2, ... to port 1 of every other node
+//                  (about one every 2 ms each), then to each the end marker
+//                  -(count + 1); meanwhile receives from all and checks each
+//                  sender's numbers come in order. Ends once every peer sent
+//                  its marker or failed, printing one line per peer:
+//                    from P ok N             all N arrived, in order
+//                    from P ended N: ERROR   N arrived in order, then ERROR
+//                    from P DISORDER ...     a number came out of order
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
+
+#include "csp/process.hpp"
 
 #include "csp/alt.hpp"
 #include "csp/runtime.hpp"
 #include "net/node.hpp"
 
+namespace {
+
+void all_to_all(std::chrono::milliseconds duration) {
+    csp::run([duration] {
+        csp::net::node self;
+        auto inbox = self.open(1, csp::net::departures::each);
+        std::printf("ready\n");
+        std::fflush(stdout);
+        const int n = self.size();
+        std::vector<std::string> report(static_cast<std::size_t>(n));
+        csp::par(
+            [&] {  // sender
+                std::vector<std::int64_t> sent(static_cast<std::size_t>(n), 0);
+                std::vector<bool> gone(static_cast<std::size_t>(n), false);
+                auto send = [&](int to, std::int64_t v) {
+                    if (gone[static_cast<std::size_t>(to)]) return;
+                    try {
+                        self.send(to, 1, v);
+                    } catch (const csp::net::peer_error&) {
+                        gone[static_cast<std::size_t>(to)] = true;
+                    }
+                };
+                const auto until = csp::clock::now() + duration;
+                while (csp::clock::now() < until) {
+                    for (int to = 0; to < n; ++to)
+                        if (to != self.rank()) send(to, sent[static_cast<std::size_t>(to)]++);
+                    csp::select(csp::timeout(std::chrono::milliseconds(2)));
+                }
+                for (int to = 0; to < n; ++to)
+                    if (to != self.rank()) send(to, -(sent[static_cast<std::size_t>(to)] + 1));
+            },
+            [&] {  // receiver
+                std::vector<std::int64_t> next(static_cast<std::size_t>(n), 0);
+                int open = n - 1;
+                while (open > 0) {
+                    try {
+                        const csp::net::message m = inbox.receive();
+                        const auto from = static_cast<std::size_t>(m.source);
+                        const auto v = m.as<std::int64_t>();
+                        if (!report[from].empty()) continue;  // reported already (a disorder)
+                        if (v >= 0 && v == next[from]) {
+                            ++next[from];
+                        } else if (v == -(next[from] + 1)) {
+                            report[from] = "ok " + std::to_string(next[from]);
+                            --open;
+                        } else {
+                            report[from] = "DISORDER expected " + std::to_string(next[from]) + " got " +
+                                           std::to_string(v);
+                            --open;
+                        }
+                    } catch (const csp::net::peer_error& e) {
+                        const auto from = static_cast<std::size_t>(e.peer());
+                        if (!report[from].empty()) continue;  // it left after its marker
+                        report[from] = "ended " + std::to_string(next[from]) + ": " + e.what();
+                        --open;
+                    }
+                }
+            });
+        for (int p = 0; p < n; ++p)
+            if (p != self.rank()) std::printf("from %d %s\n", p, report[static_cast<std::size_t>(p)].c_str());
+        std::fflush(stdout);
+    });
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    if (argc == 3 && std::string(argv[1]) == "all-to-all") {
+        all_to_all(std::chrono::milliseconds(std::strtol(argv[2], nullptr, 10)));
+        return 0;
+    }
     if (argc == 3 && std::string(argv[1]) == "receive") {
         const std::uint64_t n = std::strtoull(argv[2], nullptr, 10);
         csp::run([n] {
