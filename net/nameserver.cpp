@@ -113,6 +113,7 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
             if (!line) break;
             const auto w = detail::split_words(*line);
             std::string answer;
+            std::vector<std::string> earlier;  // GONE lines a late joiner missed
             if (w.empty()) answer = "ERR empty request";
             else if (w[0] == "REGISTER") {
                 answer = reg.add(w, owner,
@@ -123,13 +124,14 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
                                          // that node's connection is ending too
                                      }
                                  },
-                                 mine);
+                                 mine, &earlier);
                 if (!mine.empty()) strangers.remove(raw);  // a registered node's connection is never shed
             }
             else if (w[0] == "LOOKUP") answer = answer_lookup(reg, w, stop, c.fd());
             else if (w[0] == "LIST" && w.size() == 2) answer = reg.list(w[1]);
             else answer = "ERR unknown request '" + w[0] + "' (REGISTER, LOOKUP or LIST)";
             c.write_line(answer, clock::now() + std::chrono::seconds(5));
+            for (const auto& line : earlier) c.write_line(line, clock::now() + std::chrono::seconds(5));
         }
     } catch (const csp::poisoned_error&) {
     } catch (const client_gone&) {

@@ -4,7 +4,9 @@
 // exactly as long as its node's registration connection, so a node that dies
 // leaves nothing stale, and when it ends the job's other nodes are told
 // ("GONE <rank>" on their registration connections), so that none waits for
-// a peer it never linked to. The protocol is in nameserver_protocol.hpp.
+// a peer it never linked to; a node that registers later hears of the ranks
+// that ended before it came, right after its OK (while the job has any node
+// registered). The protocol is in nameserver_protocol.hpp.
 //
 //   csp::net::nameserver ns;                     // in this process, on its own thread
 //   options.nameserver = ns.address();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,9 +26,11 @@ using note_sink = std::function<void(const std::string&)>;
 
 class registry {
 public:
-    // The answer line to a REGISTER; records the entry under `owner`.
+    // The answer line to a REGISTER; records the entry under `owner`. A
+    // node joining late must hear of the ranks that ended before it came,
+    // as the others did: their GONE lines land in `earlier`.
     std::string add(const std::vector<std::string>& w, const void* owner, note_sink notes,
-                    std::vector<std::pair<std::string, int>>& mine) {
+                    std::vector<std::pair<std::string, int>>& mine, std::vector<std::string>* earlier = nullptr) {
         if (w.size() != 6) return "ERR usage: REGISTER <job> <rank> <size> <host> <port>";
         const std::string& job = w[1];
         if (!valid_job_name(job)) return "ERR invalid job name '" + job + "'";
@@ -73,6 +76,9 @@ public:
         j.nodes[rank] = {at, owner, std::move(notes)};
         if (automatic || rank == j.first_free) j.first_free = rank + 1;
         mine.emplace_back(job, rank);
+        if (earlier)
+            for (const int g : j.gone)
+                if (g != rank) earlier->push_back("GONE " + std::to_string(g));
         return "OK " + std::to_string(rank) + " " + std::to_string(j.size);
     }
 
@@ -92,6 +98,7 @@ public:
                 if (n != j->second.nodes.end() && n->second.owner == owner) {
                     j->second.nodes.erase(n);
                     j->second.first_free = std::min(j->second.first_free, rank);
+                    j->second.gone.insert(rank);
                     gone[job].push_back(rank);
                 }
             }
@@ -133,6 +140,7 @@ private:
         int size = 0;  // 0: not known yet (ranks below max_job_size)
         std::map<int, entry> nodes;
         int first_free = 0;  // no rank below it is free
+        std::set<int> gone;  // ranks whose registration ended while the job lasted (at most its size)
     };
     std::mutex lock_;
     std::map<std::string, job_entry> jobs_;

@@ -2,6 +2,7 @@
 // come and go concurrently, and no stale entries once a node has left.
 #include <algorithm>
 #include <barrier>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -267,4 +268,27 @@ TEST(net_nameserver, twenty_thousand_automatic_registrations_are_fast_and_block_
     EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
     EXPECT_GT(lists, 0);
     EXPECT_LT(slowest_list, 2s);  // another client is never held up for long
+}
+
+// Regression: only the nodes registered when a rank's registration ended
+// were told GONE; one that joined later waited for that rank for ever.
+TEST(net_nameserver, a_node_that_registers_late_hears_of_ranks_that_ended_before) {
+    csp::net::nameserver ns;
+    csp::run([&] {
+        using csp::net::detail::line_connection;
+        auto join = [&](int rank) {
+            auto c = std::make_unique<line_connection>(csp::net::connect_to(ns.address(), soon()), "nameserver");
+            c->write_line("REGISTER late " + std::to_string(rank) + " 4 127.0.0.1 1", soon());
+            EXPECT_EQ(c->read_line(soon()).value_or("(closed)"), "OK " + std::to_string(rank) + " 4");
+            return c;
+        };
+        auto first = join(0);
+        join(1).reset();  // rank 1 comes and goes
+        EXPECT_EQ(first->read_line(soon()).value_or("(closed)"), "GONE 1");
+        auto third = join(2);
+        join(3).reset();
+        EXPECT_EQ(third->read_line(soon()).value_or("(closed)"), "GONE 1");  // from before it came
+        EXPECT_EQ(third->read_line(soon()).value_or("(closed)"), "GONE 3");
+        EXPECT_EQ(first->read_line(soon()).value_or("(closed)"), "GONE 3");
+    });
 }

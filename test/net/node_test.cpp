@@ -372,3 +372,28 @@ TEST(net_departures, a_peer_gone_before_any_link_fails_the_receive_waiting_for_i
         EXPECT_THROW(self.send(1, 5, 0), csp::net::peer_error);
     });
 }
+
+// Regression: a node that registered after a peer's registration had ended
+// was never told of it (only the nodes registered then were), and waited for
+// that peer's first message for ever.
+TEST(net_departures, a_node_that_joins_after_a_peer_ended_hears_it_is_gone) {
+    csp::net::nameserver ns;
+    // Rank 2's registration, held open, keeps the job (and its memory of
+    // ended ranks) alive between the other two.
+    csp::net::registration holder = csp::run([&] {
+        return csp::net::register_node(ns.address(), "late-node", 2, 3, {"127.0.0.1", 1}, csp::clock::now() + 5s);
+    });
+    net_test::run_ranks(ns, "late-node", 3, {1}, [](csp::net::node&) {});  // comes and goes before rank 0 exists
+    net_test::run_ranks(ns, "late-node", 3, {0}, [](csp::net::node& self) {
+        auto inbox = self.open(5, csp::net::departures::each);
+        csp::net::message m;
+        try {
+            const auto which = csp::select(csp::net::input(inbox, m), csp::timeout(10s));
+            ADD_FAILURE() << (which == 1 ? "still waiting for node 1 after 10 s" : "a message came");
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            EXPECT_NE(std::string(e.what()).find("registration with the nameserver ended"), std::string::npos)
+                << e.what();
+        }
+    });
+}
