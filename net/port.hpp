@@ -16,6 +16,12 @@
 // (errors.hpp), and decode_error when the bytes are not a T; either way the
 // port goes on. A peer's entry comes after every message it sent.
 //
+// A message taken from a port (by receive or a guard) is credited back to
+// its sender, whose window (node_options::window) bounds what waits here
+// unread. receive() lets a credit it queued leave at once; a guard cannot
+// yield inside select, so there the credit leaves when the process next
+// blocks or yields.
+//
 // Which departures a port hears (a peer that closed its node cleanly):
 //   departures::last_sender  (the default) one that leaves no peer that could
 //                            still send: a receive would wait for ever
