@@ -57,4 +57,10 @@ public:
     using net_error::net_error;
 };
 
+// A lookup of a rank whose registration ended: it will not come back.
+class rank_ended_error : public nameserver_error {
+public:
+    using nameserver_error::nameserver_error;
+};
+
 }  // namespace csp::net

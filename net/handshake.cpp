@@ -142,7 +142,11 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
     try {
         endpoint at;
         if (core->options.nameserver) {
-            at = lookup(*core->options.nameserver, core->options.job, peer, deadline);
+            try {
+                at = lookup(*core->options.nameserver, core->options.job, peer, deadline);
+            } catch (const rank_ended_error& e) {
+                throw definitive_error(e.what());  // it will not come back: no retry, no wait
+            }
         } else if (peer < static_cast<int>(core->options.peers.size())) {
             at = core->options.peers[static_cast<std::size_t>(peer)];
         } else {

@@ -56,6 +56,7 @@ std::string answer_lookup(registry& reg, const std::vector<std::string>& w, cons
     bool watch_client = true;
     for (;;) {
         if (auto at = reg.find(w[1], rank)) return "AT " + at->host + " " + std::to_string(at->port);
+        if (reg.ended(w[1], rank)) return "ENDED " + std::to_string(rank);
         if (clock::now() >= deadline)
             return "ERR rank " + std::to_string(rank) + " of job '" + w[1] + "' is not registered";
         // Lookups are rare and not urgent: poll the table every few ms. A

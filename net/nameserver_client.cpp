@@ -67,6 +67,9 @@ endpoint lookup(const endpoint& ns, const std::string& job, int rank, clock::tim
                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()),
             deadline + std::chrono::seconds(1));
     const auto w = detail::split_words(answer);
+    if (w.size() == 2 && w[0] == "ENDED")
+        throw rank_ended_error("rank " + std::to_string(rank) + " of job '" + job +
+                               "' has ended its registration with the nameserver (it left, died or was killed)");
     if (w.size() != 3 || w[0] != "AT") throw nameserver_error("malformed answer from the nameserver: '" + answer + "'");
     return endpoint{w[1], static_cast<std::uint16_t>(to_int(w[2], answer))};
 }

@@ -20,7 +20,8 @@ struct registration {
 registration register_node(const endpoint& nameserver, const std::string& job, int rank, int size,
                            const endpoint& at, clock::time_point deadline);
 
-// Where rank `rank` of `job` listens, waiting until `deadline` for it to register.
+// Where rank `rank` of `job` listens, waiting until `deadline` for it to
+// register; rank_ended_error at once if its registration ended already.
 endpoint lookup(const endpoint& nameserver, const std::string& job, int rank, clock::time_point deadline);
 
 // The ranks of `job` registered now, as rank -> address, and its size.

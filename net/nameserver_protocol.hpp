@@ -5,10 +5,13 @@
 //     -> OK <rank> <size>                        the connection stays open: closing it (or the
 //     -> ERR <reason>                            node dying) removes the registration
 //     <- GONE <rank>                             later, unasked, on that connection: another
-//                                                node of the job ended its registration
+//                                                node of the job ended its registration (and
+//                                                right after OK, one per rank that ended before)
 //   LOOKUP <job> <rank> <wait_ms>                waits up to wait_ms (at most 10 minutes) for
 //                                                the rank to register
 //     -> AT <host> <port> | ERR <reason>
+//     -> ENDED <rank>                            at once: its registration ended while the job
+//                                                lasted (it left, died or was killed)
 //   LIST <job>
 //     -> JOB <size> [<rank>=<host>:<port> ...]   (size 0 and no ranks: no such job)
 //

@@ -121,6 +121,14 @@ public:
         return n->second.at;
     }
 
+    // The rank's registration ended while the job lasted, and it has not
+    // registered again: waiting for it is in vain.
+    bool ended(const std::string& job, int rank) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        return j != jobs_.end() && j->second.gone.count(rank) && !j->second.nodes.count(rank);
+    }
+
     std::string list(const std::string& job) {
         std::lock_guard lk(lock_);
         auto j = jobs_.find(job);

@@ -292,3 +292,21 @@ TEST(net_nameserver, a_node_that_registers_late_hears_of_ranks_that_ended_before
         EXPECT_EQ(first->read_line(soon()).value_or("(closed)"), "GONE 3");
     });
 }
+
+// Regression: a LOOKUP of a rank that had registered and left waited its
+// whole wait for a registration that would not come, and so a node closing
+// while its connector looked up a departed peer took connect_timeout (30 s)
+// to close. Now the answer is ENDED, at once.
+TEST(net_nameserver, a_lookup_of_a_rank_that_ended_is_answered_at_once) {
+    csp::net::nameserver ns;
+    csp::run([&] {
+        auto stays = csp::net::register_node(ns.address(), "ended", 0, 2, {"127.0.0.1", 1000}, soon());
+        csp::net::register_node(ns.address(), "ended", 1, 2, {"127.0.0.1", 1001}, soon()).connection.reset();
+        for (int tries = 0; tries < 500 && csp::net::list_job(ns.address(), "ended", soon()).nodes.size() != 1; ++tries)
+            csp::select(csp::timeout(std::chrono::milliseconds(2)));
+        const auto asked = std::chrono::steady_clock::now();
+        EXPECT_EQ(ask_raw(ns, "LOOKUP ended 1 60000"), "ENDED 1");
+        EXPECT_THROW(csp::net::lookup(ns.address(), "ended", 1, csp::clock::now() + 60s), csp::net::rank_ended_error);
+        EXPECT_LT(std::chrono::steady_clock::now() - asked, 5s);
+    });
+}
