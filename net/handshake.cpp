@@ -15,11 +15,11 @@ namespace {
 
 // Writes one handshake frame: `make(source, length)` names its kind.
 void write_frame(int fd, header (*make)(std::uint32_t, std::uint32_t), int source, const std::string& body,
-                 clock::time_point deadline, const std::string& what) {
+                 clock::time_point deadline, const std::string& what, give_up stop = nullptr) {
     std::vector<std::byte> out(header::size + body.size());
     make(static_cast<std::uint32_t>(source), static_cast<std::uint32_t>(body.size())).encode(out.data());
     std::memcpy(out.data() + header::size, body.data(), body.size());
-    write_all(fd, out.data(), out.size(), deadline, what);
+    write_all(fd, out.data(), out.size(), deadline, what, stop);
 }
 
 template <std::size_t N>
@@ -28,12 +28,13 @@ std::string bytes_of(const std::array<std::byte, N>& a) {
 }
 
 // Reads one handshake frame (header and payload) to the exact byte.
-std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, const std::string& what) {
+std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, const std::string& what,
+                                          give_up stop = nullptr) {
     std::array<std::byte, header::size> raw;
-    read_exact(fd, raw.data(), raw.size(), deadline, what);
+    read_exact(fd, raw.data(), raw.size(), deadline, what, stop);
     const header h = header::decode(raw.data(), handshake_max_frame);
     std::string body(h.length, '\0');
-    if (h.length) read_exact(fd, body.data(), body.size(), deadline, what);
+    if (h.length) read_exact(fd, body.data(), body.size(), deadline, what, stop);
     return {h, std::move(body)};
 }
 
@@ -139,11 +140,15 @@ public:
 void run_connector(std::shared_ptr<node_core> core, int peer) {
     connect_result result{peer, -1, false, {}, true};
     const auto deadline = clock::now() + core->options.connect_timeout;
+    // Every wait below also ends when a closing node gives up on links still
+    // being set up (its linger ran out), so close() never waits for it.
+    const auto stop_reader = core->give_up.reader();
+    const give_up stop = &stop_reader;
     try {
         endpoint at;
         if (core->options.nameserver) {
             try {
-                at = lookup(*core->options.nameserver, core->options.job, peer, deadline);
+                at = lookup(*core->options.nameserver, core->options.job, peer, deadline, stop);
             } catch (const rank_ended_error& e) {
                 throw definitive_error(e.what());  // it will not come back: no retry, no wait
             }
@@ -154,7 +159,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
                                    ": no nameserver and no peers table entry");
         }
         const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
-        unique_fd fd = connect_to(at, deadline);
+        unique_fd fd = connect_to(at, deadline, stop);
         core->to_switch.writer().write(connector_connected{peer});
         handshake_context ctx{};
         ctx.job = core->options.job;
@@ -163,7 +168,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         ctx.connector_nonce = fresh_nonce();
         ctx.connector_limits = core->limits();
         const std::string hello = bytes_of(ctx.connector_nonce) + limits_bytes(ctx.connector_limits) + core->options.job;
-        write_frame(fd.get(), header::hello, core->rank, hello, deadline, what);
+        write_frame(fd.get(), header::hello, core->rank, hello, deadline, what, stop);
         // The token is only ever used to check the acceptor's proof and to
         // make ours, which commits to the acceptor's nonce: whoever answered
         // learns nothing it can use on another connection.
@@ -173,7 +178,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
             else throw definitive_error(what + " refused: " + text);
             return true;
         };
-        auto [challenge, body] = read_frame(fd.get(), deadline, what);
+        auto [challenge, body] = read_frame(fd.get(), deadline, what, stop);
         if (!refused(challenge, body)) {
             challenge_message c;
             try {
@@ -187,8 +192,8 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
                 throw definitive_error(what + ": the peer does not know this job's token");
             core->flow.learnt(peer, c.limits);
             const std::string mine = bytes_of(prove(role::connector, core->options.token, ctx));
-            write_frame(fd.get(), header::proof, core->rank, mine, deadline, what);
-            auto [answer, text] = read_frame(fd.get(), deadline, what);
+            write_frame(fd.get(), header::proof, core->rank, mine, deadline, what, stop);
+            auto [answer, text] = read_frame(fd.get(), deadline, what, stop);
             if (!refused(answer, text)) {
                 if (answer.op != opcode::welcome)
                     throw definitive_error(what + ": expected welcome, got " + describe(answer.op));

@@ -9,9 +9,11 @@
 namespace csp::net {
 namespace {
 
-detail::line_connection dial(const endpoint& ns, clock::time_point deadline) {
+detail::line_connection dial(const endpoint& ns, clock::time_point deadline, give_up stop = nullptr) {
     try {
-        return detail::line_connection(connect_to(ns, deadline), "nameserver at " + ns.str());
+        return detail::line_connection(connect_to(ns, deadline, stop), "nameserver at " + ns.str());
+    } catch (const gave_up&) {
+        throw;
     } catch (const net_error& e) {
         // "cannot connect to HOST:PORT: Connection refused" -> "connection refused"
         const std::string what = e.what();
@@ -23,9 +25,11 @@ detail::line_connection dial(const endpoint& ns, clock::time_point deadline) {
     }
 }
 
-std::string ask(detail::line_connection& c, const std::string& request, clock::time_point deadline) {
+std::string ask(detail::line_connection& c, const std::string& request, clock::time_point deadline,
+                give_up stop = nullptr) {
     c.write_line(request, deadline);
-    auto answer = c.read_line(deadline);
+    auto answer = c.read_line(deadline, stop);
+    if (!answer && stop) throw gave_up("gave up waiting for the answer to '" + request + "' (the node closed)");
     if (!answer) throw nameserver_error(c.what() + " closed the connection without answering '" + request + "'");
     if (answer->rfind("ERR ", 0) == 0) throw nameserver_error(c.what() + ": " + answer->substr(4));
     return *answer;
@@ -58,14 +62,14 @@ registration register_node(const endpoint& ns, const std::string& job, int rank,
     return r;
 }
 
-endpoint lookup(const endpoint& ns, const std::string& job, int rank, clock::time_point deadline) {
-    auto c = dial(ns, deadline);
+endpoint lookup(const endpoint& ns, const std::string& job, int rank, clock::time_point deadline, give_up stop) {
+    auto c = dial(ns, deadline, stop);
     const auto wait = std::max<clock::duration>(deadline - clock::now(), clock::duration::zero());
     const std::string answer =
         ask(c,
             "LOOKUP " + job + " " + std::to_string(rank) + " " +
                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()),
-            deadline + std::chrono::seconds(1));
+            deadline + std::chrono::seconds(1), stop);
     const auto w = detail::split_words(answer);
     if (w.size() == 2 && w[0] == "ENDED")
         throw rank_ended_error("rank " + std::to_string(rank) + " of job '" + job +

@@ -21,8 +21,10 @@ registration register_node(const endpoint& nameserver, const std::string& job, i
                            const endpoint& at, clock::time_point deadline);
 
 // Where rank `rank` of `job` listens, waiting until `deadline` for it to
-// register; rank_ended_error at once if its registration ended already.
-endpoint lookup(const endpoint& nameserver, const std::string& job, int rank, clock::time_point deadline);
+// register (or until `stop` is poisoned: gave_up); rank_ended_error at once
+// if its registration ended already.
+endpoint lookup(const endpoint& nameserver, const std::string& job, int rank, clock::time_point deadline,
+                give_up stop = nullptr);
 
 // The ranks of `job` registered now, as rank -> address, and its size.
 struct job_listing {

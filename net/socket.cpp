@@ -64,7 +64,15 @@ asio::ip::tcp::endpoint resolve(const endpoint& e) {
 }
 
 // Waits for fd in direction `in` until `deadline`; false if it passed.
-bool wait_until(int fd, csp::io::interest in, clock::time_point deadline) {
+bool wait_until(int fd, csp::io::interest in, clock::time_point deadline, give_up stop = nullptr) {
+    if (stop) {
+        bool ignored;
+        try {
+            return csp::select(csp::io::fd_guard(fd, in), csp::input(*stop, ignored), csp::deadline(deadline)) == 0;
+        } catch (const csp::poisoned_error&) {
+            throw gave_up("gave up: the node closed before the connection was set up");
+        }
+    }
     if (deadline == clock::time_point::max()) {
         csp::io::wait_for(csp::io::this_scheduler(), fd, in);
         return true;
@@ -107,7 +115,7 @@ unique_fd accept_from(int listener) {
     }
 }
 
-unique_fd connect_to(const endpoint& to, clock::time_point deadline) {
+unique_fd connect_to(const endpoint& to, clock::time_point deadline, give_up stop) {
     const auto ep = resolve(to);
     unique_fd fd(::socket(ep.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) throw net_error("socket() to connect to " + to.str() + ": " + error_text(errno));
@@ -122,7 +130,7 @@ unique_fd connect_to(const endpoint& to, clock::time_point deadline) {
         // POLLERR keeps it in the io_error.
         int err = 0;
         try {
-            if (!wait_until(fd.get(), csp::io::interest::write, deadline))
+            if (!wait_until(fd.get(), csp::io::interest::write, deadline, stop))
                 throw net_error("cannot connect to " + to.str() + ": timed out");
         } catch (const csp::io::io_error& e) {
             err = e.system_error();
@@ -138,7 +146,8 @@ unique_fd connect_to(const endpoint& to, clock::time_point deadline) {
     return fd;
 }
 
-void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what) {
+void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what,
+                give_up stop) {
     auto* p = static_cast<char*>(buf);
     std::size_t got = 0;
     while (got < n) {
@@ -149,7 +158,7 @@ void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, co
             throw net_error(what + ": connection closed after " + std::to_string(got) + " of " + std::to_string(n) +
                             " expected bytes");
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (!wait_until(fd, csp::io::interest::read, deadline))
+            if (!wait_until(fd, csp::io::interest::read, deadline, stop))
                 throw net_error(what + ": timed out waiting for data");
         } else if (errno != EINTR) {
             throw net_error(what + ": " + error_text(errno));
@@ -157,7 +166,8 @@ void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, co
     }
 }
 
-void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what) {
+void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what,
+               give_up stop) {
     const auto* p = static_cast<const char*>(buf);
     std::size_t done = 0;
     while (done < n) {
@@ -165,7 +175,7 @@ void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadlin
         if (r >= 0) {
             done += static_cast<std::size_t>(r);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (!wait_until(fd, csp::io::interest::write, deadline))
+            if (!wait_until(fd, csp::io::interest::write, deadline, stop))
                 throw net_error(what + ": timed out waiting to write");
         } else if (errno != EINTR) {
             throw net_error(what + ": " + error_text(errno));

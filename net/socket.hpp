@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "csp/channel.hpp"
 #include "csp/waiter.hpp"
 #include "net/endpoint.hpp"
 #include "net/errors.hpp"
@@ -57,14 +58,24 @@ public:
 // Throws out_of_descriptors, or net_error for a broken listener.
 unique_fd accept_from(int listener);
 
+// What may cut a wait short: once this channel is poisoned, a wait that
+// watches it throws gave_up instead of going on.
+using give_up = const csp::reader<bool>*;
+class gave_up : public net_error {
+public:
+    using net_error::net_error;
+};
+
 // Connects to `to` (host names resolved with Boost.Asio), waiting at most
-// until `deadline`.
-unique_fd connect_to(const endpoint& to, clock::time_point deadline);
+// until `deadline` (or until `stop` is poisoned).
+unique_fd connect_to(const endpoint& to, clock::time_point deadline, give_up stop = nullptr);
 
 // Reads exactly n bytes / writes all n bytes, or throws net_error (`what`
 // names the connection in the message).
-void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what);
-void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what);
+void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what,
+                give_up stop = nullptr);
+void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what,
+               give_up stop = nullptr);
 
 // The text of errno value e.
 std::string error_text(int e);

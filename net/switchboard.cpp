@@ -387,7 +387,10 @@ private:
             }
         }
         // Forced; look again in a while rather than spin on a passed deadline.
-        if (closing_ && now >= linger_until_) linger_until_ = now + std::chrono::seconds(1);
+        if (closing_ && now >= linger_until_) {
+            core_->give_up.poison();  // connectors still waiting end now
+            linger_until_ = now + std::chrono::seconds(1);
+        }
     }
 
     bool finished() const {

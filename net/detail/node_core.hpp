@@ -94,6 +94,9 @@ struct node_core {
     // Not at close itself: until its links settle a closing node may still
     // accept a peer it has messages for (handshake.cpp).
     csp::channel<bool> stop{"stop"};
+    // Poisoned when a closing node's linger ran out: connectors of links
+    // still being set up give up their waits (handshake.cpp).
+    csp::channel<bool> give_up{"give up"};
 
     mutable std::mutex lock;
     std::unordered_map<port_id, csp::channel<message>> ports;

@@ -397,3 +397,23 @@ TEST(net_departures, a_node_that_joins_after_a_peer_ended_hears_it_is_gone) {
         }
     });
 }
+
+// Regression: a node closing with a message for a peer that never
+// registered waited for its connector's lookup, connect_timeout long (30 s by
+// default), though its linger was shorter. Now the connector gives up when
+// the linger runs out, and the message is reported as not delivered.
+TEST(net_departures, a_node_closing_while_a_peer_never_registered_waits_only_its_linger) {
+    csp::net::nameserver ns;
+    auto o = net_test::options_for(ns, "never", 0, 2);
+    o.linger = std::chrono::milliseconds(300);
+    o.connect_timeout = std::chrono::seconds(20);
+    net_test::captured_log log;
+    csp::run([&] {
+        csp::net::node self(o);
+        self.send(1, 1, 42);  // rank 1 never comes
+        const auto start = std::chrono::steady_clock::now();
+        self.close();
+        EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+        EXPECT_TRUE(net_test::has_fault(self, "lost node 1 of job 'never'")) << ::testing::PrintToString(self.faults());
+    });
+}
