@@ -25,7 +25,7 @@ struct flow_control::blocked_send final : csp::wait_site {
     }
 };
 
-admission flow_control::admit(int peer, std::size_t payload_bytes, bool wait, const std::function<void()>& ask) {
+admission flow_control::admit(int peer, std::size_t payload_bytes, bool wait) {
     const std::uint64_t charge = charge_of(payload_bytes);
     blocked_send b;
     std::optional<csp::waiter> w;
@@ -53,13 +53,7 @@ admission flow_control::admit(int peer, std::size_t payload_bytes, bool wait, co
         p.blocked.push_back(&b);
         first = p.blocked.size() == 1;
     }
-    if (first) {
-        try {
-            ask();
-        } catch (...) {
-            // the node is closing: close() wakes this send
-        }
-    }
+    if (first) signal_(peer, 0);
     if (w->wait() == csp::waiter::aborted) {
         {
             std::lock_guard lk(lock_);
@@ -92,44 +86,44 @@ void flow_control::grant(peer_state& p) {
     }
 }
 
-bool flow_control::returned(int peer, std::uint64_t bytes) {
-    std::lock_guard lk(lock_);
-    peer_state& p = peers_[peer];
-    if (bytes > p.in_flight)
-        throw frame_error("node " + std::to_string(peer) + " credited " + std::to_string(bytes) +
-                          " bytes, more than the " + std::to_string(p.in_flight) + " in flight to it");
-    p.in_flight -= bytes;
-    grant(p);
-    return !p.blocked.empty();
+void flow_control::returned(int peer, std::uint64_t bytes) {
+    bool still_blocked;
+    {
+        std::lock_guard lk(lock_);
+        peer_state& p = peers_[peer];
+        if (bytes > p.in_flight)
+            throw frame_error("node " + std::to_string(peer) + " credited " + std::to_string(bytes) +
+                              " bytes, more than the " + std::to_string(p.in_flight) + " in flight to it");
+        p.in_flight -= bytes;
+        grant(p);
+        still_blocked = !p.blocked.empty();
+    }
+    if (still_blocked) signal_(peer, 0);
 }
 
-void flow_control::fail(int peer, const std::shared_ptr<const peer_error>& error) {
-    std::lock_guard lk(lock_);
-    peer_state& p = peers_[peer];
-    if (!p.failed) p.failed = error;
+template <class F>
+void flow_control::release_all(peer_state& p, F outcome) {
     for (blocked_send* b : p.blocked) {
         b->linked = false;
         if (b->w->commit(0)) {
-            b->error = p.failed;
+            outcome(*b);
             b->w->wake();
         }
     }
     p.blocked.clear();
 }
 
+void flow_control::fail(int peer, const std::shared_ptr<const peer_error>& error) {
+    std::lock_guard lk(lock_);
+    peer_state& p = peers_[peer];
+    if (!p.failed) p.failed = error;
+    release_all(p, [&](blocked_send& b) { b.error = p.failed; });
+}
+
 void flow_control::close(const std::string& why) {
     std::lock_guard lk(lock_);
     closed_ = why;
-    for (auto& [peer, p] : peers_) {
-        for (blocked_send* b : p.blocked) {
-            b->linked = false;
-            if (b->w->commit(0)) {
-                b->usage = why;
-                b->w->wake();
-            }
-        }
-        p.blocked.clear();
-    }
+    for (auto& [peer, p] : peers_) release_all(p, [&](blocked_send& b) { b.usage = why; });
 }
 
 void flow_control::learnt(int peer, const link_limits& limits) {
@@ -156,22 +150,29 @@ std::uint64_t flow_control::owed_now(peer_state& p) {
     return owed;
 }
 
-std::uint64_t flow_control::taken(int peer, std::uint64_t charge) {
-    std::lock_guard lk(lock_);
-    peer_state& p = peers_[peer];
-    p.taken += charge;
-    // A quarter of the window the peer keeps (ours until its handshake told us).
-    const std::uint64_t batch = (p.limits.window ? p.limits.window : window_) / 4;
-    if (p.wanted || p.taken - p.credited >= batch) return owed_now(p);
-    return 0;
+bool flow_control::taken(int peer, std::uint64_t charge) {
+    std::uint64_t credit = 0;
+    {
+        std::lock_guard lk(lock_);
+        peer_state& p = peers_[peer];
+        p.taken += charge;
+        // A quarter of the window the peer keeps (ours until its handshake told us).
+        const std::uint64_t batch = (p.limits.window ? p.limits.window : window_) / 4;
+        if (p.wanted || p.taken - p.credited >= batch) credit = owed_now(p);
+    }
+    if (credit) signal_(peer, credit);
+    return credit != 0;
 }
 
-std::uint64_t flow_control::asked(int peer) {
-    std::lock_guard lk(lock_);
-    peer_state& p = peers_[peer];
-    if (p.taken > p.credited) return owed_now(p);
-    p.wanted = true;
-    return 0;
+void flow_control::asked(int peer) {
+    std::uint64_t credit = 0;
+    {
+        std::lock_guard lk(lock_);
+        peer_state& p = peers_[peer];
+        if (p.taken > p.credited) credit = owed_now(p);
+        else p.wanted = true;
+    }
+    if (credit) signal_(peer, credit);
 }
 
 }  // namespace csp::net::detail

@@ -126,9 +126,7 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
         if (auto it = core_->departed.find(to); it != core_->departed.end()) throw peer_error(to, it->second);
     }
     // Messages to this node itself go straight to its port: nothing in flight.
-    if (to != core_->rank &&
-        core_->flow.admit(to, body.size(), wait, [&] { to_switch_.write(detail::flow_signal{to, 0}); }) ==
-            detail::admission::window_full)
+    if (to != core_->rank && core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
         return send_status::window_full;
     detail::send_request r{to, {}};
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
@@ -142,14 +140,7 @@ namespace detail {
 
 bool message_taken(node_core& core, const message& m) noexcept {
     if (m.failure || m.source == core.rank || m.source < 0) return false;  // not from a link
-    const std::uint64_t credit = core.flow.taken(m.source, charge_of(m.body.size()));
-    if (!credit) return false;
-    try {
-        core.to_switch.writer().write(flow_signal{m.source, credit});
-    } catch (...) {
-        // the node is closing; no more credit is needed
-    }
-    return true;
+    return core.flow.taken(m.source, charge_of(m.body.size()));
 }
 
 }  // namespace detail

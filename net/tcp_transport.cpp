@@ -28,8 +28,7 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     // Messages go straight into their ports' channels, in order of arrival.
     std::unordered_map<port_id, csp::writer<message>> ports;
     // Credit and asks from the peer go to the flow control after the
-    // messages that came with them (the switch sends what this node owes in
-    // return); a credit it refuses ends the link.
+    // messages that came with them; a credit it refuses ends the link.
     auto flush = [&] {
         for (message& m : batch) {
             auto it = ports.find(m.port);
@@ -37,10 +36,8 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
             it->second.write(std::move(m));
         }
         batch.clear();
-        if (const std::uint64_t credit = frames.take_credit(); credit && core->flow.returned(peer, credit))
-            to_switch.write(flow_signal{peer, 0});  // a send is still blocked: ask again
-        if (frames.take_asked())
-            if (const std::uint64_t owed = core->flow.asked(peer)) to_switch.write(flow_signal{peer, owed});
+        if (const std::uint64_t credit = frames.take_credit()) core->flow.returned(peer, credit);
+        if (frames.take_asked()) core->flow.asked(peer);
     };
     try {
         csp::io::watch readable(fd, csp::io::interest::read);
@@ -142,7 +139,7 @@ void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader
                     core->fault("a message of " + std::to_string(f.head.length) + " bytes to port " +
                                 std::to_string(f.head.port) + " of " + core->peer_name(peer) +
                                 " was not sent: over its max_frame of " + std::to_string(peer_max_frame));
-                    if (core->flow.returned(peer, charge_of(f.body.size()))) to_switch.write(flow_signal{peer, 0});
+                    core->flow.returned(peer, charge_of(f.body.size()));
                     continue;
                 }
                 if (f.ctl == outgoing::control::goodbye) f.head = header::goodbye(f.head.source);

@@ -48,18 +48,22 @@ enum class admission : std::uint8_t { admitted, window_full };
 
 class flow_control {
 public:
-    explicit flow_control(std::uint32_t window) noexcept : window_(window) {}
+    // signal(peer, bytes): queue a credit frame of `bytes` for `peer`, or an
+    // ask_credit when `bytes` is 0. Called outside the lock; must not block.
+    using signal_fn = std::function<void(int peer, std::uint64_t bytes)>;
+
+    flow_control(std::uint32_t window, signal_fn signal) : window_(window), signal_(std::move(signal)) {}
 
     // --- sender side ------------------------------------------------------
     // Admits a frame of `payload_bytes` to `peer`. With `wait`, blocks the
-    // calling process until it fits (and sets `asked` when this node should
-    // ask the peer for credit: the caller sends ask_credit); without, answers
-    // window_full. Throws peer_error once the peer left or was lost,
-    // usage_error for a frame over the peer's max_frame or after close().
-    admission admit(int peer, std::size_t payload_bytes, bool wait, const std::function<void()>& ask);
-    // The peer credited `bytes`. Returns true if a send is still blocked
-    // (the caller asks again). Throws frame_error for more than in flight.
-    bool returned(int peer, std::uint64_t bytes);
+    // calling process until it fits (the first send to wait asks the peer
+    // for credit); without, answers window_full. Throws peer_error once the
+    // peer left or was lost, usage_error for a frame over the peer's
+    // max_frame or after close().
+    admission admit(int peer, std::size_t payload_bytes, bool wait);
+    // The peer credited `bytes`; a send still blocked after it asks again.
+    // Throws frame_error for more than is in flight.
+    void returned(int peer, std::uint64_t bytes);
     // Sends to `peer` fail from now on with `error`; blocked ones wake with it.
     void fail(int peer, const std::shared_ptr<const peer_error>& error);
     // Sends fail from now on with usage_error(`why`); blocked ones wake with it.
@@ -71,13 +75,12 @@ public:
     std::uint64_t in_flight(int peer) const;
 
     // --- receiver side ----------------------------------------------------
-    // A process took a message from `peer` out of its port: the bytes to
-    // credit now (0: not yet).
-    std::uint64_t taken(int peer, std::uint64_t charge);
-    // The peer is blocked and asks: the bytes to credit now (0: with the next take).
-    std::uint64_t asked(int peer);
-
-    std::uint32_t window() const noexcept { return window_; }
+    // A process took a message of `charge` from `peer` out of its port.
+    // True if that sent the peer a credit.
+    bool taken(int peer, std::uint64_t charge);
+    // The peer is blocked and asks: what is owed is credited now, or with
+    // the next take if nothing is.
+    void asked(int peer);
 
 private:
     struct blocked_send;
@@ -96,8 +99,11 @@ private:
     }
     std::uint64_t owed_now(peer_state& p);
     void grant(peer_state& p);
+    // Ends every blocked send of `p` (their outcome set by `outcome`).
+    template <class F> void release_all(peer_state& p, F outcome);
 
     const std::uint32_t window_;
+    const signal_fn signal_;
     mutable std::mutex lock_;
     std::unordered_map<int, peer_state> peers_;
     std::string closed_;  // why sends fail after close(); empty while open

@@ -80,7 +80,15 @@ using switch_input = std::variant<send_request, connector_connected, connect_res
                                   link_process_exited, peer_gone, close_request, flow_signal>;
 
 struct node_core {
-    explicit node_core(std::uint32_t window = node_options{}.window) : flow(window) {}
+    // Credit frames and asks go to the switch, which queues them on the link.
+    explicit node_core(std::uint32_t window = node_options{}.window)
+        : flow(window, [this](int peer, std::uint64_t bytes) {
+              try {
+                  to_switch.writer().write(flow_signal{peer, bytes});
+              } catch (const csp::error&) {
+                  // the node is closing: no credit is needed any more
+              }
+          }) {}
 
     node_options options;
     int rank = -1;

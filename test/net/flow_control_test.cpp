@@ -16,32 +16,43 @@ using csp::net::detail::flow_control;
 
 void pause_for(std::chrono::milliseconds d) { csp::select(csp::timeout(d)); }
 
-const auto no_ask = [] {};
+const flow_control::signal_fn ignore_signals = [](int, std::uint64_t) {};
+
+// What a flow control asked to send: (peer, bytes), bytes 0 for an ask.
+struct signals {
+    std::vector<std::pair<int, std::uint64_t>> sent;
+    flow_control::signal_fn fn() {
+        return [this](int peer, std::uint64_t bytes) { sent.emplace_back(peer, bytes); };
+    }
+};
 
 // --- the rules --------------------------------------------------------------
 
 TEST(flow_control, admits_up_to_the_window_then_sends_wait_first_come_first_served) {
     csp::run([] {
-        flow_control flow(2 * charge_of(372));
-        EXPECT_EQ(flow.admit(1, 372, false, no_ask), admission::admitted);
-        EXPECT_EQ(flow.admit(1, 372, false, no_ask), admission::admitted);
-        EXPECT_EQ(flow.admit(1, 0, false, no_ask), admission::window_full);
-        EXPECT_EQ(flow.admit(2, 372, false, no_ask), admission::admitted);  // each peer has its own window
+        signals out;
+        flow_control flow(2 * charge_of(372), out.fn());
+        EXPECT_EQ(flow.admit(1, 372, false), admission::admitted);
+        EXPECT_EQ(flow.admit(1, 372, false), admission::admitted);
+        EXPECT_EQ(flow.admit(1, 0, false), admission::window_full);
+        EXPECT_EQ(flow.admit(2, 372, false), admission::admitted);  // each peer has its own window
         std::vector<int> order;
-        int asks = 0;
         csp::process_group senders;
         for (int who = 0; who < 2; ++who)
             senders.spawn([&, who] {
-                flow.admit(1, 372, true, [&] { ++asks; });
+                flow.admit(1, 372, true);
                 order.push_back(who);
             });
         pause_for(20ms);
         EXPECT_TRUE(order.empty());
-        EXPECT_EQ(asks, 1);  // the first to wait asks the peer; the second queues behind it
-        EXPECT_TRUE(flow.returned(1, charge_of(372)));  // room for one: the other still waits
+        using asks = std::vector<std::pair<int, std::uint64_t>>;
+        EXPECT_EQ(out.sent, (asks{{1, 0}}));  // the first to wait asks the peer; the second queues behind it
+        flow.returned(1, charge_of(372));     // room for one: the other still waits, and asks again
+        EXPECT_EQ(out.sent, (asks{{1, 0}, {1, 0}}));
         pause_for(5ms);
         EXPECT_EQ(order, std::vector<int>{0});
-        EXPECT_FALSE(flow.returned(1, charge_of(372)));
+        flow.returned(1, charge_of(372));
+        EXPECT_EQ(out.sent.size(), 2u);  // nobody waits: no ask
         senders.wait();
         EXPECT_EQ(order, (std::vector<int>{0, 1}));
         EXPECT_EQ(flow.in_flight(1), 2 * charge_of(372));
@@ -50,18 +61,18 @@ TEST(flow_control, admits_up_to_the_window_then_sends_wait_first_come_first_serv
 
 TEST(flow_control, a_message_larger_than_the_window_goes_alone) {
     csp::run([] {
-        flow_control flow(100);
-        EXPECT_EQ(flow.admit(1, 5000, false, no_ask), admission::admitted);
-        EXPECT_EQ(flow.admit(1, 1, false, no_ask), admission::window_full);
+        flow_control flow(100, ignore_signals);
+        EXPECT_EQ(flow.admit(1, 5000, false), admission::admitted);
+        EXPECT_EQ(flow.admit(1, 1, false), admission::window_full);
         flow.returned(1, charge_of(5000));
-        EXPECT_EQ(flow.admit(1, 1, false, no_ask), admission::admitted);
+        EXPECT_EQ(flow.admit(1, 1, false), admission::admitted);
     });
 }
 
 TEST(flow_control, a_credit_beyond_what_is_in_flight_is_a_protocol_fault) {
     csp::run([] {
-        flow_control flow(1000);
-        flow.admit(3, 10, false, no_ask);
+        flow_control flow(1000, ignore_signals);
+        flow.admit(3, 10, false);
         try {
             flow.returned(3, charge_of(10) + 1);
             ADD_FAILURE() << "an over-credit was accepted";
@@ -76,21 +87,21 @@ TEST(flow_control, a_credit_beyond_what_is_in_flight_is_a_protocol_fault) {
 
 TEST(flow_control, a_waiting_send_ends_with_its_peers_error_or_the_nodes_close) {
     csp::run([] {
-        flow_control flow(10);
-        flow.admit(1, 100, false, no_ask);
-        flow.admit(2, 100, false, no_ask);
+        flow_control flow(10, ignore_signals);
+        flow.admit(1, 100, false);
+        flow.admit(2, 100, false);
         std::string first, second;
         csp::process_group senders;
         senders.spawn([&] {
             try {
-                flow.admit(1, 1, true, no_ask);
+                flow.admit(1, 1, true);
             } catch (const csp::net::peer_error& e) {
                 first = e.what();
             }
         });
         senders.spawn([&] {
             try {
-                flow.admit(2, 1, true, no_ask);
+                flow.admit(2, 1, true);
             } catch (const csp::usage_error& e) {
                 second = e.what();
             }
@@ -101,16 +112,16 @@ TEST(flow_control, a_waiting_send_ends_with_its_peers_error_or_the_nodes_close) 
         senders.wait();
         EXPECT_EQ(first, "node 1 has left");
         EXPECT_EQ(second, "the node closed");
-        EXPECT_THROW(flow.admit(2, 1, false, no_ask), csp::usage_error);  // and every send after
+        EXPECT_THROW(flow.admit(2, 1, false), csp::usage_error);  // and every send after
     });
 }
 
 TEST(flow_control, a_message_over_the_peers_max_frame_is_refused) {
     csp::run([] {
-        flow_control flow(1000);
+        flow_control flow(1000, ignore_signals);
         flow.learnt(1, {100, 1000});
         try {
-            flow.admit(1, 101, true, no_ask);
+            flow.admit(1, 101, true);
             ADD_FAILURE() << "a message over the peer's max_frame was admitted";
         } catch (const csp::usage_error& e) {
             EXPECT_NE(std::string(e.what()).find("send of 101 bytes to node 1: over its max_frame of 100 bytes"),
@@ -122,15 +133,21 @@ TEST(flow_control, a_message_over_the_peers_max_frame_is_refused) {
 }
 
 TEST(flow_control, credit_goes_back_a_quarter_of_the_peers_window_at_a_time_or_at_once_when_asked) {
-    flow_control flow(1 << 20);
+    signals out;
+    flow_control flow(1 << 20, out.fn());
+    using credits = std::vector<std::pair<int, std::uint64_t>>;
     flow.learnt(1, {1 << 20, 4000});
-    EXPECT_EQ(flow.taken(1, 500), 0u);
-    EXPECT_EQ(flow.taken(1, 500), 1000u);  // a quarter of the peer's 4000
-    EXPECT_EQ(flow.taken(1, 100), 0u);
-    EXPECT_EQ(flow.asked(1), 100u);  // the peer waits: what is owed goes now
-    EXPECT_EQ(flow.asked(1), 0u);    // nothing owed: the next take answers
-    EXPECT_EQ(flow.taken(1, 10), 10u);
-    EXPECT_EQ(flow.taken(1, 10), 0u);
+    EXPECT_FALSE(flow.taken(1, 500));
+    EXPECT_TRUE(flow.taken(1, 500));  // a quarter of the peer's 4000
+    EXPECT_EQ(out.sent, (credits{{1, 1000}}));
+    EXPECT_FALSE(flow.taken(1, 100));
+    flow.asked(1);  // the peer waits: what is owed goes now
+    EXPECT_EQ(out.sent, (credits{{1, 1000}, {1, 100}}));
+    flow.asked(1);  // nothing owed: the next take answers
+    EXPECT_EQ(out.sent.size(), 2u);
+    EXPECT_TRUE(flow.taken(1, 10));
+    EXPECT_FALSE(flow.taken(1, 10));
+    EXPECT_EQ(out.sent, (credits{{1, 1000}, {1, 100}, {1, 10}}));
 }
 
 // --- two nodes ----------------------------------------------------------------
