@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "net/little_endian.hpp"
+
 namespace csp::net::detail {
 namespace {
 
@@ -19,8 +21,8 @@ void absorb(crypto_auth_hmacsha256_state& s, const void* p, std::size_t n) {
 }
 
 void absorb_u32(crypto_auth_hmacsha256_state& s, std::uint32_t v) {
-    const unsigned char le[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
-                                 static_cast<unsigned char>(v >> 16), static_cast<unsigned char>(v >> 24)};
+    std::byte le[4];
+    put<std::uint32_t>(le, v);
     absorb(s, le, sizeof le);
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "net/little_endian.hpp"
+
 namespace csp::net::detail {
 namespace {
 
@@ -12,25 +14,19 @@ std::array<std::byte, N> take_bytes(const std::string& body, std::size_t at) {
     return out;
 }
 
-std::uint32_t take_u32(const std::string& body, std::size_t at) {
-    std::uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(body[at + static_cast<std::size_t>(i)]);
-    return v;
-}
-
 }  // namespace
 
 std::string limits_bytes(const link_limits& l) {
     std::string out(limits_size, '\0');
-    for (int i = 0; i < 4; ++i) {
-        out[static_cast<std::size_t>(i)] = static_cast<char>(l.max_frame >> (8 * i));
-        out[static_cast<std::size_t>(4 + i)] = static_cast<char>(l.window >> (8 * i));
-    }
+    auto* at = reinterpret_cast<std::byte*>(out.data());
+    put<std::uint32_t>(at, l.max_frame);
+    put<std::uint32_t>(at + 4, l.window);
     return out;
 }
 
 link_limits take_limits(const std::string& body, std::size_t at) {
-    const link_limits l{take_u32(body, at), take_u32(body, at + 4)};
+    const auto* in = reinterpret_cast<const std::byte*>(body.data()) + at;
+    const link_limits l{get<std::uint32_t>(in), get<std::uint32_t>(in + 4)};
     if (l.window == 0) throw refusal("malformed limits: a window of 0 bytes");
     return l;
 }
