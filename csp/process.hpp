@@ -11,7 +11,9 @@
 //   auto [sum, count] = csp::par([&] { return add(in1); }, [&] { return tally(in2); });
 //   csp::par_for(n, [&](std::size_t i) { worker(i, jobs.reader(), results.writer()); });
 //   csp::par(csp::proc("producer", [w = c.writer()] { ... }), ...);  // named
+#include <algorithm>
 #include <cstddef>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "csp/detail/spawn.hpp"
+#include "csp/priority.hpp"
 
 namespace csp {
 
@@ -50,22 +53,41 @@ auto take_result(result_slot<R>& slot) {
     else return std::move(*slot.value);
 }
 
+// par() with branch i at priority prio(parent's priority, i).
+template <class Prio, class... F>
+auto par_prioritised(const char* what, Prio prio, F&&... branches) {
+    std::tuple<result_slot<process_result_t<F>>...> results;
+    run_children(what, sizeof...(F), [&](auto* rt, auto* self, auto* join) {
+        const int base = self->priority.load(std::memory_order_relaxed);
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (spawn(rt, self, I, std::forward<F>(branches), &std::get<I>(results), join, false, prio(base, I)), ...);
+        }(std::index_sequence_for<F...>{});
+    });
+    if constexpr ((std::is_void_v<process_result_t<F>> && ...)) {
+        return;
+    } else {
+        return std::apply([](auto&... slot) { return std::make_tuple(take_result(slot)...); }, results);
+    }
+}
+
 }  // namespace detail
 
 template <class... F>
 auto par(F&&... branches) {
-    std::tuple<detail::result_slot<detail::process_result_t<F>>...> results;
-    detail::run_children("csp::par", sizeof...(F), [&](auto* rt, auto* self, auto* join) {
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (detail::spawn(rt, self, I, std::forward<F>(branches), &std::get<I>(results), join), ...);
-        }(std::index_sequence_for<F...>{});
-    });
-    if constexpr ((std::is_void_v<detail::process_result_t<F>> && ...)) {
-        return;
-    } else {
-        return std::apply([](auto&... slot) { return std::make_tuple(detail::take_result(slot)...); },
-                          results);
-    }
+    return detail::par_prioritised("csp::par", [](int base, std::size_t) { return base; },
+                                   std::forward<F>(branches)...);
+}
+
+// occam-pi's PRI PAR: par() with descending priorities. The first branch
+// runs at the caller's priority, each further one a level lower, down to
+// priority_lowest (where the rest share it). Like every priority, this only
+// orders ready processes; it never makes a branch wait for another.
+template <class... F>
+auto pri_par(F&&... branches) {
+    return detail::par_prioritised(
+        "csp::pri_par",
+        [](int base, std::size_t i) { return std::max(priority_lowest, base - static_cast<int>(i)); },
+        std::forward<F>(branches)...);
 }
 
 // occam's PAR i = 0 FOR n: runs body(i) for i in [0, n) concurrently. Returns
@@ -118,6 +140,19 @@ inline bool inside_runtime() noexcept { return detail::current_process() != null
 // The calling process's name ("main.1.0" when it was not given one).
 inline std::string name() { return detail::calling_process("csp::this_process::name")->label(); }
 inline void set_name(std::string n) { detail::calling_process("csp::this_process::set_name")->set_name(std::move(n)); }
+// The calling process's priority (priority.hpp).
+inline priority get_priority() {
+    return detail::calling_process("csp::this_process::get_priority")->priority.load(std::memory_order_relaxed);
+}
+// Changes the calling process's priority; it applies from the process's next
+// wait or yield on, and to the processes it starts from now on.
+inline void set_priority(priority p) {
+    if (p < priority_lowest || p > priority_highest)
+        throw usage_error("csp::this_process::set_priority: priority " + std::to_string(p) + " is outside [" +
+                          std::to_string(priority_lowest) + ", " + std::to_string(priority_highest) + "]");
+    detail::calling_process("csp::this_process::set_priority")
+        ->priority.store(static_cast<std::int8_t>(p), std::memory_order_relaxed);
+}
 }  // namespace this_process
 
 }  // namespace csp

@@ -57,6 +57,7 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
         return;
     }
     workers_ = std::make_unique<workers>(o.threads, core_.get());
+    core_->set_workers(&workers_->pool);
     for (std::size_t i = 1; i < o.threads; ++i) {
         workers_->threads.emplace_back([this, i] {
             boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, i, core_.get());

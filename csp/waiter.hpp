@@ -24,15 +24,21 @@
 //     timer has used up its waker's epoch, so a late wake is stale and harmless.
 //  4. An untimed waiter of a process publishes itself in the process record
 //     (blocked_on) while suspended, for deadlock detection (runtime_core.hpp).
+//  5. An untimed waiter of a process in a multi-thread runtime parks and is
+//     handed off to its waker's worker (detail/handoff.hpp); every other
+//     waiter is woken through its Boost waker. Which one is fixed at
+//     construction, because a waker may commit the waiter before it suspends.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include <boost/assert.hpp>
 #include <boost/fiber/context.hpp>
 
 #include "csp/error.hpp"
 #include "csp/detail/fiber_internals.hpp"
+#include "csp/detail/handoff.hpp"
 #include "csp/detail/runtime_core.hpp"
 
 namespace csp {
@@ -64,8 +70,10 @@ public:
     explicit waiter(bool timed = false) noexcept
         : ctx_(boost::fibers::context::active()),
           proc_(static_cast<detail::process_record*>(ctx_->get_properties())),
-          waker_(ctx_->create_waker()),
-          published_(!timed && proc_ != nullptr) {}
+          published_(!timed && proc_ != nullptr),
+          handoff_(published_ && proc_->runtime()->workers() != nullptr) {
+        if (!handoff_) waker_ = ctx_->create_waker();
+    }
 
     waiter(const waiter&) = delete;
     waiter& operator=(const waiter&) = delete;
@@ -81,15 +89,20 @@ public:
     }
 
     // Wake after a successful commit() made by someone other than the waiter.
-    void wake() noexcept { waker_.wake(); }
+    void wake() noexcept {
+        if (handoff_) detail::hand_off(ctx_, proc_);
+        else waker_.wake();
+    }
 
-    // Suspend until committed. With a deadline, commits `timeout_index` itself
-    // if the deadline passes first. Returns the committed state.
+    // Suspend until committed. With a deadline (only for a waiter made
+    // `timed`), commits `timeout_index` itself if the deadline passes first.
+    // Returns the committed state.
     int wait(clock::time_point deadline = clock::time_point::max(), int timeout_index = retry) {
         if (deadline == clock::time_point::max()) {
             suspend_published();
             return state();
         }
+        BOOST_ASSERT_MSG(!handoff_, "a waiter made untimed cannot wait with a deadline");
         detail::fiber::wait_until(ctx_, deadline, boost::fibers::waker(waker_));
         if (commit(timeout_index)) return timeout_index;
         return state();  // a partner committed first; its wake was stale or consumed
@@ -117,7 +130,8 @@ public:
 private:
     void suspend_published() {
         if (published_) proc_->blocked_on.store(this, std::memory_order_release);
-        ctx_->suspend();
+        if (handoff_) detail::park(ctx_, proc_);
+        else ctx_->suspend();
         if (published_) proc_->blocked_on.store(nullptr, std::memory_order_relaxed);
     }
 
@@ -126,6 +140,7 @@ private:
     detail::process_record* proc_;
     boost::fibers::waker waker_;
     bool published_;
+    bool handoff_;
     const wait_site* site_ = nullptr;
 };
 

@@ -16,11 +16,18 @@ void idle_protocol::attach(idle_thread& t) {
     attached_.push_back(&t);
 }
 
-bool idle_protocol::spin(idle_thread& self, time_point until) const {
+bool idle_protocol::spin(idle_thread& self, time_point until) {
     const time_point spin_until = std::min(until, std::chrono::steady_clock::now() + tuning::idle_spin);
+    spinners_.fetch_add(1);
     for (unsigned i = 1;; ++i) {
-        if (self.notified_.load(std::memory_order_relaxed) || self.has_work()) return true;
-        if (i % tuning::idle_spin_clock_every == 0 && std::chrono::steady_clock::now() >= spin_until) return false;
+        if (self.notified_.load(std::memory_order_relaxed) || self.has_work()) {
+            spinners_.fetch_sub(1);
+            return true;
+        }
+        if (i % tuning::idle_spin_clock_every == 0 && std::chrono::steady_clock::now() >= spin_until) {
+            spinners_.fetch_sub(1);
+            return false;
+        }
         spin_pause();
     }
 }
@@ -28,11 +35,15 @@ bool idle_protocol::spin(idle_thread& self, time_point until) const {
 void idle_protocol::idle(idle_thread& self, time_point until) {
     if (threads_ > 1 && spin(self, until)) {
         self.notified_.store(false, std::memory_order_relaxed);
+        // Other work may have been queued while wake-ups were held back for
+        // this spinner: pass one on (a no-op unless someone sleeps).
+        work_added();
         return;
     }
     std::unique_lock lk(mutex_);
     // Announce, then look (the no-lost-wake-up argument in the header).
     sleepers_.fetch_add(1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     auto leave = [&] {
         self.notified_.store(false, std::memory_order_relaxed);
         sleepers_.fetch_sub(1);
@@ -52,6 +63,7 @@ void idle_protocol::idle(idle_thread& self, time_point until) {
         return;
     }
 
+    until = std::min(until, self.sleep_limit());
     if (idle_poller* p = rt_->idle_poller(); p && polling_ == nullptr) {
         polling_ = &self;
         poller_ = p;
@@ -83,7 +95,9 @@ void idle_protocol::notify(idle_thread& t) {
 }
 
 void idle_protocol::work_added() {
-    if (sleepers_.load() == 0) return;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    if (spinners_.load(std::memory_order_relaxed) != 0) return;
     idle_poller* p;
     {
         std::lock_guard lk(mutex_);

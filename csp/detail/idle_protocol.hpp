@@ -11,12 +11,15 @@
 // thread t), work_added() (a thread queued work any thread may take), and
 // wake_all() (the idle poller changed; a hook of the runtime).
 //
-// No lost wake-up. A sleeper increments sleepers_ before its last look for
-// work; a thread that adds work queues it before it reads sleepers_. The
-// queue's own lock orders the look and the queueing: if the look came
-// first, the increment happened before the read, so the adder sees a
-// sleeper and bumps epoch_ under mutex_, which the sleeper's wait checks;
-// if the queueing came first, the look finds the work. notify() sets the
+// No lost wake-up. A sleeper increments sleepers_ (and a spinner decrements
+// spinners_) before its last look for work; a thread that adds work queues
+// it before it reads sleepers_ and spinners_, with a sequentially consistent
+// fence between (work_added) matching the one before the look. If the look
+// came first, the adder sees the sleeper (and no spinner), bumps epoch_
+// under mutex_, which the sleeper's wait checks; if the queueing came first,
+// the look finds the work. A spinner the adder counted on has not made its
+// last look yet, so it finds the work or, if it took other work instead,
+// passes the wake-up on (idle()). notify() sets the
 // thread's flag under mutex_, which the sleeper reads under mutex_ before it
 // sleeps and in its wait. A thread waiting in the poller is a sleeper too,
 // and each of the three wake-ups that concerns it also wakes the poller,
@@ -44,6 +47,11 @@ public:
     // Work this thread could run that the protocol cannot see: its own ready
     // fibers, or another's it may take. Read after the thread announced itself.
     virtual bool has_work() const noexcept = 0;
+    // How long this thread may sleep at most once it found no work; asked
+    // just before it sleeps.
+    virtual std::chrono::steady_clock::time_point sleep_limit() noexcept {
+        return std::chrono::steady_clock::time_point::max();
+    }
 
 protected:
     ~idle_thread() = default;
@@ -70,7 +78,9 @@ public:
     // dispatcher soon. The flag persists, so a notify just before `t` goes
     // idle is not lost.
     void notify(idle_thread& t);
-    // Work that any thread may take was queued. Cheap when nobody sleeps.
+    // Work that any thread may take was queued. Cheap when nobody sleeps or
+    // some thread is spinning for work already (it will find this): at most
+    // one thread is woken per spinner that gives up (Go's wake throttling).
     void work_added();
     // Every thread looks again (the poller changed, or a runtime hook).
     void wake_all();
@@ -84,7 +94,7 @@ private:
         return poller_;
     }
     // Looks for work until `until` or the spin's end; true if it found some.
-    bool spin(idle_thread& self, std::chrono::steady_clock::time_point until) const;
+    bool spin(idle_thread& self, std::chrono::steady_clock::time_point until);
 
     const std::size_t threads_;
     runtime_core* const rt_;
@@ -93,6 +103,7 @@ private:
     std::condition_variable cv_;
     std::uint64_t epoch_ = 0;         // bumped by work_added and wake_all
     std::atomic<std::size_t> sleepers_{0};
+    std::atomic<std::size_t> spinners_{0};  // threads in spin()
     // The thread waiting in the runtime's idle poller and that poller (at
     // most one thread polls; the others sleep on cv_). Under mutex_.
     idle_thread* polling_ = nullptr;

@@ -1,10 +1,14 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include <boost/fiber/context.hpp>
+#include <boost/fiber/detail/spinlock.hpp>
 #include <boost/fiber/properties.hpp>
+
+#include "csp/priority.hpp"
 
 namespace csp {
 class waiter;
@@ -55,6 +59,23 @@ public:
     // A daemon (process_group.hpp), fixed before the process registers.
     bool daemon = false;
 
+    // The process's priority (priority.hpp). Written only by the process
+    // itself; read by whichever thread queues it.
+    std::atomic<std::int8_t> priority{static_cast<std::int8_t>(priority_normal)};
+
+    // Hand-off of a parked process to the waker's worker (multi-thread
+    // runtimes only; scheduler_policy.hpp). The process sets `parked` under
+    // `park_lock` and suspends with the lock held; Boost releases it only once
+    // the process's context is saved. A worker that takes the process from a
+    // queue with `handed_off` set runs it only after it took the lock and saw
+    // `parked`, so a process committed before it finished suspending is never
+    // resumed twice or on two threads at once.
+    boost::fibers::detail::spinlock park_lock;
+    bool parked = false;      // under park_lock
+    // Set by the waker; published with the process (a queue's lock or the
+    // run-next exchange) and cleared by the worker that claims it.
+    bool handed_off = false;
+
     // Highest address of this process's own frames (sanitizer support).
     void* stack_top = nullptr;
 
@@ -68,6 +89,18 @@ private:
     std::size_t index_;
     std::string name_;
 };
+
+// The priority a fiber being spawned on this thread gets in the ready queue
+// until its record exists (spawn.hpp sets it around the fiber's creation).
+inline thread_local int spawning_priority = priority_normal;
+
+// The queue level of a fiber: its process's priority; for a fiber that has
+// not started yet, the priority it was spawned with; otherwise normal.
+inline int priority_of(const boost::fibers::context* ctx) noexcept {
+    if (auto* rec = static_cast<const process_record*>(ctx->get_properties()))
+        return rec->priority.load(std::memory_order_relaxed);
+    return spawning_priority;
+}
 
 // The record of the calling fiber, or nullptr when the caller is not a process
 // of a csp runtime (a plain thread, or a Boost fiber started by other code).

@@ -14,6 +14,8 @@
 
 namespace csp::detail {
 
+class worker_pool;
+
 // Shared state of one runtime that processes and waiters touch directly.
 //
 // Deadlock detection. A process waiting without a deadline (channel,
@@ -128,6 +130,11 @@ public:
         for (auto& s : all) s->join();
     }
 
+    // The workers of a multi-thread runtime (scheduler_policy.hpp), or nullptr
+    // on one thread. Fixed before the root process starts.
+    worker_pool* workers() const noexcept { return workers_; }
+    void set_workers(worker_pool* w) noexcept { workers_ = w; }
+
     // The event source idle workers poll instead of sleeping (idle_poller.hpp),
     // or nullptr. At most one per runtime.
     csp::idle_poller* idle_poller() const noexcept { return poller_.load(std::memory_order_acquire); }
@@ -168,6 +175,7 @@ private:
     std::vector<std::pair<const void*, std::shared_ptr<csp::service>>> services_;
     bool services_stopped_ = false;
     std::atomic<csp::idle_poller*> poller_{nullptr};
+    worker_pool* workers_ = nullptr;
 };
 
 }  // namespace csp::detail

@@ -1,7 +1,10 @@
 #include "csp/detail/scheduler_policy.hpp"
 
+#include <algorithm>
+#include <mutex>
 #include <utility>
 
+#include "csp/detail/handoff.hpp"
 
 namespace csp::detail {
 
@@ -10,6 +13,11 @@ using time_point = std::chrono::steady_clock::time_point;
 
 namespace {
 
+// The worker running on this thread, if any (set by its constructor on its
+// own thread). hand_off() reads it once per call: a fiber may move between
+// threads, so nothing may keep its address across a suspension.
+thread_local worker_policy* this_thread_worker = nullptr;
+
 // A non-blocking poll of the runtime's idle poller, if it is time for one.
 // Costs one atomic load when the runtime has no poller.
 void busy_poll(runtime_core* rt, busy_poll_clock& clock) noexcept {
@@ -17,7 +25,44 @@ void busy_poll(runtime_core* rt, busy_poll_clock& clock) noexcept {
     if (p == nullptr || !fiber::is_dispatcher(context::active())) return;
     if (clock.due()) p->poll_until(time_point{});
 }
+
+process_record* record_of(context* ctx) noexcept {
+    return static_cast<process_record*>(ctx->get_properties());
+}
+
+// Handoff.hpp step 3: whether `ctx` may be resumed now, claiming it if so.
+// Called by the worker that has just removed it from a queue or slot, or
+// found it under a queue's lock.
+bool claim(context* ctx) noexcept {
+    process_record* rec = record_of(ctx);
+    if (rec == nullptr || !rec->handed_off) return true;
+    if (!rec->park_lock.try_lock()) return false;  // still suspending
+    const bool parked = std::exchange(rec->parked, false);
+    if (parked) rec->handed_off = false;
+    rec->park_lock.unlock();
+    return parked;
+}
+
 }  // namespace
+
+// ---- hand-off (handoff.hpp) ----------------------------------------------------
+
+void park(context* self, process_record* rec) noexcept {
+    boost::fibers::scheduler* s = self->get_scheduler();
+    boost::fibers::detail::spinlock_lock lk(rec->park_lock);
+    rec->parked = true;
+    // Detached, the fiber belongs to no thread until a worker claims it; the
+    // lock is released by Boost once the switch away has saved its context.
+    s->detach_worker_context(self);
+    s->suspend(lk);
+}
+
+void hand_off(context* ctx, process_record* rec) noexcept {
+    rec->handed_off = true;
+    worker_policy* w = this_thread_worker;
+    if (w != nullptr && w->runtime() == rec->runtime()) w->run_next(ctx);
+    else rec->runtime()->workers()->inject(ctx, priority_of(ctx));
+}
 
 // ---- single thread ----------------------------------------------------------
 
@@ -28,7 +73,7 @@ single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt), idle_(1,
 
 void single_thread_policy::awakened(context* ctx) noexcept {
     if (fiber::is_dispatcher(ctx)) dispatcher_ = ctx;
-    else fiber::push_ready(ctx, ready_);
+    else ready_.push(ctx, priority_of(ctx));
 }
 
 context* single_thread_policy::pick_next() noexcept {
@@ -38,9 +83,7 @@ context* single_thread_policy::pick_next() noexcept {
         return std::exchange(dispatcher_, nullptr);
     }
     if (ready_.empty()) return nullptr;
-    context* ctx = &ready_.front();
-    ready_.pop_front();
-    return ctx;
+    return ready_.pop();
 }
 
 bool single_thread_policy::has_ready_fibers() const noexcept {
@@ -51,86 +94,201 @@ void single_thread_policy::suspend_until(time_point const& t) noexcept { idle_.i
 
 void single_thread_policy::notify() noexcept { idle_.notify(*this); }
 
+// ---- shared ready queue -------------------------------------------------------
+
+void shared_ready_queue::push(context* ctx, int level) noexcept {
+    std::lock_guard lk(lock_);
+    queue_.push(ctx, level);
+    levels_.store(queue_.levels(), std::memory_order_relaxed);
+}
+
+context* shared_ready_queue::take() noexcept {
+    if (levels_.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard lk(lock_);
+    int level;
+    context* ctx = queue_.pop_first(claim, level);
+    levels_.store(queue_.levels(), std::memory_order_relaxed);
+    return ctx;
+}
+
 // ---- worker pool --------------------------------------------------------------
 
 void worker_pool::attach(std::size_t idx, worker_policy* w) { workers_[idx].store(w, std::memory_order_release); }
 
-bool worker_pool::has_stealable_work(const worker_policy* except) const {
-    for (const auto& slot : workers_) {
-        const worker_policy* w = slot.load(std::memory_order_acquire);
-        if (w && w != except && w->has_stealable()) return true;
-    }
-    return false;
+void worker_pool::inject(context* ctx, int level) noexcept {
+    injected_.push(ctx, level);
+    idle_.work_added();
 }
 
-context* worker_pool::steal_for(const worker_policy* thief) {
-    // Start after the thief so that workers do not all raid the same victim.
-    std::size_t start = 0;
-    for (std::size_t i = 0; i < workers_.size(); ++i)
-        if (workers_[i].load(std::memory_order_relaxed) == thief) start = i + 1;
-    for (std::size_t k = 0; k < workers_.size(); ++k) {
-        worker_policy* victim = workers_[(start + k) % workers_.size()].load(std::memory_order_acquire);
-        if (victim == nullptr || victim == thief) continue;
-        if (context* ctx = victim->steal()) return ctx;
+int worker_pool::stealable_level(const worker_policy* thief) const noexcept {
+    int best = injected_.top_level();
+    for (const auto& slot : workers_) {
+        const worker_policy* w = slot.load(std::memory_order_acquire);
+        if (w != nullptr && w != thief) best = std::max(best, w->queued_level());
     }
-    return nullptr;
+    return best;
+}
+
+context* worker_pool::steal_for(worker_policy* thief) noexcept {
+    // Highest priority first: look at every queue, take from the best; a
+    // queue whose best was taken meanwhile (or is still suspending) makes us
+    // look again, a bounded number of times.
+    for (std::size_t attempt = 0; attempt <= workers_.size(); ++attempt) {
+        int best = injected_.top_level();
+        worker_policy* victim = nullptr;
+        for (auto& slot : workers_) {
+            worker_policy* w = slot.load(std::memory_order_acquire);
+            if (w == nullptr || w == thief) continue;
+            if (const int level = w->queued_level(); level > best) best = level, victim = w;
+        }
+        if (best < 0) break;
+        if (context* ctx = victim ? victim->steal() : take_injected()) return ctx;
+    }
+    // A run-next slot, last: only a process that sat there since the thief's
+    // previous look, at least tuning::run_next_steal_delay ago, while its
+    // owner scheduled nothing (it runs one long process).
+    auto& seen = thief->sighting;
+    if (seen.owner == nullptr) {
+        sight_run_next(thief);
+        return nullptr;
+    }
+    worker_policy* owner = seen.owner;
+    if (owner->peek_run_next() != seen.ctx || owner->picks() != seen.picks) {
+        sight_run_next(thief);
+        return nullptr;
+    }
+    if (std::chrono::steady_clock::now() - seen.when < tuning::run_next_steal_delay) return nullptr;
+    const auto s = std::exchange(seen, {});
+    return owner->steal_run_next(s.ctx, s.picks);
+}
+
+void worker_pool::sight_run_next(worker_policy* thief) const noexcept {
+    auto& seen = thief->sighting;
+    seen = {};
+    for (const auto& slot : workers_) {
+        worker_policy* w = slot.load(std::memory_order_acquire);
+        if (w == nullptr || w == thief) continue;
+        if (context* next = w->peek_run_next()) {
+            seen = {w, next, w->picks(), std::chrono::steady_clock::now()};
+            return;
+        }
+    }
+}
+
+bool worker_pool::run_next_held(const worker_policy* except) const noexcept {
+    for (const auto& slot : workers_) {
+        const worker_policy* w = slot.load(std::memory_order_acquire);
+        if (w != nullptr && w != except && w->peek_run_next() != nullptr) return true;
+    }
+    return false;
 }
 
 // ---- worker -----------------------------------------------------------------
 
 worker_policy::worker_policy(worker_pool* pool, std::size_t idx, runtime_core* rt)
-    : pool_(pool), rt_(rt) {
+    : pool_(pool), rt_(rt), sched_(context::active()->get_scheduler()) {
+    this_thread_worker = this;
     pool_->attach(idx, this);
     pool_->idle().attach(*this);
     rt_->add_idle_hook([](void* p) { static_cast<idle_protocol*>(p)->wake_all(); }, &pool_->idle());
 }
 
+worker_policy::~worker_policy() {
+    if (this_thread_worker == this) this_thread_worker = nullptr;
+}
+
 void worker_policy::awakened(context* ctx) noexcept {
-    if (!fiber::is_pinned(ctx)) fiber::detach_from_its_thread(ctx);
-    {
-        std::lock_guard lk(mutex_);
-        ready_.push_back(ctx);
+    if (fiber::is_dispatcher(ctx)) {
+        dispatcher_ = ctx;
+    } else if (fiber::is_pinned(ctx)) {
+        main_ = ctx;  // a thread has one main context; it never leaves its thread
+    } else {
+        fiber::detach_from_its_thread(ctx);
+        queue(ctx);
     }
+}
+
+void worker_policy::queue(context* ctx) noexcept {
+    queue_.push(ctx, priority_of(ctx));
     pool_->idle().work_added();
+}
+
+void worker_policy::run_next(context* ctx) noexcept {
+    if (context* displaced = next_.exchange(ctx, std::memory_order_acq_rel)) queue(displaced);
+}
+
+context* worker_policy::steal_run_next(context* seen, unsigned picks) noexcept {
+    if (picks_.load(std::memory_order_relaxed) != picks) return nullptr;
+    if (!next_.compare_exchange_strong(seen, nullptr, std::memory_order_acq_rel)) return nullptr;
+    if (claim(seen)) return seen;
+    queue(seen);  // still suspending: back where anyone may take it
+    return nullptr;
+}
+
+// The best of this worker's own work: run-next, the main context and the
+// queue, highest priority first (the shared queue when it holds higher).
+context* worker_policy::take_local() noexcept {
+    const int queued = std::max(queue_.top_level(), pool_->injected_level());
+    const int main_level = main_ ? priority_normal : -1;
+    if (context* next = next_.load(std::memory_order_relaxed)) {
+        const int level = priority_of(next);
+        const bool due = next_streak_ < tuning::run_next_streak || queued < 0;
+        if (due && level >= queued && level >= main_level &&
+            (next = next_.exchange(nullptr, std::memory_order_acquire)) != nullptr) {
+            if (claim(next)) {
+                ++next_streak_;
+                return next;
+            }
+            queue(next);  // still suspending: look again later
+        }
+    }
+    next_streak_ = 0;
+    if (main_ && main_level >= queued) return std::exchange(main_, nullptr);
+    if (queue_.top_level() >= pool_->injected_level()) {
+        if (context* ctx = queue_.take()) return ctx;
+    }
+    if (context* ctx = pool_->take_injected()) return ctx;
+    if (context* ctx = queue_.take()) return ctx;
+    // The run-next process lost to the streak limit or to a queued process
+    // that turned out to be still suspending.
+    if (context* next = next_.exchange(nullptr, std::memory_order_acquire)) {
+        if (claim(next)) return next;
+        queue(next);
+    }
+    if (main_) return std::exchange(main_, nullptr);
+    return nullptr;
 }
 
 context* worker_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
-    context* ctx = nullptr;
-    {
-        std::lock_guard lk(mutex_);
-        if (!ready_.empty()) {
-            ctx = ready_.front();
-            ready_.pop_front();
-        }
+    picks_.store(picks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (dispatcher_ && ++picks_since_dispatch_ >= tuning::dispatch_interval) {
+        picks_since_dispatch_ = 0;
+        return std::exchange(dispatcher_, nullptr);
     }
+    context* ctx = take_local();
     if (ctx == nullptr) ctx = pool_->steal_for(this);
-    if (ctx != nullptr && !fiber::is_pinned(ctx)) fiber::attach_to_this_thread(ctx);
+    if (ctx == nullptr) {
+        picks_since_dispatch_ = 0;
+        return std::exchange(dispatcher_, nullptr);
+    }
+    // Through the scheduler, not context::active(): the active fiber may be
+    // one that has just detached itself to park.
+    if (!fiber::is_pinned(ctx)) sched_->attach_worker_context(ctx);
     return ctx;
 }
 
 bool worker_policy::has_ready_fibers() const noexcept {
-    std::lock_guard lk(mutex_);
-    return !ready_.empty();
+    return dispatcher_ != nullptr || main_ != nullptr || next_.load(std::memory_order_relaxed) != nullptr ||
+           queue_.top_level() >= 0;
 }
 
-bool worker_policy::has_stealable() const noexcept {
-    std::lock_guard lk(mutex_);
-    for (const context* ctx : ready_)
-        if (!fiber::is_pinned(ctx)) return true;
-    return false;
-}
-
-context* worker_policy::steal() noexcept {
-    std::lock_guard lk(mutex_);
-    for (auto it = ready_.rbegin(); it != ready_.rend(); ++it) {
-        if (!fiber::is_pinned(*it)) {
-            context* ctx = *it;
-            ready_.erase(std::next(it).base());
-            return ctx;
-        }
-    }
-    return nullptr;
+time_point worker_policy::sleep_limit() noexcept {
+    if (!pool_->run_next_held(this)) return time_point::max();
+    // Note what is held now, so that the look after the sleep can tell a slot
+    // that did not move.
+    pool_->sight_run_next(this);
+    return std::chrono::steady_clock::now() + tuning::run_next_watch;
 }
 
 void worker_policy::suspend_until(time_point const& t) noexcept { pool_->idle().idle(*this, t); }

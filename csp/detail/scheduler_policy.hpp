@@ -1,25 +1,45 @@
 #pragma once
-// Boost.Fiber scheduling policies of a runtime. Both do what Boost's
-// round_robin / work_stealing do, and add what csp needs: a thread that runs
-// out of ready fibers goes idle through the runtime's one idle protocol
+// Boost.Fiber scheduling policies of a runtime.
+//
+// Both serve the highest priority first and are FIFO among equals
+// (ready_queue.hpp), go idle through the runtime's one idle protocol
 // (idle_protocol.hpp: deadlock detection, waiting in the idle poller, no lost
-// wake-up); and a thread that never runs out polls the idle poller without
-// blocking now and then (busy_poll_clock), so file descriptors are served
-// even in a program that never rests. Their constants are in tuning.hpp.
+// wake-up), and poll the idle poller without blocking now and then while
+// they never run out of work (busy_poll_clock), so file descriptors are
+// served even in a program that never rests. Constants are in tuning.hpp.
+//
+// The multi-thread policy replaces Boost's work_stealing algorithm: that one
+// queues a woken fiber on the thread it last ran on, so two processes that
+// talk to each other across workers pay a cross-core wake on every message.
+// Here a process woken by a channel operation is handed to the waker's
+// worker (handoff.hpp) and runs next there (Go's run-next slot):
+//   - the run-next slot holds the process woken last; the one it displaces
+//     goes to the back of the worker's queue, where other workers may steal
+//     it. A local ping-pong goes through the slot alone: no lock, and no
+//     cache line another worker writes.
+//   - run-next wins ties of priority over the queue, but at most
+//     tuning::run_next_streak times in a row, so a ping-pong cannot starve
+//     the queue.
+//   - an idle worker steals from the queue with the highest ready priority,
+//     oldest first; a run-next slot only when its owner has not scheduled
+//     anything for a while (it runs one long process).
+//   - queuing stealable work wakes a sleeping worker only when no worker is
+//     already looking for work (idle_protocol::work_added).
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <deque>
-#include <mutex>
 #include <vector>
 
 #include <boost/fiber/algo/algorithm.hpp>
 #include <boost/fiber/context.hpp>
+#include <boost/fiber/scheduler.hpp>
 
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/idle_protocol.hpp"
+#include "csp/detail/ready_queue.hpp"
 #include "csp/detail/runtime_core.hpp"
 #include "csp/detail/tuning.hpp"
+#include "csp/spinlock.hpp"
 
 namespace csp::detail {
 
@@ -44,7 +64,7 @@ private:
     std::chrono::steady_clock::time_point last_{};
 };
 
-// One thread: a plain FIFO ready queue, no locks on the fast path.
+// One thread: a priority queue without locks.
 //
 // Boost's dispatcher context (which moves fibers woken from other threads
 // and expired timers into the ready queue, and frees finished fibers) is kept
@@ -63,7 +83,7 @@ public:
 private:
     bool has_work() const noexcept override { return has_ready_fibers(); }
 
-    fiber::ready_queue ready_;
+    ready_queue ready_;
     boost::fibers::context* dispatcher_ = nullptr;
     unsigned picks_since_dispatch_ = 0;
     runtime_core* rt_;
@@ -73,30 +93,68 @@ private:
 
 class worker_policy;
 
-// The workers of a multi-threaded runtime: where a worker steals from, and
-// their shared idle protocol.
+// A queue several threads push to and take from: a worker's stealable queue,
+// and the pool's shared queue. `levels` mirrors the queue's non-empty levels
+// so that others can look without the lock.
+class shared_ready_queue {
+public:
+    void push(boost::fibers::context* ctx, int level) noexcept;
+    // Highest priority first, oldest first, skipping handed-off processes
+    // still on their way into suspension (handoff.hpp step 3).
+    boost::fibers::context* take() noexcept;
+    // The highest non-empty level, or -1; a snapshot.
+    int top_level() const noexcept {
+        const std::uint32_t m = levels_.load(std::memory_order_relaxed);
+        return m == 0 ? -1 : 31 - __builtin_clz(m);
+    }
+
+private:
+    spinlock lock_;
+    ready_queue queue_;
+    std::atomic<std::uint32_t> levels_{0};
+};
+
+// The workers of a multi-thread runtime: where they steal from, the queue of
+// processes made ready by threads that are not workers, and their idle
+// protocol.
 class worker_pool {
 public:
     worker_pool(std::size_t n, runtime_core* rt) : workers_(n), idle_(n, rt) {}
 
     void attach(std::size_t idx, worker_policy* w);
-    bool has_stealable_work(const worker_policy* except) const;
-    boost::fibers::context* steal_for(const worker_policy* thief);
     idle_protocol& idle() noexcept { return idle_; }
+
+    // The shared queue (handoff.hpp step 2, from outside the workers).
+    void inject(boost::fibers::context* ctx, int level) noexcept;
+    int injected_level() const noexcept { return injected_.top_level(); }
+    boost::fibers::context* take_injected() noexcept { return injected_.take(); }
+
+    // The highest priority of work `thief` could take from the others' queues
+    // or the shared queue, or -1.
+    int stealable_level(const worker_policy* thief) const noexcept;
+    // Work for `thief`: the highest priority queued anywhere else, then a
+    // run-next slot whose owner has been running one process for a while.
+    boost::fibers::context* steal_for(worker_policy* thief) noexcept;
+    // Whether some other worker holds a process in its run-next slot; a worker
+    // about to sleep then sleeps only tuning::run_next_watch, to steal it if
+    // its owner is still busy.
+    bool run_next_held(const worker_policy* except) const noexcept;
+    // Notes every run-next slot `thief` sees now, for steal_for's next look.
+    void sight_run_next(worker_policy* thief) const noexcept;
 
 private:
     // Each worker attaches itself from its own thread while others may
     // already look for work here: null until then.
     std::vector<std::atomic<worker_policy*>> workers_;
+    shared_ready_queue injected_;
     idle_protocol idle_;
 };
 
-// One worker of a multi-threaded runtime: a locked deque per worker; an idle
-// worker steals from the back of another's (never a pinned main or
-// dispatcher context).
+// One worker of a multi-thread runtime (the policy in the header comment).
 class worker_policy final : public boost::fibers::algo::algorithm, private idle_thread {
 public:
     worker_policy(worker_pool* pool, std::size_t idx, runtime_core* rt);
+    ~worker_policy() override;
 
     void awakened(boost::fibers::context* ctx) noexcept override;
     boost::fibers::context* pick_next() noexcept override;
@@ -104,17 +162,50 @@ public:
     void suspend_until(std::chrono::steady_clock::time_point const& t) noexcept override;
     void notify() noexcept override;
 
-    boost::fibers::context* steal() noexcept;
-    bool has_stealable() const noexcept;
+    runtime_core* runtime() const noexcept { return rt_; }
+    // Handoff.hpp step 2 on this worker's own thread.
+    void run_next(boost::fibers::context* ctx) noexcept;
+
+    // For thieves.
+    int queued_level() const noexcept { return queue_.top_level(); }
+    boost::fibers::context* steal() noexcept { return queue_.take(); }
+    // Takes the run-next process if it is `seen` and this worker has not
+    // scheduled anything since `picks`.
+    boost::fibers::context* steal_run_next(boost::fibers::context* seen, unsigned picks) noexcept;
+    boost::fibers::context* peek_run_next() const noexcept { return next_.load(std::memory_order_relaxed); }
+    unsigned picks() const noexcept { return picks_.load(std::memory_order_relaxed); }
+
+    // What this worker last saw of another's run-next slot (steal_for).
+    struct run_next_sighting {
+        worker_policy* owner = nullptr;
+        boost::fibers::context* ctx = nullptr;
+        unsigned picks = 0;
+        std::chrono::steady_clock::time_point when{};
+    } sighting;
 
 private:
-    bool has_work() const noexcept override { return has_ready_fibers() || pool_->has_stealable_work(this); }
+    bool has_work() const noexcept override {
+        return has_ready_fibers() || pool_->stealable_level(this) >= 0;
+    }
+    std::chrono::steady_clock::time_point sleep_limit() noexcept override;
+    boost::fibers::context* take_local() noexcept;
+    void queue(boost::fibers::context* ctx) noexcept;
 
     worker_pool* pool_;
     runtime_core* rt_;
+    boost::fibers::scheduler* sched_;  // this thread's Boost scheduler
     busy_poll_clock busy_poll_;
-    mutable std::mutex mutex_;
-    std::deque<boost::fibers::context*> ready_;
+    boost::fibers::context* dispatcher_ = nullptr;
+    unsigned picks_since_dispatch_ = 0;
+    boost::fibers::context* main_ = nullptr;  // this thread's main context, when ready
+    unsigned next_streak_ = 0;                // run-next picks in a row
+
+    // Written by the owner on every pick and by wakers; read by thieves only
+    // when they are about to sleep (run_next_held, steal_for).
+    alignas(64) std::atomic<boost::fibers::context*> next_{nullptr};
+    std::atomic<unsigned> picks_{0};
+    // Stealable: every fiber here is detached from this thread.
+    alignas(64) shared_ready_queue queue_;
 };
 
 }  // namespace csp::detail

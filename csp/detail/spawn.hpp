@@ -120,13 +120,18 @@ private:
 // (like std::thread) and destroyed there before the child reports back.
 // A daemon (process_group.hpp) is marked before it registers, so the
 // deadlock detector never counts it as a program process.
+//
+// The child's priority is `prio`, or its parent's when negative (the root's:
+// normal). Until its record exists, the ready queue learns it from
+// spawning_priority (process_record.hpp).
 template <class F, class R>
 void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&& f,
-           result_slot<R>* result, join_state* join, bool daemon = false) {
+           result_slot<R>* result, join_state* join, bool daemon = false, int prio = -1) {
     using traits = process_traits<std::decay_t<F>>;
     std::string name = traits::name(f);
+    if (prio < 0) prio = parent ? parent->priority.load(std::memory_order_relaxed) : priority_normal;
     rt->process_spawned();
-    auto body = [rt, parent, index, result, join, daemon, name = std::move(name),
+    auto body = [rt, parent, index, result, join, daemon, prio, name = std::move(name),
                  fn = std::decay_t<F>(std::forward<F>(f))]() mutable noexcept {
         std::exception_ptr err;
         {
@@ -134,6 +139,7 @@ void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&
             auto* rec = new (storage) process_record(rt, parent, index, std::move(name));
             rec->stack_top = __builtin_frame_address(0);
             rec->daemon = daemon;
+            rec->priority.store(static_cast<std::int8_t>(prio), std::memory_order_relaxed);
             boost::fibers::context* ctx = boost::fibers::context::active();
             ctx->set_properties(rec);
             rt->process_started(rec);
@@ -151,9 +157,11 @@ void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&
         }
         join->child_done(std::move(err), rt);
     };
+    const int outer = std::exchange(spawning_priority, prio);
     boost::fibers::fiber(boost::fibers::launch::post, std::allocator_arg, rt->stacks(),
                          std::move(body))
         .detach();
+    spawning_priority = outer;
 }
 
 }  // namespace detail

@@ -42,4 +42,22 @@ inline constexpr unsigned busy_poll_clock_every = 32;
 // (well under 1 us).
 inline constexpr unsigned dispatch_interval = 64;
 
+// A worker runs the process in its run-next slot (the one woken last) before
+// its queue at most this many times in a row: a ping-pong of two processes
+// keeps the slot busy and would otherwise starve every queued process.
+inline constexpr unsigned run_next_streak = 16;
+
+// An idle worker steals a process from another's run-next slot only if it
+// saw it there this long ago and the owner scheduled nothing since: the
+// owner is running one long process. Sooner would break up a ping-pong
+// (each pick is tens of nanoseconds); Go waits about 3 us.
+inline constexpr std::chrono::microseconds run_next_steal_delay{5};
+
+// A worker that goes to sleep while another's run-next slot is occupied
+// sleeps at most this long, then looks whether that process is still
+// waiting. Waking a worker for every run-next would cost a thread wake-up
+// per message of a ping-pong; this costs one short wake-up per interval
+// while some worker is busy.
+inline constexpr std::chrono::microseconds run_next_watch{1000};
+
 }  // namespace csp::detail::tuning
