@@ -17,18 +17,25 @@ void idle_protocol::attach(idle_thread& t) {
 }
 
 bool idle_protocol::spin(idle_thread& self, time_point until) {
-    const time_point spin_until = std::min(until, std::chrono::steady_clock::now() + tuning::idle_spin);
+    const time_point start = std::chrono::steady_clock::now();
+    const time_point spin_until = std::min(until, start + tuning::idle_spin);
+    const time_point expecting_until = std::min(until, start + tuning::idle_spin_expecting);
     spinners_.fetch_add(1);
     for (unsigned i = 1;; ++i) {
         if (self.notified_.load(std::memory_order_relaxed) || self.has_work()) {
             spinners_.fetch_sub(1);
             return true;
         }
-        if (i % tuning::idle_spin_clock_every == 0 && std::chrono::steady_clock::now() >= spin_until) {
-            spinners_.fetch_sub(1);
-            return false;
+        if (i % tuning::idle_spin_clock_every == 0) {
+            const time_point now = std::chrono::steady_clock::now();
+            if (now >= spin_until && (now >= expecting_until || !self.work_expected())) {
+                spinners_.fetch_sub(1);
+                return false;
+            }
         }
-        spin_pause();
+        // Look less often than we could: each look reads lines the busy
+        // threads write, and makes their next write a cache miss.
+        for (unsigned k = 0; k < tuning::idle_spin_pauses; ++k) spin_pause();
     }
 }
 

@@ -47,6 +47,9 @@ public:
     // Work this thread could run that the protocol cannot see: its own ready
     // fibers, or another's it may take. Read after the thread announced itself.
     virtual bool has_work() const noexcept = 0;
+    // Work this thread cannot take yet but probably soon: it keeps spinning
+    // (up to tuning::idle_spin_expecting) rather than sleep.
+    virtual bool work_expected() const noexcept { return false; }
     // How long this thread may sleep at most once it found no work; asked
     // just before it sleeps.
     virtual std::chrono::steady_clock::time_point sleep_limit() noexcept {

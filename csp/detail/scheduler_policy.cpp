@@ -96,10 +96,12 @@ void single_thread_policy::notify() noexcept { idle_.notify(*this); }
 
 // ---- shared ready queue -------------------------------------------------------
 
-void shared_ready_queue::push(context* ctx, int level) noexcept {
+std::size_t shared_ready_queue::push(context* ctx, int level) noexcept {
     std::lock_guard lk(lock_);
     queue_.push(ctx, level);
     levels_.store(queue_.levels(), std::memory_order_relaxed);
+    pushes_.store(pushes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return queue_.size();
 }
 
 context* shared_ready_queue::take() noexcept {
@@ -107,7 +109,9 @@ context* shared_ready_queue::take() noexcept {
     std::lock_guard lk(lock_);
     int level;
     context* ctx = queue_.pop_first(claim, level);
+    if (ctx == nullptr) return nullptr;
     levels_.store(queue_.levels(), std::memory_order_relaxed);
+    takes_.store(takes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return ctx;
 }
 
@@ -120,13 +124,43 @@ void worker_pool::inject(context* ctx, int level) noexcept {
     idle_.work_added();
 }
 
+namespace {
+
+// Whether a fiber in `victim`'s queue has waited tuning::steal_delay, by
+// `thief`'s record of its last look.
+bool has_waited(const worker_policy* thief, const worker_policy* victim, time_point& now) {
+    const shared_ready_queue& q = victim->stealable_queue();
+    const std::uint64_t takes = q.takes();
+    auto& look = thief->looks[victim->index()];
+    if (now == time_point{}) now = std::chrono::steady_clock::now();
+    if (takes >= look.pushes) {
+        // All it held at the last look has gone: time what it holds now.
+        look = {q.pushes(), now};
+        return false;
+    }
+    return now - look.since >= tuning::steal_delay;
+}
+
+}  // namespace
+
 int worker_pool::stealable_level(const worker_policy* thief) const noexcept {
     int best = injected_.top_level();
+    time_point now{};
     for (const auto& slot : workers_) {
         const worker_policy* w = slot.load(std::memory_order_acquire);
-        if (w != nullptr && w != thief) best = std::max(best, w->queued_level());
+        if (w == nullptr || w == thief) continue;
+        const int level = w->queued_level();
+        if (level > best && has_waited(thief, w, now)) best = level;
     }
     return best;
+}
+
+bool worker_pool::young_work(const worker_policy* thief) const noexcept {
+    for (const auto& slot : workers_) {
+        const worker_policy* w = slot.load(std::memory_order_acquire);
+        if (w != nullptr && w != thief && w->queued_level() >= 0) return true;
+    }
+    return false;
 }
 
 context* worker_pool::steal_for(worker_policy* thief) noexcept {
@@ -136,10 +170,12 @@ context* worker_pool::steal_for(worker_policy* thief) noexcept {
     for (std::size_t attempt = 0; attempt <= workers_.size(); ++attempt) {
         int best = injected_.top_level();
         worker_policy* victim = nullptr;
+        time_point now{};
         for (auto& slot : workers_) {
             worker_policy* w = slot.load(std::memory_order_acquire);
             if (w == nullptr || w == thief) continue;
-            if (const int level = w->queued_level(); level > best) best = level, victim = w;
+            if (const int level = w->queued_level(); level > best && has_waited(thief, w, now))
+                best = level, victim = w;
         }
         if (best < 0) break;
         if (context* ctx = victim ? victim->steal() : take_injected()) return ctx;
@@ -186,7 +222,7 @@ bool worker_pool::run_next_held(const worker_policy* except) const noexcept {
 // ---- worker -----------------------------------------------------------------
 
 worker_policy::worker_policy(worker_pool* pool, std::size_t idx, runtime_core* rt)
-    : pool_(pool), rt_(rt), sched_(context::active()->get_scheduler()) {
+    : looks(pool->size()), pool_(pool), idx_(idx), rt_(rt), sched_(context::active()->get_scheduler()) {
     this_thread_worker = this;
     pool_->attach(idx, this);
     pool_->idle().attach(*this);
@@ -209,8 +245,7 @@ void worker_policy::awakened(context* ctx) noexcept {
 }
 
 void worker_policy::queue(context* ctx) noexcept {
-    queue_.push(ctx, priority_of(ctx));
-    pool_->idle().work_added();
+    if (queue_.push(ctx, priority_of(ctx)) > 1) pool_->idle().work_added();
 }
 
 void worker_policy::run_next(context* ctx) noexcept {
@@ -284,11 +319,11 @@ bool worker_policy::has_ready_fibers() const noexcept {
 }
 
 time_point worker_policy::sleep_limit() noexcept {
-    if (!pool_->run_next_held(this)) return time_point::max();
+    if (!pool_->run_next_held(this) && !pool_->young_work(this)) return time_point::max();
     // Note what is held now, so that the look after the sleep can tell a slot
     // that did not move.
     pool_->sight_run_next(this);
-    return std::chrono::steady_clock::now() + tuning::run_next_watch;
+    return std::chrono::steady_clock::now() + tuning::busy_watch;
 }
 
 void worker_policy::suspend_until(time_point const& t) noexcept { pool_->idle().idle(*this, t); }

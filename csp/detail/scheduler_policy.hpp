@@ -23,8 +23,11 @@
 //   - an idle worker steals from the queue with the highest ready priority,
 //     oldest first; a run-next slot only when its owner has not scheduled
 //     anything for a while (it runs one long process).
-//   - queuing stealable work wakes a sleeping worker only when no worker is
-//     already looking for work (idle_protocol::work_added).
+//   - queuing work wakes a sleeping worker only when the queue holds more
+//     than the one fiber its owner will probably run next, and no worker is
+//     already looking for work (idle_protocol::work_added). A sleeping worker
+//     wakes every tuning::busy_watch while another holds work, so a fiber
+//     behind a long-running process is taken over without a wake-up per push.
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -98,7 +101,8 @@ class worker_policy;
 // so that others can look without the lock.
 class shared_ready_queue {
 public:
-    void push(boost::fibers::context* ctx, int level) noexcept;
+    // Returns how many fibers the queue holds now.
+    std::size_t push(boost::fibers::context* ctx, int level) noexcept;
     // Highest priority first, oldest first, skipping handed-off processes
     // still on their way into suspension (handoff.hpp step 3).
     boost::fibers::context* take() noexcept;
@@ -107,11 +111,17 @@ public:
         const std::uint32_t m = levels_.load(std::memory_order_relaxed);
         return m == 0 ? -1 : 31 - __builtin_clz(m);
     }
+    // How many fibers were ever pushed and taken: a thief that saw `pushes`
+    // earlier and now sees fewer `takes` knows a fiber has waited since.
+    std::uint64_t pushes() const noexcept { return pushes_.load(std::memory_order_relaxed); }
+    std::uint64_t takes() const noexcept { return takes_.load(std::memory_order_relaxed); }
 
 private:
     spinlock lock_;
     ready_queue queue_;
     std::atomic<std::uint32_t> levels_{0};
+    std::atomic<std::uint64_t> pushes_{0};  // written under lock_
+    std::atomic<std::uint64_t> takes_{0};   // written under lock_
 };
 
 // The workers of a multi-thread runtime: where they steal from, the queue of
@@ -120,6 +130,7 @@ private:
 class worker_pool {
 public:
     worker_pool(std::size_t n, runtime_core* rt) : workers_(n), idle_(n, rt) {}
+    std::size_t size() const noexcept { return workers_.size(); }
 
     void attach(std::size_t idx, worker_policy* w);
     idle_protocol& idle() noexcept { return idle_; }
@@ -129,15 +140,18 @@ public:
     int injected_level() const noexcept { return injected_.top_level(); }
     boost::fibers::context* take_injected() noexcept { return injected_.take(); }
 
-    // The highest priority of work `thief` could take from the others' queues
-    // or the shared queue, or -1.
+    // The highest priority of work `thief` may take now from the others'
+    // queues or the shared queue, or -1. A fiber in another worker's queue is
+    // stealable once it has waited tuning::steal_delay: the owner usually
+    // runs it sooner, and a steal moves the fiber's stack and the channels it
+    // uses to another core.
     int stealable_level(const worker_policy* thief) const noexcept;
+    // Whether another worker has queued work that is not stealable yet.
+    bool young_work(const worker_policy* thief) const noexcept;
     // Work for `thief`: the highest priority queued anywhere else, then a
     // run-next slot whose owner has been running one process for a while.
     boost::fibers::context* steal_for(worker_policy* thief) noexcept;
-    // Whether some other worker holds a process in its run-next slot; a worker
-    // about to sleep then sleeps only tuning::run_next_watch, to steal it if
-    // its owner is still busy.
+    // Whether some other worker holds a process in its run-next slot.
     bool run_next_held(const worker_policy* except) const noexcept;
     // Notes every run-next slot `thief` sees now, for steal_for's next look.
     void sight_run_next(worker_policy* thief) const noexcept;
@@ -175,6 +189,18 @@ public:
     boost::fibers::context* peek_run_next() const noexcept { return next_.load(std::memory_order_relaxed); }
     unsigned picks() const noexcept { return picks_.load(std::memory_order_relaxed); }
 
+    // What this worker last saw of each other's queue: the pushes count then,
+    // and when (stealable_level).
+    struct queue_look {
+        std::uint64_t pushes = 0;
+        std::chrono::steady_clock::time_point since{};
+    };
+    mutable std::vector<queue_look> looks;
+
+    // The owner's queue, for thieves.
+    const shared_ready_queue& stealable_queue() const noexcept { return queue_; }
+    std::size_t index() const noexcept { return idx_; }
+
     // What this worker last saw of another's run-next slot (steal_for).
     struct run_next_sighting {
         worker_policy* owner = nullptr;
@@ -187,11 +213,13 @@ private:
     bool has_work() const noexcept override {
         return has_ready_fibers() || pool_->stealable_level(this) >= 0;
     }
+    bool work_expected() const noexcept override { return pool_->young_work(this); }
     std::chrono::steady_clock::time_point sleep_limit() noexcept override;
     boost::fibers::context* take_local() noexcept;
     void queue(boost::fibers::context* ctx) noexcept;
 
     worker_pool* pool_;
+    std::size_t idx_;
     runtime_core* rt_;
     boost::fibers::scheduler* sched_;  // this thread's Boost scheduler
     busy_poll_clock busy_poll_;

@@ -19,6 +19,21 @@ namespace csp::detail::tuning {
 // without the spin, 1.3-12.6 us with 50 us. A one-thread runtime does not spin: no other thread of it can
 // make work, and an outside wake-up pays the sleep either way.
 inline constexpr std::chrono::microseconds idle_spin{50};
+// While another worker has queued work that is not stealable yet (younger
+// than steal_delay), an idle worker keeps spinning up to this long: it will
+// probably be able to take some soon, and a sleep would cost a wake-up.
+inline constexpr std::chrono::microseconds idle_spin_expecting{1000};
+// A spinning worker pauses this many times between looks at the others'
+// queues. A look reads cache lines the busy workers write; looking more
+// often than every few hundred nanoseconds slows them down more than it
+// shortens any wait.
+inline constexpr unsigned idle_spin_pauses = 8;
+// A fiber queued on a worker may be stolen once it has waited this long:
+// its owner usually runs it sooner (Commstime's queued process waits about
+// one cycle, a few hundred ns), and a steal moves the fiber's stack and the
+// channels it uses to another core. Work that waits longer is work the owner
+// cannot keep up with.
+inline constexpr std::chrono::microseconds steal_delay{4};
 // The spin reads the clock once per this many looks (a clock read costs about
 // as much as 16 looks at the other workers' queues).
 inline constexpr unsigned idle_spin_clock_every = 16;
@@ -53,11 +68,13 @@ inline constexpr unsigned run_next_streak = 16;
 // (each pick is tens of nanoseconds); Go waits about 3 us.
 inline constexpr std::chrono::microseconds run_next_steal_delay{5};
 
-// A worker that goes to sleep while another's run-next slot is occupied
-// sleeps at most this long, then looks whether that process is still
-// waiting. Waking a worker for every run-next would cost a thread wake-up
-// per message of a ping-pong; this costs one short wake-up per interval
-// while some worker is busy.
-inline constexpr std::chrono::microseconds run_next_watch{1000};
+// A worker that goes to sleep while another holds ready work (in its queue
+// or run-next slot) sleeps at most this long, then looks whether that work
+// still waits. Waking a sleeper for every queued process would cost a
+// thread wake-up (several us on the waker's side) per message of a busy
+// network; this costs the sleeper one timer wake-up per interval while
+// another worker is busy, and a fiber stuck behind a long-running process
+// waits at most this long for a second core.
+inline constexpr std::chrono::microseconds busy_watch{200};
 
 }  // namespace csp::detail::tuning
