@@ -182,13 +182,15 @@ context* worker_pool::steal_for(worker_policy* thief) noexcept {
     }
     // A run-next slot, last: only a process that sat there since the thief's
     // previous look, at least tuning::run_next_steal_delay ago, while its
-    // owner scheduled nothing (it runs one long process).
+    // owner scheduled nothing (it runs one long process), and only once the
+    // owner's queue is empty.
     auto& seen = thief->sighting;
     if (seen.owner == nullptr) {
         sight_run_next(thief);
         return nullptr;
     }
     worker_policy* owner = seen.owner;
+    if (owner->queued_level() >= 0) return nullptr;
     if (owner->peek_run_next() != seen.ctx || owner->picks() != seen.picks) {
         sight_run_next(thief);
         return nullptr;

@@ -1,0 +1,169 @@
+// Process priorities: the order in which ready processes run, on one thread
+// and on several; never what they compute.
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// The calling thread, read afresh: a fiber may move between threads, and
+// the compiler may otherwise reuse an earlier answer.
+__attribute__((noinline, noipa)) std::thread::id current_thread() { return std::this_thread::get_id(); }
+
+// Processes with the given priorities block on their own channel; once all
+// are blocked, one releaser wakes them in index order without blocking
+// itself. Returns the order in which they then ran.
+//
+// With `threads` > 1, the releaser and a second process first make sure
+// they run on different workers and keep both busy until the release is
+// complete; then the releaser's worker stays busy and the other worker takes
+// every released process from its queue.
+std::vector<int> release_order(const std::vector<int>& priorities, std::size_t threads) {
+    const std::size_t n = priorities.size();
+    std::vector<csp::channel<int>> go(n);
+    std::mutex m;
+    std::vector<int> order;
+    std::atomic<std::thread::id> hog_thread{};
+    std::atomic<bool> released{false};
+    auto spin_for = [](std::chrono::milliseconds d) {
+        const auto until = std::chrono::steady_clock::now() + d;
+        while (std::chrono::steady_clock::now() < until) {
+        }
+    };
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    csp::par_for(n, [&](std::size_t i) {
+                        csp::this_process::set_priority(priorities[i]);
+                        go[i].reader().read();
+                        std::lock_guard lk(m);
+                        order.push_back(static_cast<int>(i));
+                    });
+                },
+                [&] {
+                    csp::sleep_for(20ms);  // every reader is blocked by now
+                    while (threads > 1) {  // until the other hog runs on another worker
+                        const std::thread::id other = hog_thread.load();
+                        if (other != std::thread::id{} && other != current_thread()) break;
+                        csp::yield();
+                    }
+                    for (auto& c : go) c.writer().write(0);
+                    released = true;
+                    if (threads > 1) spin_for(200ms);
+                },
+                [&] {
+                    if (threads == 1) return;
+                    // Hold the other worker until the release is complete.
+                    for (;;) {
+                        hog_thread.store(current_thread());
+                        if (released.load()) break;
+                        csp::yield();
+                    }
+                    spin_for(1ms);
+                });
+        },
+        {.threads = threads});
+    return order;
+}
+
+TEST(priority, one_thread_runs_the_highest_ready_priority_first_and_equals_in_fifo_order) {
+    // Released in index order; 1 and 3 share the top level, 1 was first.
+    EXPECT_EQ(release_order({2, 6, 4, 6, 0}, 1), (std::vector<int>{1, 3, 2, 0, 4}));
+    EXPECT_EQ(release_order({4, 4, 4, 4}, 1), (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(release_order({0, 1, 2, 3, 4, 5, 6, 7}, 1), (std::vector<int>{7, 6, 5, 4, 3, 2, 1, 0}));
+}
+
+// The releaser's worker is busy for 200 ms after the release, so the other
+// worker takes every released process from its queue: highest priority
+// first, equals oldest first. The last one released sits in the releaser's
+// run-next slot, which a thief takes last; it has the lowest priority here,
+// so the whole order is by priority.
+TEST(priority, a_thief_takes_the_highest_priority_first) {
+    const auto order = release_order({3, 6, 1, 6, 5, 0}, 2);
+    EXPECT_EQ(order, (std::vector<int>{1, 3, 4, 0, 2, 5}));
+}
+
+TEST(priority, results_do_not_depend_on_priorities) {
+    // A pipeline whose stages have mixed priorities computes what it does
+    // without them, on one and on two threads.
+    for (std::size_t threads : {1u, 2u}) {
+        for (int variant = 0; variant < 3; ++variant) {
+            csp::channel<long> a, b;
+            long sum = 0;
+            csp_test::run_watched(
+                [&] {
+                    csp::par(
+                        [&, out = a.writer()] {
+                            csp::this_process::set_priority(variant == 0 ? csp::priority_high : csp::priority_low);
+                            for (long i = 1; i <= 1000; ++i) out.write(i);
+                            out.retire();
+                        },
+                        [&, in = a.reader(), out = b.writer()] {
+                            csp::this_process::set_priority(variant == 1 ? csp::priority_highest : csp::priority_normal);
+                            csp_test::read_until<csp::retired_error>(in, [&](long v) { out.write(v * v); });
+                            out.retire();
+                        },
+                        [&, in = b.reader()] {
+                            csp::this_process::set_priority(variant == 2 ? csp::priority_lowest : csp::priority_high);
+                            csp_test::read_until<csp::retired_error>(in, [&](long v) { sum += v; });
+                        });
+                },
+                {.threads = threads});
+            EXPECT_EQ(sum, 1000L * 1001 * 2001 / 6) << "threads " << threads << " variant " << variant;
+        }
+    }
+}
+
+TEST(priority, pri_par_gives_its_branches_descending_priorities_from_the_callers) {
+    std::vector<int> seen(4, -1);
+    int after = -1;
+    csp::run([&] {
+        csp::this_process::set_priority(csp::priority_high);
+        csp::pri_par([&] { seen[0] = csp::this_process::get_priority(); },
+                     [&] { seen[1] = csp::this_process::get_priority(); },
+                     [&] {
+                         seen[2] = csp::this_process::get_priority();
+                         csp::par([&] { seen[3] = csp::this_process::get_priority(); });  // inherits
+                     });
+        after = csp::this_process::get_priority();
+    });
+    EXPECT_EQ(seen, (std::vector<int>{csp::priority_high, csp::priority_high - 1, csp::priority_high - 2,
+                                      csp::priority_high - 2}));
+    EXPECT_EQ(after, csp::priority_high);
+}
+
+TEST(priority, pri_par_runs_its_first_branch_first_and_stops_at_the_lowest_level) {
+    std::vector<int> order, levels;
+    csp::run([&] {
+        csp::this_process::set_priority(csp::priority_lowest + 1);
+        csp::pri_par([&] { order.push_back(0), levels.push_back(csp::this_process::get_priority()); },
+                     [&] { order.push_back(1), levels.push_back(csp::this_process::get_priority()); },
+                     [&] { order.push_back(2), levels.push_back(csp::this_process::get_priority()); });
+    });
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(levels, (std::vector<int>{1, 0, 0}));
+}
+
+TEST(priority, the_root_starts_at_normal_and_a_bad_level_is_refused_by_name) {
+    csp::run([] {
+        EXPECT_EQ(csp::this_process::get_priority(), csp::priority_normal);
+        try {
+            csp::this_process::set_priority(csp::priority_highest + 1);
+            ADD_FAILURE() << "no error";
+        } catch (const csp::usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("priority 8 is outside [0, 7]"), std::string::npos) << e.what();
+        }
+        EXPECT_THROW(csp::this_process::set_priority(-1), csp::usage_error);
+        EXPECT_EQ(csp::this_process::get_priority(), csp::priority_normal);
+    });
+    EXPECT_THROW(csp::this_process::set_priority(csp::priority_high), csp::usage_error);  // not a process
+}
+
+}  // namespace
