@@ -4,10 +4,22 @@
 //   commstime/ratio                         csp / boost_fiber (target <= 0.5)
 //   select/2, select/8                      priority select, one of n ready
 //   spawn/csp, spawn/boost_fiber, spawn/ratio  start and join one process
-//   commstime/csp_2_threads                 commstime on 2 workers (report only)
+//   commstime/csp_2_threads                 commstime on 2 workers (Go's peer:
+//                                           bench/runtime_vs_go)
+//   farm/threads:N, pipeline/threads:N      CPU-bound networks (about 50 us of
+//                                           arithmetic per job): seconds per
+//                                           run; farm/speedup, pipeline/speedup
+//                                           = 1 thread / the most threads
+//   priority_latency/{idle,busy_prioritised,busy_equal}/threads:N
+//                                           wake-up latency of a process while
+//                                           100 others compute
 //   million_processes                       peak RSS per blocked process
 //                                           (only with --benchmark_filter=million)
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -203,6 +215,133 @@ void million_processes(benchmark::State& state) {
     }
 }
 
+// About `us` microseconds of arithmetic that the compiler cannot drop.
+std::uint64_t work_iterations_per_us = 0;
+
+std::uint64_t compute(std::uint64_t seed, std::uint64_t iterations) {
+    std::uint64_t x = seed | 1;
+    for (std::uint64_t i = 0; i < iterations; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return x;
+}
+
+std::uint64_t iterations_for(double us) {
+    if (work_iterations_per_us == 0) {
+        const std::uint64_t n = 50'000'000;
+        const auto start = clock_type::now();
+        benchmark::DoNotOptimize(compute(1, n));
+        work_iterations_per_us = static_cast<std::uint64_t>(n / (elapsed_ns(start) / 1000.0));
+    }
+    return static_cast<std::uint64_t>(us * static_cast<double>(work_iterations_per_us));
+}
+
+std::size_t max_threads() { return std::max(2u, std::thread::hardware_concurrency()); }
+
+// A producer, `workers` workers on one shared channel, a collector: each of
+// `jobs` jobs costs about 50 us of arithmetic.
+void farm(benchmark::State& state) {
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    constexpr std::size_t workers = 16, jobs = 4000;
+    const std::uint64_t iters = iterations_for(50);
+    for (auto _ : state) {
+        csp::channel<std::uint64_t> todo, done;
+        std::uint64_t sum = 0;
+        csp::run(
+            [&] {
+                csp::par(
+                    [&, out = todo.writer()] {
+                        for (std::size_t j = 0; j < jobs; ++j) out.write(j);
+                        out.retire();
+                    },
+                    [&] {
+                        csp::par_for(workers, [&](std::size_t) {
+                            auto in = todo.reader();
+                            auto out = done.writer();
+                            try {
+                                for (;;) out.write(compute(in.read(), iters));
+                            } catch (const csp::retired_error&) {
+                            }
+                        });
+                    },
+                    [&, in = done.reader()] {
+                        for (std::size_t j = 0; j < jobs; ++j) sum += in.read();
+                    });
+            },
+            {.threads = threads});
+        benchmark::DoNotOptimize(sum);
+    }
+    state.counters["nproc"] = static_cast<double>(std::thread::hardware_concurrency());
+}
+
+// Four stages in a line, each about 50 us of arithmetic per item.
+void pipeline(benchmark::State& state) {
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    constexpr std::size_t stages = 4, items = 1000;
+    const std::uint64_t iters = iterations_for(50);
+    for (auto _ : state) {
+        std::vector<csp::channel<std::uint64_t>> links(stages + 1);
+        std::uint64_t sum = 0;
+        csp::run(
+            [&] {
+                csp::par(
+                    [&, out = links[0].writer()] {
+                        for (std::size_t j = 0; j < items; ++j) out.write(j);
+                    },
+                    [&] {
+                        csp::par_for(stages, [&](std::size_t s) {
+                            auto in = links[s].reader();
+                            auto out = links[s + 1].writer();
+                            for (std::size_t j = 0; j < items; ++j) out.write(compute(in.read(), iters));
+                        });
+                    },
+                    [&, in = links[stages].reader()] {
+                        for (std::size_t j = 0; j < items; ++j) sum += in.read();
+                    });
+            },
+            {.threads = threads});
+        benchmark::DoNotOptimize(sum);
+    }
+    state.counters["nproc"] = static_cast<double>(std::thread::hardware_concurrency());
+}
+
+// A process waits for timestamps written by the first of `busy` processes,
+// which all compute in 5 us slices and yield between them. Reports the mean
+// time from the write to the reader running. `prioritised`: the reader runs
+// at priority_high, the others at normal; otherwise all at normal.
+void priority_latency(benchmark::State& state, std::size_t busy, bool prioritised) {
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    const std::uint64_t slice = iterations_for(5);
+    constexpr int samples = 400;
+    double total_ns = 0;
+    for (auto _ : state) {
+        csp::channel<clock_type::time_point> stamps;
+        std::atomic<bool> stop{false};
+        total_ns = 0;
+        csp::run(
+            [&] {
+                csp::par(
+                    [&, in = stamps.reader()] {
+                        if (prioritised) csp::this_process::set_priority(csp::priority_high);
+                        for (int i = 0; i < samples; ++i) total_ns += elapsed_ns(in.read());
+                        stop = true;
+                    },
+                    [&] {
+                        csp::par_for(std::max<std::size_t>(busy, 1), [&](std::size_t k) {
+                            auto out = stamps.writer();
+                            for (std::uint64_t round = 0; !stop; ++round) {
+                                benchmark::DoNotOptimize(compute(round, slice));
+                                if (k == 0 && round % 4 == 0 && !stop) {
+                                    out.write(clock_type::now());
+                                }
+                                csp::yield();
+                            }
+                        });
+                    });
+            },
+            {.threads = threads});
+    }
+    state.counters["latency_us"] = total_ns / samples / 1000.0;
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(commstime_csp, csp, 1)->Name("commstime/csp")->UseRealTime();
@@ -211,6 +350,11 @@ BENCHMARK_CAPTURE(commstime_csp, csp_2_threads, 2)->Name("commstime/csp_2_thread
 BENCHMARK(select_n)->Name("select")->Arg(2)->Arg(8)->UseRealTime();
 BENCHMARK(spawn_csp)->Name("spawn/csp")->UseRealTime();
 BENCHMARK(spawn_boost_fiber)->Name("spawn/boost_fiber")->UseRealTime();
+BENCHMARK(farm)->Name("farm/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(pipeline)->Name("pipeline/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(priority_latency, idle, 1, false)->Name("priority_latency/idle/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
+BENCHMARK_CAPTURE(priority_latency, busy_prioritised, 100, true)->Name("priority_latency/busy_prioritised/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
+BENCHMARK_CAPTURE(priority_latency, busy_equal, 100, false)->Name("priority_latency/busy_equal/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
 BENCHMARK(million_processes)->Name("million_processes")->Arg(1'000'000)->Iterations(1)->UseRealTime();
 
 int main(int argc, char** argv) {

@@ -50,10 +50,15 @@ void idle_protocol::idle(idle_thread& self, time_point until) {
     std::unique_lock lk(mutex_);
     // Announce, then look (the no-lost-wake-up argument in the header).
     sleepers_.fetch_add(1);
+    // A wake-up held back for one in flight must not be lost if that one went
+    // to a thread that had already left: clear before the last look, so that
+    // work queued after it wakes this thread.
+    waking_.store(false);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     auto leave = [&] {
         self.notified_.store(false, std::memory_order_relaxed);
         sleepers_.fetch_sub(1);
+        waking_.store(false);  // this thread looks for work next
     };
     if (self.notified_.load(std::memory_order_relaxed) || self.has_work()) return leave();
     const std::uint64_t seen = epoch_;
@@ -105,6 +110,7 @@ void idle_protocol::work_added() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_relaxed) == 0) return;
     if (spinners_.load(std::memory_order_relaxed) != 0) return;
+    if (waking_.exchange(true)) return;
     idle_poller* p;
     {
         std::lock_guard lk(mutex_);

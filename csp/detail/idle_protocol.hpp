@@ -19,7 +19,10 @@
 // under mutex_, which the sleeper's wait checks; if the queueing came first,
 // the look finds the work. A spinner the adder counted on has not made its
 // last look yet, so it finds the work or, if it took other work instead,
-// passes the wake-up on (idle()). notify() sets the
+// passes the wake-up on (idle()). Likewise a wake-up held back because one
+// is in flight (waking_): every thread clears waking_ before its last look
+// and when it leaves idle(), so the flag never outlives a look that could
+// miss the work. notify() sets the
 // thread's flag under mutex_, which the sleeper reads under mutex_ before it
 // sleeps and in its wait. A thread waiting in the poller is a sleeper too,
 // and each of the three wake-ups that concerns it also wakes the poller,
@@ -107,6 +110,11 @@ private:
     std::uint64_t epoch_ = 0;         // bumped by work_added and wake_all
     std::atomic<std::size_t> sleepers_{0};
     std::atomic<std::size_t> spinners_{0};  // threads in spin()
+    // A wake-up from work_added() is on its way and its sleeper has not left
+    // idle() yet: it will look for work, so further work_added() calls need
+    // not wake anyone (without this, a busy thread issues a wake-up per
+    // queued fiber during the tens of microseconds a sleeper takes to wake).
+    std::atomic<bool> waking_{false};
     // The thread waiting in the runtime's idle poller and that poller (at
     // most one thread polls; the others sleep on cv_). Under mutex_.
     idle_thread* polling_ = nullptr;

@@ -247,7 +247,8 @@ void worker_policy::awakened(context* ctx) noexcept {
 }
 
 void worker_policy::queue(context* ctx) noexcept {
-    if (queue_.push(ctx, priority_of(ctx)) > 1) pool_->idle().work_added();
+    queue_.push(ctx, priority_of(ctx));
+    pool_->idle().work_added();
 }
 
 void worker_policy::run_next(context* ctx) noexcept {
