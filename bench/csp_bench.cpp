@@ -234,8 +234,6 @@ std::uint64_t iterations_for(double us) {
     return static_cast<std::uint64_t>(us * static_cast<double>(work_iterations_per_us));
 }
 
-std::size_t max_threads() { return std::max(2u, std::thread::hardware_concurrency()); }
-
 // A producer, `workers` workers on one shared channel, a collector: each of
 // `jobs` jobs costs about 50 us of arithmetic.
 void farm(benchmark::State& state) {
@@ -360,6 +358,12 @@ BENCHMARK(million_processes)->Name("million_processes")->Arg(1'000'000)->Iterati
 int main(int argc, char** argv) {
     bench::register_ratio("commstime/ratio", "commstime/csp", "commstime/boost_fiber");
     bench::register_ratio("spawn/ratio", "spawn/csp", "spawn/boost_fiber");
+    // On machines with more cores, the CPU-bound networks also run on up to
+    // nproc workers (1 and 2 are registered above).
+    for (unsigned t = 4; t <= std::thread::hardware_concurrency(); t *= 2) {
+        benchmark::RegisterBenchmark("farm/threads", farm)->Arg(t)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+        benchmark::RegisterBenchmark("pipeline/threads", pipeline)->Arg(t)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+    }
     // The million-process run takes a few GiB and many seconds: only on request.
     bool filtered = false;
     for (int i = 1; i < argc; ++i) filtered = filtered || std::string(argv[i]).rfind("--benchmark_filter", 0) == 0;
