@@ -117,7 +117,10 @@ context* shared_ready_queue::take() noexcept {
 
 // ---- worker pool --------------------------------------------------------------
 
-void worker_pool::attach(std::size_t idx, worker_policy* w) { workers_[idx].store(w, std::memory_order_release); }
+void worker_pool::attach(std::size_t idx, worker_policy* w) {
+    owners_[idx] = w;  // before any other thread can see it
+    workers_[idx].store(w, std::memory_order_release);
+}
 
 void worker_pool::inject(context* ctx, int level) noexcept {
     injected_.push(ctx, level);

@@ -129,7 +129,7 @@ private:
 // protocol.
 class worker_pool {
 public:
-    worker_pool(std::size_t n, runtime_core* rt) : workers_(n), idle_(n, rt) {}
+    worker_pool(std::size_t n, runtime_core* rt) : workers_(n), owners_(n), idle_(n, rt) {}
     std::size_t size() const noexcept { return workers_.size(); }
 
     void attach(std::size_t idx, worker_policy* w);
@@ -160,6 +160,10 @@ private:
     // Each worker attaches itself from its own thread while others may
     // already look for work here: null until then.
     std::vector<std::atomic<worker_policy*>> workers_;
+    // A worker's policy lives as long as the pool, not as long as its thread's
+    // Boost scheduler: while the run shuts down, a worker still looking for
+    // work reads the others' queues after their threads have ended.
+    std::vector<boost::fibers::algo::algorithm::ptr_t> owners_;
     shared_ready_queue injected_;
     idle_protocol idle_;
 };

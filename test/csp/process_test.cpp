@@ -155,3 +155,22 @@ TEST_P(process_test, a_process_group_forgets_finished_members) {
 }
 
 }  // namespace
+
+// Regression: while a multi-thread run shut down, a worker still looking for
+// work read the queues of workers whose threads had ended and whose policies
+// Boost had freed (found by AddressSanitizer). Many short runs on several
+// workers, each exchanging values, must end cleanly.
+TEST(runtime_shutdown, short_multi_thread_runs_never_touch_a_finished_workers_queue) {
+    for (int round = 0; round < 200; ++round) {
+        const std::size_t threads = 2 + static_cast<std::size_t>(round % 3);
+        csp::channel<int> c;
+        int sum = 0;
+        csp::run(
+            [&] {
+                csp::par([&, out = c.writer()] { for (int i = 1; i <= 10; ++i) out.write(i); },
+                         [&, in = c.reader()] { for (int i = 1; i <= 10; ++i) sum += in.read(); });
+            },
+            {.threads = threads});
+        ASSERT_EQ(sum, 55) << "round " << round;
+    }
+}
