@@ -3,7 +3,6 @@
 // that says whether that FIFO is non-empty, so push, top and pop are O(1).
 // Intrusive through Boost's ready hook (no allocation): a fiber is in at most
 // one ready queue at a time. Not synchronised: its owner locks if it must.
-#include <cstddef>
 #include <cstdint>
 
 #include "csp/detail/fiber_internals.hpp"
@@ -14,7 +13,6 @@ namespace csp::detail {
 class ready_queue {
 public:
     bool empty() const noexcept { return mask_ == 0; }
-    std::size_t size() const noexcept { return size_; }
     // Bit i set: level i has a ready fiber.
     std::uint32_t levels() const noexcept { return mask_; }
     // The highest level with a ready fiber; only when !empty().
@@ -23,7 +21,6 @@ public:
     void push(fiber::context* ctx, int level) noexcept {
         fiber::push_ready(ctx, levels_[level]);
         mask_ |= 1u << level;
-        ++size_;
     }
 
     // The oldest fiber of the highest level; only when !empty().
@@ -36,9 +33,9 @@ public:
     }
 
     // The oldest fiber, highest level first, that `runnable` accepts, or
-    // nullptr; `level_out` gets its level. Fibers passed over keep their place.
+    // nullptr. Fibers passed over keep their place.
     template <class Pred>
-    fiber::context* pop_first(Pred&& runnable, int& level_out) noexcept {
+    fiber::context* pop_first(Pred&& runnable) noexcept {
         for (std::uint32_t m = mask_; m != 0;) {
             const int level = 31 - __builtin_clz(m);
             m &= ~(1u << level);
@@ -48,7 +45,6 @@ public:
                 fiber::context* ctx = &*it;
                 q.erase(it);
                 after_removal(level);
-                level_out = level;
                 return ctx;
             }
         }
@@ -58,12 +54,10 @@ public:
 private:
     void after_removal(int level) noexcept {
         if (levels_[level].empty()) mask_ &= ~(1u << level);
-        --size_;
     }
 
     fiber::ready_queue levels_[priority_levels];
     std::uint32_t mask_ = 0;
-    std::size_t size_ = 0;
 };
 
 }  // namespace csp::detail

@@ -96,19 +96,17 @@ void single_thread_policy::notify() noexcept { idle_.notify(*this); }
 
 // ---- shared ready queue -------------------------------------------------------
 
-std::size_t shared_ready_queue::push(context* ctx, int level) noexcept {
+void shared_ready_queue::push(context* ctx, int level) noexcept {
     std::lock_guard lk(lock_);
     queue_.push(ctx, level);
     levels_.store(queue_.levels(), std::memory_order_relaxed);
     pushes_.store(pushes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return queue_.size();
 }
 
 context* shared_ready_queue::take() noexcept {
     if (levels_.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard lk(lock_);
-    int level;
-    context* ctx = queue_.pop_first(claim, level);
+    context* ctx = queue_.pop_first(claim);
     if (ctx == nullptr) return nullptr;
     levels_.store(queue_.levels(), std::memory_order_relaxed);
     takes_.store(takes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -146,24 +144,25 @@ bool has_waited(const worker_policy* thief, const worker_policy* victim, time_po
 
 }  // namespace
 
-int worker_pool::stealable_level(const worker_policy* thief) const noexcept {
+int worker_pool::best_stealable(const worker_policy* thief, worker_policy*& victim) const noexcept {
     int best = injected_.top_level();
+    victim = nullptr;
     time_point now{};
-    for (const auto& slot : workers_) {
-        const worker_policy* w = slot.load(std::memory_order_acquire);
-        if (w == nullptr || w == thief) continue;
-        const int level = w->queued_level();
-        if (level > best && has_waited(thief, w, now)) best = level;
-    }
+    for_each_other(thief, [&](worker_policy* w) {
+        if (const int level = w->queued_level(); level > best && has_waited(thief, w, now)) best = level, victim = w;
+    });
     return best;
 }
 
+int worker_pool::stealable_level(const worker_policy* thief) const noexcept {
+    worker_policy* victim;
+    return best_stealable(thief, victim);
+}
+
 bool worker_pool::young_work(const worker_policy* thief) const noexcept {
-    for (const auto& slot : workers_) {
-        const worker_policy* w = slot.load(std::memory_order_acquire);
-        if (w != nullptr && w != thief && w->queued_level() >= 0) return true;
-    }
-    return false;
+    bool any = false;
+    for_each_other(thief, [&](const worker_policy* w) { any = any || w->queued_level() >= 0; });
+    return any;
 }
 
 context* worker_pool::steal_for(worker_policy* thief) noexcept {
@@ -171,16 +170,8 @@ context* worker_pool::steal_for(worker_policy* thief) noexcept {
     // queue whose best was taken meanwhile (or is still suspending) makes us
     // look again, a bounded number of times.
     for (std::size_t attempt = 0; attempt <= workers_.size(); ++attempt) {
-        int best = injected_.top_level();
-        worker_policy* victim = nullptr;
-        time_point now{};
-        for (auto& slot : workers_) {
-            worker_policy* w = slot.load(std::memory_order_acquire);
-            if (w == nullptr || w == thief) continue;
-            if (const int level = w->queued_level(); level > best && has_waited(thief, w, now))
-                best = level, victim = w;
-        }
-        if (best < 0) break;
+        worker_policy* victim;
+        if (best_stealable(thief, victim) < 0) break;
         if (context* ctx = victim ? victim->steal() : take_injected()) return ctx;
     }
     // A run-next slot, last: only a process that sat there since the thief's
@@ -206,22 +197,16 @@ context* worker_pool::steal_for(worker_policy* thief) noexcept {
 void worker_pool::sight_run_next(worker_policy* thief) const noexcept {
     auto& seen = thief->sighting;
     seen = {};
-    for (const auto& slot : workers_) {
-        worker_policy* w = slot.load(std::memory_order_acquire);
-        if (w == nullptr || w == thief) continue;
-        if (context* next = w->peek_run_next()) {
-            seen = {w, next, w->picks(), std::chrono::steady_clock::now()};
-            return;
-        }
-    }
+    for_each_other(thief, [&](worker_policy* w) {
+        if (seen.owner != nullptr) return;
+        if (context* next = w->peek_run_next()) seen = {w, next, w->picks(), std::chrono::steady_clock::now()};
+    });
 }
 
-bool worker_pool::run_next_held(const worker_policy* except) const noexcept {
-    for (const auto& slot : workers_) {
-        const worker_policy* w = slot.load(std::memory_order_acquire);
-        if (w != nullptr && w != except && w->peek_run_next() != nullptr) return true;
-    }
-    return false;
+bool worker_pool::run_next_held(const worker_policy* self) const noexcept {
+    bool held = false;
+    for_each_other(self, [&](const worker_policy* w) { held = held || w->peek_run_next() != nullptr; });
+    return held;
 }
 
 // ---- worker -----------------------------------------------------------------

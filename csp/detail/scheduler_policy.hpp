@@ -101,8 +101,7 @@ class worker_policy;
 // so that others can look without the lock.
 class shared_ready_queue {
 public:
-    // Returns how many fibers the queue holds now.
-    std::size_t push(boost::fibers::context* ctx, int level) noexcept;
+    void push(boost::fibers::context* ctx, int level) noexcept;
     // Highest priority first, oldest first, skipping handed-off processes
     // still on their way into suspension (handoff.hpp step 3).
     boost::fibers::context* take() noexcept;
@@ -152,9 +151,23 @@ public:
     // run-next slot whose owner has been running one process for a while.
     boost::fibers::context* steal_for(worker_policy* thief) noexcept;
     // Whether some other worker holds a process in its run-next slot.
-    bool run_next_held(const worker_policy* except) const noexcept;
+    bool run_next_held(const worker_policy* self) const noexcept;
     // Notes every run-next slot `thief` sees now, for steal_for's next look.
     void sight_run_next(worker_policy* thief) const noexcept;
+
+private:
+    // Calls f(w) for every attached worker other than `self`.
+    template <class F>
+    void for_each_other(const worker_policy* self, F&& f) const {
+        for (const auto& slot : workers_) {
+            worker_policy* w = slot.load(std::memory_order_acquire);
+            if (w != nullptr && w != self) f(w);
+        }
+    }
+    // The highest level `thief` may take now (stealable_level), and from whom:
+    // `victim` is null when it is the shared queue.
+    int best_stealable(const worker_policy* thief, worker_policy*& victim) const noexcept;
+
 
 private:
     // Each worker attaches itself from its own thread while others may
