@@ -20,17 +20,18 @@ __attribute__((noinline, noipa)) std::thread::id current_thread() { return std::
 // are blocked, one releaser wakes them in index order without blocking
 // itself. Returns the order in which they then ran.
 //
-// With `threads` > 1, the releaser and a second process first make sure
-// they run on different workers and keep both busy until the release is
-// complete; then the releaser's worker stays busy and the other worker takes
-// every released process from its queue.
+// With `threads` > 1, the releaser and a second process (the holder) first
+// make sure they run on different workers and then keep both busy, without
+// yielding, until the release is complete (a yield lets the yielding worker
+// look for work elsewhere); then the releaser's worker stays busy and the
+// other worker takes every released process from its queue.
 std::vector<int> release_order(const std::vector<int>& priorities, std::size_t threads) {
     const std::size_t n = priorities.size();
     std::vector<csp::channel<int>> go(n);
     std::mutex m;
     std::vector<int> order;
-    std::atomic<std::thread::id> hog_thread{};
-    std::atomic<bool> released{false};
+    std::atomic<std::thread::id> holder_thread{};
+    std::atomic<bool> seen_apart{false}, holding{false}, released{false};
     auto spin_for = [](std::chrono::milliseconds d) {
         const auto until = std::chrono::steady_clock::now() + d;
         while (std::chrono::steady_clock::now() < until) {
@@ -49,9 +50,16 @@ std::vector<int> release_order(const std::vector<int>& priorities, std::size_t t
                 },
                 [&] {
                     csp::sleep_for(20ms);  // every reader is blocked by now
-                    while (threads > 1) {  // until the other hog runs on another worker
-                        const std::thread::id other = hog_thread.load();
-                        if (other != std::thread::id{} && other != current_thread()) break;
+                    while (threads > 1) {  // until the holder runs on another worker
+                        const std::thread::id other = holder_thread.load();
+                        if (other != std::thread::id{} && other != current_thread()) {
+                            // Only this worker could take the holder away, and
+                            // it is busy here until the holder holds.
+                            seen_apart = true;
+                            while (!holding.load()) {
+                            }
+                            break;
+                        }
                         csp::yield();
                     }
                     for (auto& c : go) c.writer().write(0);
@@ -60,11 +68,13 @@ std::vector<int> release_order(const std::vector<int>& priorities, std::size_t t
                 },
                 [&] {
                     if (threads == 1) return;
-                    // Hold the other worker until the release is complete.
-                    for (;;) {
-                        hog_thread.store(current_thread());
-                        if (released.load()) break;
+                    while (!seen_apart.load()) {
+                        holder_thread.store(current_thread());
                         csp::yield();
+                    }
+                    // Hold this worker until the release is complete.
+                    holding = true;
+                    while (!released.load()) {
                     }
                     spin_for(1ms);
                 });
