@@ -100,6 +100,16 @@ TEST(priority, a_thief_takes_the_highest_priority_first) {
     EXPECT_EQ(order, (std::vector<int>{1, 3, 4, 0, 2, 5}));
 }
 
+// Regression for the rule a thief once broke: it took the run-next process
+// while the owner's queue still held processes it judged too young to steal
+// (its record of that queue had just been reset). The run-next process is
+// taken last even when it has the highest priority: its owner will usually
+// run it next. (The original interleaving needs the thief to look in the
+// middle of a release; this checks the rule where it is easy to see.)
+TEST(priority, a_thief_takes_the_run_next_process_only_once_the_owners_queue_is_empty) {
+    EXPECT_EQ(release_order({3, 1, 7}, 2), (std::vector<int>{0, 1, 2}));
+}
+
 TEST(priority, results_do_not_depend_on_priorities) {
     // A pipeline whose stages have mixed priorities computes what it does
     // without them, on one and on two threads.
