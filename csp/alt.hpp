@@ -53,7 +53,7 @@ public:
     void describe(std::string& out) const override {
         detail::channel_base::site(core_, detail::reading).describe(out);
     }
-    bool reachable_from_outside() const override { return core_->outside_holders() > 0; }
+    bool reachable_from_outside() const override { return core_->reachable_from_outside(); }
     const detail::channel_base* offered_channel(bool& writes) const noexcept override {
         writes = false;
         return core_;
@@ -96,7 +96,7 @@ public:
     void describe(std::string& out) const override {
         detail::channel_base::site(core_, detail::writing).describe(out);
     }
-    bool reachable_from_outside() const override { return core_->outside_holders() > 0; }
+    bool reachable_from_outside() const override { return core_->reachable_from_outside(); }
     const detail::channel_base* offered_channel(bool& writes) const noexcept override {
         writes = true;
         return core_;

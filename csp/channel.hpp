@@ -9,14 +9,21 @@
 // A channel is a handle to shared state: copies refer to the same channel.
 // Ends are what processes receive as parameters; an end says what its holder
 // may do. Each call of reader() or writer() makes a new holder of that side;
-// copies of an end are the same holder. When the holders of a side have all
-// retired or gone, and at least one retired, the side is retired and the other
-// side's operations throw retired_error (once buffered values have been read).
-// poison() on any end or on the channel ends it for everyone at once.
+// copies of an end are the same holder, with one exception: par_for copies its
+// body into each branch, and every end that copy holds is a holder of its own
+// (so a farm written `par_for(n, [out = c.writer()](std::size_t) { ...;
+// out.retire(); })` retires the side only when the last branch has). When the
+// holders of a side have all retired or gone, and at least one retired, the
+// side is retired and the other side's operations throw retired_error (once
+// buffered values have been read). poison() on any end or on the channel ends
+// it for everyone at once.
 //
-// An end made outside any runtime (say, on the main thread before run(), for
-// a std::thread) tells the deadlock detector that a thread may still act on
-// the channel, so processes waiting on it are not reported.
+// An end made outside any runtime (say, on the main thread, for a
+// std::thread) tells the deadlock detector that a thread may still act on the
+// channel, so processes waiting on it are not reported; until the runtime
+// takes it: once the end is moved or copied into a process, or used by one, it
+// is the program's, and a deadlock on its channel is reported.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -34,17 +41,23 @@ template <class T> class output_guard;
 namespace detail {
 
 // One holder of one side of a channel (PyCSP's "joined" end). Every call of
-// channel::reader() or writer() makes a holder; copies of an end share it.
+// channel::reader() or writer() makes a holder; copies of an end share it
+// (except for par_for's branches, see above).
+//
+// `outside_` is true while the holder counts toward the channel's
+// outside_holders(): it was made by a thread outside any runtime, and no
+// process has moved, copied or used it yet. It only ever goes from true to
+// false (adopt), and the channel's count follows it exactly once.
 template <side S>
 class holder {
 public:
     explicit holder(std::shared_ptr<channel_base> core)
-        : core_(std::move(core)), outside_(current_process() == nullptr) {
+        : core_(std::move(core)), outside_(current_process() == nullptr && ends_entering_process == 0) {
         core_->enroll(S);
-        if (outside_) core_->outside_holder_added();
+        if (outside_.load(std::memory_order_relaxed)) core_->outside_holder_added();
     }
     ~holder() {
-        if (outside_) core_->outside_holder_removed();
+        if (outside_.load(std::memory_order_relaxed)) core_->outside_holder_removed();
         if (!retired_.load(std::memory_order_relaxed)) core_->leave(S, false);
     }
     holder(const holder&) = delete;
@@ -55,9 +68,29 @@ public:
     }
     bool retired() const noexcept { return retired_.load(std::memory_order_relaxed); }
 
+    // Called whenever an end of this holder is moved, copied or used: once
+    // that happens in a process, or while spawn() moves it into one, the
+    // runtime has it and no outside thread is presumed to act through it.
+    void touched() noexcept {
+        if (outside_.load(std::memory_order_relaxed)) [[unlikely]] {
+            if ((current_process() != nullptr || ends_entering_process != 0) && outside_.exchange(false))
+                core_->outside_holder_removed();
+        }
+    }
+
+    // A holder for a copy of an end: a new one while par_for copies a body
+    // for a branch (unless this one has retired: a copy of a retired end is
+    // retired too), otherwise this one.
+    static std::shared_ptr<holder> for_copy(const std::shared_ptr<holder>& h) {
+        if (!h) return h;
+        h->touched();
+        if (ends_for_new_branch != 0 && !h->retired()) return std::make_shared<holder>(h->core_);
+        return h;
+    }
+
 private:
     std::shared_ptr<channel_base> core_;
-    const bool outside_;  // made by a thread outside any runtime
+    std::atomic<bool> outside_;
     std::atomic<bool> retired_{false};
 };
 
@@ -66,15 +99,38 @@ template <class T, side S>
 class channel_end {
 public:
     channel_end() = default;
+    channel_end(const channel_end& o) : core_(o.core_), holder_(holder<S>::for_copy(o.holder_)) {}
+    channel_end(channel_end&& o) noexcept : core_(std::exchange(o.core_, nullptr)), holder_(std::move(o.holder_)) {
+        if (holder_) holder_->touched();
+    }
+    channel_end& operator=(const channel_end& o) {
+        if (this != &o) {
+            holder_ = holder<S>::for_copy(o.holder_);
+            core_ = o.core_;
+        }
+        return *this;
+    }
+    channel_end& operator=(channel_end&& o) noexcept {
+        if (this != &o) {
+            holder_ = std::move(o.holder_);
+            core_ = std::exchange(o.core_, nullptr);
+            if (holder_) holder_->touched();
+        }
+        return *this;
+    }
+    ~channel_end() = default;
 
     // Poison the whole channel: every waiter wakes and every later operation
     // on either side throws poisoned_error.
     void poison() const { checked().poison(); }
 
     // This holder is done with its side (PyCSP's retire); applies to every
-    // copy of this end. Idempotent.
+    // copy of this end that shares its holder. Idempotent.
     void retire() const {
-        if (holder_) holder_->retire();
+        if (holder_) {
+            holder_->touched();
+            holder_->retire();
+        }
     }
 
     bool valid() const noexcept { return core_ != nullptr; }
@@ -86,6 +142,7 @@ protected:
 
     channel_core<T>& checked() const {
         if (!core_) throw usage_error("operation on an empty channel end (default-constructed or moved-from)");
+        holder_->touched();
         if (holder_->retired())
             throw retired_error("this " + std::string(S == reading ? "reader" : "writer") + " of " +
                                 core_->label() + " has retired");

@@ -92,13 +92,31 @@ auto pri_par(F&&... branches) {
 
 // occam's PAR i = 0 FOR n: runs body(i) for i in [0, n) concurrently. Returns
 // the results in index order, or nothing if body returns void.
+//
+// Each branch runs its own copy of body (the last branch the original, moved
+// from when body is a temporary), like n processes started with the same
+// arguments: what body captures by value belongs to one branch, and a
+// channel end it captures is a holder of its own in every branch (channel.hpp),
+// so each branch retires only its own. Capture big data by reference. A body
+// that cannot be copied is shared by every branch.
 template <class F>
 auto par_for(std::size_t n, F&& body) {
-    using R = std::invoke_result_t<F&, std::size_t>;
+    using B = std::decay_t<F>;
+    using R = std::invoke_result_t<B&, std::size_t>;
     std::vector<detail::result_slot<R>> results(n);
     detail::run_children("csp::par_for", n, [&](auto* rt, auto* self, auto* join) {
-        for (std::size_t i = 0; i < n; ++i)
-            detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], join);
+        for (std::size_t i = 0; i < n; ++i) {
+            if constexpr (std::is_copy_constructible_v<B>) {
+                auto branch = [&]() -> B {
+                    if (i + 1 == n) return B(std::forward<F>(body));
+                    detail::copy_context own_holders(detail::ends_for_new_branch);
+                    return B(body);
+                };
+                detail::spawn(rt, self, i, [b = branch(), i]() mutable -> R { return b(i); }, &results[i], join);
+            } else {
+                detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], join);
+            }
+        }
     });
     if constexpr (!std::is_void_v<R>) {
         std::vector<R> out;

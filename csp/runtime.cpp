@@ -8,6 +8,7 @@
 #include <boost/fiber/operations.hpp>
 
 #include "csp/detail/scheduler_policy.hpp"
+#include "csp/detail/thread_census.hpp"
 
 namespace csp::detail {
 
@@ -52,6 +53,7 @@ struct run_scope::workers {
 };
 
 run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size)) {
+    thread_census::worker_entered();
     if (o.threads == 1) {
         boost::fibers::use_scheduling_algorithm<single_thread_policy>(core_.get());
         return;
@@ -60,9 +62,11 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
     core_->set_workers(&workers_->pool);
     for (std::size_t i = 1; i < o.threads; ++i) {
         workers_->threads.emplace_back([this, i] {
+            thread_census::worker_entered();
             boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, i, core_.get());
             workers_->started.count_down();
             workers_->stops[i].wait();
+            thread_census::worker_left();
         });
     }
     boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, 0, core_.get());
@@ -79,6 +83,7 @@ run_scope::~run_scope() {
     // release the fibers that finished on it.
     boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
     boost::this_fiber::yield();
+    thread_census::worker_left();
 }
 
 }  // namespace csp::detail

@@ -25,6 +25,7 @@
 #include "csp/observer.hpp"
 #include "csp/waiter.hpp"
 #include "csp/spinlock.hpp"
+#include "csp/detail/thread_census.hpp"
 #include "csp/detail/wait_queue.hpp"
 
 namespace csp::detail {
@@ -118,19 +119,23 @@ public:
         void describe(std::string& out) const override {
             out.append(side_ == reading ? "reading from " : "writing to ").append(ch_->label());
         }
-        bool reachable_from_outside() const override { return ch_->outside_holders() > 0; }
+        bool reachable_from_outside() const override { return ch_->reachable_from_outside(); }
 
     private:
         const channel_base* ch_;
         side side_;
     };
 
-    // Ends made by threads outside any runtime. A process waiting on such a
-    // channel may be woken by one of them, so it is never reported as
-    // deadlocked.
+    // Ends made by threads outside any runtime that no process has taken yet
+    // (channel.hpp). A process waiting on such a channel may be woken by a
+    // thread outside the runtimes, if there is one (thread_census.hpp), so it
+    // is not reported as deadlocked.
     void outside_holder_added() noexcept { outside_holders_.fetch_add(1, std::memory_order_relaxed); }
     void outside_holder_removed() noexcept { outside_holders_.fetch_sub(1, std::memory_order_relaxed); }
     int outside_holders() const noexcept { return outside_holders_.load(std::memory_order_relaxed); }
+    bool reachable_from_outside() const noexcept {
+        return outside_holders() > 0 && thread_census::others_alive();
+    }
 
 protected:
     std::atomic<int> outside_holders_{0};

@@ -94,6 +94,28 @@ private:
 // until its record exists (spawn.hpp sets it around the fiber's creation).
 inline thread_local int spawning_priority = priority_normal;
 
+// What copying a channel end means on this thread right now (channel.hpp).
+// spawn.hpp raises `ends_entering_process` while it moves or copies a callable
+// into a new process: an end made outside any runtime stops counting as
+// reachable from outside once the runtime has taken it. par_for raises
+// `ends_for_new_branch` while it copies its body for one branch: each end
+// copied then is a holder of its own, so one branch's retire is not every
+// branch's.
+inline thread_local int ends_entering_process = 0;
+inline thread_local int ends_for_new_branch = 0;
+
+// Raises one of the counters above for its lifetime.
+class copy_context {
+public:
+    explicit copy_context(int& counter) noexcept : counter_(counter) { ++counter_; }
+    ~copy_context() { --counter_; }
+    copy_context(const copy_context&) = delete;
+    copy_context& operator=(const copy_context&) = delete;
+
+private:
+    int& counter_;
+};
+
 // The queue level of a fiber: its process's priority; for a fiber that has
 // not started yet, the priority it was spawned with; otherwise normal.
 inline int priority_of(const boost::fibers::context* ctx) noexcept {

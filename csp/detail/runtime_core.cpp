@@ -1,6 +1,7 @@
 #include "csp/detail/runtime_core.hpp"
 
 #include "csp/waiter.hpp"
+#include "csp/detail/thread_census.hpp"
 
 namespace csp::detail {
 
@@ -9,6 +10,7 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
     std::lock_guard lk(registry_mutex_);
     if (registered_ != live_.load()) return false;  // a process has yet to start
     if (registered_ == daemons_) return false;        // only services are left
+    thread_census::begin_walk();
     auto awake = [](const process_record* p) {
         const waiter* w = p->blocked_on.load(std::memory_order_acquire);
         return w == nullptr || !w->is_waiting() || w->site()->reachable_from_outside();

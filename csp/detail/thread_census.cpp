@@ -1,0 +1,45 @@
+#include "csp/detail/thread_census.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace csp::detail::thread_census {
+
+namespace {
+
+std::atomic<long> workers{0};
+thread_local int cached = -1;  // -1: not asked during this walk; else 0 or 1
+
+// The process's thread count from /proc/self/status, or -1.
+long kernel_thread_count() noexcept {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    if (f == nullptr) return -1;
+    char line[256];
+    long n = -1;
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+        if (std::strncmp(line, "Threads:", 8) == 0) {
+            n = std::strtol(line + 8, nullptr, 10);
+            break;
+        }
+    }
+    std::fclose(f);
+    return n;
+}
+
+}  // namespace
+
+void worker_entered() noexcept { workers.fetch_add(1); }
+void worker_left() noexcept { workers.fetch_sub(1); }
+void begin_walk() noexcept { cached = -1; }
+
+bool others_alive() noexcept {
+    if (cached < 0) {
+        const long n = kernel_thread_count();
+        cached = (n < 0 || n > workers.load()) ? 1 : 0;
+    }
+    return cached == 1;
+}
+
+}  // namespace csp::detail::thread_census

@@ -1,0 +1,27 @@
+#pragma once
+// Whether the process has threads besides the workers of its running csp
+// runtimes: the deadlock detector's test for "an outside thread may still act".
+//
+// An end made outside any runtime that no process has taken yet (channel.hpp)
+// only matters if some thread outside the runtimes could use it. A program
+// that never starts a thread of its own has none, and its channels get the
+// deadlock report whatever thread made their ends.
+//
+// Counting errs on the side of "others exist": a worker is counted only from
+// its first scheduling step until just before its thread ends, so a thread the
+// kernel lists but the census does not is always taken for an outside one.
+namespace csp::detail::thread_census {
+
+// Called by each worker thread of a run (the caller of run() included) as it
+// starts and as it stops being one.
+void worker_entered() noexcept;
+void worker_left() noexcept;
+
+// For one walk of the deadlock detector (runtime_core::find_deadlock): forget
+// the previous answer; the next others_alive() on this thread asks the kernel.
+void begin_walk() noexcept;
+// Whether a thread other than the runtimes' workers exists. Outside Linux, or
+// if the kernel cannot say: true.
+bool others_alive() noexcept;
+
+}  // namespace csp::detail::thread_census

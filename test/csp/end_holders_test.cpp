@@ -1,0 +1,210 @@
+// Who holds a channel end: the two traps of ends shared by accident.
+//  - par_for's branches that capture one end each hold it on their own, so the
+//    first branch to retire does not retire the side for all of them.
+//  - Ends made on the main thread before run() do not switch the deadlock
+//    report off once the runtime has them, nor in a program with no thread
+//    of its own.
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include "helpers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+class end_holders : public csp_test::on_threads {};
+CSP_ON_1_AND_2_THREADS(end_holders);
+
+constexpr int workers = 8;
+constexpr int per_worker = 200;
+
+// Reads until retirement; returns how many values came and their sum.
+std::pair<int, long> collect(const csp::reader<int>& in) {
+    int count = 0;
+    long sum = 0;
+    csp_test::read_until<csp::retired_error>(in, [&](int v) {
+        ++count;
+        sum += v;
+    });
+    return {count, sum};
+}
+
+constexpr long expected_sum() {
+    long s = 0;
+    for (int w = 0; w < workers; ++w)
+        for (int k = 0; k < per_worker; ++k) s += w * 1000 + k;
+    return s;
+}
+
+TEST_P(end_holders, par_for_branches_capturing_one_writer_retire_only_their_own) {
+    csp::channel<int> results{"results"};
+    std::pair<int, long> got;
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    csp::par_for(workers, [out = results.writer()](std::size_t w) {
+                        for (int k = 0; k < per_worker; ++k) {
+                            out.write(static_cast<int>(w) * 1000 + k);
+                            if (k % 16 == 0) csp::yield();
+                        }
+                        out.retire();
+                    });
+                },
+                [&, in = results.reader()] { got = collect(in); });
+        },
+        opts());
+    EXPECT_EQ(got.first, workers * per_worker);
+    EXPECT_EQ(got.second, expected_sum());
+}
+
+TEST_P(end_holders, a_named_par_for_body_still_lets_the_side_retire_when_every_branch_has) {
+    csp::channel<int> results{"results"};
+    std::pair<int, long> got;
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    auto body = [out = results.writer()](std::size_t w) {
+                        for (int k = 0; k < per_worker; ++k) out.write(static_cast<int>(w) * 1000 + k);
+                        out.retire();
+                    };
+                    csp::par_for(workers, body);  // body outlives the branches
+                },
+                [&, in = results.reader()] { got = collect(in); });
+        },
+        opts());
+    EXPECT_EQ(got.first, workers * per_worker);
+    EXPECT_EQ(got.second, expected_sum());
+}
+
+TEST_P(end_holders, par_for_branches_each_own_what_the_body_captured_by_value) {
+    std::vector<int> seen(4, -1);
+    csp_test::run_watched(
+        [&] {
+            csp::par_for(4, [count = 0, &seen](std::size_t i) mutable {
+                ++count;  // a shared body would count past 1
+                csp::yield();
+                seen[i] = count;
+            });
+        },
+        opts());
+    EXPECT_EQ(seen, std::vector<int>(4, 1));
+}
+
+TEST_P(end_holders, copies_inside_one_process_still_share_their_holder) {
+    csp::channel<int> c{"c"};
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [w = c.writer()] {
+                    auto copy = w;
+                    copy.write(1);
+                    copy.retire();
+                    EXPECT_THROW(w.write(2), csp::retired_error);  // the same holder has retired
+                },
+                [r = c.reader()] {
+                    EXPECT_EQ(r.read(), 1);
+                    EXPECT_THROW(r.read(), csp::retired_error);
+                });
+        },
+        opts());
+}
+
+TEST_P(end_holders, a_par_for_copy_of_a_retired_end_is_retired_too) {
+    csp::channel<int> c{"c"};
+    csp_test::run_watched(
+        [&] {
+            auto w = c.writer();
+            w.retire();
+            auto refused = csp::par_for(3, [w](std::size_t) {
+                try {
+                    w.write(1);
+                } catch (const csp::retired_error&) {
+                    return true;
+                }
+                return false;
+            });
+            EXPECT_EQ(refused, std::vector<bool>(3, true));
+        },
+        opts());
+}
+
+std::string deadlock_report(const std::function<void()>& root, csp::runtime_options o) {
+    std::string report;
+    csp_test::with_watchdog([&] {
+        try {
+            csp::run(root, o);
+            ADD_FAILURE() << "run() returned instead of reporting a deadlock";
+        } catch (const csp::deadlock_error& e) {
+            report = e.what();
+        }
+    });
+    return report;
+}
+
+TEST_P(end_holders, ends_made_in_main_before_run_still_get_the_deadlock_report) {
+    // listing1's shape, with each process waiting for the other first. The
+    // ends are made here, outside any runtime, on a thread that is not in run.
+    csp::channel<int> ab{"a->b"}, ba{"b->a"};
+    auto alice = [w = ab.writer(), r = ba.reader()] {
+        r.read();
+        w.write(1);
+    };
+    auto bob = [w = ba.writer(), r = ab.reader()] {
+        r.read();
+        w.write(2);
+    };
+    const std::string report =
+        deadlock_report([&] { csp::par(csp::proc("alice", alice), csp::proc("bob", bob)); }, opts());
+    EXPECT_NE(report.find("process 'alice' is blocked reading from channel 'b->a'"), std::string::npos) << report;
+    EXPECT_NE(report.find("process 'bob' is blocked reading from channel 'a->b'"), std::string::npos) << report;
+}
+
+TEST_P(end_holders, ends_made_in_main_and_moved_into_run_get_the_deadlock_report) {
+    csp::channel<int> c{"never written"};
+    auto unused = c.writer();
+    const std::string report = deadlock_report([r = c.reader(), w = std::move(unused)] { r.read(); }, opts());
+    EXPECT_NE(report.find("reading from channel 'never written'"), std::string::npos) << report;
+}
+
+TEST_P(end_holders, a_thread_holding_an_end_made_outside_the_runtime_is_waited_for) {
+    csp::channel<int> c{"from a thread"};
+    std::thread t([w = c.writer()] {
+        std::this_thread::sleep_for(50ms);  // every process is blocked meanwhile
+        w.write(7);
+    });
+    int got = 0;
+    csp_test::run_watched([&, r = c.reader()] { got = r.read(); }, opts());
+    t.join();
+    EXPECT_EQ(got, 7);
+}
+
+// A program that never starts a thread of its own gets the report even for an
+// end made in main that no process ever took. Run in a child process, where
+// the test's own threads do not exist.
+TEST_P(end_holders, a_program_without_threads_of_its_own_gets_the_report_for_an_end_no_process_took) {
+    const csp::runtime_options o = opts();
+    EXPECT_EXIT(
+        {
+            ::alarm(20);  // a hang fails the test with SIGALRM
+            csp::channel<int> c{"forgotten"};
+            auto r = c.reader();
+            auto w = c.writer();  // made here, never handed to anyone
+            try {
+                csp::run([&] { r.read(); }, o);
+            } catch (const csp::deadlock_error& e) {
+                std::_Exit(std::string(e.what()).find("reading from channel 'forgotten'") != std::string::npos ? 0
+                                                                                                        : 2);
+            }
+            std::_Exit(1);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
