@@ -62,14 +62,28 @@ private:
 
 // The protocol, in the order of guard.hpp:
 //  1. Try every enabled guard, starting at `first`. Nobody can see this
-//     alternation yet, so the first guard that completes is the choice.
+//     alternation yet, so the first channel-like guard that completes is the
+//     choice. An unconditional guard that is ready (skip, a due timeout) is
+//     only a fallback: a priority select stops looking at it (the guards
+//     after it are never chosen); a fair select looks at the rest first.
 //  2. Make a waiter and enable the guards in the same order. A guard that
 //     reports itself ready means a partner arrived after step 1: withdraw by
 //     committing our own waiter to `retry`, and start again. If that commit
 //     fails, a partner already chose us; absorb its wake (waiter invariant 3).
-//  3. Otherwise suspend until a partner or the earliest deadline commits us.
+//  3. With a fallback (a polling select), commit our own waiter to it at
+//     once; otherwise suspend until a partner or the earliest deadline
+//     commits us.
 //  4. Disable every enabled guard, then let the chosen guard finish.
-std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
+//
+// Why step 3 makes a polling select linearizable (Go's TestNonblockSelectRace,
+// crossbeam's linearizable_try): step 1 looks at the guards one at a time, so
+// each may have been ready at some moment of the search though none was when
+// looked at. After step 2, a partner that makes an enabled guard ready commits
+// our waiter; so if our own commit to the fallback succeeds, no guard became
+// ready between its enabling and that commit, and none was ready when enabled:
+// at the instant of the commit, no guard was ready. With one conditional guard
+// step 1's look was already such an instant, and steps 2-3 are skipped.
+std::size_t select_from(std::span<guard* const> guards, std::size_t first, select_order order) {
     const std::size_t n = guards.size();
     if (n == 0) throw usage_error("select: no guards to choose from (an empty list)");
     auto at = [&](std::size_t k) { return (first + k) % n; };
@@ -79,17 +93,34 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
 
     const alt_site site(guards);
     for (;;) {
-        for (std::size_t k = 0; k < n; ++k) {
+        std::size_t upto = n;  // guards at(0..upto-1) take part in steps 2-4
+        int fallback = waiter::retry;
+        std::size_t conditional = 0;
+        for (std::size_t k = 0; k < upto; ++k) {
             guard* g = guards[at(k)];
-            if (g->enabled() && g->try_complete()) {
-                notify_chose(guards, at(k));
-                return at(k);
+            if (!g->enabled()) continue;
+            if (!g->unconditional()) {
+                ++conditional;
+                if (g->try_complete()) {
+                    notify_chose(guards, at(k));
+                    return at(k);
+                }
+            } else if (fallback == waiter::retry && g->try_complete()) {
+                fallback = static_cast<int>(at(k));
+                if (order == select_order::priority) upto = k;
             }
         }
+        const bool polling = fallback != waiter::retry;
+        if (polling && conditional <= 1) {
+            notify_chose(guards, static_cast<std::size_t>(fallback));
+            return static_cast<std::size_t>(fallback);
+        }
+        // A polling select enables only the conditional guards it looked at.
+        auto takes_part = [&](const guard* g) { return g->enabled() && !(polling && g->unconditional()); };
 
         clock::time_point deadline = clock::time_point::max();
         int timeout_index = waiter::retry;
-        for (std::size_t k = 0; k < n; ++k) {
+        for (std::size_t k = 0; k < upto && !polling; ++k) {
             const guard* g = guards[at(k)];
             if (g->enabled() && g->deadline() < deadline) {
                 deadline = g->deadline();
@@ -103,9 +134,9 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
         std::size_t enabled_upto = 0;  // guards at(0..enabled_upto-1) need disabling
         bool ready = false;
         try {
-            for (std::size_t k = 0; k < n && !ready; ++k) {
+            for (std::size_t k = 0; k < upto && !ready; ++k) {
                 const std::size_t i = at(k);
-                if (!guards[i]->enabled()) continue;
+                if (!takes_part(guards[i])) continue;
                 wait_node& node = nodes.make(i, &w);
                 enabled_upto = k + 1;
                 ready = guards[i]->enable(node);
@@ -113,25 +144,25 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first) {
         } catch (...) {
             if (!w.commit(waiter::retry)) w.absorb();
             for (std::size_t k = 0; k < enabled_upto; ++k)
-                if (guards[at(k)]->enabled()) guards[at(k)]->disable(nodes[at(k)]);
+                if (takes_part(guards[at(k)])) guards[at(k)]->disable(nodes[at(k)]);
             throw;
         }
 
         int chosen;
-        if (ready && w.commit(waiter::retry)) {
-            chosen = waiter::retry;
-        } else if (ready) {
-            chosen = w.absorb();
+        if (ready) {
+            chosen = w.commit(waiter::retry) ? waiter::retry : w.absorb();
+        } else if (polling) {
+            chosen = w.commit(fallback) ? fallback : w.absorb();
         } else {
             chosen = w.wait(deadline, timeout_index);
         }
         for (std::size_t k = 0; k < enabled_upto; ++k)
-            if (guards[at(k)]->enabled()) guards[at(k)]->disable(nodes[at(k)]);
+            if (takes_part(guards[at(k)])) guards[at(k)]->disable(nodes[at(k)]);
 
         if (chosen == waiter::retry) continue;
         if (chosen == waiter::aborted) w.throw_aborted();
         const auto i = static_cast<std::size_t>(chosen);
-        guards[i]->complete(nodes[i]);
+        if (i != static_cast<std::size_t>(fallback)) guards[i]->complete(nodes[i]);
         notify_chose(guards, i);
         return i;
     }

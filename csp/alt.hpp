@@ -117,6 +117,7 @@ public:
     void disable(wait_node&) override {}
     void complete(wait_node&) override {}
     clock::time_point deadline() const override { return at_; }
+    bool unconditional() const override { return true; }
     void describe(std::string& out) const override { out += "a timeout"; }
 
 private:
@@ -130,6 +131,7 @@ public:
     bool enable(wait_node&) override { return true; }
     void disable(wait_node&) override {}
     void complete(wait_node&) override {}
+    bool unconditional() const override { return true; }
     void describe(std::string& out) const override { out += "skip"; }
 };
 
@@ -145,8 +147,12 @@ inline timeout_guard deadline(clock::time_point at) { return timeout_guard(at); 
 inline skip_guard skip() { return {}; }
 
 namespace detail {
-// The whole algorithm; `first` is where the search starts (0 for priority).
-std::size_t select_from(std::span<guard* const> guards, std::size_t first);
+// The whole algorithm (alt.cpp). `first` is where the search starts; a
+// priority select starts at 0 and treats a skip or due timeout as ready in
+// its place, so the guards after it are never chosen; a fair one considers
+// those only once no other guard is ready.
+enum class select_order { priority, fair };
+std::size_t select_from(std::span<guard* const> guards, std::size_t first, select_order order);
 }  // namespace detail
 
 // Priority select over guards of any kinds; returns the index of the one that
@@ -155,11 +161,13 @@ template <class... G>
     requires(std::derived_from<std::remove_cvref_t<G>, guard> && ...)
 std::size_t select(G&&... guards) {
     const std::array<guard*, sizeof...(G)> gs{static_cast<guard*>(&guards)...};
-    return detail::select_from(gs, 0);
+    return detail::select_from(gs, 0, detail::select_order::priority);
 }
 
 // Priority select over a run-time list (occam's replicated ALT).
-inline std::size_t select(std::span<guard* const> guards) { return detail::select_from(guards, 0); }
+inline std::size_t select(std::span<guard* const> guards) {
+    return detail::select_from(guards, 0, detail::select_order::priority);
+}
 
 // Alternation with memory, for fair selection (JCSP's Alternative).
 class alternation {
@@ -176,7 +184,8 @@ public:
         return fair_select(std::span<guard* const>(gs));
     }
     std::size_t fair_select(std::span<guard* const> guards) {
-        const std::size_t chosen = detail::select_from(guards, guards.empty() ? 0 : favourite_ % guards.size());
+        const std::size_t chosen = detail::select_from(guards, guards.empty() ? 0 : favourite_ % guards.size(),
+                                                      detail::select_order::fair);
         favourite_ = chosen + 1;
         return chosen;
     }

@@ -40,6 +40,11 @@ public:
     // When the guard becomes ready by itself (timeouts); max() if never.
     virtual clock::time_point deadline() const { return clock::time_point::max(); }
 
+    // Ready without any partner once ready (skip, a timeout that is due):
+    // choosing it claims that the other guards were not ready, which the
+    // alternation must check at one instant (alt.cpp, the polling step).
+    virtual bool unconditional() const { return false; }
+
     // Appends what the guard waits for ("reading from channel 'x'"), for reports.
     virtual void describe(std::string& out) const = 0;
 

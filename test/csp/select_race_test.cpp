@@ -1,0 +1,213 @@
+// Linearizability of polling selects, from the race tests of Go's runtime
+// (chan_test.go: TestNonblockSelectRace, TestNonblockSelectRace2) and
+// crossbeam-channel (tests/select.rs: linearizable_try, linearizable_timeout;
+// tests/golang.rs carries Go's two). In each, at every instant of the select
+// one of its channels holds a value (or is closed), so the select must never
+// take its skip or its zero timeout. Each runs on 1 and 2 worker threads and
+// on plain std::threads.
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace {
+
+// Runs a and b concurrently: on two plain threads when `where` is 0, else as
+// two processes of a runtime with that many workers.
+void two_parties(std::size_t where, const std::function<void()>& a, const std::function<void()>& b) {
+    if (where == 0) {
+        csp_test::with_watchdog([&] {
+            std::thread ta(a), tb(b);
+            ta.join();
+            tb.join();
+        });
+    } else {
+        csp_test::run_watched([&] { csp::par(a, b); }, {.threads = where});
+    }
+}
+
+// Waits for `flag` to reach `value`. The parties spin rather than block, so
+// that on two cores they run the racing steps at the same moment; a process
+// on a one-worker runtime yields to let the other run.
+void spin_until(const std::atomic<int>& flag, int value, std::size_t where) {
+    while (flag.load(std::memory_order_acquire) < value)
+        if (where == 1) csp::yield();
+}
+
+constexpr int rounds = 100000;
+
+class select_race : public ::testing::TestWithParam<std::size_t> {};
+INSTANTIATE_TEST_SUITE_P(, select_race, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{0}),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                             return info.param == 0 ? std::string("plain_threads")
+                                                    : std::to_string(info.param) + "_threads";
+                         });
+
+// The selecting party's poll, `last` being csp::skip() or a zero timeout. It
+// looks at c2 first: the order in which a select looking at one guard at a
+// time can miss both (c2 empty when looked at, then c1 emptied after c2 was
+// filled). Go and crossbeam poll in random order, so they meet it too.
+template <class Last>
+bool poll_took_a_channel(const csp::reader<int>& r1, const csp::reader<int>& r2, Last last) {
+    int v = 0;
+    try {
+        return csp::select(csp::input(r2, v), csp::input(r1, v), last) != 2;
+    } catch (const csp::poisoned_error&) {
+        return true;  // a closed channel is ready too
+    }
+}
+
+// Takes a value from r if one is there.
+void try_take(const csp::reader<int>& r) {
+    int v = 0;
+    (void)csp::select(csp::input(r, v), csp::skip());
+}
+
+// crossbeam's linearizable_try / linearizable_timeout over two channels made
+// by `make`: the selector puts a value in c1 and polls c1 and c2; meanwhile
+// the other party puts a value in c2 before taking the one in c1.
+template <class Last>
+void crossbeam_linearizable(std::size_t where, const std::function<csp::channel<int>()>& make, Last last) {
+    csp::channel<int> c1 = make(), c2 = make();
+    std::atomic<int> started{0}, finished{0};
+    int defaults = 0;
+    two_parties(
+        where,
+        [&, s1 = c1.writer(), r1 = c1.reader(), r2 = c2.reader()] {
+            for (int i = 1; i <= rounds; ++i) {
+                s1.write(1);
+                started.store(i, std::memory_order_release);
+                if (!poll_took_a_channel(r1, r2, last)) ++defaults;
+                spin_until(finished, i, where);
+                try_take(r2);
+            }
+        },
+        [&, s2 = c2.writer(), r1 = c1.reader()] {
+            for (int i = 1; i <= rounds; ++i) {
+                spin_until(started, i, where);
+                s2.write(1);
+                try_take(r1);
+                finished.store(i, std::memory_order_release);
+            }
+        });
+    EXPECT_EQ(defaults, 0) << "a polling select took its default although a channel was ready";
+}
+
+const auto bounded = [] { return csp::channel<int>(csp::buffer::fifo(1)); };
+const auto unbounded = [] { return csp::channel<int>(csp::buffer::unbounded()); };
+const auto zero_timeout = [] { return csp::timeout(std::chrono::nanoseconds(0)); };
+
+TEST_P(select_race, crossbeam_linearizable_try_bounded) { crossbeam_linearizable(GetParam(), bounded, csp::skip()); }
+TEST_P(select_race, crossbeam_linearizable_try_unbounded) {
+    crossbeam_linearizable(GetParam(), unbounded, csp::skip());
+}
+TEST_P(select_race, crossbeam_linearizable_timeout_bounded) {
+    crossbeam_linearizable(GetParam(), bounded, zero_timeout());
+}
+TEST_P(select_race, crossbeam_linearizable_timeout_unbounded) {
+    crossbeam_linearizable(GetParam(), unbounded, zero_timeout());
+}
+
+// Go's TestNonblockSelectRace: c1 holds a value; the selector polls c1 and
+// c2 while the other party fills c2 and then empties c1. One new channel
+// pair per round, two long-lived parties.
+TEST_P(select_race, go_nonblock_select_race) {
+    const std::size_t where = GetParam();
+    std::vector<csp::channel<int>> c1, c2;
+    for (int i = 0; i < rounds; ++i) {
+        c1.emplace_back(csp::buffer::fifo(1));
+        c2.emplace_back(csp::buffer::fifo(1));
+        c1.back().writer().write(1);
+    }
+    std::atomic<int> started{0};
+    int defaults = 0;
+    two_parties(
+        where,
+        [&] {
+            for (int i = 0; i < rounds; ++i) {
+                started.store(i + 1, std::memory_order_release);
+                if (!poll_took_a_channel(c1[i].reader(), c2[i].reader(), csp::skip())) ++defaults;
+            }
+        },
+        [&] {
+            for (int i = 0; i < rounds; ++i) {
+                spin_until(started, i + 1, where);
+                c2[i].writer().write(1);
+                try_take(c1[i].reader());
+            }
+        });
+    EXPECT_EQ(defaults, 0);
+}
+
+// Go's TestNonblockSelectRace2: as above, but c2 is unbuffered and closed
+// (poisoned) instead of filled.
+TEST_P(select_race, go_nonblock_select_race2) {
+    const std::size_t where = GetParam();
+    std::vector<csp::channel<int>> c1, c2;
+    for (int i = 0; i < rounds; ++i) {
+        c1.emplace_back(csp::buffer::fifo(1));
+        c2.emplace_back();
+        c1.back().writer().write(1);
+    }
+    std::atomic<int> started{0};
+    int defaults = 0;
+    two_parties(
+        where,
+        [&] {
+            for (int i = 0; i < rounds; ++i) {
+                started.store(i + 1, std::memory_order_release);
+                if (!poll_took_a_channel(c1[i].reader(), c2[i].reader(), csp::skip())) ++defaults;
+            }
+        },
+        [&] {
+            for (int i = 0; i < rounds; ++i) {
+                spin_until(started, i + 1, where);
+                c2[i].poison();
+                try_take(c1[i].reader());
+            }
+        });
+    EXPECT_EQ(defaults, 0);
+}
+
+// Where the skip sits still matters: in a priority select the guards after it
+// are never chosen (occam's PRI ALT); a fair select takes it only when no
+// other guard is ready, wherever the rotation starts.
+TEST(select_order, a_priority_select_never_chooses_a_guard_after_its_skip) {
+    csp::channel<int> empty{csp::buffer::fifo(1)}, full{csp::buffer::fifo(1)};
+    csp::run([&] {
+        full.writer().write(5);
+        int v = 0;
+        EXPECT_EQ(csp::select(csp::input(empty.reader(), v), csp::skip(), csp::input(full.reader(), v)), 1u);
+        EXPECT_EQ(csp::select(csp::input(empty.reader(), v), csp::input(full.reader(), v), csp::skip()), 1u);
+        EXPECT_EQ(v, 5);
+    });
+}
+
+TEST(select_order, a_fair_select_takes_skip_only_when_no_channel_is_ready) {
+    csp::channel<int> a{csp::buffer::fifo(1)}, b{csp::buffer::fifo(1)};
+    csp::run([&] {
+        auto wa = a.writer(), wb = b.writer();
+        auto ra = a.reader(), rb = b.reader();
+        csp::alternation alt;
+        int v = 0, skips = 0, taken = 0;
+        for (int i = 0; i < 300; ++i) {
+            if (i % 3 == 0) wa.write(i);
+            if (i % 5 == 0) wb.write(i);
+            const bool any_ready = a.buffered() + b.buffered() > 0;
+            const std::size_t k = alt.fair_select(csp::input(ra, v), csp::skip(), csp::input(rb, v));
+            if (k == 1) {
+                ++skips;
+                EXPECT_FALSE(any_ready) << "round " << i;
+            } else {
+                ++taken;
+            }
+        }
+        EXPECT_EQ(taken, 100 + 60);  // every value written was read: none skipped over
+        EXPECT_EQ(skips, 300 - taken);
+    });
+}
+
+}  // namespace
