@@ -25,6 +25,7 @@
 // is the program's, and a deadlock on its channel is reported.
 #include <atomic>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -157,6 +158,13 @@ private:
     friend class output_guard<T>;
 };
 
+// What a channel's constructor takes as an option: anything but the channel
+// itself (a copy) or a source location (which comes last); apply() says which
+// options are allowed.
+template <class O, class Channel>
+concept channel_option =
+    !std::is_same_v<std::decay_t<O>, Channel> && !std::is_same_v<std::decay_t<O>, std::source_location>;
+
 }  // namespace detail
 
 template <class T>
@@ -195,15 +203,25 @@ template <class T>
 class channel {
 public:
     // Options in any order: a name (anything a std::string is made from), a
-    // csp::buffer, a csp::sharing.
-    template <class... Option>
-        requires(!std::is_same_v<std::decay_t<Option>, channel> && ...)
-    explicit channel(Option&&... options) {
-        std::string name;
-        buffer buf = buffer::none();
-        sharing share = sharing::any_to_any;
-        (apply(std::forward<Option>(options), name, buf, share), ...);
-        core_ = std::make_shared<detail::channel_core<T>>(std::move(name), buf, share);
+    // csp::buffer, a csp::sharing. An unnamed channel is labelled with where
+    // it was made ("channel#3 (made at farm.cpp:40)"); one overload per number
+    // of options, since the source location has to be the last parameter.
+    explicit channel(std::source_location at = std::source_location::current()) { make(at); }
+    template <class A>
+        requires(detail::channel_option<A, channel>)
+    explicit channel(A&& a, std::source_location at = std::source_location::current()) {
+        make(at, std::forward<A>(a));
+    }
+    template <class A, class B>
+        requires(detail::channel_option<A, channel> && detail::channel_option<B, channel>)
+    channel(A&& a, B&& b, std::source_location at = std::source_location::current()) {
+        make(at, std::forward<A>(a), std::forward<B>(b));
+    }
+    template <class A, class B, class C>
+        requires(detail::channel_option<A, channel> && detail::channel_option<B, channel> &&
+                 detail::channel_option<C, channel>)
+    channel(A&& a, B&& b, C&& c, std::source_location at = std::source_location::current()) {
+        make(at, std::forward<A>(a), std::forward<B>(b), std::forward<C>(c));
     }
 
     csp::reader<T> reader() const { return csp::reader<T>(core_); }
@@ -217,6 +235,15 @@ public:
     std::size_t buffered() const { return core_->buffered(); }
 
 private:
+    template <class... Option>
+    void make(std::source_location at, Option&&... options) {
+        std::string name;
+        buffer buf = buffer::none();
+        sharing share = sharing::any_to_any;
+        (apply(std::forward<Option>(options), name, buf, share), ...);
+        core_ = std::make_shared<detail::channel_core<T>>(std::move(name), buf, share, at);
+    }
+
     template <class O>
     static void apply(O&& o, std::string& name, buffer& buf, sharing& share) {
         using D = std::decay_t<O>;

@@ -100,7 +100,7 @@ auto pri_par(F&&... branches) {
 // so each branch retires only its own. Capture big data by reference. A body
 // that cannot be copied is shared by every branch.
 template <class F>
-auto par_for(std::size_t n, F&& body) {
+auto par_for(std::size_t n, F&& body, std::source_location at = std::source_location::current()) {
     using B = std::decay_t<F>;
     using R = std::invoke_result_t<B&, std::size_t>;
     std::vector<detail::result_slot<R>> results(n);
@@ -112,9 +112,11 @@ auto par_for(std::size_t n, F&& body) {
                     detail::copy_context own_holders(detail::ends_for_new_branch);
                     return B(body);
                 };
-                detail::spawn(rt, self, i, [b = branch(), i]() mutable -> R { return b(i); }, &results[i], join);
+                detail::spawn(rt, self, i, [b = branch(), i]() mutable -> R { return b(i); }, &results[i], join,
+                              false, -1, at);
             } else {
-                detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], join);
+                detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], join, false, -1,
+                              at);
             }
         }
     });

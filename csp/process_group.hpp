@@ -23,6 +23,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <source_location>
 #include <utility>
 
 #include "csp/process.hpp"
@@ -42,7 +43,8 @@ public:
     // the calling process's runtime. Must be called from a process; the
     // group may be waited for from anywhere.
     template <class F>
-    void spawn(F&& f, process_kind kind = process_kind::program) {
+    void spawn(F&& f, process_kind kind = process_kind::program,
+               std::source_location at = std::source_location::current()) {
         detail::process_record* self = detail::calling_process("csp::process_group::spawn");
         detail::join_state* j;
         {
@@ -51,7 +53,7 @@ public:
             j = joins_.emplace_back(std::make_unique<detail::join_state>(1)).get();
         }
         const bool daemon = kind == process_kind::daemon;
-        detail::spawn(self->runtime(), daemon ? nullptr : self, 0, std::forward<F>(f), &none_, j, daemon);
+        detail::spawn(self->runtime(), daemon ? nullptr : self, 0, std::forward<F>(f), &none_, j, daemon, -1, at);
     }
 
     // Waits for every member started so far, and any started meanwhile.

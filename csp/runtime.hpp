@@ -57,7 +57,7 @@ private:
 }  // namespace detail
 
 template <class F>
-auto run(F&& root, runtime_options options = {}) {
+auto run(F&& root, runtime_options options = {}, std::source_location at = std::source_location::current()) {
     using R = detail::process_result_t<F>;
     if (detail::current_process() != nullptr)
         throw usage_error("csp::run called from inside a process: runtimes do not nest");
@@ -66,7 +66,7 @@ auto run(F&& root, runtime_options options = {}) {
     {
         detail::run_scope scope(options);
         detail::join_state join(1);
-        detail::spawn(scope.core(), nullptr, 0, std::forward<F>(root), &result, &join);
+        detail::spawn(scope.core(), nullptr, 0, std::forward<F>(root), &result, &join, false, -1, at);
         join.wait();
         scope.core()->stop_services();
         join.rethrow_if_failed();

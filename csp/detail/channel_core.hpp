@@ -25,6 +25,7 @@
 #include "csp/observer.hpp"
 #include "csp/waiter.hpp"
 #include "csp/spinlock.hpp"
+#include "csp/detail/source_place.hpp"
 #include "csp/detail/thread_census.hpp"
 #include "csp/detail/wait_queue.hpp"
 
@@ -34,15 +35,21 @@ enum side : int { reading = 0, writing = 1 };
 
 class channel_base {
 public:
-    channel_base(std::string name, buffer buf, sharing share)
-        : name_(std::move(name)), buf_(buf), share_(share), id_(next_id()) {}
+    channel_base(std::string name, buffer buf, sharing share, std::source_location made_at = {})
+        : name_(std::move(name)), buf_(buf), share_(share), id_(next_id()), made_at_(made_at) {}
     channel_base(const channel_base&) = delete;
     channel_base& operator=(const channel_base&) = delete;
 
-    // "channel 'results'" or "channel#12".
+    // "channel 'results'", or for an unnamed channel its number and where the
+    // program made it: "channel#12 (made at farm.cpp:40)".
     std::string label() const {
-        return name_.empty() ? "channel#" + std::to_string(id_) : "channel '" + name_ + "'";
+        if (!name_.empty()) return "channel '" + name_ + "'";
+        std::string l = "channel#" + std::to_string(id_);
+        if (made_at_.line() != 0) l.append(" (made at ").append(source_place(made_at_)).append(")");
+        return l;
     }
+    // Where the channel was made (line 0 if unknown).
+    const std::source_location& made_at() const noexcept { return made_at_; }
     const std::string& name() const noexcept { return name_; }
     std::uint64_t id() const noexcept { return id_; }
     const buffer& buffering() const noexcept { return buf_; }
@@ -165,6 +172,7 @@ private:
     buffer buf_;
     sharing share_;
     std::uint64_t id_;
+    std::source_location made_at_;
 };
 
 template <class T>

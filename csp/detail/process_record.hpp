@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <source_location>
 #include <string>
 
 #include <boost/fiber/context.hpp>
@@ -58,6 +59,11 @@ public:
 
     // A daemon (process_group.hpp), fixed before the process registers.
     bool daemon = false;
+
+    // Where the program started it: the call of run(), par_for() or a
+    // process group's spawn(); line 0 for par()'s branches, whose place in
+    // the par tree names them.
+    std::source_location made_at;
 
     // The process's priority (priority.hpp). Written only by the process
     // itself; read by whichever thread queues it.

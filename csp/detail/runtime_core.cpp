@@ -1,6 +1,7 @@
 #include "csp/detail/runtime_core.hpp"
 
 #include "csp/waiter.hpp"
+#include "csp/detail/source_place.hpp"
 #include "csp/detail/thread_census.hpp"
 
 namespace csp::detail {
@@ -28,6 +29,7 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
         if (p->daemon) continue;
         report.append("  process '").append(p->label()).append("' is blocked ");
         p->blocked_on.load(std::memory_order_relaxed)->site()->describe(report);
+        if (p->made_at.line() != 0) report.append(" (started at ").append(source_place(p->made_at)).append(")");
         report += "\n";
     }
     report.append("(").append(std::to_string(registered_ - daemons_)).append(" blocked processes)");

@@ -126,13 +126,14 @@ private:
 // spawning_priority (process_record.hpp).
 template <class F, class R>
 void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&& f,
-           result_slot<R>* result, join_state* join, bool daemon = false, int prio = -1) {
+           result_slot<R>* result, join_state* join, bool daemon = false, int prio = -1,
+           std::source_location made_at = {}) {
     using traits = process_traits<std::decay_t<F>>;
     std::string name = traits::name(f);
     if (prio < 0) prio = parent ? parent->priority.load(std::memory_order_relaxed) : priority_normal;
     rt->process_spawned();
     std::optional<copy_context> entering(std::in_place, ends_entering_process);
-    auto body = [rt, parent, index, result, join, daemon, prio, name = std::move(name),
+    auto body = [rt, parent, index, result, join, daemon, prio, made_at, name = std::move(name),
                  fn = std::decay_t<F>(std::forward<F>(f))]() mutable noexcept {
         std::exception_ptr err;
         {
@@ -140,6 +141,7 @@ void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&
             auto* rec = new (storage) process_record(rt, parent, index, std::move(name));
             rec->stack_top = __builtin_frame_address(0);
             rec->daemon = daemon;
+            rec->made_at = made_at;
             rec->priority.store(static_cast<std::int8_t>(prio), std::memory_order_relaxed);
             boost::fibers::context* ctx = boost::fibers::context::active();
             ctx->set_properties(rec);

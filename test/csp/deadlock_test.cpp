@@ -73,6 +73,27 @@ TEST_P(deadlock_test, unnamed_processes_get_their_place_in_the_par_tree) {
     EXPECT_NE(report.find("process 'main.1.1' is blocked reading from channel#"), std::string::npos) << report;
 }
 
+// Default names point at the code: an unnamed channel by where it was made,
+// a process by the run() or par_for() that started it.
+TEST_P(deadlock_test, unnamed_channels_and_replicated_processes_say_where_they_were_made) {
+    csp::channel<int> c;
+    const int channel_line = __LINE__ - 1;
+    int par_for_line = 0;
+    const std::string report = run_expecting_deadlock(
+        [&] {
+            par_for_line = __LINE__ + 1;
+            csp::par_for(2, [r = c.reader()](std::size_t) { r.read(); });
+        },
+        opts());
+    EXPECT_NE(report.find("(made at deadlock_test.cpp:" + std::to_string(channel_line) + ")"), std::string::npos)
+        << report;
+    EXPECT_NE(report.find("process 'main.0' is blocked reading from channel#"), std::string::npos) << report;
+    EXPECT_NE(report.find("(started at deadlock_test.cpp:" + std::to_string(par_for_line) + ")"), std::string::npos)
+        << report;
+    // Named ones keep their names alone.
+    EXPECT_EQ(csp::channel<int>("jobs").label(), "channel 'jobs'");
+}
+
 TEST_P(deadlock_test, a_process_waiting_on_a_timer_is_not_deadlocked) {
     csp::channel<int> c;
     int got = 0;

@@ -30,11 +30,16 @@ void two_parties(std::size_t where, const std::function<void()>& a, const std::f
 }
 
 // Waits for `flag` to reach `value`. The parties spin rather than block, so
-// that on two cores they run the racing steps at the same moment; a process
-// on a one-worker runtime yields to let the other run.
+// that on two cores they run the racing steps at the same moment; they yield
+// now and then (every time on a one-worker runtime), so that a party that
+// shares its core with the other, or with another test, lets it run.
 void spin_until(const std::atomic<int>& flag, int value, std::size_t where) {
-    while (flag.load(std::memory_order_acquire) < value)
-        if (where == 1) csp::yield();
+    for (unsigned k = 1; flag.load(std::memory_order_acquire) < value; ++k) {
+        if (where == 1 || k % 64 == 0) {
+            if (where == 0) std::this_thread::yield();
+            else csp::yield();
+        }
+    }
 }
 
 constexpr int rounds = 100000;
