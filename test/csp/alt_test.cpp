@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 namespace {
 
 class alt_test : public csp_test::on_threads {};
-CSP_ON_1_AND_2_THREADS(alt_test);
+CSP_ON_1_2_AND_4_THREADS(alt_test);
 
 TEST(alt, priority_select_picks_the_first_ready_guard_in_order) {
     csp::channel<int> a{csp::buffer::fifo(1)}, b{csp::buffer::fifo(1)}, c{csp::buffer::fifo(1)};

@@ -8,7 +8,7 @@ using namespace std::chrono_literals;
 namespace {
 
 class barrier_test : public csp_test::on_threads {};
-CSP_ON_1_AND_2_THREADS(barrier_test);
+CSP_ON_1_2_AND_4_THREADS(barrier_test);
 
 // No process may start phase p + 1 before every process finished phase p.
 TEST_P(barrier_test, phases_keep_every_process_in_step) {

@@ -9,7 +9,7 @@ using namespace std::chrono_literals;
 namespace {
 
 class channel_test : public csp_test::on_threads {};
-CSP_ON_1_AND_2_THREADS(channel_test);
+CSP_ON_1_2_AND_4_THREADS(channel_test);
 
 TEST_P(channel_test, rendezvous_write_completes_only_after_the_read) {
     csp::channel<int> c;

@@ -9,7 +9,7 @@ using namespace std::chrono_literals;
 namespace {
 
 class deadlock_test : public csp_test::on_threads {};
-CSP_ON_1_AND_2_THREADS(deadlock_test);
+CSP_ON_1_2_AND_4_THREADS(deadlock_test);
 
 std::string run_expecting_deadlock(const std::function<void()>& root, csp::runtime_options o) {
     std::string report;

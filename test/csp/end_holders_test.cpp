@@ -18,7 +18,7 @@ using namespace std::chrono_literals;
 namespace {
 
 class end_holders : public csp_test::on_threads {};
-CSP_ON_1_AND_2_THREADS(end_holders);
+CSP_ON_1_2_AND_4_THREADS(end_holders);
 
 constexpr int workers = 8;
 constexpr int per_worker = 200;

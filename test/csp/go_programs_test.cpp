@@ -7,7 +7,7 @@
 namespace {
 
 class go_programs : public csp_test::on_threads {};
-CSP_ON_1_AND_2_THREADS(go_programs);
+CSP_ON_1_2_AND_4_THREADS(go_programs);
 
 // sieve1.go: a chain of filter processes, one per prime found.
 TEST_P(go_programs, prime_sieve) {

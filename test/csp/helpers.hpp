@@ -45,7 +45,8 @@ void read_until(const csp::reader<T>& r, F&& f) {
     }
 }
 
-// Suites that run on one worker thread and on two.
+// Suites that run on one, two and four worker threads (four on two cores: more
+// workers than cores, as on a busy machine).
 class on_threads : public ::testing::TestWithParam<std::size_t> {
 protected:
     csp::runtime_options opts() const { return {.threads = GetParam()}; }
@@ -57,5 +58,6 @@ inline std::string thread_name(const ::testing::TestParamInfo<std::size_t>& info
 
 }  // namespace csp_test
 
-#define CSP_ON_1_AND_2_THREADS(suite) \
-    INSTANTIATE_TEST_SUITE_P(, suite, ::testing::Values(std::size_t{1}, std::size_t{2}), csp_test::thread_name)
+#define CSP_ON_1_2_AND_4_THREADS(suite) \
+    INSTANTIATE_TEST_SUITE_P(, suite, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}), \
+                             csp_test::thread_name)

@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 namespace {
 
 class process_test : public csp_test::on_threads {};
-CSP_ON_1_AND_2_THREADS(process_test);
+CSP_ON_1_2_AND_4_THREADS(process_test);
 
 TEST_P(process_test, run_returns_the_root_result) {
     EXPECT_EQ(csp::run([] { return 6 * 7; }, opts()), 42);

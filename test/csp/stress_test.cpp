@@ -10,19 +10,36 @@ namespace {
 struct stress_case {
     csp::buffer buffer;
     const char* name;
+    std::size_t workers;
 };
 
-class stress : public ::testing::TestWithParam<stress_case> {};
+class stress : public ::testing::TestWithParam<stress_case> {
+protected:
+    csp::runtime_options opts() const { return {.threads = GetParam().workers}; }
+};
 
 INSTANTIATE_TEST_SUITE_P(, stress,
-                         ::testing::Values(stress_case{csp::buffer::none(), "rendezvous"},
-                                           stress_case{csp::buffer::fifo(4), "fifo4"},
-                                           stress_case{csp::buffer::unbounded(), "unbounded"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         ::testing::Values(stress_case{csp::buffer::none(), "rendezvous", 2},
+                                           stress_case{csp::buffer::fifo(4), "fifo4", 2},
+                                           stress_case{csp::buffer::unbounded(), "unbounded", 2},
+                                           stress_case{csp::buffer::none(), "rendezvous", 4},
+                                           stress_case{csp::buffer::fifo(4), "fifo4", 4},
+                                           stress_case{csp::buffer::unbounded(), "unbounded", 4}),
+                         [](const auto& info) {
+                             return std::string(info.param.name) + "_" + std::to_string(info.param.workers) +
+                                    "_threads";
+                         });
 
-// Any-to-any: 8 writers and 8 readers on 2 worker threads. Each value is
+// The suites below that take a worker count run on 2 and 4 workers.
+class stress_on : public ::testing::TestWithParam<std::size_t> {
+protected:
+    csp::runtime_options opts() const { return {.threads = GetParam()}; }
+};
+INSTANTIATE_TEST_SUITE_P(, stress_on, ::testing::Values(std::size_t{2}, std::size_t{4}), csp_test::thread_name);
+
+// Any-to-any: 8 writers and 8 readers on 2 and 4 worker threads. Each value is
 // unique; each must be read exactly once.
-TEST_P(stress, any_to_any_on_two_worker_threads_delivers_every_message_once) {
+TEST_P(stress, any_to_any_delivers_every_message_once) {
     constexpr int writers = 8, readers = 8, per_writer = 5000;
     csp::channel<int> c{GetParam().buffer};
     std::vector<std::atomic<int>> seen(writers * per_writer);
@@ -46,7 +63,7 @@ TEST_P(stress, any_to_any_on_two_worker_threads_delivers_every_message_once) {
                     });
                 });
         },
-        {.threads = 2});
+        opts());
     // Poison drops values still buffered, so count what was read and check
     // that nothing was read twice; for a rendezvous every write completed
     // only after its read, so all must be there.
@@ -94,14 +111,14 @@ TEST_P(stress, retire_ends_the_stream_after_every_value_was_read) {
                     });
                 });
         },
-        {.threads = 2});
+        opts());
     EXPECT_EQ(count.load(), writers * per_writer);
     EXPECT_EQ(sum.load(), static_cast<long>(writers) * per_writer * (per_writer + 1) / 2);
 }
 
 // Alternation under contention: readers select over two shared channels
-// written by many writers on 2 threads.
-TEST(stress_alt, selects_over_shared_channels_on_two_threads_lose_nothing) {
+// written by many writers.
+TEST_P(stress_on, selects_over_shared_channels_lose_nothing) {
     constexpr int writers_per_channel = 4, per_writer = 3000, readers = 6;
     csp::channel<int> a{"a"}, b{"b"};
     std::atomic<long> total{0};
@@ -131,9 +148,121 @@ TEST(stress_alt, selects_over_shared_channels_on_two_threads_lose_nothing) {
                     });
                 });
         },
-        {.threads = 2});
+        opts());
     EXPECT_EQ(count.load(), 2 * writers_per_channel * per_writer);
     EXPECT_EQ(total.load(), 2L * writers_per_channel * per_writer * (per_writer + 1) / 2);
+}
+
+// Poison while readers select and writers write: every write that completed
+// was read exactly once (rendezvous), and every process ends with the poison.
+TEST_P(stress_on, poison_during_selects_loses_and_duplicates_nothing) {
+    constexpr int writers = 6, readers = 4, stop_after = 20000, space = 1 << 20;
+    csp::channel<int> a{"a"}, b{"b"};
+    std::vector<std::atomic<int>> seen(writers * space);
+    std::atomic<int> written{0}, read{0}, poisoned{0};
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    csp::par_for(writers, [&](std::size_t id) {
+                        auto w = (id % 2 ? a : b).writer();
+                        try {
+                            for (int i = 0; i < space; ++i) {
+                                w.write(static_cast<int>(id) * space + i);
+                                ++written;
+                            }
+                        } catch (const csp::poisoned_error&) {
+                            ++poisoned;
+                        }
+                    });
+                },
+                [&] {
+                    csp::par_for(readers, [&](std::size_t) {
+                        auto ra = a.reader(), rb = b.reader();
+                        try {
+                            for (;;) {
+                                int v = 0;
+                                csp::select(csp::input(ra, v), csp::input(rb, v));
+                                ++seen[v];
+                                if (++read == stop_after) a.poison(), b.poison();
+                            }
+                        } catch (const csp::poisoned_error&) {
+                            ++poisoned;
+                        }
+                    });
+                });
+        },
+        opts());
+    EXPECT_EQ(poisoned.load(), writers + readers);
+    EXPECT_GE(read.load(), stop_after);
+    EXPECT_EQ(written.load(), read.load());
+    int once = 0;
+    for (auto& v : seen) {
+        ASSERT_LE(v.load(), 1);
+        once += v.load();
+    }
+    EXPECT_EQ(once, read.load());
+}
+
+// A barrier whose membership changes: members leave after their last round,
+// and joiners are enrolled by a member during a phase and start in it. After
+// every phase, each member checks that exactly the members of that phase
+// arrived in it.
+TEST_P(stress_on, barrier_with_enroll_and_resign_completes_each_phase_with_its_members) {
+    constexpr int rounds = 3000, initial = 6, joiners = 3;
+    // Initial member m runs rounds [0, last[m]); joiner j runs [first[j], rounds).
+    auto last = [](int m) { return rounds - m * 250; };
+    auto first = [](int j) { return 500 + j * 600; };
+    auto members_in = [&](int r) {
+        int n = 0;
+        for (int m = 0; m < initial; ++m) n += r < last(m);
+        for (int j = 0; j < joiners; ++j) n += r >= first(j);
+        return n;
+    };
+    csp::barrier bar(initial, "phases");
+    std::vector<std::atomic<int>> arrived(rounds);
+    std::atomic<int> wrong{0}, syncs{0};
+    std::vector<csp::channel<int>> go(joiners);
+    auto phase = [&](int r) {
+        ++arrived[r];
+        bar.sync();
+        ++syncs;
+        if (arrived[r].load() != members_in(r)) ++wrong;
+    };
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    csp::par_for(initial, [&](std::size_t m) {
+                        for (int r = 0; r < last(static_cast<int>(m)); ++r) {
+                            if (m == 0)
+                                for (int j = 0; j < joiners; ++j)
+                                    if (r == first(j)) {
+                                        bar.enroll();  // counted in this phase
+                                        go[j].writer().write(r);
+                                    }
+                            phase(r);
+                        }
+                        bar.resign();
+                    });
+                },
+                [&] {
+                    csp::par_for(joiners, [&](std::size_t j) {
+                        const int from = go[j].reader().read();
+                        for (int r = from; r < rounds; ++r) phase(r);
+                        bar.resign();
+                    });
+                });
+        },
+        opts());
+    EXPECT_EQ(wrong.load(), 0);
+    int expected_syncs = 0;
+    for (int r = 0; r < rounds; ++r) {
+        EXPECT_EQ(arrived[r].load(), members_in(r)) << "phase " << r;
+        expected_syncs += members_in(r);
+    }
+    EXPECT_EQ(syncs.load(), expected_syncs);
+    EXPECT_EQ(bar.phase(), static_cast<std::uint64_t>(rounds));
 }
 
 // Plain std::threads (no runtime at all) on both sides of one channel.

@@ -50,5 +50,7 @@ inline std::string io_config_name(const ::testing::TestParamInfo<io_config>& inf
                              ::testing::Values(csp_test::io_config{1, csp::io::backend_kind::poll},      \
                                                csp_test::io_config{2, csp::io::backend_kind::poll},      \
                                                csp_test::io_config{1, csp::io::backend_kind::epoll},     \
-                                               csp_test::io_config{2, csp::io::backend_kind::epoll}),    \
+                                               csp_test::io_config{2, csp::io::backend_kind::epoll},     \
+                                               csp_test::io_config{4, csp::io::backend_kind::poll},      \
+                                               csp_test::io_config{4, csp::io::backend_kind::epoll}),    \
                              csp_test::io_config_name)

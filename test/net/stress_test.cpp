@@ -70,7 +70,7 @@ TEST_P(net_stress_threads, eight_nodes_all_to_all_deliver_every_message_exactly_
         for (int s = 0; s < n; ++s) EXPECT_EQ(counts[r][s], r == s ? 0 : per_peer) << r << " from " << s;
 }
 
-INSTANTIATE_TEST_SUITE_P(runtime, net_stress_threads, ::testing::Values(1, 2),
+INSTANTIATE_TEST_SUITE_P(runtime, net_stress_threads, ::testing::Values(1, 2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_threads"; });
 
 TEST(net_stress, simultaneous_connects_end_with_one_connection_and_no_loss) {
