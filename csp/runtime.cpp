@@ -1,12 +1,16 @@
 #include "csp/runtime.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <latch>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include <boost/fiber/algo/round_robin.hpp>
 #include <boost/fiber/operations.hpp>
 
+#include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/scheduler_policy.hpp"
 #include "csp/detail/thread_census.hpp"
 
@@ -42,6 +46,32 @@ private:
     waiter* waiter_ = nullptr;
 };
 
+// The first call of a shared-library function through a lazily bound PLT
+// runs the dynamic linker's resolver on the caller's stack, saving the vector
+// registers there: 2.5 KiB and more, 5 KiB deep in all (measured:
+// libstdc++'s condition_variable::notify_all reaching pthread_cond_broadcast
+// from a process on two workers). The executable is linked with -z now, but
+// libstdc++ and libc bind lazily. So before the first run, make the calls a
+// process's scheduling path makes into them once on an ordinary thread stack:
+// waking and waiting on a condition variable, reading the clock, and a throw
+// (the unwinder binds and caches on first use).
+void prime_lazy_bindings() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::mutex m;
+        std::condition_variable cv;
+        cv.notify_one();
+        cv.notify_all();
+        std::unique_lock lk(m);
+        (void)cv.wait_until(lk, std::chrono::steady_clock::now());
+        (void)cv.wait_for(lk, std::chrono::nanoseconds(0));
+        try {
+            throw usage_error("priming the unwinder");
+        } catch (const usage_error&) {
+        }
+    });
+}
+
 }  // namespace
 
 struct run_scope::workers {
@@ -54,6 +84,8 @@ struct run_scope::workers {
 
 run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size)) {
     thread_census::worker_entered();
+    prime_lazy_bindings();
+    fiber::warm_up_thread();
     if (o.threads == 1) {
         boost::fibers::use_scheduling_algorithm<single_thread_policy>(core_.get());
         return;
@@ -63,6 +95,7 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
     for (std::size_t i = 1; i < o.threads; ++i) {
         workers_->threads.emplace_back([this, i] {
             thread_census::worker_entered();
+            fiber::warm_up_thread();
             boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, i, core_.get());
             workers_->started.count_down();
             workers_->stops[i].wait();

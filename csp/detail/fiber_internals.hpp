@@ -14,11 +14,13 @@
 //   - context::wait_until(deadline, detail::spinlock_lock&, waker&&) and
 //     context::create_waker / boost::fibers::waker: the epoch-checked wake
 //     the waiter protocol is built on (csp/waiter.hpp);
-//   - fiber_properties with a no-op delete (csp/detail/process_record.hpp).
+//   - fiber_properties with a no-op delete (csp/detail/process_record.hpp);
+//   - detail::spinlock_ttas::lock()'s thread-local random generator (below).
 #include <chrono>
 
 #include <boost/fiber/context.hpp>
 #include <boost/fiber/detail/spinlock.hpp>
+#include <boost/fiber/detail/spinlock_ttas.hpp>
 #include <boost/fiber/scheduler.hpp>
 #include <boost/fiber/type.hpp>
 #include <boost/version.hpp>
@@ -35,6 +37,21 @@ inline bool is_dispatcher(const context* ctx) noexcept {
     return ctx->is_context(boost::fibers::type::dispatcher_context);
 }
 inline void push_ready(context* ctx, ready_queue& q) noexcept { ctx->ready_link(q); }
+
+// Boost's spinlocks seed a thread-local generator for their back-off from a
+// std::random_device, built on the stack of whoever locks one first on the
+// thread: about 5 KiB of object and 3 KiB of getrandom() below it. If that
+// is a process, its stack must be 10 KiB deep once, for nothing. Each
+// thread of a runtime takes one of each kind of lock on its own stack before
+// any process runs on it.
+inline void warm_up_thread() noexcept {
+    boost::fibers::detail::spinlock_ttas ttas;
+    ttas.lock();
+    ttas.unlock();
+    boost::fibers::detail::spinlock used;  // what this build's Boost chose
+    used.lock();
+    used.unlock();
+}
 
 // Moving a (not pinned) fiber between threads' schedulers.
 inline void detach_from_its_thread(context* ctx) noexcept { ctx->detach(); }

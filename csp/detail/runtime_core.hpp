@@ -65,6 +65,8 @@ public:
     void process_exited() noexcept { live_.fetch_sub(1); }
 
     stack_allocator stacks() const { return stack_allocator(stacks_); }
+    // The pool itself (stack_pool::watch_depth, for tests and tuning).
+    const std::shared_ptr<stack_pool>& stack_store() const noexcept { return stacks_; }
 
     void external_enter() noexcept { externals_.fetch_add(1); }
     void external_leave() {

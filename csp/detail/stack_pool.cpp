@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -59,6 +60,17 @@ void stack_pool::deallocate(boost::context::stack_context& sc) noexcept {
     // them before the stack is reused.
     ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(sc.sp) - sc.size, sc.size);
 #endif
+    if (watching_.load(std::memory_order_relaxed)) {
+        unsigned char* const top = static_cast<unsigned char*>(sc.sp);
+        unsigned char* const bottom = top - sc.size;
+        const unsigned char* p = bottom;
+        while (p < top && *p == 0) ++p;
+        const auto depth = static_cast<std::size_t>(top - p);
+        std::size_t seen = deepest_.load(std::memory_order_relaxed);
+        while (depth > seen && !deepest_.compare_exchange_weak(seen, depth, std::memory_order_relaxed)) {
+        }
+        std::memset(bottom, 0, sc.size);
+    }
     std::lock_guard lk(mutex_);
     *free_link(sc.sp) = free_;
     free_ = sc.sp;

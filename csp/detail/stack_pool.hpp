@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -26,7 +27,19 @@ public:
     boost::context::stack_context allocate();
     void deallocate(boost::context::stack_context& sc) noexcept;
 
+    // For tests and tuning: from now on, each returned stack is scanned for
+    // the deepest byte its process wrote and then zeroed, so the next
+    // process's depth is its own. Stacks given out before the call must be
+    // fresh (zero) for their depth to be right: call it before the run
+    // starts processes.
+    void watch_depth() noexcept { watching_.store(true, std::memory_order_relaxed); }
+    // The deepest any watched stack was written, in bytes from its top.
+    std::size_t deepest() const noexcept { return deepest_.load(std::memory_order_relaxed); }
+
 private:
+    std::atomic<bool> watching_{false};
+    std::atomic<std::size_t> deepest_{0};
+
     std::mutex mutex_;
     std::size_t size_;
     // Returned stacks form a list linked through their own top word, a page

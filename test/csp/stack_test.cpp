@@ -1,0 +1,54 @@
+// How deep processes write into their stacks: what decides how small a
+// stack may be (runtime_options::stack_size) and what a blocked process costs.
+#include <memory>
+
+#include "helpers.hpp"
+
+namespace {
+
+class stacks : public csp_test::on_threads {};
+CSP_ON_1_2_AND_4_THREADS(stacks);
+
+// Runs n readers blocked on one channel, released one value each, with the
+// stack pool measuring how deep each process wrote; returns the deepest.
+std::size_t deepest_reader(csp::runtime_options o) {
+    constexpr std::size_t n = 300;
+    std::shared_ptr<csp::detail::stack_pool> pool;
+    long received = 0;
+    o.stack_size = 64 * 1024;
+    csp_test::run_watched(
+        [&] {
+            pool = csp::detail::current_process()->runtime()->stack_store();
+            pool->watch_depth();
+            csp::channel<int> shared{"shared"};
+            csp::par([&, in = shared.reader()] { csp::par_for(n, [&](std::size_t) { received += in.read(); }); },
+                     [&, out = shared.writer()] {
+                         for (std::size_t i = 0; i < n; ++i) out.write(1);
+                     });
+        },
+        o);
+    EXPECT_EQ(received, static_cast<long>(n));
+    EXPECT_GT(pool->deepest(), 512u) << "the watch saw no stack at all";
+    return pool->deepest();
+}
+
+// A blocked reader, its release and its exit take about 2.2 KiB here.
+constexpr std::size_t reader_bound = 3 * 1024;
+
+// Boost's spinlocks seed a thread-local generator from a std::random_device
+// built on the stack of the first fiber to lock one on a thread: once per
+// thread, some process wrote 9.7 KiB deep. Each worker now takes those locks
+// on its own stack first (fiber_internals.hpp warm_up_thread).
+TEST_P(stacks, no_process_writes_ten_kib_deep_for_boosts_spinlock_generator) {
+    EXPECT_LT(deepest_reader(opts()), reader_bound);
+}
+
+// The first call of a libstdc++ or libc function through a lazily bound PLT
+// ran the dynamic linker's resolver on a process's stack (5 KiB deep, on two
+// workers, in a fresh process: ctest runs each test in its own). The runtime
+// makes those calls once on a thread stack first (runtime.cpp).
+TEST_P(stacks, no_process_runs_the_dynamic_linkers_resolver_on_its_stack) {
+    EXPECT_LT(deepest_reader(opts()), reader_bound);
+}
+
+}  // namespace
