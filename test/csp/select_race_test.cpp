@@ -5,6 +5,8 @@
 // one of its channels holds a value (or is closed), so the select must never
 // take its skip or its zero timeout. Each runs on 1 and 2 worker threads and
 // on plain std::threads.
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <functional>
 #include <string>
@@ -175,6 +177,77 @@ TEST_P(select_race, go_nonblock_select_race2) {
             }
         });
     EXPECT_EQ(defaults, 0);
+}
+
+// Go's runtime TestSelfSelect: two parties each select over sending to and
+// receiving from one channel, in both orders. A select must never meet
+// itself (receive its own value through a rendezvous), and on a rendezvous
+// every select pairs with one of the other party's, so both finish.
+TEST_P(select_race, go_self_select_never_receives_its_own_value) {
+    const std::size_t where = GetParam();
+    for (const std::size_t capacity : {std::size_t{0}, std::size_t{10}}) {
+        csp::channel<int> c{capacity == 0 ? csp::buffer::none() : csp::buffer::fifo(capacity)};
+        std::atomic<int> self_receives{0}, done{0};
+        auto party = [&](int p) {
+            auto r = c.reader();
+            auto w = c.writer();
+            for (int i = 0; i < 1000; ++i) {
+                int v = -1;
+                const bool send_first = p == 0 || i % 2 == 0;
+                const std::size_t k = send_first ? csp::select(csp::output(w, p), csp::input(r, v))
+                                                 : csp::select(csp::input(r, v), csp::output(w, p));
+                const bool received = send_first ? k == 1 : k == 0;
+                if (received && capacity == 0 && v == p) ++self_receives;
+            }
+            ++done;
+        };
+        two_parties(where, [&] { party(0); }, [&] { party(1); });
+        EXPECT_EQ(self_receives.load(), 0) << "capacity " << capacity;
+        EXPECT_EQ(done.load(), 2);
+    }
+}
+
+// Go's test/chan/doubleselect.go: one sender selects over four channels for
+// each value; four forwarders pass what they get to one receiver. Two cases
+// of one select must never both fire: every value arrives exactly once.
+TEST_P(select_race, go_doubleselect_delivers_each_value_once) {
+    constexpr int n = 10000;
+    const std::size_t where = GetParam();
+    std::array<csp::channel<int>, 4> c;
+    csp::channel<int> merged;
+    std::vector<int> seen(n, 0);
+    auto sender = [&] {
+        std::array<csp::writer<int>, 4> w{c[0].writer(), c[1].writer(), c[2].writer(), c[3].writer()};
+        for (int i = 0; i < n; ++i)
+            csp::select(csp::output(w[0], i), csp::output(w[1], i), csp::output(w[2], i), csp::output(w[3], i));
+        for (auto& e : w) e.retire();
+    };
+    auto forwarders = [&] {
+        auto forward = [&](std::size_t k) {
+            auto out = merged.writer();
+            csp_test::read_until<csp::retired_error>(c[k].reader(), [&](int v) { out.write(v); });
+            out.retire();
+        };
+        if (where == 0) {
+            std::vector<std::thread> ts;
+            for (std::size_t k = 0; k < 4; ++k) ts.emplace_back(forward, k);
+            for (auto& t : ts) t.join();
+        } else {
+            csp::par_for(4, forward);
+        }
+    };
+    auto receiver = [&] { csp_test::read_until<csp::retired_error>(merged.reader(), [&](int v) { ++seen[v]; }); };
+    if (where == 0) {
+        csp_test::with_watchdog([&] {
+            std::thread a(sender), b(forwarders), r(receiver);
+            a.join();
+            b.join();
+            r.join();
+        });
+    } else {
+        csp_test::run_watched([&] { csp::par(sender, forwarders, receiver); }, {.threads = where});
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n);
 }
 
 // Where the skip sits still matters: in a priority select the guards after it
