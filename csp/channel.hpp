@@ -119,7 +119,6 @@ public:
         }
         return *this;
     }
-    ~channel_end() = default;
 
     // Poison the whole channel: every waiter wakes and every later operation
     // on either side throws poisoned_error.

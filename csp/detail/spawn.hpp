@@ -132,7 +132,7 @@ void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&
     std::string name = traits::name(f);
     if (prio < 0) prio = parent ? parent->priority.load(std::memory_order_relaxed) : priority_normal;
     rt->process_spawned();
-    std::optional<copy_context> entering(std::in_place, ends_entering_process);
+    const copy_context entering(ends_entering_process);  // for the decay-copy of f
     auto body = [rt, parent, index, result, join, daemon, prio, made_at, name = std::move(name),
                  fn = std::decay_t<F>(std::forward<F>(f))]() mutable noexcept {
         std::exception_ptr err;
@@ -160,7 +160,6 @@ void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&
         }
         join->child_done(std::move(err), rt);
     };
-    entering.reset();
     const int outer = std::exchange(spawning_priority, prio);
     boost::fibers::fiber(boost::fibers::launch::post, std::allocator_arg, rt->stacks(),
                          std::move(body))

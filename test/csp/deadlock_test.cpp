@@ -11,22 +11,9 @@ namespace {
 class deadlock_test : public csp_test::on_threads {};
 CSP_ON_1_2_AND_4_THREADS(deadlock_test);
 
-std::string run_expecting_deadlock(const std::function<void()>& root, csp::runtime_options o) {
-    std::string report;
-    csp_test::with_watchdog([&] {
-        try {
-            csp::run(root, o);
-            ADD_FAILURE() << "run() returned instead of reporting a deadlock";
-        } catch (const csp::deadlock_error& e) {
-            report = e.what();
-        }
-    });
-    return report;
-}
-
 TEST_P(deadlock_test, two_processes_writing_to_each_other_first_are_both_named) {
     csp::channel<int> ab{"a->b"}, ba{"b->a"};
-    const std::string report = run_expecting_deadlock(
+    const std::string report = csp_test::deadlock_report(
         [&] {
             csp::par(csp::proc("alice",
                                [w = ab.writer(), r = ba.reader()] {
@@ -47,7 +34,7 @@ TEST_P(deadlock_test, a_cycle_of_five_is_reported_with_every_member) {
     constexpr int n = 5;
     std::vector<csp::channel<int>> ring;
     for (int i = 0; i < n; ++i) ring.emplace_back("ring" + std::to_string(i));
-    const std::string report = run_expecting_deadlock(
+    const std::string report = csp_test::deadlock_report(
         [&] {
             csp::par_for(n, [&](std::size_t i) {
                 csp::this_process::set_name("node" + std::to_string(i));
@@ -68,7 +55,7 @@ TEST_P(deadlock_test, a_cycle_of_five_is_reported_with_every_member) {
 
 TEST_P(deadlock_test, unnamed_processes_get_their_place_in_the_par_tree) {
     csp::channel<int> c;
-    const std::string report = run_expecting_deadlock(
+    const std::string report = csp_test::deadlock_report(
         [&] { csp::par([] {}, [&] { csp::par([] {}, [r = c.reader()] { r.read(); }); }); }, opts());
     EXPECT_NE(report.find("process 'main.1.1' is blocked reading from channel#"), std::string::npos) << report;
 }
@@ -79,7 +66,7 @@ TEST_P(deadlock_test, unnamed_channels_and_replicated_processes_say_where_they_w
     csp::channel<int> c;
     const int channel_line = __LINE__ - 1;
     int par_for_line = 0;
-    const std::string report = run_expecting_deadlock(
+    const std::string report = csp_test::deadlock_report(
         [&] {
             par_for_line = __LINE__ + 1;
             csp::par_for(2, [r = c.reader()](std::size_t) { r.read(); });
@@ -125,7 +112,7 @@ TEST_P(deadlock_test, a_select_with_a_timeout_is_not_deadlocked) {
 TEST_P(deadlock_test, a_barrier_nobody_completes_is_reported) {
     csp::barrier b(3, "meet");
     const std::string report =
-        run_expecting_deadlock([&] { csp::par([&] { b.sync(); }, [&] { b.sync(); }); }, opts());
+        csp_test::deadlock_report([&] { csp::par([&] { b.sync(); }, [&] { b.sync(); }); }, opts());
     EXPECT_NE(report.find("syncing on barrier 'meet'"), std::string::npos) << report;
 }
 
@@ -147,7 +134,7 @@ TEST_P(deadlock_test, an_external_party_keeps_the_runtime_from_reporting_a_deadl
 
 TEST_P(deadlock_test, a_deadlock_after_the_last_external_party_left_is_still_found) {
     csp::channel<int> c{"forever"};
-    const std::string report = run_expecting_deadlock(
+    const std::string report = csp_test::deadlock_report(
         [&] {
             std::thread t([party = csp::external_party()] { std::this_thread::sleep_for(30ms); });
             t.detach();

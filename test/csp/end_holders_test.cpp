@@ -41,46 +41,38 @@ constexpr long expected_sum() {
     return s;
 }
 
-TEST_P(end_holders, par_for_branches_capturing_one_writer_retire_only_their_own) {
+// Runs `workers_of(results)` beside a collector that reads `results` until
+// it retires, and checks that every worker's values arrived first.
+template <class Workers>
+void expect_every_value_before_retirement(csp::runtime_options o, Workers workers_of) {
     csp::channel<int> results{"results"};
     std::pair<int, long> got;
     csp_test::run_watched(
-        [&] {
-            csp::par(
-                [&] {
-                    csp::par_for(workers, [out = results.writer()](std::size_t w) {
-                        for (int k = 0; k < per_worker; ++k) {
-                            out.write(static_cast<int>(w) * 1000 + k);
-                            if (k % 16 == 0) csp::yield();
-                        }
-                        out.retire();
-                    });
-                },
-                [&, in = results.reader()] { got = collect(in); });
-        },
-        opts());
+        [&] { csp::par([&] { workers_of(results); }, [&, in = results.reader()] { got = collect(in); }); }, o);
     EXPECT_EQ(got.first, workers * per_worker);
     EXPECT_EQ(got.second, expected_sum());
 }
 
+TEST_P(end_holders, par_for_branches_capturing_one_writer_retire_only_their_own) {
+    expect_every_value_before_retirement(opts(), [](csp::channel<int>& results) {
+        csp::par_for(workers, [out = results.writer()](std::size_t w) {
+            for (int k = 0; k < per_worker; ++k) {
+                out.write(static_cast<int>(w) * 1000 + k);
+                if (k % 16 == 0) csp::yield();
+            }
+            out.retire();
+        });
+    });
+}
+
 TEST_P(end_holders, a_named_par_for_body_still_lets_the_side_retire_when_every_branch_has) {
-    csp::channel<int> results{"results"};
-    std::pair<int, long> got;
-    csp_test::run_watched(
-        [&] {
-            csp::par(
-                [&] {
-                    auto body = [out = results.writer()](std::size_t w) {
-                        for (int k = 0; k < per_worker; ++k) out.write(static_cast<int>(w) * 1000 + k);
-                        out.retire();
-                    };
-                    csp::par_for(workers, body);  // body outlives the branches
-                },
-                [&, in = results.reader()] { got = collect(in); });
-        },
-        opts());
-    EXPECT_EQ(got.first, workers * per_worker);
-    EXPECT_EQ(got.second, expected_sum());
+    expect_every_value_before_retirement(opts(), [](csp::channel<int>& results) {
+        auto body = [out = results.writer()](std::size_t w) {
+            for (int k = 0; k < per_worker; ++k) out.write(static_cast<int>(w) * 1000 + k);
+            out.retire();
+        };
+        csp::par_for(workers, body);  // body outlives the branches
+    });
 }
 
 TEST_P(end_holders, par_for_branches_each_own_what_the_body_captured_by_value) {
@@ -135,19 +127,6 @@ TEST_P(end_holders, a_par_for_copy_of_a_retired_end_is_retired_too) {
         opts());
 }
 
-std::string deadlock_report(const std::function<void()>& root, csp::runtime_options o) {
-    std::string report;
-    csp_test::with_watchdog([&] {
-        try {
-            csp::run(root, o);
-            ADD_FAILURE() << "run() returned instead of reporting a deadlock";
-        } catch (const csp::deadlock_error& e) {
-            report = e.what();
-        }
-    });
-    return report;
-}
-
 TEST_P(end_holders, ends_made_in_main_before_run_still_get_the_deadlock_report) {
     // listing1's shape, with each process waiting for the other first. The
     // ends are made here, outside any runtime, on a thread that is not in run.
@@ -161,7 +140,7 @@ TEST_P(end_holders, ends_made_in_main_before_run_still_get_the_deadlock_report) 
         w.write(2);
     };
     const std::string report =
-        deadlock_report([&] { csp::par(csp::proc("alice", alice), csp::proc("bob", bob)); }, opts());
+        csp_test::deadlock_report([&] { csp::par(csp::proc("alice", alice), csp::proc("bob", bob)); }, opts());
     EXPECT_NE(report.find("process 'alice' is blocked reading from channel 'b->a'"), std::string::npos) << report;
     EXPECT_NE(report.find("process 'bob' is blocked reading from channel 'a->b'"), std::string::npos) << report;
 }
@@ -169,7 +148,7 @@ TEST_P(end_holders, ends_made_in_main_before_run_still_get_the_deadlock_report) 
 TEST_P(end_holders, ends_made_in_main_and_moved_into_run_get_the_deadlock_report) {
     csp::channel<int> c{"never written"};
     auto unused = c.writer();
-    const std::string report = deadlock_report([r = c.reader(), w = std::move(unused)] { r.read(); }, opts());
+    const std::string report = csp_test::deadlock_report([r = c.reader(), w = std::move(unused)] { r.read(); }, opts());
     EXPECT_NE(report.find("reading from channel 'never written'"), std::string::npos) << report;
 }
 

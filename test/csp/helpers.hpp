@@ -2,7 +2,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <future>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -33,6 +35,21 @@ void with_watchdog(F&& f, std::chrono::seconds limit = std::chrono::seconds(30))
 template <class F>
 void run_watched(F&& root, csp::runtime_options o = {}) {
     with_watchdog([&] { csp::run(std::forward<F>(root), o); });
+}
+
+// csp::run under the watchdog, expecting it to report a deadlock: returns
+// the report (empty, with a test failure, if run() returned instead).
+inline std::string deadlock_report(const std::function<void()>& root, csp::runtime_options o) {
+    std::string report;
+    with_watchdog([&] {
+        try {
+            csp::run(root, o);
+            ADD_FAILURE() << "run() returned instead of reporting a deadlock";
+        } catch (const csp::deadlock_error& e) {
+            report = e.what();
+        }
+    });
+    return report;
 }
 
 // Reads values into `f` until the channel ends with an `End` error

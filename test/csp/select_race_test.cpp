@@ -118,15 +118,16 @@ TEST_P(select_race, crossbeam_linearizable_timeout_unbounded) {
     crossbeam_linearizable(GetParam(), unbounded, zero_timeout());
 }
 
-// Go's TestNonblockSelectRace: c1 holds a value; the selector polls c1 and
-// c2 while the other party fills c2 and then empties c1. One new channel
-// pair per round, two long-lived parties.
-TEST_P(select_race, go_nonblock_select_race) {
-    const std::size_t where = GetParam();
+// Go's TestNonblockSelectRace and TestNonblockSelectRace2: c1 holds a
+// value; the selector polls c1 and c2 while the other party makes c2 ready
+// (`ready_c2`) and then empties c1. One new channel pair per round, two
+// long-lived parties.
+void go_nonblock_select_race(std::size_t where, csp::buffer c2_buffer,
+                             const std::function<void(csp::channel<int>&)>& ready_c2) {
     std::vector<csp::channel<int>> c1, c2;
     for (int i = 0; i < rounds; ++i) {
         c1.emplace_back(csp::buffer::fifo(1));
-        c2.emplace_back(csp::buffer::fifo(1));
+        c2.emplace_back(c2_buffer);
         c1.back().writer().write(1);
     }
     std::atomic<int> started{0};
@@ -142,41 +143,21 @@ TEST_P(select_race, go_nonblock_select_race) {
         [&] {
             for (int i = 0; i < rounds; ++i) {
                 spin_until(started, i + 1, where);
-                c2[i].writer().write(1);
+                ready_c2(c2[i]);
                 try_take(c1[i].reader());
             }
         });
     EXPECT_EQ(defaults, 0);
 }
 
-// Go's TestNonblockSelectRace2: as above, but c2 is unbuffered and closed
-// (poisoned) instead of filled.
+// c2 buffered and filled.
+TEST_P(select_race, go_nonblock_select_race) {
+    go_nonblock_select_race(GetParam(), csp::buffer::fifo(1), [](csp::channel<int>& c2) { c2.writer().write(1); });
+}
+
+// c2 unbuffered and closed (poisoned).
 TEST_P(select_race, go_nonblock_select_race2) {
-    const std::size_t where = GetParam();
-    std::vector<csp::channel<int>> c1, c2;
-    for (int i = 0; i < rounds; ++i) {
-        c1.emplace_back(csp::buffer::fifo(1));
-        c2.emplace_back();
-        c1.back().writer().write(1);
-    }
-    std::atomic<int> started{0};
-    int defaults = 0;
-    two_parties(
-        where,
-        [&] {
-            for (int i = 0; i < rounds; ++i) {
-                started.store(i + 1, std::memory_order_release);
-                if (!poll_took_a_channel(c1[i].reader(), c2[i].reader(), csp::skip())) ++defaults;
-            }
-        },
-        [&] {
-            for (int i = 0; i < rounds; ++i) {
-                spin_until(started, i + 1, where);
-                c2[i].poison();
-                try_take(c1[i].reader());
-            }
-        });
-    EXPECT_EQ(defaults, 0);
+    go_nonblock_select_race(GetParam(), csp::buffer::none(), [](csp::channel<int>& c2) { c2.poison(); });
 }
 
 // Go's runtime TestSelfSelect: two parties each select over sending to and
