@@ -84,6 +84,7 @@ struct run_scope::workers {
 
 run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size)) {
     thread_census::worker_entered();
+    runtime_of_this_thread = core_.get();
     prime_lazy_bindings();
     fiber::warm_up_thread();
     if (o.threads == 1) {
@@ -95,6 +96,7 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
     for (std::size_t i = 1; i < o.threads; ++i) {
         workers_->threads.emplace_back([this, i] {
             thread_census::worker_entered();
+            runtime_of_this_thread = core_.get();
             fiber::warm_up_thread();
             boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, i, core_.get());
             workers_->started.count_down();
@@ -107,6 +109,7 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
 }
 
 run_scope::~run_scope() {
+    core_->drain_outside_wakes();  // before any worker's scheduler goes
     core_->clear_idle_hooks();
     if (workers_) {
         for (std::size_t i = 1; i < workers_->stops.size(); ++i) workers_->stops[i].set();
@@ -116,6 +119,7 @@ run_scope::~run_scope() {
     // release the fibers that finished on it.
     boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
     boost::this_fiber::yield();
+    runtime_of_this_thread = nullptr;
     thread_census::worker_left();
 }
 

@@ -18,16 +18,24 @@
 //     (a plain channel read or write does exactly that), and its stack may go.
 //     An alternation takes each other source's lock again to unlink its
 //     nodes there (guard disable), since those may still be linked.
+//     A wake may go on touching what the waiter sleeps on (a thread's parker,
+//     a worker's scheduler) after the waiter could already run; those are
+//     kept alive until the wake is done (detail/thread_parker.hpp,
+//     runtime_core::outside_wake_begin).
 //  3. Each commit by someone else is followed by exactly one wake, and the
 //     waiter consumes it by suspending exactly once, even when it learns of the
 //     commit before it got to suspend (absorb()). A timed wait resumed by its
 //     timer has used up its waker's epoch, so a late wake is stale and harmless.
 //  4. An untimed waiter of a process publishes itself in the process record
 //     (blocked_on) while suspended, for deadlock detection (runtime_core.hpp).
-//  5. An untimed waiter of a process in a multi-thread runtime parks and is
-//     handed off to its waker's worker (detail/handoff.hpp); every other
-//     waiter is woken through its Boost waker. Which one is fixed at
-//     construction, because a waker may commit the waiter before it suspends.
+//  5. How a waiter sleeps and is woken is fixed at construction, because a
+//     waker may commit the waiter before it suspends:
+//       - an untimed waiter of a process in a multi-thread runtime parks and
+//         is handed off to its waker's worker (detail/handoff.hpp);
+//       - a waiter on a plain thread (not a runtime's worker, not inside a
+//         fiber of its own) parks the thread (detail/thread_parker.hpp);
+//       - every other waiter suspends its fiber and is woken through its
+//         Boost waker.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -40,6 +48,7 @@
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/handoff.hpp"
 #include "csp/detail/runtime_core.hpp"
+#include "csp/detail/thread_parker.hpp"
 
 namespace csp {
 
@@ -67,12 +76,16 @@ public:
 
     // `timed` says whether the wait will have a deadline; only untimed waits
     // can be part of a deadlock (invariant 4).
-    explicit waiter(bool timed = false) noexcept
+    explicit waiter(bool timed = false)
         : ctx_(boost::fibers::context::active()),
           proc_(static_cast<detail::process_record*>(ctx_->get_properties())),
           published_(!timed && proc_ != nullptr),
-          handoff_(published_ && proc_->runtime()->workers() != nullptr) {
-        if (!handoff_) waker_ = ctx_->create_waker();
+          how_(published_ && proc_->runtime()->workers() != nullptr ? sleep::hand_off
+               : proc_ == nullptr && detail::runtime_of_this_thread == nullptr && detail::fiber::is_main(ctx_)
+                   ? sleep::thread
+                   : sleep::fiber) {
+        if (how_ == sleep::fiber) waker_ = ctx_->create_waker();
+        else if (how_ == sleep::thread) parker_ = detail::thread_parker::of_this_thread();
     }
 
     waiter(const waiter&) = delete;
@@ -90,8 +103,11 @@ public:
 
     // Wake after a successful commit() made by someone other than the waiter.
     void wake() noexcept {
-        if (handoff_) detail::hand_off(ctx_, proc_);
-        else waker_.wake();
+        switch (how_) {
+            case sleep::hand_off: detail::hand_off(ctx_, proc_); break;
+            case sleep::thread: parker_->unpark(); break;
+            case sleep::fiber: wake_fiber(); break;
+        }
     }
 
     // Suspend until committed. With a deadline (only for a waiter made
@@ -102,7 +118,13 @@ public:
             suspend_published();
             return state();
         }
-        BOOST_ASSERT_MSG(!handoff_, "a waiter made untimed cannot wait with a deadline");
+        BOOST_ASSERT_MSG(how_ != sleep::hand_off, "a waiter made untimed cannot wait with a deadline");
+        if (how_ == sleep::thread) {
+            if (parker_->park_until(deadline)) return state();
+            if (commit(timeout_index)) return timeout_index;
+            parker_->park();  // a partner committed first: its wake is on its way
+            return state();
+        }
         detail::fiber::wait_until(ctx_, deadline, boost::fibers::waker(waker_));
         if (commit(timeout_index)) return timeout_index;
         return state();  // a partner committed first; its wake was stale or consumed
@@ -128,19 +150,37 @@ public:
     bool abortable = true;
 
 private:
+    void wake_fiber() noexcept {
+        detail::runtime_core* rt = proc_ ? proc_->runtime() : nullptr;
+        if (rt == nullptr || rt == detail::runtime_of_this_thread) {
+            waker_.wake();
+            return;
+        }
+        // From outside the process's runtime: keep the runtime's workers up
+        // until Boost has finished the wake (runtime_core::outside_wake_begin).
+        rt->outside_wake_begin();
+        waker_.wake();
+        rt->outside_wake_end();
+    }
+
     void suspend_published() {
         if (published_) proc_->blocked_on.store(this, std::memory_order_release);
-        if (handoff_) detail::park(ctx_, proc_);
-        else ctx_->suspend();
+        switch (how_) {
+            case sleep::hand_off: detail::park(ctx_, proc_); break;
+            case sleep::thread: parker_->park(); break;
+            case sleep::fiber: ctx_->suspend(); break;
+        }
         if (published_) proc_->blocked_on.store(nullptr, std::memory_order_relaxed);
     }
 
     std::atomic<int> state_{waiting};
     boost::fibers::context* ctx_;
     detail::process_record* proc_;
-    boost::fibers::waker waker_;
+    enum class sleep : std::uint8_t { hand_off, thread, fiber };
+    boost::fibers::waker waker_;              // sleep::fiber
+    detail::thread_parker* parker_ = nullptr;  // sleep::thread
     bool published_;
-    bool handoff_;
+    sleep how_;
     const wait_site* site_ = nullptr;
 };
 

@@ -33,6 +33,7 @@ using context = boost::fibers::context;
 using ready_queue = boost::fibers::scheduler::ready_queue_type;
 
 inline bool is_pinned(const context* ctx) noexcept { return ctx->is_context(boost::fibers::type::pinned_context); }
+inline bool is_main(const context* ctx) noexcept { return ctx->is_context(boost::fibers::type::main_context); }
 inline bool is_dispatcher(const context* ctx) noexcept {
     return ctx->is_context(boost::fibers::type::dispatcher_context);
 }

@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -132,6 +133,17 @@ public:
         for (auto& s : all) s->join();
     }
 
+    // Wakes of this runtime's processes by threads that are not its workers,
+    // through Boost's wake (a process in a timed wait): Boost makes the
+    // process runnable and only then notifies its worker's scheduler, so the
+    // process may meanwhile run to its end and the whole run finish. run_scope
+    // waits for such wakes to drain before it takes its workers down.
+    void outside_wake_begin() noexcept { outside_wakes_.fetch_add(1, std::memory_order_relaxed); }
+    void outside_wake_end() noexcept { outside_wakes_.fetch_sub(1, std::memory_order_release); }
+    void drain_outside_wakes() const noexcept {
+        while (outside_wakes_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    }
+
     // The workers of a multi-thread runtime (scheduler_policy.hpp), or nullptr
     // on one thread. Fixed before the root process starts.
     worker_pool* workers() const noexcept { return workers_; }
@@ -161,6 +173,7 @@ private:
     std::shared_ptr<stack_pool> stacks_;
     std::atomic<long> live_{0};
     std::atomic<long> externals_{0};
+    std::atomic<long> outside_wakes_{0};
     mutable std::mutex registry_mutex_;
     std::mutex hooks_mutex_;
     std::vector<hook> hooks_;
@@ -179,5 +192,11 @@ private:
     std::atomic<csp::idle_poller*> poller_{nullptr};
     worker_pool* workers_ = nullptr;
 };
+
+// The runtime whose worker the calling thread is (the caller of run()
+// included), or nullptr on a plain thread. Set by run_scope for the length of
+// the run; a waiter on a runtime's thread suspends its fiber, so that the
+// thread's other fibers run on (waiter.hpp).
+inline thread_local runtime_core* runtime_of_this_thread = nullptr;
 
 }  // namespace csp::detail

@@ -240,6 +240,9 @@ void worker_policy::queue(context* ctx) noexcept {
 }
 
 void worker_policy::run_next(context* ctx) noexcept {
+    // The level is read now, while the process cannot run: once it sits in
+    // the slot a thief may take it, run it to its end and free its record.
+    next_level_ = priority_of(ctx);
     if (context* displaced = next_.exchange(ctx, std::memory_order_acq_rel)) queue(displaced);
 }
 
@@ -257,7 +260,7 @@ context* worker_policy::take_local() noexcept {
     const int queued = std::max(queue_.top_level(), pool_->injected_level());
     const int main_level = main_ ? priority_normal : -1;
     if (context* next = next_.load(std::memory_order_relaxed)) {
-        const int level = priority_of(next);
+        const int level = next_level_;
         const bool due = next_streak_ < tuning::run_next_streak || queued < 0;
         if (due && level >= queued && level >= main_level &&
             (next = next_.exchange(nullptr, std::memory_order_acquire)) != nullptr) {

@@ -244,6 +244,10 @@ private:
     unsigned picks_since_dispatch_ = 0;
     boost::fibers::context* main_ = nullptr;  // this thread's main context, when ready
     unsigned next_streak_ = 0;                // run-next picks in a row
+    // The priority of the process run_next() last put in next_. Only the
+    // owner writes a process into next_ (thieves only empty it), so when
+    // next_ is not empty it holds that process.
+    int next_level_ = priority_normal;
 
     // Written by the owner on every pick and by wakers; read by thieves only
     // when they are about to sleep (run_next_held, steal_for).

@@ -1,0 +1,101 @@
+// How waiters on plain threads are woken (csp/waiter.hpp, invariant 5, and
+// csp/detail/thread_parker.hpp).
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Regression (plain_thread_woken_then_gone): a plain thread woken by a process
+// used to be queued on its own Boost scheduler and that scheduler then
+// notified; the thread could return from its read, end and free the scheduler
+// in between, and the process notified freed memory (a crash in the waker,
+// seen under shuffled soak runs). Here every reader thread ends the moment its
+// one read returns, while its writer is still inside the wake.
+TEST(waiter_regression, plain_thread_woken_then_gone) {
+    constexpr int rounds = 300, readers = 4;
+    std::atomic<long> sum{0};
+    for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+        csp_test::run_watched(
+            [&] {
+                for (int r = 0; r < rounds; ++r) {
+                    std::vector<csp::channel<int>> cs(readers);
+                    std::vector<std::thread> ts;
+                    for (auto& c : cs)
+                        ts.emplace_back([&sum, rd = c.reader(), p = csp::external_party()] { sum += rd.read(); });
+                    csp::par_for(readers, [&](std::size_t i) { cs[i].writer().write(static_cast<int>(i) + 1); });
+                    for (auto& t : ts) t.join();
+                }
+            },
+            {.threads = threads});
+    }
+    EXPECT_EQ(sum.load(), 2L * rounds * (readers * (readers + 1) / 2));
+}
+
+// The same for a writer thread released by a reading process, and for a
+// thread in a select.
+TEST(waiter_regression, plain_thread_writer_and_selector_woken_then_gone) {
+    constexpr int rounds = 300;
+    std::atomic<int> chosen{0};
+    long read = 0;
+    csp_test::run_watched(
+        [&] {
+            for (int r = 0; r < rounds; ++r) {
+                csp::channel<int> a, b, c;
+                std::thread writer([w = a.writer(), p = csp::external_party()] { w.write(7); });
+                std::thread selector([&chosen, rb = b.reader(), rc = c.reader(), p = csp::external_party()] {
+                    int v = 0;
+                    chosen += static_cast<int>(csp::select(csp::input(rb, v), csp::input(rc, v))) + v;
+                });
+                read += a.reader().read();
+                (r % 2 ? b : c).writer().write(10);
+                writer.join();
+                selector.join();
+            }
+        },
+        {.threads = 2});
+    EXPECT_EQ(read, 7L * rounds);
+    // select returns 0 for b (odd rounds) and 1 for c (even rounds).
+    EXPECT_EQ(chosen.load(), 10 * rounds + rounds / 2);
+}
+
+// A plain thread's timed select whose deadline passes while a process
+// commits it: the thread must take the value the process handed over, and a
+// wake that arrives after the deadline must not leak into its next wait.
+TEST(waiter, plain_thread_timed_select_races_its_deadline) {
+    constexpr int rounds = 2000;
+    std::atomic<int> got{0}, timeouts{0};
+    csp::channel<int> c;
+    csp_test::run_watched(
+        [&] {
+            std::thread t([&, rd = c.reader(), p = csp::external_party()] {
+                for (int r = 0; r < rounds; ++r) {
+                    int v = 0;
+                    if (csp::select(csp::input(rd, v), csp::timeout(std::chrono::microseconds(r % 7))) == 0) {
+                        ASSERT_EQ(v, got.load() + 1);
+                        ++got;
+                    } else {
+                        ++timeouts;
+                    }
+                }
+            });
+            auto w = c.writer();
+            int next = 1;
+            for (;;) {
+                int v = next;
+                if (csp::select(csp::output(w, v), csp::timeout(50us)) == 0) ++next;
+                if (got.load() + timeouts.load() == rounds) break;
+            }
+            t.join();
+        },
+        {.threads = 2});
+    EXPECT_EQ(got.load() + timeouts.load(), rounds);
+    EXPECT_GT(got.load(), 0);
+}
+
+}  // namespace
