@@ -193,7 +193,7 @@ long peak_rss_kib() {
 // or more, each blocked process costs one page.
 void million_processes(benchmark::State& state) {
     const auto n = static_cast<std::size_t>(state.range(0));
-    constexpr std::size_t stack_size = 3 * 1024;
+    constexpr std::size_t stack_size = 2 * 1024;
     for (auto _ : state) {
         const long before = peak_rss_kib();
         csp::channel<int> shared{"shared"};

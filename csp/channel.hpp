@@ -140,13 +140,21 @@ protected:
     explicit channel_end(std::shared_ptr<channel_core<T>> core)
         : core_(core.get()), holder_(std::make_shared<holder<S>>(std::move(core))) {}
 
+    // The throws live out of line: this runs on every operation, inside
+    // every process's stack, and building their messages in its frame made
+    // every blocked process deeper (runtime_options::stack_size).
     channel_core<T>& checked() const {
-        if (!core_) throw usage_error("operation on an empty channel end (default-constructed or moved-from)");
+        if (!core_) [[unlikely]] throw_empty();
         holder_->touched();
-        if (holder_->retired())
-            throw retired_error("this " + std::string(S == reading ? "reader" : "writer") + " of " +
-                                core_->label() + " has retired");
+        if (holder_->retired()) [[unlikely]] throw_retired();
         return *core_;
+    }
+    [[noreturn, gnu::noinline, gnu::cold]] static void throw_empty() {
+        throw usage_error("operation on an empty channel end (default-constructed or moved-from)");
+    }
+    [[noreturn, gnu::noinline, gnu::cold]] void throw_retired() const {
+        throw retired_error("this " + std::string(S == reading ? "reader" : "writer") + " of " +
+                            core_->label() + " has retired");
     }
 
 private:

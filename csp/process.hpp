@@ -34,14 +34,14 @@ inline process_record* calling_process(const char* what) {
     return self;
 }
 
-// The frame of every par: `start(rt, self, join)` spawns the n children; then
+// The frame of every par: `start(self, join)` spawns the n children; then
 // wait for all of them and rethrow the first failure.
 template <class Start>
-void run_children(const char* what, std::size_t n, Start&& start) {
+void run_children(const char* what, std::size_t n, Start&& start, std::source_location made_at = {}) {
     process_record* self = calling_process(what);
-    join_state join(n);
+    join_state join(n, family{self->runtime(), self, made_at});
     notify(event::kind::par_begin, nullptr, n);
-    start(self->runtime(), self, &join);
+    start(self, &join);
     join.wait();
     notify(event::kind::par_end);
     join.rethrow_if_failed();
@@ -57,10 +57,10 @@ auto take_result(result_slot<R>& slot) {
 template <class Prio, class... F>
 auto par_prioritised(const char* what, Prio prio, F&&... branches) {
     std::tuple<result_slot<process_result_t<F>>...> results;
-    run_children(what, sizeof...(F), [&](auto* rt, auto* self, auto* join) {
+    run_children(what, sizeof...(F), [&](auto* self, auto* join) {
         const int base = self->priority.load(std::memory_order_relaxed);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (spawn(rt, self, I, std::forward<F>(branches), &std::get<I>(results), join, false, prio(base, I)), ...);
+            (spawn(join, I, std::forward<F>(branches), &std::get<I>(results), prio(base, I)), ...);
         }(std::index_sequence_for<F...>{});
     });
     if constexpr ((std::is_void_v<process_result_t<F>> && ...)) {
@@ -104,22 +104,23 @@ auto par_for(std::size_t n, F&& body, std::source_location at = std::source_loca
     using B = std::decay_t<F>;
     using R = std::invoke_result_t<B&, std::size_t>;
     std::vector<detail::result_slot<R>> results(n);
-    detail::run_children("csp::par_for", n, [&](auto* rt, auto* self, auto* join) {
-        for (std::size_t i = 0; i < n; ++i) {
-            if constexpr (std::is_copy_constructible_v<B>) {
-                auto branch = [&]() -> B {
-                    if (i + 1 == n) return B(std::forward<F>(body));
-                    detail::copy_context own_holders(detail::ends_for_new_branch);
-                    return B(body);
-                };
-                detail::spawn(rt, self, i, [b = branch(), i]() mutable -> R { return b(i); }, &results[i], join,
-                              false, -1, at);
-            } else {
-                detail::spawn(rt, self, i, [&body, i]() -> R { return body(i); }, &results[i], join, false, -1,
-                              at);
+    detail::run_children(
+        "csp::par_for", n,
+        [&](auto*, auto* join) {
+            for (std::size_t i = 0; i < n; ++i) {
+                if constexpr (std::is_copy_constructible_v<B>) {
+                    auto branch = [&]() -> B {
+                        if (i + 1 == n) return B(std::forward<F>(body));
+                        detail::copy_context own_holders(detail::ends_for_new_branch);
+                        return B(body);
+                    };
+                    detail::spawn(join, i, [b = branch(), i]() mutable -> R { return b(i); }, &results[i]);
+                } else {
+                    detail::spawn(join, i, [&body, i]() -> R { return body(i); }, &results[i]);
+                }
             }
-        }
-    });
+        },
+        at);
     if constexpr (!std::is_void_v<R>) {
         std::vector<R> out;
         out.reserve(n);

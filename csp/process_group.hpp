@@ -46,14 +46,15 @@ public:
     void spawn(F&& f, process_kind kind = process_kind::program,
                std::source_location at = std::source_location::current()) {
         detail::process_record* self = detail::calling_process("csp::process_group::spawn");
+        const bool daemon = kind == process_kind::daemon;
+        const detail::family kin{self->runtime(), daemon ? nullptr : self, at, daemon};
         detail::join_state* j;
         {
             std::lock_guard lk(lock_);
             reap();
-            j = joins_.emplace_back(std::make_unique<detail::join_state>(1)).get();
+            j = joins_.emplace_back(std::make_unique<detail::join_state>(1, kin)).get();
         }
-        const bool daemon = kind == process_kind::daemon;
-        detail::spawn(self->runtime(), daemon ? nullptr : self, 0, std::forward<F>(f), &none_, j, daemon, -1, at);
+        detail::spawn(j, 0, std::forward<F>(f), &none_);
     }
 
     // Waits for every member started so far, and any started meanwhile.

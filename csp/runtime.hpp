@@ -65,8 +65,8 @@ auto run(F&& root, runtime_options options = {}, std::source_location at = std::
     detail::result_slot<R> result;
     {
         detail::run_scope scope(options);
-        detail::join_state join(1);
-        detail::spawn(scope.core(), nullptr, 0, std::forward<F>(root), &result, &join, false, -1, at);
+        detail::join_state join(1, detail::family{scope.core(), nullptr, at});
+        detail::spawn(&join, 0, std::forward<F>(root), &result);
         join.wait();
         scope.core()->stop_services();
         join.rethrow_if_failed();

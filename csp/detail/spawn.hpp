@@ -1,11 +1,13 @@
 #pragma once
 // Starting processes and waiting for them (the machinery under par/run).
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -37,12 +39,12 @@ namespace detail {
 
 template <class F> struct process_traits {
     using body = F;
-    static std::string name(const F&) { return {}; }
+    static std::string* name(F&) { return nullptr; }
     template <class G> static G& callable(G& f) { return f; }
 };
 template <class F> struct process_traits<named_process<F>> {
     using body = F;
-    static std::string name(const named_process<F>& p) { return p.name; }
+    static std::string* name(named_process<F>& p) { return &p.name; }
     template <class P> static auto& callable(P& p) { return p.body; }
 };
 
@@ -53,6 +55,16 @@ using process_result_t = std::invoke_result_t<typename process_traits<std::decay
 template <class R> struct result_slot { std::optional<R> value; };
 template <> struct result_slot<void> {};
 
+// What the children of one par (or one run, or one group member) share. It
+// lives in their join_state, not in each child's closure, which every
+// process carries on its stack (spawn below).
+struct family {
+    runtime_core* rt;
+    const process_record* parent;  // nullptr for a root or a daemon
+    std::source_location made_at;  // line 0 for par()'s branches
+    bool daemon = false;           // process_group.hpp
+};
+
 // The parent's side of a par: lives on the parent's stack.
 //
 // Protocol: each child, as its very last act, calls child_done() which
@@ -62,13 +74,15 @@ template <> struct result_slot<void> {};
 // child is still inside child_done().
 class join_state final : public wait_site {
 public:
-    explicit join_state(std::size_t n) : remaining_(n) {}
+    join_state(std::size_t n, const family& kin) : kin(kin), remaining_(n) {}
 
-    void child_done(std::exception_ptr e, runtime_core* rt) noexcept {
+    const family kin;
+
+    void child_done(std::exception_ptr e) noexcept {
         std::lock_guard lk(lock_);
         if (e && !error_) error_ = std::move(e);
         if (--remaining_ == 0 && parent_ && parent_->commit(0)) parent_->wake();
-        rt->process_exited();
+        kin.rt->process_exited();
     }
 
     // Blocks the parent until every child has called child_done().
@@ -114,55 +128,59 @@ private:
     std::exception_ptr error_;
 };
 
-// Start `f` as a new process of runtime `rt`. It counts as live from here
+// The two ends of every process's life, the same for every body type. They
+// stay out of line so that their frames (locks, the registry, the observer)
+// are not part of the body's frame, which every process carries on its
+// stack for as long as it runs or blocks (runtime_options::stack_size).
+//
+// begin_process builds the process record in `storage` (sizeof
+// process_record, on the process's own stack; the name, if any, moves
+// there) and registers it; `frame` is
+// the body's own frame (sanitizer_support.cpp). end_process unregisters and
+// destroys the record, then reports to the parent (join_state::child_done)
+// as the process's very last act.
+[[gnu::noinline]] process_record* begin_process(void* storage, join_state* join, std::size_t index, int prio,
+                                                std::string* name, void* frame);
+[[gnu::noinline]] void end_process(process_record* rec, join_state* join, std::exception_ptr err) noexcept;
+
+// Start `f` as child `index` of `join`'s family. It counts as live from here
 // (runtime_core::process_spawned), so the runtime never looks deadlocked
-// while the child has yet to start. The callable is decay-copied into the process
-// (like std::thread) and destroyed there before the child reports back.
-// A daemon (process_group.hpp) is marked before it registers, so the
+// while the child has yet to start. The callable is decay-copied into the
+// process (like std::thread) and destroyed there before the child reports
+// back. A daemon (process_group.hpp) is marked before it registers, so the
 // deadlock detector never counts it as a program process.
 //
 // The child's priority is `prio`, or its parent's when negative (the root's:
 // normal). Until its record exists, the ready queue learns it from
 // spawning_priority (process_record.hpp).
+//
+// Stack budget: Boost.Fiber keeps the closure at the top of the stack and
+// moves it into its start frame, so the closure is paid for twice for as
+// long as the process lives: it holds only what differs between siblings.
 template <class F, class R>
-void spawn(runtime_core* rt, const process_record* parent, std::size_t index, F&& f,
-           result_slot<R>* result, join_state* join, bool daemon = false, int prio = -1,
-           std::source_location made_at = {}) {
+void spawn(join_state* join, std::size_t index, F&& f, result_slot<R>* result, int prio = -1) {
     using traits = process_traits<std::decay_t<F>>;
-    std::string name = traits::name(f);
-    if (prio < 0) prio = parent ? parent->priority.load(std::memory_order_relaxed) : priority_normal;
-    rt->process_spawned();
+    const family& kin = join->kin;
+    if (prio < 0) prio = kin.parent ? kin.parent->priority.load(std::memory_order_relaxed) : priority_normal;
+    kin.rt->process_spawned();
     const copy_context entering(ends_entering_process);  // for the decay-copy of f
-    auto body = [rt, parent, index, result, join, daemon, prio, made_at, name = std::move(name),
+    auto body = [join, result, index, prio = static_cast<std::int8_t>(prio),
                  fn = std::decay_t<F>(std::forward<F>(f))]() mutable noexcept {
         std::exception_ptr err;
-        {
-            alignas(process_record) unsigned char storage[sizeof(process_record)];
-            auto* rec = new (storage) process_record(rt, parent, index, std::move(name));
-            rec->stack_top = __builtin_frame_address(0);
-            rec->daemon = daemon;
-            rec->made_at = made_at;
-            rec->priority.store(static_cast<std::int8_t>(prio), std::memory_order_relaxed);
-            boost::fibers::context* ctx = boost::fibers::context::active();
-            ctx->set_properties(rec);
-            rt->process_started(rec);
-            notify(event::kind::process_begin);
-            try {
-                auto local = std::move(fn);
-                if constexpr (std::is_void_v<R>) traits::callable(local)();
-                else result->value.emplace(traits::callable(local)());
-            } catch (...) {
-                err = std::current_exception();
-            }
-            notify(event::kind::process_end);
-            rt->process_stopped(rec);
-            ctx->set_properties(nullptr);  // destroys *rec in place
+        alignas(process_record) unsigned char storage[sizeof(process_record)];
+        process_record* const rec =
+            begin_process(storage, join, index, prio, traits::name(fn), __builtin_frame_address(0));
+        try {
+            auto local = std::move(fn);  // destroyed before the parent hears of the end
+            if constexpr (std::is_void_v<R>) traits::callable(local)();
+            else result->value.emplace(traits::callable(local)());
+        } catch (...) {
+            err = std::current_exception();
         }
-        join->child_done(std::move(err), rt);
+        end_process(rec, join, std::move(err));
     };
     const int outer = std::exchange(spawning_priority, prio);
-    boost::fibers::fiber(boost::fibers::launch::post, std::allocator_arg, rt->stacks(),
-                         std::move(body))
+    boost::fibers::fiber(boost::fibers::launch::post, std::allocator_arg, kin.rt->stacks(), std::move(body))
         .detach();
     spawning_priority = outer;
 }

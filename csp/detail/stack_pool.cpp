@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -34,6 +36,7 @@ boost::context::stack_context stack_pool::allocate() {
     if (free_ != nullptr) {
         sc.sp = free_;
         free_ = *free_link(free_);
+        *canary_of(sc.sp) = canary;
         return sc;
     }
     if (next_ == end_) {
@@ -50,6 +53,7 @@ boost::context::stack_context stack_pool::allocate() {
     next_ += size_;
     ++carved_;
     sc.sp = next_;  // stacks grow down: sp is the top
+    *canary_of(sc.sp) = canary;
     return sc;
 }
 
@@ -60,10 +64,18 @@ void stack_pool::deallocate(boost::context::stack_context& sc) noexcept {
     // them before the stack is reused.
     ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(sc.sp) - sc.size, sc.size);
 #endif
+    if (*canary_of(sc.sp) != canary) [[unlikely]] {
+        // Not an exception: the neighbour's memory is already damaged.
+        std::fprintf(stderr,
+                     "csp: a process wrote past the bottom of its %zu-byte stack and may have corrupted "
+                     "another process's memory; give it more with runtime_options::stack_size\n",
+                     size_);
+        std::abort();
+    }
     if (watching_.load(std::memory_order_relaxed)) {
         unsigned char* const top = static_cast<unsigned char*>(sc.sp);
         unsigned char* const bottom = top - sc.size;
-        const unsigned char* p = bottom;
+        const unsigned char* p = bottom + sizeof(canary);
         while (p < top && *p == 0) ++p;
         const auto depth = static_cast<std::size_t>(top - p);
         std::size_t seen = deepest_.load(std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -16,7 +17,10 @@ namespace csp::detail {
 // touches (usually one or two), which is what lets a million blocked processes
 // fit in a few GiB. The price is that stacks have no guard page: a process
 // that recurses past its stack size corrupts its neighbour, so deep recursion
-// needs a larger runtime_options::stack_size.
+// needs a larger runtime_options::stack_size. The lowest word of every stack
+// holds a canary, checked when the stack comes back: a process that wrote
+// past its bottom stops the program with a message naming the stack size,
+// instead of leaving the corruption to surface somewhere else.
 class stack_pool {
 public:
     explicit stack_pool(std::size_t stack_size);
@@ -25,6 +29,7 @@ public:
     stack_pool& operator=(const stack_pool&) = delete;
 
     boost::context::stack_context allocate();
+    // Aborts with a message if the process overflowed the stack (canary).
     void deallocate(boost::context::stack_context& sc) noexcept;
 
     // For tests and tuning: from now on, each returned stack is scanned for
@@ -45,6 +50,10 @@ private:
     // Returned stacks form a list linked through their own top word, a page
     // the process had touched anyway: recycling costs no extra memory.
     static void** free_link(void* top) noexcept { return static_cast<void**>(top) - 1; }
+    static constexpr std::uint64_t canary = 0x5a17ab1e5a17ab1eull;
+    std::uint64_t* canary_of(void* top) const noexcept {
+        return reinterpret_cast<std::uint64_t*>(static_cast<char*>(top) - size_);
+    }
     void* free_ = nullptr;
     std::vector<std::pair<void*, std::size_t>> regions_;
     char* next_ = nullptr;
