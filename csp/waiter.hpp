@@ -152,6 +152,15 @@ public:
 private:
     void wake_fiber() noexcept {
         detail::runtime_core* rt = proc_ ? proc_->runtime() : nullptr;
+        if (rt != nullptr && rt == detail::runtime_of_this_thread && published_) {
+            // A one-thread runtime's process woken on its own worker: it
+            // cannot be running, so it has suspended (nothing between its
+            // registration and its suspension lets another fiber run), and
+            // its wait has no timer whose stale wake Boost's epoch would
+            // have to tell apart. It goes straight to the ready queue.
+            ctx_->get_scheduler()->schedule(ctx_);
+            return;
+        }
         if (rt == nullptr || rt == detail::runtime_of_this_thread) {
             waker_.wake();
             return;
