@@ -35,7 +35,8 @@
 //       - a waiter on a plain thread (not a runtime's worker, not inside a
 //         fiber of its own) parks the thread (detail/thread_parker.hpp);
 //       - every other waiter suspends its fiber and is woken through its
-//         Boost waker.
+//         Boost waker, except an untimed one of a one-thread runtime woken on
+//         that runtime's thread, which is scheduled directly (wake_fiber).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
