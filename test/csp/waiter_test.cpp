@@ -99,3 +99,38 @@ TEST(waiter, plain_thread_timed_select_races_its_deadline) {
 }
 
 }  // namespace
+
+namespace {
+
+// Plain threads and processes of a four-worker runtime ping-pong: every
+// write of a thread commits a parked process and hands it to the runtime's
+// shared queue, often while that process is still suspending on its worker
+// (handoff.hpp step 3); every reply wakes a thread through its parker. Every
+// value is counted, under the watchdog (a stranded process would hang).
+TEST(waiter, plain_threads_and_processes_ping_pong_through_the_shared_queue) {
+    constexpr int pairs = 4, rounds = 5000;
+    std::atomic<long> sum{0};
+    csp_test::run_watched(
+        [&] {
+            std::vector<csp::channel<int>> to(pairs), from(pairs);
+            std::vector<std::thread> ts;
+            for (int p = 0; p < pairs; ++p)
+                ts.emplace_back([&, p, out = to[p].writer(), in = from[p].reader(), party = csp::external_party()] {
+                    for (int r = 0; r < rounds; ++r) {
+                        out.write(r);
+                        sum += in.read();
+                    }
+                });
+            csp::par_for(pairs, [&](std::size_t p) {
+                auto in = to[p].reader();
+                auto out = from[p].writer();
+                for (int r = 0; r < rounds; ++r) out.write(in.read() + 1);
+            });
+            for (auto& t : ts) t.join();
+        },
+        {.threads = 4});
+    // Each thread gets back r + 1 for r = 0 .. rounds - 1.
+    EXPECT_EQ(sum.load(), long{pairs} * rounds * (rounds + 1) / 2);
+}
+
+}  // namespace
