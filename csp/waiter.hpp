@@ -18,10 +18,9 @@
 //     (a plain channel read or write does exactly that), and its stack may go.
 //     An alternation takes each other source's lock again to unlink its
 //     nodes there (guard disable), since those may still be linked.
-//     A wake may go on touching what the waiter sleeps on (a thread's parker,
-//     a worker's scheduler) after the waiter could already run; those are
-//     kept alive until the wake is done (detail/thread_parker.hpp,
-//     runtime_core::outside_wake_begin).
+//     A wake may go on touching the scheduler the waiter sleeps on after the
+//     waiter could already run; a runtime's workers are kept up until such a
+//     wake from outside is done (runtime_core::outside_wake_begin).
 //  3. Each commit by someone else is followed by exactly one wake, and the
 //     waiter consumes it by suspending exactly once, even when it learns of the
 //     commit before it got to suspend (absorb()). A timed wait resumed by its
@@ -32,8 +31,6 @@
 //     waker may commit the waiter before it suspends:
 //       - an untimed waiter of a process in a multi-thread runtime parks and
 //         is handed off to its waker's worker (detail/handoff.hpp);
-//       - a waiter on a plain thread (not a runtime's worker, not inside a
-//         fiber of its own) parks the thread (detail/thread_parker.hpp);
 //       - every other waiter suspends its fiber and is woken through its
 //         Boost waker, except an untimed one of a one-thread runtime woken on
 //         that runtime's thread, which is scheduled directly (wake_fiber).
@@ -49,7 +46,6 @@
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/handoff.hpp"
 #include "csp/detail/runtime_core.hpp"
-#include "csp/detail/thread_parker.hpp"
 
 namespace csp {
 
@@ -77,16 +73,12 @@ public:
 
     // `timed` says whether the wait will have a deadline; only untimed waits
     // can be part of a deadlock (invariant 4).
-    explicit waiter(bool timed = false)
+    explicit waiter(bool timed = false) noexcept
         : ctx_(boost::fibers::context::active()),
           proc_(static_cast<detail::process_record*>(ctx_->get_properties())),
           published_(!timed && proc_ != nullptr),
-          how_(published_ && proc_->runtime()->workers() != nullptr ? sleep::hand_off
-               : proc_ == nullptr && detail::runtime_of_this_thread == nullptr && detail::fiber::is_main(ctx_)
-                   ? sleep::thread
-                   : sleep::fiber) {
+          how_(published_ && proc_->runtime()->workers() != nullptr ? sleep::hand_off : sleep::fiber) {
         if (how_ == sleep::fiber) waker_ = ctx_->create_waker();
-        else if (how_ == sleep::thread) parker_ = detail::thread_parker::of_this_thread();
     }
 
     waiter(const waiter&) = delete;
@@ -106,7 +98,6 @@ public:
     void wake() noexcept {
         switch (how_) {
             case sleep::hand_off: detail::hand_off(ctx_, proc_); break;
-            case sleep::thread: parker_->unpark(); break;
             case sleep::fiber: wake_fiber(); break;
         }
     }
@@ -120,12 +111,6 @@ public:
             return state();
         }
         BOOST_ASSERT_MSG(how_ != sleep::hand_off, "a waiter made untimed cannot wait with a deadline");
-        if (how_ == sleep::thread) {
-            if (parker_->park_until(deadline)) return state();
-            if (commit(timeout_index)) return timeout_index;
-            parker_->park();  // a partner committed first: its wake is on its way
-            return state();
-        }
         detail::fiber::wait_until(ctx_, deadline, boost::fibers::waker(waker_));
         if (commit(timeout_index)) return timeout_index;
         return state();  // a partner committed first; its wake was stale or consumed
@@ -177,7 +162,6 @@ private:
         if (published_) proc_->blocked_on.store(this, std::memory_order_release);
         switch (how_) {
             case sleep::hand_off: detail::park(ctx_, proc_); break;
-            case sleep::thread: parker_->park(); break;
             case sleep::fiber: ctx_->suspend(); break;
         }
         if (published_) proc_->blocked_on.store(nullptr, std::memory_order_relaxed);
@@ -186,9 +170,8 @@ private:
     std::atomic<int> state_{waiting};
     boost::fibers::context* ctx_;
     detail::process_record* proc_;
-    enum class sleep : std::uint8_t { hand_off, thread, fiber };
+    enum class sleep : std::uint8_t { hand_off, fiber };
     boost::fibers::waker waker_;              // sleep::fiber
-    detail::thread_parker* parker_ = nullptr;  // sleep::thread
     bool published_;
     sleep how_;
     const wait_site* site_ = nullptr;

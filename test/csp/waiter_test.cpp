@@ -1,5 +1,4 @@
-// How waiters on plain threads are woken (csp/waiter.hpp, invariant 5, and
-// csp/detail/thread_parker.hpp).
+// Plain threads woken by processes (csp/waiter.hpp, invariants 2, 3 and 5).
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -11,12 +10,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Regression (plain_thread_woken_then_gone): a plain thread woken by a process
-// used to be queued on its own Boost scheduler and that scheduler then
-// notified; the thread could return from its read, end and free the scheduler
-// in between, and the process notified freed memory (a crash in the waker,
-// seen under shuffled soak runs). Here every reader thread ends the moment its
-// one read returns, while its writer is still inside the wake.
+// A plain thread woken by a process is queued on its own Boost scheduler,
+// which is then notified; here every reader thread ends the moment its one
+// read returns, while its writer may still be inside the wake.
 TEST(waiter_regression, plain_thread_woken_then_gone) {
     constexpr int rounds = 300, readers = 4;
     std::atomic<long> sum{0};
@@ -105,7 +101,7 @@ namespace {
 // Plain threads and processes of a four-worker runtime ping-pong: every
 // write of a thread commits a parked process and hands it to the runtime's
 // shared queue, often while that process is still suspending on its worker
-// (handoff.hpp step 3); every reply wakes a thread through its parker. Every
+// (handoff.hpp step 3); every reply wakes a thread through Boost's waker. Every
 // value is counted, under the watchdog (a stranded process would hang).
 TEST(waiter, plain_threads_and_processes_ping_pong_through_the_shared_queue) {
     constexpr int pairs = 4, rounds = 5000;
