@@ -1,14 +1,19 @@
 // Node/port messaging against raw TCP, between two OS processes on loopback.
 // The benchmark starts its peer process itself (this executable, --peer ...).
 //
-//   rtt_8B/csp, rtt_1KiB/csp   node 0 sends to a port of node 1, which sends
-//                              the payload back; one round trip per iteration
+//   rtt_8B/tcp, rtt_1KiB/tcp   node 0 sends to a port of node 1, which sends
+//                              the payload back; one round trip per iteration;
+//                              the link over TCP (CSP_TRANSPORT=tcp)
+//   rtt_*/ucx, stream_*/ucx    the same over UCX (shared memory on one host),
+//                              when the build has it; bench/net_vs_mpi_shm
+//                              sets these beside OpenMPI's shared memory and
+//                              ucx_perftest
 //   rtt_*/raw_tcp_blocking     the same bytes echoed over blocking sockets
 //   rtt_*/raw_tcp_polling      the same with both sides spinning on
 //                              non-blocking sockets (no system call sleeps)
-//   stream_1MiB/csp, /raw_tcp  16 messages of 1 MiB, then a 1-byte
+//   stream_1MiB/tcp, /raw_tcp  16 messages of 1 MiB, then a 1-byte
 //                              acknowledgement, per iteration
-//   */ratio                    csp / peer (targets: rtt_8B csp <= 1.5x
+//   */ratio                    tcp / peer (targets: rtt_8B <= 1.5x
 //                              raw_tcp_polling; stream >= 0.8x raw_tcp)
 // Counters: us_per_roundtrip, MB_per_s.
 #include <fcntl.h>
@@ -205,8 +210,9 @@ int peer_csp() {
 
 // Runs body(node, inbox) as node 0 of a two-node job whose node 1 is a peer process.
 template <class Body>
-void with_csp_peer(Body&& body) {
+void with_csp_peer(const char* transport, Body&& body) {
     static std::atomic<int> jobs{0};
+    ::setenv("CSP_TRANSPORT", transport, 1);  // the peer's, and ours below
     csp::net::nameserver ns;
     const std::string job = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(jobs++);
     ::setenv("CSP_NAMESERVER", ns.address().str().c_str(), 1);
@@ -217,6 +223,7 @@ void with_csp_peer(Body&& body) {
     const pid_t pid = spawn_peer({"--peer", "csp"});
     csp::run([&] {
         csp::net::node_options o = csp::net::node_options::from_environment();  // CSP_WINDOW etc.
+        o.transport = std::string(transport) == "ucx" ? csp::net::transport_kind::ucx : csp::net::transport_kind::tcp;
         o.job = job;
         o.rank = 0;
         o.size = 2;
@@ -231,8 +238,8 @@ void with_csp_peer(Body&& body) {
     reap(pid);
 }
 
-void rtt_csp(benchmark::State& state, std::size_t bytes, const std::string& figure) {
-    with_csp_peer([&](csp::net::node& self, csp::net::port& inbox) {
+void rtt_csp(benchmark::State& state, const char* transport, std::size_t bytes, const std::string& figure) {
+    with_csp_peer(transport, [&](csp::net::node& self, csp::net::port& inbox) {
         csp::net::payload p = csp::net::encode(std::vector<char>(bytes, 'x'));
         self.send(1, bench_port, p);
         (void)inbox.receive();  // the link is up
@@ -247,8 +254,8 @@ void rtt_csp(benchmark::State& state, std::size_t bytes, const std::string& figu
     });
 }
 
-void stream_csp(benchmark::State& state) {
-    with_csp_peer([&](csp::net::node& self, csp::net::port& inbox) {
+void stream_csp(benchmark::State& state, const char* transport) {
+    with_csp_peer(transport, [&](csp::net::node& self, csp::net::port& inbox) {
         csp::net::payload p = csp::net::encode(std::vector<char>(stream_message, 'x'));
         for (int i = 0; i < stream_batch; ++i) self.send(1, bench_port, p, tag_stream);
         (void)inbox.receive();
@@ -260,7 +267,7 @@ void stream_csp(benchmark::State& state) {
         const double s = std::chrono::duration<double>(clock_type::now() - start).count();
         const double mb = static_cast<double>(state.iterations()) * stream_batch * stream_message / 1e6;
         state.counters["MB_per_s"] = mb / s;
-        bench::record("stream/csp", mb / s);
+        bench::record(std::string("stream/") + transport, mb / s);
     });
 }
 
@@ -275,20 +282,29 @@ int main(int argc, char** argv) {
     }
     for (std::size_t bytes : {std::size_t{8}, std::size_t{1024}}) {
         const std::string n = bytes == 8 ? "rtt_8B" : "rtt_1KiB";
-        benchmark::RegisterBenchmark((n + "/csp").c_str(), [=](benchmark::State& s) { rtt_csp(s, bytes, n + "/csp"); })
+        benchmark::RegisterBenchmark((n + "/tcp").c_str(), [=](benchmark::State& s) { rtt_csp(s, "tcp", bytes, n + "/tcp"); })
             ->MinTime(0.5)->UseRealTime();
+#if CSP_BENCH_WITH_UCX
+        benchmark::RegisterBenchmark((n + "/ucx").c_str(), [=](benchmark::State& s) { rtt_csp(s, "ucx", bytes, n + "/ucx"); })
+            ->MinTime(0.5)->UseRealTime();
+#endif
         benchmark::RegisterBenchmark((n + "/raw_tcp_blocking").c_str(),
                                      [=](benchmark::State& s) { rtt_raw(s, bytes, false, n + "/raw_tcp_blocking"); })
             ->MinTime(0.5)->UseRealTime();
         benchmark::RegisterBenchmark((n + "/raw_tcp_polling").c_str(),
                                      [=](benchmark::State& s) { rtt_raw(s, bytes, true, n + "/raw_tcp_polling"); })
             ->MinTime(0.5)->UseRealTime();
-        bench::register_ratio(n + "/ratio_vs_polling", n + "/csp", n + "/raw_tcp_polling");
-        bench::register_ratio(n + "/ratio_vs_blocking", n + "/csp", n + "/raw_tcp_blocking");
+        bench::register_ratio(n + "/ratio_vs_polling", n + "/tcp", n + "/raw_tcp_polling");
+        bench::register_ratio(n + "/ratio_vs_blocking", n + "/tcp", n + "/raw_tcp_blocking");
     }
-    benchmark::RegisterBenchmark("stream_1MiB/csp", stream_csp)->MinTime(1.0)->UseRealTime();
+    benchmark::RegisterBenchmark("stream_1MiB/tcp", [](benchmark::State& s) { stream_csp(s, "tcp"); })
+        ->MinTime(1.0)->UseRealTime();
+#if CSP_BENCH_WITH_UCX
+    benchmark::RegisterBenchmark("stream_1MiB/ucx", [](benchmark::State& s) { stream_csp(s, "ucx"); })
+        ->MinTime(1.0)->UseRealTime();
+#endif
     benchmark::RegisterBenchmark("stream_1MiB/raw_tcp", stream_raw)->MinTime(1.0)->UseRealTime();
-    bench::register_ratio("stream_1MiB/ratio", "stream/csp", "stream/raw_tcp");
+    bench::register_ratio("stream_1MiB/ratio", "stream/tcp", "stream/raw_tcp");
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

@@ -28,7 +28,7 @@ struct variable {
     std::string_view meaning;
 };
 
-inline constexpr std::array<variable, 13> variables{{
+inline constexpr std::array<variable, 14> variables{{
     {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
      "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
@@ -47,6 +47,8 @@ inline constexpr std::array<variable, 13> variables{{
      "bytes in flight to one peer before a send waits (flow control)"},
     {"CSP_LIVENESS_MS", "csp::net::node_options", "milliseconds (default 300000)",
      "how long a link that cannot be set up is retried before its peer is lost"},
+    {"CSP_TRANSPORT", "csp::net::node_options", "auto (default), tcp or ucx",
+     "what carries a link's frames: UCX where both ends offer it, else TCP; or always TCP; or always UCX"},
     {"CSP_COLLECTIVES", "csp::collectives::selection", "collective=algorithm,...",
      "forces algorithms (names in collectives/registry.hpp)"},
 }};

@@ -64,6 +64,9 @@ header header::credit(std::uint32_t source, std::uint64_t bytes) noexcept {
     return h;
 }
 header header::ask_credit(std::uint32_t source) noexcept { return control(opcode::ask_credit, source, 0); }
+header header::transports(std::uint32_t source, std::uint32_t length) noexcept {
+    return control(opcode::transports, source, length);
+}
 
 void header::encode(std::byte* out) const noexcept {
     put<std::uint32_t>(out + 0, magic);
@@ -85,7 +88,7 @@ header header::decode(const std::byte* in, std::size_t max_length) {
         throw frame_error("unsupported frame version " + std::to_string(v) + " (this node speaks version " +
                           std::to_string(current_version) + ")");
     const auto op = get<std::uint8_t>(in + 5);
-    if (op < 1 || op > 9) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
+    if (op < 1 || op > 10) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
     header h;
     h.op = static_cast<opcode>(op);
     if (const auto flags = get<std::uint16_t>(in + 6))
@@ -120,6 +123,7 @@ const char* describe(opcode op) noexcept {
         case opcode::proof: return "proof";
         case opcode::credit: return "credit";
         case opcode::ask_credit: return "ask_credit";
+        case opcode::transports: return "transports";
     }
     return "unknown";
 }

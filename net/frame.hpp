@@ -4,9 +4,10 @@
 //   offset size field     value
 //   ------ ---- --------- ------------------------------------------------------
 //     0     4   magic     0x4E505343, the bytes "CSPN"
-//     4     1   version   3; any other value closes the connection
+//     4     1   version   4; any other value closes the connection
 //     5     1   opcode    1 data, 2 hello, 3 welcome, 4 refuse, 5 goodbye,
-//                         6 challenge, 7 proof, 8 credit, 9 ask_credit
+//                         6 challenge, 7 proof, 8 credit, 9 ask_credit,
+//                         10 transports
 //     6     2   flags     0 (reserved; any other value closes the connection)
 //     8     4   length    payload bytes; checked against the receiver's maximum
 //                         before anything is allocated
@@ -27,6 +28,9 @@
 //             or refuse     payload: the reason; then the connection is closed
 //   connector -> proof      payload: its proof (32 bytes)
 //   acceptor  -> welcome    empty payload, or refuse
+// Then each side's first frame is `transports`, whose payload is its UCX
+// worker address, or empty if it offers TCP only (ucx_transport.hpp): the
+// link moves its frames over UCX if both offered it, else over TCP.
 // Limits are two little-endian u32: the largest payload the node accepts
 // (max_frame) and the bytes it keeps in flight to a peer (its window).
 // Data and credit frames follow in both directions. A node that closes
@@ -39,12 +43,12 @@ namespace csp::net {
 
 enum class opcode : std::uint8_t {
     data = 1, hello = 2, welcome = 3, refuse = 4, goodbye = 5, challenge = 6, proof = 7, credit = 8,
-    ask_credit = 9
+    ask_credit = 9, transports = 10
 };
 
 struct header {
     static constexpr std::uint32_t magic = 0x4E505343;
-    static constexpr std::uint8_t current_version = 3;
+    static constexpr std::uint8_t current_version = 4;
     static constexpr std::size_t size = 32;
 
     opcode op = opcode::data;
@@ -65,6 +69,7 @@ struct header {
     static header proof(std::uint32_t source, std::uint32_t length) noexcept;
     static header credit(std::uint32_t source, std::uint64_t bytes) noexcept;
     static header ask_credit(std::uint32_t source) noexcept;
+    static header transports(std::uint32_t source, std::uint32_t length) noexcept;
 
     void encode(std::byte* out) const noexcept;
 

@@ -8,6 +8,10 @@
 #include "net/nameserver_client.hpp"
 #include "net/nameserver_protocol.hpp"
 #include "net/switchboard.hpp"
+#if CSP_WITH_UCX
+#include "net/ucx_transport.hpp"
+#include "net/ucx_worker.hpp"
+#endif
 
 namespace csp::net {
 
@@ -23,6 +27,16 @@ int env_int(std::initializer_list<const char*> names, int fallback) {
     for (const char* n : names)
         if (auto v = csp::config::number(n, 0, std::numeric_limits<int>::max())) return static_cast<int>(*v);
     return fallback;
+}
+
+// node_options::transport, else CSP_TRANSPORT, else automatic.
+transport_kind transport_of(const node_options& o) {
+    if (o.transport) return *o.transport;
+    const auto t = csp::config::text("CSP_TRANSPORT");
+    if (!t || *t == "auto") return transport_kind::automatic;
+    if (*t == "tcp") return transport_kind::tcp;
+    if (*t == "ucx") return transport_kind::ucx;
+    throw usage_error("CSP_TRANSPORT='" + *t + "': use auto, tcp or ucx");
 }
 
 }  // namespace
@@ -76,7 +90,10 @@ node::node(node_options o) {
         core_->rank = o.rank;
         core_->size = o.size;
     }
+    const transport_kind transport = transport_of(o);
+    o.transport = transport;
     core_->options = std::move(o);
+    start_ucx(transport);
     to_switch_ = core_->to_switch.writer();
     switch_.spawn(csp::proc("net.switch",
                             [core = core_, l = std::make_shared<unique_fd>(std::move(listener)),
@@ -84,6 +101,25 @@ node::node(node_options o) {
                                 detail::run_switch(core, std::move(*l), std::move(*e));
                             }),
                   csp::process_kind::daemon);
+}
+
+void node::start_ucx(transport_kind transport) {
+    if (transport == transport_kind::tcp) return;
+#if CSP_WITH_UCX
+    try {
+        core_->ucx = std::make_shared<detail::ucx_worker>();
+    } catch (const net_error& e) {
+        if (transport == transport_kind::ucx) throw net_error(std::string("CSP_TRANSPORT=ucx: ") + e.what());
+        core_->log_fault(std::string("links use TCP: ") + e.what());
+        return;
+    }
+    switch_.spawn(csp::proc("net.ucx.progress", [core = core_] { detail::run_ucx_progress(core); }),
+                  csp::process_kind::daemon);
+#else
+    if (transport == transport_kind::ucx)
+        throw usage_error("CSP_TRANSPORT=ucx: this build of csp-cluster has no UCX (configure with CSP_WITH_UCX=ON "
+                          "and libucx-dev installed)");
+#endif
 }
 
 node::~node() {
@@ -156,7 +192,8 @@ node_stats node::stats() const {
         std::lock_guard lk(core_->lock);
         faults = core_->faults_total;
     }
-    return {core_->links_up.load(std::memory_order_relaxed), core_->links_made.load(std::memory_order_relaxed),
+    return {core_->links_up.load(std::memory_order_relaxed), core_->links_over_ucx.load(std::memory_order_relaxed),
+            core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
             faults};
 }

@@ -42,6 +42,7 @@ enum class send_status : std::uint8_t { sent, window_full };
 
 struct node_stats {
     std::size_t links = 0;           // connections up now
+    std::size_t links_over_ucx = 0;  // links whose frames went over UCX, ever (ucx_transport.hpp)
     std::size_t connected = 0;       // links this node set up
     std::size_t accepted = 0;        // links a peer set up
     std::size_t duplicates = 0;      // crossing connections refused in favour of ours
@@ -110,7 +111,11 @@ private:
 
     std::shared_ptr<detail::node_core> core_;
     csp::writer<detail::switch_input> to_switch_;
-    csp::process_group switch_;  // the switch process, joined by close()
+    // Makes the UCX worker and starts its progress process, unless
+    // `transport` is tcp; automatic falls back to TCP if UCX cannot start.
+    void start_ucx(transport_kind transport);
+
+    csp::process_group switch_;  // the switch process (and UCX progress), joined by close()
     bool closed_ = false;
 };
 

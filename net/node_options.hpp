@@ -15,6 +15,8 @@
 //   CSP_ADVERTISE   address peers should connect to, if not the bound one
 //   CSP_MAX_FRAME   largest payload accepted, in bytes (default 64 MiB)
 //   CSP_WINDOW      bytes kept in flight to each peer (default 16 MiB)
+//   CSP_TRANSPORT   auto, tcp or ucx (read even for options made in code,
+//                   unless node_options::transport is set)
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -24,6 +26,12 @@
 #include "net/socket.hpp"
 
 namespace csp::net {
+
+// How a node's links carry their frames once set up (ucx_transport.hpp).
+// automatic: UCX with each peer that offers it too (when the build has UCX
+// and the node's UCX worker starts), TCP with the others; tcp: TCP always;
+// ucx: UCX always, and a link to a peer that offers TCP only fails.
+enum class transport_kind { automatic, tcp, ucx };
 
 struct node_options {
     std::string job = "default";
@@ -53,6 +61,8 @@ struct node_options {
     std::chrono::milliseconds liveness_timeout{300000};
     std::chrono::milliseconds handshake_timeout{5000};  // an accepted connection must say hello
     std::chrono::milliseconds linger{10000};            // close(): time allowed to flush
+    // Unset: CSP_TRANSPORT, else automatic.
+    std::optional<transport_kind> transport;
 
     // Options from the variables above; usage_error naming a malformed one.
     static node_options from_environment();

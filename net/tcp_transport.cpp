@@ -20,7 +20,9 @@ namespace {
 constexpr std::size_t max_batch_frames = 64;
 constexpr std::size_t max_batch_bytes = 1 << 20;
 
-void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
+}  // namespace
+
+void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     auto to_switch = core->to_switch.writer();
     frame_reader frames(core->options.max_frame, peer);
     std::vector<message> batch;
@@ -77,8 +79,7 @@ void run_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     to_switch.write(link_process_exited{peer});
 }
 
-void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue,
-                  std::optional<outgoing> first) {
+void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue) {
     auto to_switch = core->to_switch.writer();
     const std::uint32_t peer_max_frame = core->flow.peer_max_frame(peer);  // learnt in the handshake, before up
     std::optional<csp::io::watch> writable;  // registered on the first full socket
@@ -86,7 +87,6 @@ void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader
     std::vector<std::array<std::byte, header::size>> heads(max_batch_frames + 1);
     std::vector<iovec> iov;
     iov.reserve(2 * (max_batch_frames + 1));
-    if (first) batch.push_back(std::move(*first));
 
     // Writes iov[from..] entirely, waiting when the socket is full.
     auto write_out = [&] {
@@ -155,26 +155,6 @@ void run_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader
         to_switch.write(link_down{peer, false, e.what()});
     }
     to_switch.write(link_process_exited{peer});
-}
-
-}  // namespace
-
-int tcp_transport::start(link_start s) {
-    const int fd = fd_.get();
-    const std::string peer = std::to_string(s.peer);
-    s.group.spawn(csp::proc("net.inbound." + peer, [core = s.core, peer = s.peer, fd] { run_inbound(core, peer, fd); }),
-                  csp::process_kind::daemon);
-    s.group.spawn(csp::proc("net.outbound." + peer,
-                            [core = std::move(s.core), peer = s.peer, fd, q = std::move(s.queue),
-                             first = std::move(s.first)]() mutable {
-                                run_outbound(core, peer, fd, std::move(q), std::move(first));
-                            }),
-                  csp::process_kind::daemon);
-    return 2;
-}
-
-void tcp_transport::interrupt() noexcept {
-    if (fd_.get() >= 0) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
 }  // namespace csp::net::detail

@@ -15,22 +15,14 @@
 //           sendmsg, and waits for writability only when the socket is full.
 //
 // Protocol faults (frame.hpp) end the link; whatever was received intact
-// before them has already been delivered. interrupt() shuts the socket down
-// both ways, which wakes both processes; the socket is closed when the
-// transport is destroyed, after both have exited.
+// before them has already been delivered. The link's transport (transport.cpp)
+// runs these once both sides' `transports` frames chose TCP; its interrupt()
+// shuts the socket down both ways, which wakes both processes.
 #include "net/transport.hpp"
 
 namespace csp::net::detail {
 
-class tcp_transport final : public transport {
-public:
-    explicit tcp_transport(unique_fd connection) : fd_(std::move(connection)) {}
-    const char* name() const noexcept override { return "tcp"; }
-    int start(link_start s) override;
-    void interrupt() noexcept override;
-
-private:
-    unique_fd fd_;
-};
+void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd);
+void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue);
 
 }  // namespace csp::net::detail

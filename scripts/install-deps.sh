@@ -2,7 +2,7 @@
 # Installs the Debian packages the build needs, if any is missing.
 set -euo pipefail
 packages=(cmake g++ make libboost-fiber1.81-dev libboost-context1.81-dev libboost1.81-dev
-          libgtest-dev googletest libbenchmark-dev libcereal-dev libsodium-dev spin
+          libgtest-dev googletest libbenchmark-dev libcereal-dev libsodium-dev libucx-dev spin
           clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,10 +1,13 @@
 // csp-launch: runs N nodes of a program on this machine, like mpiexec -n N.
 //
-//   csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] [--nameserver HOST:PORT] [--] program [args...]
+//   csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] [--nameserver HOST:PORT]
+//              [--transport auto|tcp|ucx] [--] program [args...]
 //
 // It starts a nameserver of its own (unless --nameserver names one), then N
 // copies of the program with CSP_NAMESERVER, CSP_JOB, CSP_RANK, CSP_SIZE and
-// CSP_TOKEN set (CSP_BIND too, with --bind); csp::net::node reads them. The
+// CSP_TOKEN set (CSP_BIND too, with --bind; CSP_TRANSPORT with --transport:
+// without it, nodes use UCX between them where the build has it, as
+// CSP_TRANSPORT=auto says); csp::net::node reads them. The
 // token is random unless given. If a node fails, the others are stopped
 // (SIGTERM, then SIGKILL after 3 s) and csp-launch exits with the first
 // failure's status (128 + signal for a signal).
@@ -34,7 +37,7 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
                  "csp-launch: %s\nusage: csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] "
-                 "[--nameserver HOST:PORT] [--] program [args...]\n",
+                 "[--nameserver HOST:PORT] [--transport auto|tcp|ucx] [--] program [args...]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -63,7 +66,7 @@ int status_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 1
 int main(int argc, char** argv) {
     int n = 0;
     std::string job = "launch-" + std::to_string(::getpid());
-    std::string token, bind;
+    std::string token, bind, transport;
     std::optional<csp::net::endpoint> external;
     int i = 1;
     for (; i < argc; ++i) {
@@ -81,6 +84,11 @@ int main(int argc, char** argv) {
         } else if (a == "--job") job = value();
         else if (a == "--token") token = value();
         else if (a == "--bind") bind = value();
+        else if (a == "--transport") {
+            transport = value();
+            if (transport != "auto" && transport != "tcp" && transport != "ucx")
+                usage("--transport " + transport + ": use auto, tcp or ucx");
+        }
         else if (a == "--nameserver") {
             try {
                 external = csp::net::endpoint::parse(value());
@@ -115,6 +123,7 @@ int main(int argc, char** argv) {
     ::setenv("CSP_SIZE", std::to_string(n).c_str(), 1);
     ::setenv("CSP_TOKEN", token.c_str(), 1);
     if (!bind.empty()) ::setenv("CSP_BIND", bind.c_str(), 1);
+    if (!transport.empty()) ::setenv("CSP_TRANSPORT", transport.c_str(), 1);
 
     std::map<pid_t, int> ranks;  // running children
     for (int r = 0; r < n; ++r) {

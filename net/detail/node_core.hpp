@@ -79,6 +79,13 @@ struct flow_signal {  // from a port or an inbound process: a credit frame to se
 using switch_input = std::variant<send_request, connector_connected, connect_result, incoming_hello, link_down,
                                   link_process_exited, peer_gone, close_request, flow_signal>;
 
+class ucx_worker;
+
+// What the node's UCX progress process (ucx_transport.hpp) tells a UCX link's
+// liveness process: the peer's goodbye arrived over UCX (empty), or why its
+// stream cannot go on.
+using ucx_news = csp::channel<std::string>;
+
 struct node_core {
     // Credit frames and asks go to the switch, which queues them on the link.
     explicit node_core(std::uint32_t window = node_options{}.window)
@@ -119,6 +126,13 @@ struct node_core {
     static constexpr std::size_t max_faults_kept = 256;
     std::deque<std::string> faults;
     std::size_t faults_total = 0;
+    // The node's UCX worker, or null when its links use TCP only; its
+    // progress process is woken through ucx_poke when a send is left in
+    // flight (UCX completes it only while progressed).
+    std::shared_ptr<ucx_worker> ucx;
+    csp::channel<bool> ucx_poke{"ucx poke", csp::buffer::overwriting(1)};
+    std::unordered_map<int, ucx_news> ucx_links;  // peer -> its link's news, under `lock`
+    std::atomic<std::size_t> links_over_ucx{0};
     sheddable greeting;  // connections still in their handshake (own lock; never taken under `lock`)
     flow_control flow;   // bytes in flight per peer (own lock; never taken under `lock`)
 

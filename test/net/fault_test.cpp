@@ -246,6 +246,17 @@ TEST(net_faults, a_wrong_token_or_a_replayed_proof_is_refused) {
     EXPECT_EQ(replayed, "wrong token");
 }
 
+// Reads the node's transports frame after its welcome, as a peer would:
+// bytes left unread would make the client's close a reset, which can
+// overtake what the client sent last.
+void read_transports(raw_client& c) {
+    const auto transports = c.read_exactly(csp::net::header::size);
+    ASSERT_EQ(transports.size(), csp::net::header::size);
+    const auto h = csp::net::header::decode(transports.data(), 1 << 16);
+    ASSERT_EQ(h.op, csp::net::opcode::transports);
+    c.read_exactly(h.length);
+}
+
 TEST(net_faults, the_token_is_not_sent_in_any_handshake_frame) {
     using namespace csp::net::detail;
     std::vector<std::byte> seen;
@@ -257,6 +268,8 @@ TEST(net_faults, the_token_is_not_sent_in_any_handshake_frame) {
             read_challenge(c, ctx, "secret");
             c.send(proof_frame(prove(role::connector, "secret", ctx)));
             seen = c.read_exactly(csp::net::header::size);  // the welcome
+            read_transports(c);
+            c.send(frame(csp::net::opcode::transports, 2, ""));
             c.send(frame(csp::net::opcode::goodbye, 2, ""));
         },
         [](csp::net::node&) {}, 0);
@@ -364,8 +377,9 @@ TEST(net_faults, an_oversized_hello_is_refused_before_anything_is_allocated) {
     EXPECT_NE(answer.find("exceeds the maximum of 4096"), std::string::npos) << answer;
 }
 
-// After a valid handshake as rank 2, send `after` and hang up.
-void as_rank_2(const csp::net::endpoint& at, const std::vector<std::byte>& after) {
+// After a valid handshake as rank 2 and a transports frame offering TCP
+// only (unless `offer` is false), send `after` and hang up.
+void as_rank_2(const csp::net::endpoint& at, const std::vector<std::byte>& after, bool offer = true) {
     using namespace csp::net::detail;
     raw_client c(at);
     handshake_context ctx{};
@@ -375,7 +389,26 @@ void as_rank_2(const csp::net::endpoint& at, const std::vector<std::byte>& after
     const auto welcome = c.read_exactly(csp::net::header::size);
     ASSERT_EQ(welcome.size(), csp::net::header::size);
     ASSERT_EQ(csp::net::header::decode(welcome.data(), 4096).op, csp::net::opcode::welcome);
+    read_transports(c);
+    if (offer) c.send(frame(csp::net::opcode::transports, 2, ""));
     c.send(after);
+}
+
+// A frame where the transports frame must come names what came instead, and
+// ends that link only.
+TEST(net_faults, a_data_frame_where_the_transports_frame_belongs_ends_that_link_only) {
+    with_stranger([](const csp::net::endpoint& at) { as_rank_2(at, frame(csp::net::opcode::data, 2, "abcd"), false); },
+                  [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "expected the transports frame")); }, 1,
+                  "expected the transports frame after the handshake, got a data frame");
+}
+
+// A stranger that proved the token and offers a UCX address that is not
+// one: the link fails naming the malformed frame, and the node goes on.
+TEST(net_faults, a_transports_frame_with_a_bad_ucx_address_ends_that_link_only) {
+    with_stranger(
+        [](const csp::net::endpoint& at) { as_rank_2(at, frame(csp::net::opcode::transports, 2, "not an address"), false); },
+        [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "malformed transports frame")); }, 1,
+        "malformed transports frame");
 }
 
 TEST(net_faults, an_oversized_data_frame_ends_that_link_only) {

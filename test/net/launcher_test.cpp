@@ -36,6 +36,24 @@ TEST(net_launcher, gives_each_node_its_rank_size_job_and_token) {
         EXPECT_NE(out.find(std::to_string(r) + "/3 envjob tok 127.0.0.1"), std::string::npos) << out;
 }
 
+// --transport reaches every node as CSP_TRANSPORT, and a ring runs on each.
+TEST(net_launcher, transport_flag_sets_each_nodes_transport) {
+    std::string out;
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 --transport tcp sh -c 'echo \"$CSP_RANK:$CSP_TRANSPORT\"'", out), 0)
+        << out;
+    EXPECT_NE(out.find("0:tcp"), std::string::npos) << out;
+    EXPECT_NE(out.find("1:tcp"), std::string::npos) << out;
+    for (const char* t : {"tcp", "auto"}) {
+        out.clear();
+        EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 --transport " + t + " " + RING_EXAMPLE + " 3", out), 0) << out;
+        EXPECT_NE(out.find("3 nodes, 3 laps"), std::string::npos) << t << ": " << out;
+        EXPECT_EQ(out.find("csp.net"), std::string::npos) << t << ": a fault was logged:\n" << out;
+    }
+    out.clear();
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 --transport carrier-pigeon true", out), 2);
+    EXPECT_NE(out.find("--transport carrier-pigeon: use auto, tcp or ucx"), std::string::npos) << out;
+}
+
 TEST(net_launcher, a_failing_node_stops_the_job_and_sets_the_exit_status) {
     std::string out;
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 sh -c 'if [ $CSP_RANK = 1 ]; then exit 7; fi; exec sleep 30'", out), 7)

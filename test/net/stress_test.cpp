@@ -4,6 +4,7 @@
 #include <barrier>
 #include <vector>
 
+#include "csp/timer.hpp"
 #include "net_fixture.hpp"
 
 using net_test::run_nodes;
@@ -73,10 +74,24 @@ TEST_P(net_stress_threads, eight_nodes_all_to_all_deliver_every_message_exactly_
 INSTANTIATE_TEST_SUITE_P(runtime, net_stress_threads, ::testing::Values(1, 2, 4),
                          [](const auto& info) { return std::to_string(info.param) + "_threads"; });
 
+// Two nodes (each a runtime of its own) meet here without blocking their
+// threads: a node's processes must go on running, or its UCX worker is not
+// progressed and frames it sent may not leave (README, Transports).
+class meeting {
+public:
+    void arrive_and_wait() {
+        const int phase = arrived_.fetch_add(1) / 2 + 1;
+        while (arrived_.load() < 2 * phase) csp::sleep_for(std::chrono::microseconds(100));
+    }
+
+private:
+    std::atomic<int> arrived_{0};
+};
+
 TEST(net_stress, simultaneous_connects_end_with_one_connection_and_no_loss) {
     for (int round = 0; round < 20; ++round) {
         csp::net::nameserver ns;
-        std::barrier both(2);
+        meeting both;
         std::atomic<std::size_t> links{0}, made{0}, accepted{0};
         run_nodes(ns, "crossing", 2, [&](csp::net::node& self) {
             auto inbox = self.open(1);

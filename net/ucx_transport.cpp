@@ -1,0 +1,188 @@
+#include "net/ucx_transport.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <unordered_map>
+#include <vector>
+
+#include "csp/alt.hpp"
+#include "csp/timer.hpp"
+#include "iosched/watch.hpp"
+#include "net/errors.hpp"
+#include "net/socket.hpp"
+#include "net/ucx_worker.hpp"
+
+namespace csp::net::detail {
+
+namespace {
+
+// The news channel of `peer`'s link, if it is a UCX link of this node.
+std::optional<csp::writer<std::string>> news_of(node_core& core, int peer) {
+    std::lock_guard lk(core.lock);
+    auto it = core.ucx_links.find(peer);
+    if (it == core.ucx_links.end()) return std::nullopt;
+    return it->second.writer();
+}
+
+void tell(node_core& core, int peer, std::string what) {
+    if (auto w = news_of(core, peer)) {
+        try {
+            w->write(std::move(what));
+        } catch (const csp::error&) {
+            // the link's liveness process has ended: nobody to tell
+        }
+    }
+}
+
+}  // namespace
+
+// How long the progress process sleeps at most while a send or flush is in
+// flight: UCX completes those only while progressed, and not every transport
+// (nor an endpoint's wire-up) signals the event fd.
+constexpr std::chrono::microseconds in_flight_poll{50};
+
+void run_ucx_progress(std::shared_ptr<node_core> core) {
+    ucx_worker& w = *core->ucx;
+    auto stop = core->stop.reader();
+    auto poked = core->ucx_poke.reader();
+    std::vector<std::pair<int, ucx_worker::frame>> frames;
+    std::vector<std::pair<int, std::string>> faults;
+    std::unordered_map<port_id, csp::writer<message>> ports;
+    try {
+        csp::io::watch events(w.event_fd(), csp::io::interest::read);
+        for (;;) {
+            const bool may_sleep = w.progress(frames, faults);
+            // Each peer's frames in order: messages into their ports, the
+            // flow control's frames after the messages that came before.
+            for (auto& [peer, f] : frames) {
+                try {
+                    switch (f.head.op) {
+                        case opcode::data: {
+                            auto it = ports.find(f.head.port);
+                            if (it == ports.end())
+                                it = ports.emplace(f.head.port, core->port_channel(f.head.port).writer()).first;
+                            it->second.write(message{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}});
+                            break;
+                        }
+                        case opcode::credit: core->flow.returned(peer, f.head.tag); break;
+                        case opcode::ask_credit: core->flow.asked(peer); break;
+                        case opcode::goodbye: tell(*core, peer, {}); break;
+                        default: break;  // ucx_worker lets no other frame through
+                    }
+                } catch (const std::exception& e) {
+                    faults.emplace_back(peer, e.what());
+                }
+            }
+            frames.clear();
+            for (auto& [peer, why] : faults) tell(*core, peer, why.empty() ? "broken UCX stream" : why);
+            faults.clear();
+            if (!may_sleep) {
+                csp::yield();
+                continue;
+            }
+            csp::io::io_events ev;
+            bool ignored;
+            if (w.in_flight() == 0) {
+                if (csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored)) == 2) return;
+            } else if (csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored),
+                                   csp::timeout(in_flight_poll)) == 2) {
+                return;
+            }
+        }
+    } catch (const csp::error&) {
+        // stop poisoned (the node closed), or the IO scheduler stopped
+    } catch (const std::exception& e) {
+        core->fault(std::string("UCX progress stopped: ") + e.what());
+    }
+}
+
+void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<std::string> news) {
+    auto to_switch = core->to_switch.writer();
+    link_down end{peer, false, {}};
+    bool goodbye = false;
+    try {
+        csp::io::watch readable(fd, csp::io::interest::read);
+        for (;;) {
+            csp::io::io_events ev;
+            std::string said;
+            if (csp::select(readable.ready(ev), csp::input(news, said)) == 1) {
+                if (!said.empty()) {
+                    end.reason = said;
+                    break;
+                }
+                goodbye = true;
+                continue;
+            }
+            char byte;
+            const ssize_t n = ::read(fd, &byte, 1);
+            if (n > 0) {
+                end.reason = "bytes on the connection of a UCX link, which carries none after its set-up";
+                break;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+            if (n < 0) {
+                end.reason = "reading from the connection: " + error_text(errno);
+                break;
+            }
+            // End of the connection: clean if the goodbye came, or comes
+            // within the grace (it was sent first).
+            if (!goodbye && csp::select(csp::input(news, said), csp::timeout(goodbye_grace)) == 0) {
+                goodbye = said.empty();
+                if (!goodbye) end.reason = said;
+            }
+            end.clean = goodbye;
+            if (!end.clean && end.reason.empty())
+                end.reason = "connection closed without a goodbye (the node died or was killed)";
+            break;
+        }
+    } catch (const std::exception& e) {
+        end.reason = e.what();
+    }
+    to_switch.write(std::move(end));
+    to_switch.write(link_process_exited{peer});
+}
+
+void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue,
+                      csp::reader<bool> interrupted) {
+    auto to_switch = core->to_switch.writer();
+    auto poke = core->ucx_poke.writer();
+    ucx_worker& w = *core->ucx;
+    const std::uint32_t peer_max_frame = core->flow.peer_max_frame(peer);
+    try {
+        for (;;) {
+            outgoing f = queue.read();
+            if (f.ctl == outgoing::control::abort) break;
+            if (f.ctl == outgoing::control::goodbye) {
+                f.head = header::goodbye(f.head.source);
+                f.ctl = outgoing::control::none;
+                w.send(peer, std::move(f));
+                // Every frame before the goodbye has left once the flush is
+                // done; only then may the peer read the end of the connection.
+                csp::channel<bool> flushed("ucx flush to node " + std::to_string(peer), csp::buffer::fifo(1));
+                w.flush(peer, [out = flushed.writer()](bool ok) { out.write(ok); });
+                poke.write(true);
+                bool ok = false, ignored;
+                if (csp::select(csp::input(flushed.reader(), ok), csp::input(interrupted, ignored)) == 1) break;
+                if (!ok) throw net_error("UCX could not flush the frames to node " + std::to_string(peer));
+                ::shutdown(fd, SHUT_WR);
+                break;
+            }
+            if (f.head.op == opcode::data && peer_max_frame != 0 && f.head.length > peer_max_frame) {
+                // As over TCP: sent before the handshake told us the limit.
+                core->fault("a message of " + std::to_string(f.head.length) + " bytes to port " +
+                            std::to_string(f.head.port) + " of " + core->peer_name(peer) +
+                            " was not sent: over its max_frame of " + std::to_string(peer_max_frame));
+                core->flow.returned(peer, charge_of(f.body.size()));
+                continue;
+            }
+            if (w.send(peer, std::move(f))) poke.write(true);
+        }
+    } catch (const std::exception& e) {
+        to_switch.write(link_down{peer, false, e.what()});
+    }
+    to_switch.write(link_process_exited{peer});
+}
+
+}  // namespace csp::net::detail

@@ -1,0 +1,319 @@
+#include "net/ucx_worker.hpp"
+
+#include <ucp/api/ucp.h>
+
+#include <array>
+#include <cstring>
+
+#include "net/detail/node_core.hpp"
+#include "net/errors.hpp"
+
+namespace csp::net::detail {
+
+namespace {
+
+std::string ucx_text(const char* what, ucs_status_t s) {
+    return std::string("UCX: ") + what + ": " + ucs_status_string(s);
+}
+
+void check(const char* what, ucs_status_t s) {
+    if (s != UCS_OK) throw net_error(ucx_text(what, s));
+}
+
+}  // namespace
+
+struct ucx_worker::impl {
+    ucp_context_h context = nullptr;
+    ucp_worker_h worker = nullptr;
+};
+
+// A posted receive: the frame's own block, filled by UCX in place.
+struct ucx_worker::receive {
+    std::shared_ptr<std::max_align_t[]> block;
+    std::size_t length = 0;
+    bool discard = false;  // from a broken or unknown peer, or too long: dropped
+    bool done = false;
+    ucs_status_t status = UCS_OK;
+    std::byte* data() const noexcept { return reinterpret_cast<std::byte*>(block.get()); }
+};
+
+// A send in flight: the frame (whose payload UCX reads in place) and its
+// encoded header, kept until UCX is done with both.
+struct ucx_worker::sending {
+    std::atomic<std::size_t>* in_flight;
+    outgoing f;
+    std::array<std::byte, header::size> head{};
+    std::array<ucp_dt_iov_t, 2> iov{};
+};
+
+ucx_worker::ucx_worker() : impl_(std::make_unique<impl>()) {
+    ucp_config_t* config = nullptr;
+    check("reading the configuration", ucp_config_read(nullptr, nullptr, &config));
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    const ucs_status_t s = ucp_init(&params, config, &impl_->context);
+    ucp_config_release(config);
+    check("initialising", s);
+    try {
+        ucp_worker_params_t wp{};
+        wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+        check("creating the worker", ucp_worker_create(impl_->context, &wp, &impl_->worker));
+        ucp_address_t* a = nullptr;
+        std::size_t n = 0;
+        check("reading the worker address", ucp_worker_get_address(impl_->worker, &a, &n));
+        address_.assign(reinterpret_cast<const char*>(a), n);
+        ucp_worker_release_address(impl_->worker, a);
+        check("getting the worker's event fd", ucp_worker_get_efd(impl_->worker, &efd_));
+    } catch (...) {
+        if (impl_->worker) ucp_worker_destroy(impl_->worker);
+        ucp_cleanup(impl_->context);
+        throw;
+    }
+}
+
+ucx_worker::~ucx_worker() {
+    std::lock_guard lk(lock_);
+    for (auto& [peer, ps] : peers_) {
+        if (ps.ep == nullptr) continue;
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        void* req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ps.ep), &p);
+        if (UCS_PTR_IS_PTR(req)) {
+            while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(impl_->worker);
+            ucp_request_free(req);
+        }
+        ps.ep = nullptr;
+    }
+    // Receives still posted belong to frames nobody will read.
+    for (auto& [peer, ps] : peers_)
+        for (receive* r : ps.pending) delete r;
+    ucp_worker_destroy(impl_->worker);
+    ucp_cleanup(impl_->context);
+}
+
+std::string ucx_worker::transports() const {
+    // The transports UCX configured for this context (its own summary).
+    ucp_context_attr_t attr{};
+    attr.field_mask = UCP_ATTR_FIELD_NAME;
+    if (ucp_context_query(impl_->context, &attr) != UCS_OK) return "ucx";
+    return attr.name;
+}
+
+ucx_worker::peer_state* ucx_worker::find(int peer) {
+    auto it = peers_.find(peer);
+    return it == peers_.end() ? nullptr : &it->second;
+}
+
+void ucx_worker::expect(int peer, std::uint32_t max_frame) {
+    std::lock_guard lk(lock_);
+    peer_state& ps = peers_[peer];
+    ps.max_frame = max_frame;
+    ps.broken = false;
+}
+
+void ucx_worker::connect(int peer, const std::string& peer_address) {
+    std::lock_guard lk(lock_);
+    peer_state* ps = find(peer);
+    if (ps == nullptr) throw std::logic_error("ucx_worker::connect before expect for node " + std::to_string(peer));
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
+    // Failures are learnt from the TCP connection (the liveness channel);
+    // peer mode makes UCX end the endpoint's requests instead of hanging.
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    // Nothing to do here: the endpoint's requests end with the error, and
+    // the link learns of the peer's end from its TCP connection.
+    ep.err_handler.cb = [](void*, ucp_ep_h, ucs_status_t) {};
+    ep.err_handler.arg = nullptr;
+    ucp_ep_h h = nullptr;
+    check("connecting to the peer's worker", ucp_ep_create(impl_->worker, &ep, &h));
+    ps->ep = h;
+}
+
+void ucx_worker::forget(int peer) noexcept {
+    std::lock_guard lk(lock_);
+    peer_state* ps = find(peer);
+    if (ps == nullptr) return;
+    ps->broken = true;
+    if (ps->ep == nullptr) return;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ps->ep), &p);
+    ps->ep = nullptr;
+    if (UCS_PTR_IS_PTR(req)) {
+        while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(impl_->worker);
+        ucp_request_free(req);
+    }
+}
+
+bool ucx_worker::send(int peer, outgoing f) {
+    auto* s = new sending{&in_flight_, std::move(f)};
+    s->f.head.encode(s->head.data());
+    s->iov[0] = {s->head.data(), header::size};
+    s->iov[1] = {const_cast<std::byte*>(s->f.body.data()), s->f.body.size()};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_iov();
+    p.user_data = s;
+    p.cb.send = [](void* req, ucs_status_t, void* user) {
+        auto* done = static_cast<sending*>(user);
+        done->in_flight->fetch_sub(1, std::memory_order_relaxed);
+        delete done;
+        ucp_request_free(req);
+    };
+    void* req;
+    {
+        std::lock_guard lk(lock_);
+        peer_state* ps = find(peer);
+        if (ps == nullptr || ps->ep == nullptr) {
+            delete s;
+            throw net_error("UCX: no endpoint to node " + std::to_string(peer));
+        }
+        in_flight_.fetch_add(1, std::memory_order_relaxed);  // before the callback can run
+        req = ucp_tag_send_nbx(static_cast<ucp_ep_h>(ps->ep), s->iov.data(), s->f.body.size() ? 2 : 1,
+                               s->f.head.source, &p);
+        if (!UCS_PTR_IS_PTR(req)) in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (req == nullptr) {
+        delete s;  // done at once; the callback is not called
+        return false;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        delete s;
+        throw net_error(ucx_text("sending", UCS_PTR_STATUS(req)));
+    }
+    return true;
+}
+
+namespace {
+struct flushing {
+    std::atomic<std::size_t>* in_flight;
+    std::function<void(bool)> done;
+};
+}  // namespace
+
+void ucx_worker::flush(int peer, std::function<void(bool)> done) {
+    auto* d = new flushing{&in_flight_, std::move(done)};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.user_data = d;
+    p.cb.send = [](void* req, ucs_status_t s, void* user) {
+        auto* f = static_cast<flushing*>(user);
+        f->in_flight->fetch_sub(1, std::memory_order_relaxed);
+        f->done(s == UCS_OK);
+        delete f;
+        ucp_request_free(req);
+    };
+    void* req = nullptr;
+    {
+        std::lock_guard lk(lock_);
+        peer_state* ps = find(peer);
+        in_flight_.fetch_add(1, std::memory_order_relaxed);
+        if (ps != nullptr && ps->ep != nullptr) req = ucp_ep_flush_nbx(static_cast<ucp_ep_h>(ps->ep), &p);
+        else req = UCS_STATUS_PTR(UCS_ERR_NOT_CONNECTED);
+        if (!UCS_PTR_IS_PTR(req)) in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (!UCS_PTR_IS_PTR(req)) {
+        d->done(req == nullptr);
+        delete d;
+    }
+}
+
+bool ucx_worker::progress(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults) {
+    std::lock_guard lk(lock_);
+    ucp_worker_h w = impl_->worker;
+    while (ucp_worker_progress(w) != 0) {
+    }
+    for (;;) {
+        ucp_tag_recv_info_t info{};
+        ucp_tag_message_h msg = ucp_tag_probe_nb(w, 0, 0, 1, &info);
+        if (msg == nullptr) break;
+        const int peer = static_cast<int>(info.sender_tag);
+        peer_state* ps = find(peer);
+        auto* r = new receive;
+        r->length = info.length;
+        if (ps == nullptr || ps->broken || info.length < header::size || info.length - header::size > ps->max_frame) {
+            // Received into a header-sized block and dropped (UCX truncates
+            // the rest); a known peer's stream cannot go on.
+            r->discard = true;
+            r->length = header::size;
+            if (ps != nullptr && !ps->broken) {
+                ps->broken = true;
+                faults.emplace_back(peer, info.length < header::size
+                                              ? "a UCX message of " + std::to_string(info.length) + " bytes, shorter than a frame header"
+                                              : "a frame of " + std::to_string(info.length - header::size) +
+                                                    " payload bytes, over this node's max_frame of " +
+                                                    std::to_string(ps->max_frame));
+            }
+        }
+        constexpr std::size_t unit = sizeof(std::max_align_t);
+        r->block = std::make_shared_for_overwrite<std::max_align_t[]>((r->length + unit - 1) / unit);
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        p.user_data = r;
+        p.cb.recv = [](void* req, ucs_status_t s, const ucp_tag_recv_info_t*, void* user) {
+            auto* rr = static_cast<receive*>(user);
+            rr->status = s;
+            rr->done = true;
+            ucp_request_free(req);
+        };
+        void* req = ucp_tag_msg_recv_nbx(w, r->data(), r->length, msg, &p);
+        if (req == nullptr) {
+            r->done = true;
+        } else if (UCS_PTR_IS_ERR(req)) {
+            r->done = true;
+            r->status = UCS_PTR_STATUS(req);
+        }
+        if (r->discard && ps == nullptr) {
+            // Nobody to deliver to: kept only until UCX is done with it.
+            peers_[-1 - peer].pending.push_back(r);  // an unknown sender's own list
+            peers_[-1 - peer].broken = true;
+        } else {
+            ps->pending.push_back(r);
+        }
+    }
+    drain_receives(out, faults);
+    const ucs_status_t armed = ucp_worker_arm(w);
+    return armed == UCS_OK;
+}
+
+void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
+                                std::vector<std::pair<int, std::string>>& faults) {
+    for (auto& [peer, ps] : peers_) {
+        while (!ps.pending.empty() && ps.pending.front()->done) {
+            std::unique_ptr<receive> r(ps.pending.front());
+            ps.pending.pop_front();
+            if (r->discard || ps.broken || peer < 0) continue;
+            ++received_;
+            try {
+                if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
+                const header h = header::decode(r->data(), ps.max_frame);
+                if (h.length != r->length - header::size)
+                    throw frame_error("frame header says " + std::to_string(h.length) + " payload bytes, the UCX message holds " +
+                                      std::to_string(r->length - header::size));
+                if (static_cast<int>(h.source) != peer)
+                    throw frame_error("frame claims to come from node " + std::to_string(h.source) +
+                                      " in a UCX message from node " + std::to_string(peer));
+                if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit &&
+                    h.op != opcode::ask_credit)
+                    throw frame_error(std::string("unexpected ") + describe(h.op) + " frame over UCX");
+                payload body;
+                if (h.length) {
+                    std::byte* at = r->data() + header::size;
+                    body = payload::adopt(std::move(r->block), at, h.length);
+                }
+                out.emplace_back(peer, frame{h, std::move(body)});
+            } catch (const std::exception& e) {
+                ps.broken = true;
+                faults.emplace_back(peer, e.what());
+            }
+        }
+    }
+}
+
+}  // namespace csp::net::detail

@@ -1,0 +1,117 @@
+#pragma once
+// A node's one UCX worker (UCP, tag API): the shared memory and HPC
+// interconnect path of the UCX transport (ucx_transport.hpp).
+//
+// One worker per node, shared by every UCX link of it. Frames travel as one
+// tagged UCX message each (the 32-byte header, then the payload), tagged
+// with the sender's rank; UCX matches messages of one sender in the order
+// they were sent, so a link's frames arrive in order.
+//
+// Who calls what:
+//   - the node's progress process (progress()) is the only one that receives:
+//     it probes, posts a receive per message straight into the message's own
+//     block (large ones by UCX's rendezvous, with no copy of ours), and hands
+//     each peer's completed frames out in arrival order;
+//   - a link's sending process calls send() and flush();
+//   - the transport registers and forgets peers.
+// The worker is made in UCS_THREAD_MODE_SERIALIZED: every UCX call is made
+// under lock_, since the node's processes may run on several workers of a
+// multi-thread runtime. UCX callbacks run inside those calls, so they only
+// mark completions and never take lock_.
+//
+// Lifetime: per-peer records live as long as the worker (a late completion
+// may still name one); the worker closes every endpoint before it goes.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "net/frame.hpp"
+#include "net/message.hpp"
+
+namespace csp::net::detail {
+
+struct outgoing;
+
+class ucx_worker {
+public:
+    // A frame of one peer, received whole; its header checked (frame.hpp).
+    struct frame {
+        header head;
+        payload body;
+    };
+
+    // Makes the worker; throws net_error saying why UCX cannot be used.
+    ucx_worker();
+    ~ucx_worker();
+    ucx_worker(const ucx_worker&) = delete;
+    ucx_worker& operator=(const ucx_worker&) = delete;
+
+    // This worker's address, for the peer's endpoint (sent over the
+    // authenticated TCP connection only).
+    const std::string& address() const noexcept { return address_; }
+    // The event fd to wait on after arm() said the worker may sleep.
+    int event_fd() const noexcept { return efd_; }
+    // The transports UCX chose for this worker ("posix, sysv, cma, tcp"...),
+    // for logs and tests.
+    std::string transports() const;
+
+    // Frames from `peer` are accepted from now on (before any endpoint
+    // exists: the peer may send as soon as it has our address).
+    void expect(int peer, std::uint32_t max_frame);
+    // Connects to the peer's worker; throws net_error if the address is bad.
+    void connect(int peer, const std::string& peer_address);
+    // Drops the peer's endpoint (force close); its pending sends end.
+    void forget(int peer) noexcept;
+
+    // Sends one frame to `peer`, whose endpoint exists; never blocks. The
+    // frame is kept until UCX is done with it; true if it still is (it
+    // completes only while the worker is progressed). Throws net_error on
+    // failure.
+    bool send(int peer, outgoing f);
+    // Starts a flush of everything sent to `peer`; `done` is called (inside
+    // a later progress() or at once) when it completed or failed.
+    void flush(int peer, std::function<void(bool ok)> done);
+
+    // Progresses the worker; appends each peer's completed frames, in
+    // order, to `out` (peer, frame) and each broken peer's fault to
+    // `faults`. Returns true if the caller may sleep on event_fd() now
+    // (the worker was armed), false if it should call again first.
+    // Sends and flushes still in flight complete only while the worker is
+    // progressed (some of UCX's transports, and an endpoint's wire-up, do
+    // not signal the event fd): while in_flight() the caller should sleep
+    // briefly at most.
+    bool progress(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
+
+    std::uint64_t messages_received() const noexcept { return received_; }
+    std::size_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
+
+private:
+    struct impl;
+    struct receive;  // one posted receive
+    struct sending;  // one send in flight
+    struct peer_state {
+        void* ep = nullptr;  // ucp_ep_h
+        std::uint32_t max_frame = 0;
+        std::deque<receive*> pending;  // in arrival order
+        bool broken = false;           // a fault was reported; its frames are dropped
+    };
+    peer_state* find(int peer);
+    void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
+
+    std::unique_ptr<impl> impl_;
+    std::mutex lock_;  // every UCX call (see the header comment)
+    std::unordered_map<int, peer_state> peers_;
+    std::string address_;
+    int efd_ = -1;
+    std::uint64_t received_ = 0;
+    std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
+};
+
+}  // namespace csp::net::detail

@@ -1,0 +1,150 @@
+// Links over UCX (net/ucx_transport.hpp): which transport a link takes, and
+// what it carries. The rest of test/net runs over UCX too (automatic is the
+// default in a build with UCX) and again over TCP (ctest's tcp/ copies).
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "net_fixture.hpp"
+
+namespace {
+
+using net_test::run_nodes;
+
+#if CSP_TEST_WITH_UCX
+
+// Both nodes offer UCX: the link takes it, and a million messages arrive in
+// order, each counted.
+TEST(net_ucx, two_nodes_that_both_offer_ucx_use_it_and_lose_nothing) {
+    csp::net::nameserver ns;
+    constexpr std::uint64_t n = 1'000'000;
+    std::vector<std::size_t> over_ucx(2);
+    run_nodes(
+        ns, "ucx-million", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            if (self.rank() == 0) {
+                for (std::uint64_t i = 0; i < n; ++i) self.send(1, 1, i);
+                EXPECT_EQ(inbox.receive<std::uint64_t>(), n);
+            } else {
+                std::uint64_t expect = 0;
+                for (; expect < n; ++expect) ASSERT_EQ(inbox.receive<std::uint64_t>(), expect);
+                self.send(0, 1, expect);
+            }
+            over_ucx[static_cast<std::size_t>(self.rank())] = self.stats().links_over_ucx;
+        },
+        1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::automatic; });
+    EXPECT_EQ(over_ucx[0], 1u);
+    EXPECT_EQ(over_ucx[1], 1u);
+}
+
+// Large values go by UCX's rendezvous straight into the message's own block,
+// on one and two workers; every byte checked.
+TEST(net_ucx, large_messages_arrive_intact_on_one_and_two_workers) {
+    for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+        csp::net::nameserver ns;
+        run_nodes(
+            ns, "ucx-large", 2,
+            [&](csp::net::node& self) {
+                auto inbox = self.open(3);
+                if (self.rank() == 0) {
+                    for (std::size_t size : {std::size_t{1} << 10, std::size_t{1} << 16, std::size_t{1} << 20,
+                                             std::size_t{8} << 20}) {
+                        std::vector<double> v(size / sizeof(double));
+                        std::iota(v.begin(), v.end(), static_cast<double>(size));
+                        self.send(1, 3, std::move(v));
+                    }
+                    EXPECT_EQ(inbox.receive<int>(), 4);
+                } else {
+                    int good = 0;
+                    for (std::size_t size : {std::size_t{1} << 10, std::size_t{1} << 16, std::size_t{1} << 20,
+                                             std::size_t{8} << 20}) {
+                        const csp::net::message m = inbox.receive();
+                        const auto view = m.view<double>();
+                        ASSERT_EQ(view.size(), size / sizeof(double));
+                        bool same = true;
+                        for (std::size_t i = 0; i < view.size(); ++i)
+                            same = same && view[i] == static_cast<double>(size) + static_cast<double>(i);
+                        good += same;
+                    }
+                    self.send(0, 3, good);
+                    EXPECT_EQ(self.stats().links_over_ucx, 1u);
+                }
+            },
+            threads, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::automatic; });
+    }
+}
+
+// A node told to use TCP offers nothing: its links take TCP, even with a
+// peer that offers UCX, and carry everything.
+TEST(net_ucx, a_node_that_offers_tcp_only_gets_tcp_links) {
+    csp::net::nameserver ns;
+    std::vector<std::size_t> over_ucx(2, 99);
+    run_nodes(
+        ns, "ucx-mixed", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            const int other = 1 - self.rank();
+            for (int i = 0; i < 1000; ++i) self.send(other, 1, i);
+            for (int i = 0; i < 1000; ++i) ASSERT_EQ(inbox.receive<int>(), i);
+            over_ucx[static_cast<std::size_t>(self.rank())] = self.stats().links_over_ucx;
+        },
+        1, [](int rank, csp::net::node_options& o) {
+            o.transport = rank == 0 ? csp::net::transport_kind::tcp : csp::net::transport_kind::automatic;
+        });
+    EXPECT_EQ(over_ucx[0], 0u);
+    EXPECT_EQ(over_ucx[1], 0u);
+}
+
+// A node that requires UCX refuses a peer that offers TCP only, naming why;
+// the peer hears of the link's loss too.
+TEST(net_ucx, a_node_that_requires_ucx_names_a_peer_that_offers_tcp_only) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    run_nodes(
+        ns, "ucx-required", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            if (self.rank() == 0) {
+                self.send(1, 1, 5);
+                net_test::expect_peer_error(inbox, 1, "offers TCP only, and this node requires UCX");
+            } else {
+                EXPECT_THROW(inbox.receive(), csp::net::peer_error);
+            }
+        },
+        1, [](int rank, csp::net::node_options& o) {
+            o.transport = rank == 0 ? csp::net::transport_kind::ucx : csp::net::transport_kind::tcp;
+        });
+}
+
+#else
+
+TEST(net_ucx, a_build_without_ucx_refuses_to_require_it_by_name) {
+    csp::net::nameserver ns;
+    try {
+        run_nodes(ns, "no-ucx", 1, [](csp::net::node&) {}, 1,
+                  [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+        ADD_FAILURE() << "a node required UCX in a build without it";
+    } catch (const csp::usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("has no UCX"), std::string::npos) << e.what();
+    }
+}
+
+#endif
+
+// CSP_TRANSPORT with a value that is none of the three is refused by name.
+TEST(net_ucx, a_bad_csp_transport_is_refused_by_name) {
+    csp::net::nameserver ns;
+    ::setenv("CSP_TRANSPORT", "infiniband", 1);
+    try {
+        run_nodes(ns, "bad-transport", 1, [](csp::net::node&) {});
+        ADD_FAILURE() << "CSP_TRANSPORT=infiniband was accepted";
+    } catch (const csp::usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("CSP_TRANSPORT='infiniband'"), std::string::npos) << e.what();
+    }
+    ::unsetenv("CSP_TRANSPORT");
+}
+
+}  // namespace
