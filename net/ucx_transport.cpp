@@ -42,6 +42,9 @@ void tell(node_core& core, int peer, std::string what) {
 // flight: UCX completes those only while progressed, and not every transport
 // (nor an endpoint's wire-up) signals the event fd.
 constexpr std::chrono::microseconds in_flight_poll{50};
+// How long the progress process keeps polling after the last thing it saw
+// happen, before it sleeps (like the IO scheduler's spin).
+constexpr std::chrono::microseconds ucx_spin{50};
 
 void run_ucx_progress(std::shared_ptr<node_core> core) {
     ucx_worker& w = *core->ucx;
@@ -52,8 +55,18 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
     std::unordered_map<port_id, csp::writer<message>> ports;
     try {
         csp::io::watch events(w.event_fd(), csp::io::interest::read);
+        auto last_activity = std::chrono::steady_clock::now();
         for (;;) {
-            const bool may_sleep = w.progress(frames, faults);
+            // Spin (progress, let the node's other processes run, progress
+            // again) while something happened within ucx_spin or a send is in
+            // flight: a reply that comes back quickly, or a send UCX finishes
+            // only while progressed, costs no sleep and no wake-up. Then arm
+            // the worker and sleep in the IO scheduler.
+            const auto now = std::chrono::steady_clock::now();
+            const bool spinning = now - last_activity < ucx_spin;
+            const auto [armed, active] = w.progress(frames, faults, !spinning);
+            if (active) last_activity = now;
+            const bool may_sleep = armed;
             // Each peer's frames in order: messages into their ports, the
             // flow control's frames after the messages that came before.
             for (auto& [peer, f] : frames) {
@@ -79,6 +92,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             for (auto& [peer, why] : faults) tell(*core, peer, why.empty() ? "broken UCX stream" : why);
             faults.clear();
             if (!may_sleep) {
+                if (core->stop.poisoned()) return;
                 csp::yield();
                 continue;
             }

@@ -119,14 +119,13 @@ void ucx_worker::connect(int peer, const std::string& peer_address) {
     peer_state* ps = find(peer);
     if (ps == nullptr) throw std::logic_error("ucx_worker::connect before expect for node " + std::to_string(peer));
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
-    // Failures are learnt from the TCP connection (the liveness channel);
-    // peer mode makes UCX end the endpoint's requests instead of hanging.
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    // Nothing to do here: the endpoint's requests end with the error, and
-    // the link learns of the peer's end from its TCP connection.
+    // No UCX error handling mode: it rules out the shared-memory transports
+    // (they cannot detect a peer's failure), and the link learns of the
+    // peer's end from its TCP connection anyway, then force-closes the
+    // endpoint, which ends its requests. The handler only keeps UCX from
+    // logging errors of endpoints whose peer has gone.
     ep.err_handler.cb = [](void*, ucp_ep_h, ucs_status_t) {};
     ep.err_handler.arg = nullptr;
     ucp_ep_h h = nullptr;
@@ -224,15 +223,17 @@ void ucx_worker::flush(int peer, std::function<void(bool)> done) {
     }
 }
 
-bool ucx_worker::progress(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults) {
+ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, frame>>& out,
+                                                std::vector<std::pair<int, std::string>>& faults, bool arm) {
     std::lock_guard lk(lock_);
     ucp_worker_h w = impl_->worker;
-    while (ucp_worker_progress(w) != 0) {
-    }
+    bool active = false;
+    while (ucp_worker_progress(w) != 0) active = true;
     for (;;) {
         ucp_tag_recv_info_t info{};
         ucp_tag_message_h msg = ucp_tag_probe_nb(w, 0, 0, 1, &info);
         if (msg == nullptr) break;
+        active = true;
         const int peer = static_cast<int>(info.sender_tag);
         peer_state* ps = find(peer);
         auto* r = new receive;
@@ -278,8 +279,8 @@ bool ucx_worker::progress(std::vector<std::pair<int, frame>>& out, std::vector<s
         }
     }
     drain_receives(out, faults);
-    const ucs_status_t armed = ucp_worker_arm(w);
-    return armed == UCS_OK;
+    if (!arm) return {false, active};
+    return {ucp_worker_arm(w) == UCS_OK, active};
 }
 
 void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,

@@ -81,13 +81,20 @@ public:
 
     // Progresses the worker; appends each peer's completed frames, in
     // order, to `out` (peer, frame) and each broken peer's fault to
-    // `faults`. Returns true if the caller may sleep on event_fd() now
-    // (the worker was armed), false if it should call again first.
+    // `faults`. `armed`: the caller may sleep on event_fd() now; otherwise
+    // it should call again first.
     // Sends and flushes still in flight complete only while the worker is
     // progressed (some of UCX's transports, and an endpoint's wire-up, do
     // not signal the event fd): while in_flight() the caller should sleep
     // briefly at most.
-    bool progress(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
+    // `active`: something happened (a completion, a frame). With `arm`
+    // false the worker is only progressed (`armed` is false).
+    struct progress_result {
+        bool armed;
+        bool active;
+    };
+    progress_result progress(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults,
+                             bool arm);
 
     std::uint64_t messages_received() const noexcept { return received_; }
     std::size_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
