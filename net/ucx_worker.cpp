@@ -28,13 +28,38 @@ struct ucx_worker::impl {
 };
 
 // A posted receive: the frame's own block, filled by UCX in place.
+// Tags: the sender's rank, with body_bit set on the second message of a
+// split frame (a large payload sent on its own, contiguous, so that UCX's
+// rendezvous moves it with a single copy, by CMA on one host).
+constexpr std::uint64_t body_bit = std::uint64_t{1} << 32;
+// Payloads from this size on are sent split.
+constexpr std::size_t split_from = 64 * 1024;
+
+std::shared_ptr<std::max_align_t[]> block_of(std::size_t bytes) {
+    constexpr std::size_t unit = sizeof(std::max_align_t);
+    return std::make_shared_for_overwrite<std::max_align_t[]>((bytes + unit - 1) / unit);
+}
+
+// A posted receive: a frame (header and payload in one message), the header
+// of a split frame, or a split frame's payload (`body` of its header's
+// record), each filled by UCX in place.
 struct ucx_worker::receive {
     std::shared_ptr<std::max_align_t[]> block;
     std::size_t length = 0;
     bool discard = false;  // from a broken or unknown peer, or too long: dropped
     bool done = false;
     ucs_status_t status = UCS_OK;
+    // A header-sized message: once done, whether its frame has a payload
+    // still to come as a message of its own.
+    bool classified = false;
+    bool needs_body = false;
+    std::unique_ptr<receive> body;
     std::byte* data() const noexcept { return reinterpret_cast<std::byte*>(block.get()); }
+    bool complete() const noexcept {
+        if (!done) return false;
+        if (length != header::size || discard) return true;
+        return classified && (!needs_body || (body && body->done));
+    }
 };
 
 // A send in flight: the frame (whose payload UCX reads in place) and its
@@ -44,6 +69,9 @@ struct ucx_worker::sending {
     outgoing f;
     std::array<std::byte, header::size> head{};
     std::array<ucp_dt_iov_t, 2> iov{};
+    int parts = 1;  // UCX requests still using this (2 for a split frame)
+    // Called once per part UCX is done with; true when it was the last.
+    bool part_done() noexcept { return --parts == 0; }
 };
 
 ucx_worker::ucx_worker() : impl_(std::make_unique<impl>()) {
@@ -153,40 +181,57 @@ void ucx_worker::forget(int peer) noexcept {
 bool ucx_worker::send(int peer, outgoing f) {
     auto* s = new sending{&in_flight_, std::move(f)};
     s->f.head.encode(s->head.data());
+    const std::size_t body = s->f.body.size();
+    const bool split = body >= split_from;
     s->iov[0] = {s->head.data(), header::size};
-    s->iov[1] = {const_cast<std::byte*>(s->f.body.data()), s->f.body.size()};
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
-    p.datatype = ucp_dt_make_iov();
-    p.user_data = s;
-    p.cb.send = [](void* req, ucs_status_t, void* user) {
+    s->iov[1] = {const_cast<std::byte*>(s->f.body.data()), body};
+    // Callbacks run inside a later progress(), under lock_, as does this
+    // function's part: `parts` needs no atomic.
+    auto done_cb = [](void* req, ucs_status_t, void* user) {
         auto* done = static_cast<sending*>(user);
+        ucp_request_free(req);
+        if (!done->part_done()) return;
         done->in_flight->fetch_sub(1, std::memory_order_relaxed);
         delete done;
-        ucp_request_free(req);
     };
-    void* req;
-    {
-        std::lock_guard lk(lock_);
-        peer_state* ps = find(peer);
-        if (ps == nullptr || ps->ep == nullptr) {
-            delete s;
-            throw net_error("UCX: no endpoint to node " + std::to_string(peer));
-        }
-        in_flight_.fetch_add(1, std::memory_order_relaxed);  // before the callback can run
-        req = ucp_tag_send_nbx(static_cast<ucp_ep_h>(ps->ep), s->iov.data(), s->f.body.size() ? 2 : 1,
-                               s->f.head.source, &p);
-        if (!UCS_PTR_IS_PTR(req)) in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    }
-    if (req == nullptr) {
-        delete s;  // done at once; the callback is not called
-        return false;
-    }
-    if (UCS_PTR_IS_ERR(req)) {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.user_data = s;
+    p.cb.send = done_cb;
+    const std::uint64_t tag = s->f.head.source;
+    std::lock_guard lk(lock_);
+    peer_state* ps = find(peer);
+    if (ps == nullptr || ps->ep == nullptr) {
         delete s;
-        throw net_error(ucx_text("sending", UCS_PTR_STATUS(req)));
+        throw net_error("UCX: no endpoint to node " + std::to_string(peer));
     }
-    return true;
+    auto* ep = static_cast<ucp_ep_h>(ps->ep);
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+    std::array<void*, 2> reqs{};
+    if (split) {
+        s->parts = 2;
+        reqs[0] = ucp_tag_send_nbx(ep, s->head.data(), header::size, tag, &p);
+        reqs[1] = ucp_tag_send_nbx(ep, s->iov[1].buffer, body, tag | body_bit, &p);
+    } else {
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        p.datatype = ucp_dt_make_iov();
+        reqs[0] = ucp_tag_send_nbx(ep, s->iov.data(), body ? 2 : 1, tag, &p);
+    }
+    // Parts done at once (or failed) have no callback coming.
+    std::string failure;
+    bool last = false;
+    for (int i = 0; i < (split ? 2 : 1); ++i) {
+        if (UCS_PTR_IS_PTR(reqs[static_cast<std::size_t>(i)])) continue;
+        if (UCS_PTR_IS_ERR(reqs[static_cast<std::size_t>(i)]))
+            failure = ucx_text("sending", UCS_PTR_STATUS(reqs[static_cast<std::size_t>(i)]));
+        last = s->part_done();
+    }
+    if (last) {
+        in_flight_.fetch_sub(1, std::memory_order_relaxed);
+        delete s;
+    }
+    if (!failure.empty()) throw net_error(failure);
+    return !last;
 }
 
 namespace {
@@ -231,10 +276,11 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
     while (ucp_worker_progress(w) != 0) active = true;
     for (;;) {
         ucp_tag_recv_info_t info{};
-        ucp_tag_message_h msg = ucp_tag_probe_nb(w, 0, 0, 1, &info);
+        // Frames and the headers of split frames; their payloads below.
+        ucp_tag_message_h msg = ucp_tag_probe_nb(w, 0, body_bit, 1, &info);
         if (msg == nullptr) break;
         active = true;
-        const int peer = static_cast<int>(info.sender_tag);
+        const int peer = static_cast<int>(info.sender_tag & 0xffffffffu);
         peer_state* ps = find(peer);
         auto* r = new receive;
         r->length = info.length;
@@ -252,24 +298,7 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
                                                     std::to_string(ps->max_frame));
             }
         }
-        constexpr std::size_t unit = sizeof(std::max_align_t);
-        r->block = std::make_shared_for_overwrite<std::max_align_t[]>((r->length + unit - 1) / unit);
-        ucp_request_param_t p{};
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-        p.user_data = r;
-        p.cb.recv = [](void* req, ucs_status_t s, const ucp_tag_recv_info_t*, void* user) {
-            auto* rr = static_cast<receive*>(user);
-            rr->status = s;
-            rr->done = true;
-            ucp_request_free(req);
-        };
-        void* req = ucp_tag_msg_recv_nbx(w, r->data(), r->length, msg, &p);
-        if (req == nullptr) {
-            r->done = true;
-        } else if (UCS_PTR_IS_ERR(req)) {
-            r->done = true;
-            r->status = UCS_PTR_STATUS(req);
-        }
+        post(r, msg);
         if (r->discard && ps == nullptr) {
             // Nobody to deliver to: kept only until UCX is done with it.
             peers_[-1 - peer].pending.push_back(r);  // an unknown sender's own list
@@ -278,22 +307,86 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
             ps->pending.push_back(r);
         }
     }
+    // The payloads of split frames: each peer's, in the order of their headers.
+    for (auto& [peer, ps] : peers_) {
+        if (peer < 0 || ps.broken) continue;
+        for (receive* r : ps.pending) {
+            if (r->discard || r->length != header::size) continue;
+            if (!r->done) break;  // later headers wait: payloads are taken in order
+            if (!r->classified) {
+                r->classified = true;
+                try {
+                    if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
+                    r->needs_body = header::decode(r->data(), ps.max_frame).length > 0;
+                } catch (const std::exception& e) {
+                    ps.broken = true;
+                    faults.emplace_back(peer, e.what());
+                    break;
+                }
+            }
+            if (!r->needs_body || r->body) continue;
+            ucp_tag_recv_info_t info{};
+            ucp_tag_message_h msg =
+                ucp_tag_probe_nb(w, static_cast<std::uint64_t>(peer) | body_bit, ~std::uint64_t{0}, 1, &info);
+            if (msg == nullptr) break;
+            active = true;
+            r->body = std::make_unique<receive>();
+            r->body->length = info.length;
+            post(r->body.get(), msg);
+        }
+    }
     drain_receives(out, faults);
     if (!arm) return {false, active};
     return {ucp_worker_arm(w) == UCS_OK, active};
 }
 
+void ucx_worker::post(receive* r, void* message) {
+    r->block = block_of(r->length);
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.user_data = r;
+    p.cb.recv = [](void* req, ucs_status_t s, const ucp_tag_recv_info_t*, void* user) {
+        auto* rr = static_cast<receive*>(user);
+        rr->status = s;
+        rr->done = true;
+        ucp_request_free(req);
+    };
+    void* req = ucp_tag_msg_recv_nbx(impl_->worker, r->data(), r->length, static_cast<ucp_tag_message_h>(message), &p);
+    if (req == nullptr) {
+        r->done = true;
+    } else if (UCS_PTR_IS_ERR(req)) {
+        r->done = true;
+        r->status = UCS_PTR_STATUS(req);
+    }
+}
+
 void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
                                 std::vector<std::pair<int, std::string>>& faults) {
     for (auto& [peer, ps] : peers_) {
-        while (!ps.pending.empty() && ps.pending.front()->done) {
+        while (!ps.pending.empty() && (ps.pending.front()->complete() || ps.broken)) {
             std::unique_ptr<receive> r(ps.pending.front());
             ps.pending.pop_front();
+            // A broken peer's records go once UCX is done with them.
+            if (ps.broken && !(r->done && (!r->body || r->body->done))) {
+                ps.pending.push_front(r.release());
+                break;
+            }
             if (r->discard || ps.broken || peer < 0) continue;
             ++received_;
             try {
                 if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
                 const header h = header::decode(r->data(), ps.max_frame);
+                if (r->body) {  // a split frame
+                    if (r->body->status != UCS_OK) throw frame_error(ucx_text("receiving", r->body->status));
+                    if (r->body->length != h.length)
+                        throw frame_error("frame header says " + std::to_string(h.length) +
+                                          " payload bytes, its UCX payload message holds " +
+                                          std::to_string(r->body->length));
+                    if (static_cast<int>(h.source) != peer || h.op != opcode::data)
+                        throw frame_error("a split frame that is not a data frame of node " + std::to_string(peer));
+                    out.emplace_back(peer, frame{h, payload::adopt(std::move(r->body->block), r->body->data(), h.length)});
+                    continue;
+                }
                 if (h.length != r->length - header::size)
                     throw frame_error("frame header says " + std::to_string(h.length) + " payload bytes, the UCX message holds " +
                                       std::to_string(r->length - header::size));

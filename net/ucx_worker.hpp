@@ -5,7 +5,10 @@
 // One worker per node, shared by every UCX link of it. Frames travel as one
 // tagged UCX message each (the 32-byte header, then the payload), tagged
 // with the sender's rank; UCX matches messages of one sender in the order
-// they were sent, so a link's frames arrive in order.
+// they were sent, so a link's frames arrive in order. A frame with a large
+// payload is split: its header, then its payload alone (contiguous, so UCX's
+// rendezvous moves it with one copy), tagged apart; the receiver takes each
+// peer's payloads in the order of their headers.
 //
 // Who calls what:
 //   - the node's progress process (progress()) is the only one that receives:
@@ -110,6 +113,8 @@ private:
         bool broken = false;           // a fault was reported; its frames are dropped
     };
     peer_state* find(int peer);
+    // Posts the receive of `message` (a ucp_tag_message_h) into r's own block.
+    void post(receive* r, void* message);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
 
     std::unique_ptr<impl> impl_;
