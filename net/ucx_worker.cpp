@@ -3,6 +3,7 @@
 #include <ucp/api/ucp.h>
 
 #include <array>
+#include <bit>
 #include <cstring>
 
 #include "net/detail/node_core.hpp"
@@ -27,7 +28,8 @@ struct ucx_worker::impl {
     ucp_worker_h worker = nullptr;
 };
 
-// A posted receive: the frame's own block, filled by UCX in place.
+namespace {
+
 // Tags: the sender's rank, with body_bit set on the second message of a
 // split frame (a large payload sent on its own, contiguous, so that UCX's
 // rendezvous moves it with a single copy, by CMA on one host).
@@ -39,6 +41,56 @@ std::shared_ptr<std::max_align_t[]> block_of(std::size_t bytes) {
     constexpr std::size_t unit = sizeof(std::max_align_t);
     return std::make_shared_for_overwrite<std::max_align_t[]>((bytes + unit - 1) / unit);
 }
+
+}  // namespace
+
+// Blocks for split frames' payloads, given back when their message is
+// dropped and handed out again: UCX then writes large payloads (by CMA, the
+// kernel copying from the sender) into pages that are already mapped; a
+// fresh block costs a page fault per 4 KiB inside that copy. Sizes are
+// rounded up to a power of two; at most max_kept bytes are kept.
+class ucx_worker::block_cache : public std::enable_shared_from_this<block_cache> {
+public:
+    static constexpr std::size_t max_kept = std::size_t{64} << 20;
+
+    ~block_cache() {
+        for (auto& [size, blocks] : free_)
+            for (std::max_align_t* b : blocks) delete[] b;
+    }
+
+    std::shared_ptr<std::max_align_t[]> get(std::size_t bytes) {
+        const std::size_t size = std::bit_ceil(bytes);
+        std::max_align_t* b = nullptr;
+        {
+            std::lock_guard lk(lock_);
+            auto it = free_.find(size);
+            if (it != free_.end() && !it->second.empty()) {
+                b = it->second.back();
+                it->second.pop_back();
+                kept_ -= size;
+            }
+        }
+        if (b == nullptr) b = new std::max_align_t[size / sizeof(std::max_align_t)];
+        return {b, [cache = shared_from_this(), size](std::max_align_t* p) { cache->put(p, size); }};
+    }
+
+private:
+    void put(std::max_align_t* b, std::size_t size) {
+        {
+            std::lock_guard lk(lock_);
+            if (kept_ + size <= max_kept) {
+                free_[size].push_back(b);
+                kept_ += size;
+                return;
+            }
+        }
+        delete[] b;
+    }
+
+    std::mutex lock_;
+    std::unordered_map<std::size_t, std::vector<std::max_align_t*>> free_;
+    std::size_t kept_ = 0;
+};
 
 // A posted receive: a frame (header and payload in one message), the header
 // of a split frame, or a split frame's payload (`body` of its header's
@@ -74,7 +126,7 @@ struct ucx_worker::sending {
     bool part_done() noexcept { return --parts == 0; }
 };
 
-ucx_worker::ucx_worker() : impl_(std::make_unique<impl>()) {
+ucx_worker::ucx_worker() : impl_(std::make_unique<impl>()), blocks_(std::make_shared<block_cache>()) {
     ucp_config_t* config = nullptr;
     check("reading the configuration", ucp_config_read(nullptr, nullptr, &config));
     ucp_params_t params{};
@@ -341,7 +393,7 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
 }
 
 void ucx_worker::post(receive* r, void* message) {
-    r->block = block_of(r->length);
+    r->block = r->length >= split_from ? blocks_->get(r->length) : block_of(r->length);
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.user_data = r;

@@ -117,7 +117,9 @@ private:
     void post(receive* r, void* message);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
 
+    class block_cache;
     std::unique_ptr<impl> impl_;
+    std::shared_ptr<block_cache> blocks_;
     std::mutex lock_;  // every UCX call (see the header comment)
     std::unordered_map<int, peer_state> peers_;
     std::string address_;
