@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +46,8 @@ constexpr std::chrono::microseconds in_flight_poll{50};
 // How long the progress process keeps polling after the last thing it saw
 // happen, before it sleeps (like the IO scheduler's spin).
 constexpr std::chrono::microseconds ucx_spin{50};
+// How long of that the spin keeps its core before it yields it between looks.
+constexpr std::chrono::microseconds ucx_spin_alone{5};
 
 void run_ucx_progress(std::shared_ptr<node_core> core) {
     ucx_worker& w = *core->ucx;
@@ -93,7 +96,14 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             faults.clear();
             if (!may_sleep) {
                 if (core->stop.poisoned()) return;
+                // Other processes of the node first; once the spin has gone
+                // on for a while, other threads of the machine too: with more
+                // nodes than cores (ranks of a job on one host) a spin that
+                // keeps its core delays the very peer whose message it waits
+                // for, while a reply that comes within microseconds should
+                // not pay a system call per look.
                 csp::yield();
+                if (now - last_activity >= ucx_spin_alone) std::this_thread::yield();
                 continue;
             }
             csp::io::io_events ev;
