@@ -1,5 +1,6 @@
 // How deep processes write into their stacks: what decides how small a
 // stack may be (runtime_options::stack_size) and what a blocked process costs.
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -16,7 +17,9 @@ std::size_t deepest_reader(csp::runtime_options o) {
 
     constexpr std::size_t n = 300;
     std::shared_ptr<csp::detail::stack_pool> pool;
-    long received = 0;
+    // Readers run on several workers at once: the count is atomic (a plain
+    // long lost an increment now and then on two workers).
+    std::atomic<long> received{0};
     o.stack_size = 64 * 1024;
     csp_test::run_watched(
         [&] {
@@ -29,7 +32,7 @@ std::size_t deepest_reader(csp::runtime_options o) {
                      });
         },
         o);
-    EXPECT_EQ(received, static_cast<long>(n));
+    EXPECT_EQ(received.load(), static_cast<long>(n));
     EXPECT_GT(pool->deepest(), 512u) << "the watch saw no stack at all";
     return pool->deepest();
 }
