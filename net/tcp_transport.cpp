@@ -132,16 +132,7 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 outgoing& f = batch[k];
                 ended_by = f.ctl;
                 if (f.ctl == outgoing::control::abort) break;
-                if (f.head.op == opcode::data && peer_max_frame != 0 && f.head.length > peer_max_frame) {
-                    // Sent before the handshake told us the peer's limit
-                    // (send() refuses it afterwards): dropped and reported,
-                    // and the link goes on.
-                    core->fault("a message of " + std::to_string(f.head.length) + " bytes to port " +
-                                std::to_string(f.head.port) + " of " + core->peer_name(peer) +
-                                " was not sent: over its max_frame of " + std::to_string(peer_max_frame));
-                    core->flow.returned(peer, charge_of(f.body.size()));
-                    continue;
-                }
+                if (dropped_over_peer_max_frame(*core, peer, peer_max_frame, f)) continue;
                 if (f.ctl == outgoing::control::goodbye) f.head = header::goodbye(f.head.source);
                 f.head.encode(heads[k].data());
                 iov.push_back({heads[k].data(), header::size});

@@ -257,6 +257,14 @@ private:
 
 }  // namespace
 
+bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_max_frame, const outgoing& f) {
+    if (f.head.op != opcode::data || peer_max_frame == 0 || f.head.length <= peer_max_frame) return false;
+    core.fault("a message of " + std::to_string(f.head.length) + " bytes to port " + std::to_string(f.head.port) +
+               " of " + core.peer_name(peer) + " was not sent: over its max_frame of " + std::to_string(peer_max_frame));
+    core.flow.returned(peer, charge_of(f.body.size()));
+    return true;
+}
+
 std::unique_ptr<transport> make_transport(const node_core&, int, unique_fd connection) {
     return std::make_unique<link_transport>(std::move(connection));
 }

@@ -50,4 +50,10 @@ public:
 // `connection`. Takes the connection.
 std::unique_ptr<transport> make_transport(const node_core& core, int peer, unique_fd connection);
 
+// A data frame queued before the handshake told this node the peer's
+// max_frame (send() refuses one afterwards) that is over it: reported as a
+// fault, its window credit returned, and true (the caller drops it and the
+// link goes on). `peer_max_frame` 0: not known.
+bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_max_frame, const outgoing& f);
+
 }  // namespace csp::net::detail

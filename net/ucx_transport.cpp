@@ -13,6 +13,7 @@
 #include "iosched/watch.hpp"
 #include "net/errors.hpp"
 #include "net/socket.hpp"
+#include "net/transport.hpp"
 #include "net/ucx_worker.hpp"
 
 namespace csp::net::detail {
@@ -193,14 +194,7 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 ::shutdown(fd, SHUT_WR);
                 break;
             }
-            if (f.head.op == opcode::data && peer_max_frame != 0 && f.head.length > peer_max_frame) {
-                // As over TCP: sent before the handshake told us the limit.
-                core->fault("a message of " + std::to_string(f.head.length) + " bytes to port " +
-                            std::to_string(f.head.port) + " of " + core->peer_name(peer) +
-                            " was not sent: over its max_frame of " + std::to_string(peer_max_frame));
-                core->flow.returned(peer, charge_of(f.body.size()));
-                continue;
-            }
+            if (dropped_over_peer_max_frame(*core, peer, peer_max_frame, f)) continue;
             if (w.send(peer, std::move(f))) poke.write(true);
         }
     } catch (const std::exception& e) {
