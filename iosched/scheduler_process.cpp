@@ -51,17 +51,36 @@ scheduler_stats scheduler::stats() const {
     return {table_.fds(), table_.armed(), handover_.polls(), handover_.pipe_wakes(), table_.delivered()};
 }
 
+// Requests served in a row before the scheduler polls once itself (body()).
+constexpr unsigned requests_per_poll = 16;
+
 void scheduler::body() {
     handover::events_guard events(handover_);
     csp::alternation alt;
     request r;
+    std::vector<fd_event> found;
+    unsigned since_poll = 0;
     try {
         for (;;) {
             if (alt.fair_select(csp::input(in_, r), events) == 0) {
                 if (r.what == request::op::stop) break;
                 apply(r);
                 r = request{};  // let go of the reply end
+                // Under a storm of requests the runtime is never idle while
+                // this process is parked, so no worker polls for it: after
+                // requests_per_poll requests it polls once itself, without
+                // blocking (it holds the backend here). Without this, waits
+                // that time out and register again faster than requests are
+                // served never see their fd ready (a livelock seen with epoll
+                // under AddressSanitizer).
+                if (++since_poll >= requests_per_poll) {
+                    since_poll = 0;
+                    backend_->wait(clock::time_point{}, found);
+                    if (!found.empty()) table_.dispatch(found);
+                    found.clear();
+                }
             } else {
+                since_poll = 0;
                 auto& results = handover_.results();
                 table_.dispatch(results);
                 results.clear();
