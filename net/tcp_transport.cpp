@@ -6,7 +6,6 @@
 
 #include <array>
 #include <cerrno>
-#include <unordered_map>
 #include <vector>
 
 #include "csp/alt.hpp"
@@ -28,14 +27,12 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     std::vector<message> batch;
     link_down end{peer, false, {}};
     // Messages go straight into their ports' channels, in order of arrival.
-    std::unordered_map<port_id, csp::writer<message>> ports;
+    node_core::port_writers ports(*core);
     // Credit and asks from the peer go to the flow control after the
     // messages that came with them; a credit it refuses ends the link.
     auto flush = [&] {
         for (message& m : batch) {
-            auto it = ports.find(m.port);
-            if (it == ports.end()) it = ports.emplace(m.port, core->port_channel(m.port).writer()).first;
-            it->second.write(std::move(m));
+            ports.deliver(std::move(m));
         }
         batch.clear();
         if (const std::uint64_t credit = frames.take_credit()) core->flow.returned(peer, credit);

@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "csp/alt.hpp"
@@ -56,33 +55,28 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
     auto poked = core->ucx_poke.reader();
     std::vector<std::pair<int, ucx_worker::frame>> frames;
     std::vector<std::pair<int, std::string>> faults;
-    std::unordered_map<port_id, csp::writer<message>> ports;
+    node_core::port_writers ports(*core);
     try {
         csp::io::watch events(w.event_fd(), csp::io::interest::read);
         auto last_activity = std::chrono::steady_clock::now();
         for (;;) {
             // Spin (progress, let the node's other processes run, progress
-            // again) while something happened within ucx_spin or a send is in
-            // flight: a reply that comes back quickly, or a send UCX finishes
-            // only while progressed, costs no sleep and no wake-up. Then arm
-            // the worker and sleep in the IO scheduler.
+            // again) while something happened within ucx_spin: a reply that
+            // comes back quickly costs no sleep and no wake-up. Then arm the
+            // worker and sleep in the IO scheduler (briefly while a send is
+            // in flight, see in_flight_poll).
             const auto now = std::chrono::steady_clock::now();
             const bool spinning = now - last_activity < ucx_spin;
             const auto [armed, active] = w.progress(frames, faults, !spinning);
             if (active) last_activity = now;
-            const bool may_sleep = armed;
             // Each peer's frames in order: messages into their ports, the
             // flow control's frames after the messages that came before.
             for (auto& [peer, f] : frames) {
                 try {
                     switch (f.head.op) {
-                        case opcode::data: {
-                            auto it = ports.find(f.head.port);
-                            if (it == ports.end())
-                                it = ports.emplace(f.head.port, core->port_channel(f.head.port).writer()).first;
-                            it->second.write(message{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}});
+                        case opcode::data:
+                            ports.deliver(message{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}});
                             break;
-                        }
                         case opcode::credit: core->flow.returned(peer, f.head.tag); break;
                         case opcode::ask_credit: core->flow.asked(peer); break;
                         case opcode::goodbye: tell(*core, peer, {}); break;
@@ -95,7 +89,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             frames.clear();
             for (auto& [peer, why] : faults) tell(*core, peer, why.empty() ? "broken UCX stream" : why);
             faults.clear();
-            if (!may_sleep) {
+            if (!armed) {
                 if (core->stop.poisoned()) return;
                 // Other processes of the node first; once the spin has gone
                 // on for a while, other threads of the machine too: with more

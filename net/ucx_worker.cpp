@@ -155,31 +155,12 @@ ucx_worker::ucx_worker() : impl_(std::make_unique<impl>()), blocks_(std::make_sh
 
 ucx_worker::~ucx_worker() {
     std::lock_guard lk(lock_);
-    for (auto& [peer, ps] : peers_) {
-        if (ps.ep == nullptr) continue;
-        ucp_request_param_t p{};
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-        void* req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ps.ep), &p);
-        if (UCS_PTR_IS_PTR(req)) {
-            while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(impl_->worker);
-            ucp_request_free(req);
-        }
-        ps.ep = nullptr;
-    }
+    for (auto& [peer, ps] : peers_) close_locked(ps);
     // Receives still posted belong to frames nobody will read.
     for (auto& [peer, ps] : peers_)
         for (receive* r : ps.pending) delete r;
     ucp_worker_destroy(impl_->worker);
     ucp_cleanup(impl_->context);
-}
-
-std::string ucx_worker::transports() const {
-    // The transports UCX configured for this context (its own summary).
-    ucp_context_attr_t attr{};
-    attr.field_mask = UCP_ATTR_FIELD_NAME;
-    if (ucp_context_query(impl_->context, &attr) != UCS_OK) return "ucx";
-    return attr.name;
 }
 
 ucx_worker::peer_state* ucx_worker::find(int peer) {
@@ -218,12 +199,16 @@ void ucx_worker::forget(int peer) noexcept {
     peer_state* ps = find(peer);
     if (ps == nullptr) return;
     ps->broken = true;
-    if (ps->ep == nullptr) return;
+    close_locked(*ps);
+}
+
+void ucx_worker::close_locked(peer_state& ps) noexcept {
+    if (ps.ep == nullptr) return;
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void* req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ps->ep), &p);
-    ps->ep = nullptr;
+    void* req = ucp_ep_close_nbx(static_cast<ucp_ep_h>(ps.ep), &p);
+    ps.ep = nullptr;
     if (UCS_PTR_IS_PTR(req)) {
         while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(impl_->worker);
         ucp_request_free(req);
@@ -424,7 +409,6 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
                 break;
             }
             if (r->discard || ps.broken || peer < 0) continue;
-            ++received_;
             try {
                 if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
                 const header h = header::decode(r->data(), ps.max_frame);

@@ -61,9 +61,6 @@ public:
     const std::string& address() const noexcept { return address_; }
     // The event fd to wait on after arm() said the worker may sleep.
     int event_fd() const noexcept { return efd_; }
-    // The transports UCX chose for this worker ("posix, sysv, cma, tcp"...),
-    // for logs and tests.
-    std::string transports() const;
 
     // Frames from `peer` are accepted from now on (before any endpoint
     // exists: the peer may send as soon as it has our address).
@@ -99,7 +96,6 @@ public:
     progress_result progress(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults,
                              bool arm);
 
-    std::uint64_t messages_received() const noexcept { return received_; }
     std::size_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
 
 private:
@@ -113,6 +109,8 @@ private:
         bool broken = false;           // a fault was reported; its frames are dropped
     };
     peer_state* find(int peer);
+    // Force-closes the peer's endpoint, if any (its requests end); under lock_.
+    void close_locked(peer_state& ps) noexcept;
     // Posts the receive of `message` (a ucp_tag_message_h) into r's own block.
     void post(receive* r, void* message);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
@@ -124,7 +122,6 @@ private:
     std::unordered_map<int, peer_state> peers_;
     std::string address_;
     int efd_ = -1;
-    std::uint64_t received_ = 0;
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
 };
 

@@ -157,6 +157,23 @@ struct node_core {
         return it->second;
     }
 
+    // Writers of the ports messages arrive for, kept by a process that
+    // delivers a link's messages (a transport's receiving side), so that the
+    // port table's lock is taken once per port, not once per message.
+    class port_writers {
+    public:
+        explicit port_writers(node_core& core) : core_(core) {}
+        void deliver(message m) {
+            auto it = writers_.find(m.port);
+            if (it == writers_.end()) it = writers_.emplace(m.port, core_.port_channel(m.port).writer()).first;
+            it->second.write(std::move(m));
+        }
+
+    private:
+        node_core& core_;
+        std::unordered_map<port_id, csp::writer<message>> writers_;
+    };
+
     std::string name() const { return options.job + "/" + std::to_string(rank); }
     link_limits limits() const { return {options.max_frame, options.window}; }
     std::string peer_name(int peer) const { return "node " + std::to_string(peer) + " of job '" + options.job + "'"; }
