@@ -107,6 +107,34 @@ TEST_P(io_stress, selects_that_come_and_go_never_lose_a_byte) {
     EXPECT_EQ(received.load(), long{consumers} * bytes_each);
 }
 
+// Regression (a_storm_of_requests_does_not_keep_the_scheduler_from_polling):
+// waits that time out within microseconds and register again kept the
+// scheduler process busy with requests, so the runtime was never idle while
+// it was parked, no worker polled for it, and no fd was ever seen ready (a
+// livelock; with epoll under AddressSanitizer every time). Every byte is already waiting
+// here: one poll is all each consumer needs.
+TEST_P(io_stress, a_storm_of_requests_does_not_keep_the_scheduler_from_polling) {
+    constexpr int consumers = 32, bytes_each = 20;
+    std::vector<fd_pair> pairs(consumers);
+    for (auto& p : pairs)
+        for (int n = 0; n < bytes_each; ++n) put_byte(p.b(), static_cast<char>(n));
+    std::atomic<long> received{0};
+    csp_test::run_watched([&] {
+        start();
+        csp::par_for(consumers, [&](std::size_t i) {
+            for (int n = 0; n < bytes_each;) {
+                if (csp::select(csp::io::readable(pairs[i].a()), csp::timeout(std::chrono::microseconds(5))) != 0)
+                    continue;
+                for (int b; (b = get_byte(pairs[i].a())) >= 0; ++n) {
+                    ASSERT_EQ(b, n % 256);
+                    received.fetch_add(1);
+                }
+            }
+        });
+    }, opts());
+    EXPECT_EQ(received.load(), long{consumers} * bytes_each);
+}
+
 CSP_ON_EVERY_IO_CONFIG(io_stress);
 
 }  // namespace
