@@ -119,11 +119,12 @@ TEST_P(io_stress, a_storm_of_requests_does_not_keep_the_scheduler_from_polling) 
     for (auto& p : pairs)
         for (int n = 0; n < bytes_each; ++n) put_byte(p.b(), static_cast<char>(n));
     std::atomic<long> received{0};
+    const auto wait = std::chrono::microseconds(opts().threads == 1 ? 5 : 100);
     csp_test::run_watched([&] {
         start();
         csp::par_for(consumers, [&](std::size_t i) {
             for (int n = 0; n < bytes_each;) {
-                if (csp::select(csp::io::readable(pairs[i].a()), csp::timeout(std::chrono::microseconds(5))) != 0)
+                if (csp::select(csp::io::readable(pairs[i].a()), csp::timeout(wait)) != 0)
                     continue;
                 for (int b; (b = get_byte(pairs[i].a())) >= 0; ++n) {
                     ASSERT_EQ(b, n % 256);
