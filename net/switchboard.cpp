@@ -199,24 +199,28 @@ private:
         std::string verdict;
         auto it = links_.find(h.peer);
         const link* l = it == links_.end() ? nullptr : it->second.get();
+        // A crossing: ours wins, the lower rank's connection is kept (ours
+        // may be up already: the peer accepted it before its own hello
+        // reached us, and may have sent over it). Ours never loses a crossing
+        // to a higher rank, so a handshaking link here is our own
+        // connection's handshake. This is decided before closing: a losing
+        // hello that arrives late, while this node closes, is still only the
+        // losing half of a crossing, not a refusal worth a fault.
+        const bool crossing_we_win = l && !l->error() && core_->rank < h.peer;
         // A closing node still takes the connection of a peer it has
-        // messages queued for and no link to yet (ours lost a crossing, or is
-        // being retried): that link must come up to deliver them and say
-        // goodbye. Anyone else is refused.
+        // messages queued for and no link to yet (ours lost a crossing to a
+        // lower rank, or is being retried): that link must come up to
+        // deliver them and say goodbye. Anyone else is refused.
         const bool still_wanted = l && !l->error() &&
                                   (l->state() == link_state::connecting || l->state() == link_state::handshaking);
-        if (closing_ && !still_wanted) {
+        if (crossing_we_win) {
+            verdict = duplicate_reason;
+            core_->duplicates.fetch_add(1, std::memory_order_relaxed);
+        } else if (closing_ && !still_wanted) {
             verdict = "node " + std::to_string(core_->rank) + " is closing";
         } else if (l && l->error()) {
             verdict = "node " + std::to_string(h.peer) + " already ended its link with this node (" +
                       l->error()->what() + ")";
-        } else if (l && core_->rank < h.peer && l->state() != link_state::draining) {
-            // A crossing: ours wins, the lower rank's connection is kept (ours
-            // may even be up already: the peer accepted it before its own
-            // hello reached us). Ours never loses a crossing to a higher rank,
-            // so a handshaking link here is our own connection's handshake.
-            verdict = duplicate_reason;
-            core_->duplicates.fetch_add(1, std::memory_order_relaxed);
         } else if (l && (l->state() == link_state::up || l->state() == link_state::draining)) {
             verdict = "node " + std::to_string(h.peer) + " is already connected";
         }
