@@ -17,9 +17,11 @@
 #include "collectives/alltoall.hpp"
 #include "collectives/barrier.hpp"
 #include "collectives/broadcast.hpp"
+#include "collectives/exchange.hpp"
 #include "collectives/gather.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/reduce.hpp"
+#include "collectives/reduce_scatter.hpp"
 #include "collectives/scan.hpp"
 #include "collectives/scatter.hpp"
 #include "collectives/registry.hpp"
@@ -86,6 +88,32 @@ template <class C, class T, class Op>
 std::optional<T> exscan(C& comm, T value, const Op& op, stream s = {}) {
     const auto a = detail::choose(comm, "exscan", detail::byte_size(value), commutes(op));
     return registry::exscan::run(a, comm, std::move(value), op, s);
+}
+
+// Block i of the element-wise fold to rank i; `counts[i]` elements each
+// (reduce_scatter.hpp).
+template <class C, class V, class Op>
+V reduce_scatter(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) {
+    const auto a = detail::choose(comm, "reduce_scatter", detail::byte_size(values), commutes(op));
+    return registry::reduce_scatter::run(a, comm, std::move(values), counts, op, s);
+}
+
+// reduce_scatter with equal blocks: the vectors' length must be a multiple
+// of the group size.
+template <class C, class V, class Op>
+V reduce_scatter_block(C& comm, V values, const Op& op, stream s = {}) {
+    const auto n = static_cast<std::size_t>(comm.size());
+    if (values.size() % n != 0)
+        throw usage_error("reduce_scatter_block: " + std::to_string(values.size()) +
+                          " elements do not split into equal blocks for " + std::to_string(n) + " ranks");
+    const std::vector<std::size_t> counts(n, values.size() / n);
+    return reduce_scatter(comm, std::move(values), counts, op, s);
+}
+
+// The value of rank `from` (exchange.hpp).
+template <class C, class T>
+T put_get(C& comm, T value, int from, stream s = {}) {
+    return registry::put_get::run(detail::choose(comm, "put_get"), comm, std::move(value), from, s);
 }
 
 }  // namespace csp::collectives

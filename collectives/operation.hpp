@@ -12,6 +12,7 @@
 // commuting. The built-in ops work on numbers and, element by element, on
 // vectors of numbers (which must have equal lengths).
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -56,10 +57,14 @@ T elementwise(const T& a, const T& b, F f) {
     }
 }
 
+template <class T> struct element { using type = T; };
+template <class U, class A> struct element<std::vector<U, A>> { using type = U; };
+
 template <class F>
 struct builtin {
     static constexpr bool commutes = true;
     template <class T>
+        requires std::invocable<F, typename element<T>::type, typename element<T>::type>
     T operator()(const T& a, const T& b) const { return elementwise(a, b, F{}); }
 };
 
@@ -67,6 +72,11 @@ struct plus_fn { template <class U> U operator()(U a, U b) const { return a + b;
 struct times_fn { template <class U> U operator()(U a, U b) const { return a * b; } };
 struct min_fn { template <class U> U operator()(U a, U b) const { return std::min(a, b); } };
 struct max_fn { template <class U> U operator()(U a, U b) const { return std::max(a, b); } };
+struct bit_and_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a & b); } };
+struct bit_or_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a | b); } };
+struct bit_xor_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a ^ b); } };
+struct logical_and_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a && b); } };
+struct logical_or_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a || b); } };
 
 }  // namespace detail
 
@@ -74,6 +84,11 @@ struct sum : detail::builtin<detail::plus_fn> {};
 struct product : detail::builtin<detail::times_fn> {};
 struct minimum : detail::builtin<detail::min_fn> {};
 struct maximum : detail::builtin<detail::max_fn> {};
+struct bit_and : detail::builtin<detail::bit_and_fn> {};
+struct bit_or : detail::builtin<detail::bit_or_fn> {};
+struct bit_xor : detail::builtin<detail::bit_xor_fn> {};
+struct logical_and : detail::builtin<detail::logical_and_fn> {};
+struct logical_or : detail::builtin<detail::logical_or_fn> {};
 
 // Whether `op` may be applied out of rank order.
 template <class Op>

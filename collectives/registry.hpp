@@ -20,8 +20,10 @@
 #include "collectives/alltoall.hpp"
 #include "collectives/barrier.hpp"
 #include "collectives/broadcast.hpp"
+#include "collectives/exchange.hpp"
 #include "collectives/gather.hpp"
 #include "collectives/reduce.hpp"
+#include "collectives/reduce_scatter.hpp"
 #include "collectives/scan.hpp"
 #include "collectives/scatter.hpp"
 #include "csp/error.hpp"
@@ -68,12 +70,15 @@ using scatter = algorithm_list<scatter_sequential_fn, scatter_parallel_fn>;
 using alltoall = algorithm_list<alltoall_parallel_fn>;
 using scan = algorithm_list<scan_recursive_doubling_fn, scan_pipeline_fn>;
 using exscan = algorithm_list<exscan_recursive_doubling_fn, exscan_pipeline_fn>;
+using reduce_scatter = algorithm_list<reduce_scatter_reduce_then_scatter_fn, reduce_scatter_ring_fn>;
+using put_get = algorithm_list<put_get_allgather_fn, put_get_requests_fn>;
 
 // Every list, for code that walks all collectives.
 template <class F>
 void for_each_collective(F&& f) {
     f(broadcast{}), f(reduce{}), f(allreduce{}), f(barrier{}), f(gather{});
     f(allgather{}), f(scatter{}), f(alltoall{}), f(scan{}), f(exscan{});
+    f(reduce_scatter{}), f(put_get{});
 }
 
 namespace detail {
@@ -89,7 +94,8 @@ constexpr auto concat(const std::array<algorithm_info, N>&... parts) {
 // Every algorithm's description, by collective.
 inline constexpr auto every_algorithm =
     detail::concat(broadcast::infos, reduce::infos, allreduce::infos, barrier::infos, gather::infos,
-                   allgather::infos, scatter::infos, alltoall::infos, scan::infos, exscan::infos);
+                   allgather::infos, scatter::infos, alltoall::infos, scan::infos, exscan::infos, reduce_scatter::infos,
+                   put_get::infos);
 
 }  // namespace registry
 }  // namespace csp::collectives

@@ -68,7 +68,7 @@ std::optional<T> run_plan(C& comm, const rank_plan& plan, std::optional<T> value
         for (std::size_t i = 0; i < got.size(); ++i) {
             const auto& x = round.receive[i];
             if (x.kind == topology::transfer_kind::deliver || !value) value = std::move(got[i]);
-            else value = x.sender_first ? op(got[i], *value) : op(*value, got[i]);
+            else value = x.sender_first ? op(std::as_const(got)[i], *value) : op(*value, std::as_const(got)[i]);
         }
     }
     if (!plan.receiver) return std::nullopt;

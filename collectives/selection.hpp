@@ -54,7 +54,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 19> default_rules{{
+inline constexpr std::array<selection_rule, 22> default_rules{{
     {"broadcast", "flat", 4},
     {"broadcast", "binomial"},
     {"reduce", "flat_in_order", 2},
@@ -74,6 +74,12 @@ inline constexpr std::array<selection_rule, 19> default_rules{{
     {"scan", "recursive_doubling"},
     {"exscan", "pipeline", 4},
     {"exscan", "recursive_doubling"},
+    // Not measured yet: the ring moves about (n-1)/n of the vector through
+    // each rank where reduce_then_scatter moves all of it through rank 0 and
+    // back, so it takes over where reduce's chain does.
+    {"reduce_scatter", "ring", any_size, 64 * 1024},
+    {"reduce_scatter", "reduce_then_scatter"},
+    {"put_get", "requests"},
 }};
 
 class selection {
@@ -171,7 +177,7 @@ private:
         if (known.empty())
             throw usage_error("unknown collective \"" + std::string(collective) +
                               "\" (broadcast, reduce, allreduce, barrier, gather, allgather, scatter, alltoall, "
-                              "scan, exscan)");
+                              "scan, exscan, reduce_scatter, put_get)");
         throw usage_error("unknown " + std::string(collective) + " algorithm \"" + std::string(algorithm) +
                           "\" (known: " + known + ")");
     }

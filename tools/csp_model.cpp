@@ -39,6 +39,9 @@ void sample_call(A algorithm, comm& c) {
     else if constexpr (coll == "allgather") algorithm(c, 1);
     else if constexpr (coll == "scatter") algorithm(c, std::vector<int>(c.rank() == 0 ? c.size() : 0, 1), 0);
     else if constexpr (coll == "alltoall") algorithm(c, std::vector<int>(c.size(), 1));
+    else if constexpr (coll == "reduce_scatter")
+        algorithm(c, std::vector<int>(c.size(), 1), std::vector<std::size_t>(c.size(), 1), cc::sum{});
+    else if constexpr (coll == "put_get") algorithm(c, 1, (c.rank() + 1) % c.size());
     else static_assert(coll != coll, "csp-model: no sample call for this collective");
 }
 

@@ -27,9 +27,10 @@ std::vector<T> receive_from_each(C& comm, const Peers& peers, tag t, RankOf rank
 }
 
 // Folds `parts` onto `acc` in order: acc op parts[0] op parts[1] ...
+// (Read through const: a vector<bool>'s elements are then plain bools.)
 template <class T, class Op>
-T fold_after(T acc, std::vector<T>& parts, const Op& op) {
-    for (auto& p : parts) acc = op(acc, p);
+T fold_after(T acc, const std::vector<T>& parts, const Op& op) {
+    for (const auto& p : parts) acc = op(acc, p);
     return acc;
 }
 

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <concepts>
+#include <atomic>
+#include <random>
+#include <numeric>
 #include <cmath>
 #include <cstring>
 
@@ -170,7 +174,103 @@ TEST_P(sizes, allgather_alltoall_and_scans) {
     });
 }
 
+TEST_P(sizes, reduce_scatter_put_get_and_sendrecv) {
+    const int n = GetParam();
+    csp::run([&] {
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            const int me = c.rank();
+            // Equal blocks of 3, and irregular ones with empty blocks.
+            auto longs = [n](int r) { return grid::numbers_of(r, 3 * static_cast<std::size_t>(n)); };
+            const auto equal = std::vector<std::size_t>(static_cast<std::size_t>(n), 3);
+            const auto whole = *fold(0, n, longs, cc::sum{});
+            EXPECT_EQ(cc::reduce_scatter_block(c, longs(me), cc::sum{}), grid::block(whole, equal, me));
+            const auto counts = grid::counts_for(n);
+            auto bits = [&](int r) { return grid::bits_of(r, grid::total(counts)); };
+            cc::registry::reduce_scatter::for_each([&](auto a) {
+                EXPECT_EQ(a(c, longs(me), equal, cc::sum{}), grid::block(whole, equal, me)) << grid::name_of(a);
+                EXPECT_EQ(a(c, bits(me), counts, cc::bit_or{}), grid::block(*fold(0, n, bits, cc::bit_or{}), counts, me))
+                    << grid::name_of(a);
+            });
+
+            // A random mapping (the same at every rank), then a permutation.
+            std::mt19937 rng(static_cast<unsigned>(n));
+            std::vector<int> from(static_cast<std::size_t>(n));
+            for (auto& f : from) f = static_cast<int>(rng() % static_cast<unsigned>(n));
+            std::vector<int> perm(static_cast<std::size_t>(n));
+            std::iota(perm.begin(), perm.end(), 0);
+            std::shuffle(perm.begin(), perm.end(), rng);
+            const auto mine = static_cast<std::size_t>(me);
+            cc::registry::put_get::for_each([&](auto a) {
+                EXPECT_EQ(a(c, grid::text_of(me, 4), from[mine]), grid::text_of(from[mine], 4)) << grid::name_of(a);
+                EXPECT_EQ(a(c, me * 10, perm[mine]), perm[mine] * 10) << grid::name_of(a);
+            });
+            EXPECT_EQ(cc::put_get(c, me, n - 1 - me), n - 1 - me);
+            EXPECT_EQ(cc::sendrecv(c, std::string(1, char('a' + me)), (me + 2) % n, (me + n - 2) % n),
+                      std::string(1, char('a' + (me + n - 2) % n)));
+        });
+    });
+}
+
 INSTANTIATE_TEST_SUITE_P(one_to_sixteen, sizes, ::testing::Range(1, 17));
+
+// Bitwise ops take integers, logical ones integers and bools; nothing else
+// compiles.
+static_assert(std::invocable<cc::bit_xor, int, int> && std::invocable<cc::bit_and, std::vector<std::uint8_t>,
+                                                                       std::vector<std::uint8_t>>);
+static_assert(!std::invocable<cc::bit_or, double, double> && !std::invocable<cc::bit_and, std::vector<float>,
+                                                                             std::vector<float>>);
+static_assert(std::invocable<cc::logical_or, bool, bool> && !std::invocable<cc::logical_and, std::string, std::string>);
+
+TEST(stapers_operations, bitwise_and_logical_ops_fold_elementwise) {
+    EXPECT_EQ(cc::bit_and{}(0b1100, 0b1010), 0b1000);
+    EXPECT_EQ(cc::bit_or{}(0b1100, 0b1010), 0b1110);
+    EXPECT_EQ(cc::bit_xor{}(std::vector<int>{1, 2, 3}, std::vector<int>{3, 2, 1}), (std::vector<int>{2, 0, 2}));
+    EXPECT_EQ(cc::logical_and{}(5, 3), 1);
+    EXPECT_EQ(cc::logical_or{}(std::vector<int>{0, 0, 9}, std::vector<int>{0, 4, 0}), (std::vector<int>{0, 1, 1}));
+    EXPECT_THROW(cc::bit_or{}(std::vector<int>{1}, std::vector<int>{1, 2}), csp::usage_error);
+}
+
+TEST(stapers_operations, bad_counts_and_requests_are_named_on_every_rank) {
+    std::atomic<int> counts_refused{0}, requests_refused{0};
+    csp::run([&] {
+        cc::run_local(4, [&](cc::local_communicator& c) {
+            try {
+                cc::reduce_scatter(c, std::vector<int>(7, 1), {2, 2, 2}, cc::sum{});
+            } catch (const csp::usage_error& e) {
+                EXPECT_NE(std::string(e.what()).find("3 block counts for 4 ranks"), std::string::npos) << e.what();
+                ++counts_refused;
+            }
+            try {
+                cc::reduce_scatter(c, std::vector<int>(7, 1), {2, 2, 2, 2}, cc::sum{});
+            } catch (const csp::usage_error& e) {
+                EXPECT_NE(std::string(e.what()).find("add up to 8 elements, the vector holds 7"), std::string::npos)
+                    << e.what();
+                ++counts_refused;
+            }
+            try {
+                cc::reduce_scatter_block(c, std::vector<int>(6, 1), cc::sum{});
+            } catch (const csp::usage_error& e) {
+                EXPECT_NE(std::string(e.what()).find("6 elements do not split"), std::string::npos) << e.what();
+                ++counts_refused;
+            }
+            // Rank 2 asks for a rank that does not exist: every rank hears
+            // which rank asked for what, and none waits forever.
+            cc::registry::put_get::for_each([&](auto a) {
+                try {
+                    a(c, c.rank(), c.rank() == 2 ? 9 : 0);
+                    ADD_FAILURE() << grid::name_of(a) << " took a request for rank 9";
+                } catch (const csp::usage_error& e) {
+                    EXPECT_NE(std::string(e.what()).find("rank 2 asked for the value of rank 9, outside the group of 4"),
+                              std::string::npos)
+                        << e.what();
+                    ++requests_refused;
+                }
+            });
+        });
+    });
+    EXPECT_EQ(counts_refused.load(), 12);
+    EXPECT_EQ(requests_refused.load(), 8);
+}
 
 TEST(reduce_flat_in_order, gives_the_same_float_bits_every_run) {
     // Magnitudes far apart make the sum depend on the order of additions.

@@ -26,6 +26,14 @@ inline const auto mat_product = cc::ordered([](const mat2& x, const mat2& y) {
     return mat2{(x.a * y.a + x.b * y.c) % prime, (x.a * y.b + x.b * y.d) % prime, (x.c * y.a + x.d * y.c) % prime,
                 (x.c * y.b + x.d * y.d) % prime};
 });
+// Element by element, for reduce_scatter with an op that does not commute.
+inline const auto mats_product = cc::ordered([](const std::vector<mat2>& x, const std::vector<mat2>& y) {
+    std::vector<mat2> out;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        out.push_back(mat2{(x[i].a * y[i].a + x[i].b * y[i].c) % prime, (x[i].a * y[i].b + x[i].b * y[i].d) % prime,
+                           (x[i].c * y[i].a + x[i].d * y[i].c) % prime, (x[i].c * y[i].b + x[i].d * y[i].d) % prime});
+    return out;
+});
 inline const auto concat = cc::ordered([](const std::string& x, const std::string& y) { return x + y; });
 
 inline std::vector<std::int64_t> numbers_of(int r, std::size_t len) {
@@ -33,6 +41,39 @@ inline std::vector<std::int64_t> numbers_of(int r, std::size_t len) {
     for (std::size_t i = 0; i < len; ++i) v[i] = (r * 7919 + static_cast<std::int64_t>(i) * 104729) % 1000 - 500;
     return v;
 }
+inline std::vector<std::uint64_t> bits_of(int r, std::size_t len) {
+    std::vector<std::uint64_t> v(len);
+    for (std::size_t i = 0; i < len; ++i) v[i] = (0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(r) + 1)) >> (i % 17);
+    return v;
+}
+inline std::vector<mat2> mats_of(int r, std::size_t len) {
+    std::vector<mat2> v;
+    for (std::size_t i = 0; i < len; ++i) v.push_back(mat2{1, r + 1, static_cast<std::int64_t>(i) + 2, 1});
+    return v;
+}
+// Irregular reduce_scatter blocks: r % 3 elements for rank r.
+inline std::vector<std::size_t> counts_for(int n) {
+    std::vector<std::size_t> c;
+    for (int r = 0; r < n; ++r) c.push_back(static_cast<std::size_t>(r % 3));
+    return c;
+}
+inline std::size_t total(const std::vector<std::size_t>& counts) {
+    std::size_t t = 0;
+    for (auto c : counts) t += c;
+    return t;
+}
+// Block `b` of v under `counts`.
+template <class V>
+V block(const V& v, const std::vector<std::size_t>& counts, int b) {
+    std::size_t at = 0;
+    for (int r = 0; r < b; ++r) at += counts[static_cast<std::size_t>(r)];
+    return V(v.begin() + static_cast<std::ptrdiff_t>(at),
+             v.begin() + static_cast<std::ptrdiff_t>(at + counts[static_cast<std::size_t>(b)]));
+}
+// The rank whose value rank `me` asks for in put_get: many ask for the same
+// one, and some ask for themselves.
+inline int named_by(int me, int n) { return (me * me + 1) % n; }
+
 inline std::string text_of(int r, std::size_t len) { return std::string(len, static_cast<char>('a' + r % 26)); }
 
 // v(lo) op ... op v(hi - 1), or nothing for an empty range.
@@ -138,6 +179,45 @@ std::vector<std::string> check_all(C& c) {
     cc::registry::exscan::for_each([&](auto a) {
         expect(a(c, letter(me), concat) == fold(0, me, letter, concat), name_of(a));
     });
+
+    // STAPERS's operations: bitwise and logical reductions and scans,
+    // reduce_scatter (irregular blocks, some empty), put_get, sendrecv.
+    for (std::size_t len : {0u, 1u, 17u}) {
+        auto bits = [len](int r) { return bits_of(r, len); };
+        const std::string sz = " len " + std::to_string(len);
+        cc::registry::allreduce::for_each([&](auto a) {
+            expect(a(c, bits(me), cc::bit_and{}) == *fold(0, n, bits, cc::bit_and{}), name_of(a) + " bit_and" + sz);
+            expect(a(c, bits(me), cc::bit_or{}) == *fold(0, n, bits, cc::bit_or{}), name_of(a) + " bit_or" + sz);
+            expect(a(c, bits(me), cc::bit_xor{}) == *fold(0, n, bits, cc::bit_xor{}), name_of(a) + " bit_xor" + sz);
+        });
+        cc::registry::scan::for_each([&](auto a) {
+            expect(a(c, bits(me), cc::bit_xor{}) == *fold(0, me + 1, bits, cc::bit_xor{}), name_of(a) + " bit_xor" + sz);
+        });
+    }
+    cc::registry::allreduce::for_each([&](auto a) {
+        expect(a(c, me % 2, cc::logical_and{}) == 0, name_of(a) + " logical_and (rank 0 passes 0)");
+        // One rank applies no op: its value comes back as it is.
+        expect(a(c, me == n - 1 ? 7 : 0, cc::logical_or{}) == (n == 1 ? 7 : 1), name_of(a) + " logical_or");
+        expect(a(c, true, cc::logical_and{}), name_of(a) + " logical_and of trues");
+    });
+    const auto counts = counts_for(n);
+    const std::size_t length = total(counts);
+    auto longs = [length](int r) { return numbers_of(r, length); };
+    auto bits = [length](int r) { return bits_of(r, length); };
+    auto mats = [length](int r) { return mats_of(r, length); };
+    cc::registry::reduce_scatter::for_each([&](auto a) {
+        expect(a(c, longs(me), counts, cc::sum{}) == block(*fold(0, n, longs, cc::sum{}), counts, me),
+               name_of(a) + " sum");
+        expect(a(c, bits(me), counts, cc::bit_xor{}) == block(*fold(0, n, bits, cc::bit_xor{}), counts, me),
+               name_of(a) + " bit_xor");
+        if (a.info.needs_commuting_op) return;
+        expect(a(c, mats(me), counts, mats_product) == block(*fold(0, n, mats, mats_product), counts, me),
+               name_of(a) + " matrices, in rank order");
+    });
+    cc::registry::put_get::for_each([&](auto a) {
+        expect(a(c, text_of(me, 3), named_by(me, n)) == text_of(named_by(me, n), 3), name_of(a));
+    });
+    expect(cc::sendrecv(c, me, (me + 1) % n, (me + n - 1) % n) == (me + n - 1) % n, "sendrecv shift");
 
     // Aspen's reduce: receivers inside and outside P, and two at once on
     // overlapping sets (streams 1 and 2).

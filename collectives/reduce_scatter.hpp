@@ -1,0 +1,101 @@
+#pragma once
+// Reduce-scatter: every rank passes a vector of the same length; the
+// element-wise fold of all of them, v0 op v1 op ... op v(n-1), is cut into
+// blocks, and rank i gets block i. `counts[i]` is the length of block i
+// (irregular); every rank passes the same counts, and they add up to the
+// vectors' length. reduce_scatter_block (dispatch.hpp) is the case of equal
+// blocks. The op is applied to whole blocks, so it must act element by
+// element (the built-in ops do).
+//
+//   reduce_then_scatter  a binomial reduce of the whole vector to rank 0,
+//                        then rank 0 sends block i to rank i. Any op: rank
+//                        order is kept. 2(n-1) messages; rank 0 folds and
+//                        sends everything.
+//   ring                 commuting ops only. In step k (k = 0..n-2) rank r
+//                        sends its running fold of block (r-k-1) mod n to
+//                        r+1 and folds its own part into the block that
+//                        arrives from r-1; after n-1 steps rank r holds
+//                        block r folded over every rank. n(n-1) messages of
+//                        one block each: every rank sends and folds about
+//                        (n-1)/n of the vector once, the bandwidth-optimal
+//                        schedule for large vectors.
+#include <cstddef>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/algorithm.hpp"
+#include "collectives/communicator.hpp"
+#include "collectives/reduce.hpp"
+#include "collectives/scatter.hpp"
+
+namespace csp::collectives {
+
+namespace detail {
+
+// Where each block starts; usage_error unless the counts fit the group and
+// the vector.
+inline std::vector<std::size_t> block_offsets(const std::vector<std::size_t>& counts, std::size_t length, int size) {
+    if (counts.size() != static_cast<std::size_t>(size))
+        throw usage_error("reduce_scatter: " + std::to_string(counts.size()) + " block counts for " +
+                          std::to_string(size) + " ranks");
+    std::vector<std::size_t> offsets(counts.size() + 1, 0);
+    std::partial_sum(counts.begin(), counts.end(), offsets.begin() + 1);
+    if (offsets.back() != length)
+        throw usage_error("reduce_scatter: the block counts add up to " + std::to_string(offsets.back()) +
+                          " elements, the vector holds " + std::to_string(length));
+    return offsets;
+}
+
+template <class V>
+V block_of(const V& v, const std::vector<std::size_t>& offsets, int b) {
+    const auto i = static_cast<std::size_t>(b);
+    return V(v.begin() + static_cast<std::ptrdiff_t>(offsets[i]), v.begin() + static_cast<std::ptrdiff_t>(offsets[i + 1]));
+}
+
+}  // namespace detail
+
+struct reduce_scatter_reduce_then_scatter_fn {
+    static constexpr algorithm_info info{"reduce_scatter", "reduce_then_scatter"};
+
+    template <class C, class V, class Op>
+    V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
+        const auto offsets = detail::block_offsets(counts, values.size(), comm.size());
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        auto whole = reduce_binomial(comm, std::move(values), op, 0, s);
+        std::vector<V> blocks;
+        if (whole)
+            for (int b = 0; b < comm.size(); ++b) blocks.push_back(detail::block_of(*whole, offsets, b));
+        return scatter_parallel(comm, std::move(blocks), 0, s);
+    }
+};
+inline constexpr reduce_scatter_reduce_then_scatter_fn reduce_scatter_reduce_then_scatter{};
+
+struct reduce_scatter_ring_fn {
+    static constexpr algorithm_info info{"reduce_scatter", "ring", true};
+
+    template <class C, class V, class Op>
+    V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
+        const int n = comm.size(), me = comm.rank();
+        const auto offsets = detail::block_offsets(counts, values.size(), n);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        if (n == 1) return values;
+        const int next = (me + 1) % n, prev = (me + n - 1) % n;
+        auto block = [&](int k) { return ((me - k - 1) % n + n) % n; };
+        // One tag for every step: the messages of one sender with one tag
+        // arrive in the order sent, and each rank hears only from prev.
+        V running = detail::block_of(values, offsets, block(0));
+        for (int k = 0; k < n - 1; ++k) {
+            comm.send(next, t, std::move(running));
+            V partial = comm.template receive<V>(prev, t);
+            running = op(std::move(partial), detail::block_of(values, offsets, block(k + 1)));
+        }
+        return running;  // block(n - 1) == me
+    }
+};
+inline constexpr reduce_scatter_ring_fn reduce_scatter_ring{};
+
+}  // namespace csp::collectives
