@@ -8,10 +8,14 @@
 // called by its own name (broadcast.hpp, reduce.hpp, ...). Who talks to whom
 // is in topology.hpp; Aspen's reduce with any participants and receivers in
 // aspen_reduce.hpp; collectives as processes with channel ends in flow.hpp;
-// a tracing communicator in trace.hpp. docs/collectives.md lists every
+// a tracing communicator in trace.hpp; sub-groups (MPI's split) in
+// group.hpp; two-level collectives (ranks of a host, then one leader per
+// host) in hierarchy.hpp. docs/collectives.md lists every
 // algorithm's steps and messages.
 #include "collectives/aspen_reduce.hpp"
 #include "collectives/dispatch.hpp"
 #include "collectives/flow.hpp"
+#include "collectives/group.hpp"
+#include "collectives/hierarchy.hpp"
 #include "collectives/local_communicator.hpp"
 #include "collectives/trace.hpp"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "collectives/communicator.hpp"
+#include "collectives/context_pool.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/tag.hpp"
 #include "csp/model/recorder.hpp"
@@ -29,13 +30,15 @@ namespace csp::collectives {
 
 class local_group {
 public:
-    explicit local_group(int size) : boxes_(checked(size)), counters_(static_cast<std::size_t>(size)) {}
+    explicit local_group(int size)
+        : boxes_(checked(size)), counters_(static_cast<std::size_t>(size)), contexts_(static_cast<std::size_t>(size)) {}
     local_group(const local_group&) = delete;
     local_group& operator=(const local_group&) = delete;
 
     int size() const noexcept { return static_cast<int>(boxes_.size()); }
     mailbox<std::any>& box(int rank) { return boxes_[static_cast<std::size_t>(rank)]; }
     tag_counter& counter(int rank) { return counters_[static_cast<std::size_t>(rank)]; }
+    context_pool& contexts(int rank) { return contexts_[static_cast<std::size_t>(rank)]; }
 
     // Every receive in the group, now and later, throws `error`.
     void fail(std::exception_ptr error) {
@@ -49,6 +52,7 @@ private:
     }
     std::deque<mailbox<std::any>> boxes_;
     std::deque<tag_counter> counters_;
+    std::deque<context_pool> contexts_;
 };
 
 class local_communicator {
@@ -81,6 +85,8 @@ public:
         return {m.source, unbox<T>(std::move(m.body))};
     }
     tag next_tag(stream s = {}) const { return group_->counter(rank_).next(s); }
+    // This rank's group contexts (context_pool.hpp, group.hpp).
+    context_pool& contexts() const { return group_->contexts(rank_); }
 
 private:
     static model::message_id model_id(tag t) noexcept { return {t.stream_id(), t.sequence(), t.phase()}; }

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "collectives/communicator.hpp"
+#include "collectives/context_pool.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/tag.hpp"
 #include "csp/process_group.hpp"
@@ -73,6 +74,8 @@ public:
         return {m.source, m.body.template as<T>()};
     }
     tag next_tag(stream s = {}) { return counter_.next(s); }
+    // This node's group contexts (context_pool.hpp, group.hpp).
+    context_pool& contexts() { return contexts_; }
 
     // Messages that arrived and no receive has taken yet.
     std::size_t unclaimed() const { return box_.unclaimed(); }
@@ -97,6 +100,7 @@ private:
     net::port_id port_id_;
     mailbox<net::message> box_;  // whole messages: a receive checks the sent type
     tag_counter counter_;
+    context_pool contexts_;
     csp::process_group pump_;
 };
 

@@ -24,8 +24,9 @@ namespace csp::collectives {
 // A sequence of collective calls whose order every rank agrees on.
 struct stream {
     std::uint32_t id = 0;
-    // Ids below this; the last id is reserved for the transport's own use.
-    static constexpr std::uint32_t limit = (1u << 24) - 1;
+    // Ids below this. The ids above are the sub-groups' (context_pool.hpp),
+    // and the last one is reserved for the transport's own use.
+    static constexpr std::uint32_t limit = 1u << 23;
 };
 
 class tag {

@@ -85,6 +85,7 @@ public:
     int rank() const { return inner_->rank(); }
     int size() const { return inner_->size(); }
     tag next_tag(stream s = {}) { return inner_->next_tag(s); }
+    auto& contexts() { return inner_->contexts(); }
 
     template <class T>
     void send(int to, tag t, T value) {

@@ -28,7 +28,7 @@ struct variable {
     std::string_view meaning;
 };
 
-inline constexpr std::array<variable, 14> variables{{
+inline constexpr std::array<variable, 15> variables{{
     {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
      "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
@@ -51,6 +51,8 @@ inline constexpr std::array<variable, 14> variables{{
      "what carries a link's frames: UCX where both ends offer it, else TCP; or always TCP; or always UCX"},
     {"CSP_COLLECTIVES", "csp::collectives::selection", "collective=algorithm,...",
      "forces algorithms (names in collectives/registry.hpp)"},
+    {"CSP_HOST", "csp::collectives::this_host", "any name (default: the machine's host name)",
+     "the host a rank says it is on, for the two-level collectives (collectives/hierarchy.hpp)"},
 }};
 
 // The variable's text, or nothing if it is unset or empty.

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "collectives/group.hpp"
+#include "collectives/hierarchy.hpp"
 
 namespace grid {
 
@@ -218,6 +220,39 @@ std::vector<std::string> check_all(C& c) {
         expect(a(c, text_of(me, 3), named_by(me, n)) == text_of(named_by(me, n), 3), name_of(a));
     });
     expect(cc::sendrecv(c, me, (me + 1) % n, (me + n - 1) % n) == (me + n - 1) % n, "sendrecv shift");
+
+    // Groups: split by parity (the last rank opts out), keys reversing rank
+    // order; then two-level collectives with hosts made of pairs of ranks
+    // and with hosts interleaved.
+    {
+        auto g = cc::split(c, me == n - 1 && n > 1 ? cc::undefined : me % 2, -me);
+        expect(g.has_value() == (me != n - 1 || n == 1), "split: who got a group");
+        if (g) {
+            std::vector<int> want;
+            for (int r = n - 1; r >= 0; --r)
+                if (r % 2 == me % 2 && (r != n - 1 || n == 1)) want.push_back(r);
+            expect(g->members() == want, "split: members ordered by key");
+            expect(cc::allgather(*g, me) == want, "split: allgather inside the group");
+        }
+    }
+    for (bool pairs : {true, false}) {
+        const std::string layout = pairs ? " hosts of pairs" : " interleaved hosts";
+        cc::hierarchy h(c, "host" + std::to_string(pairs ? me / 2 : me % 2));
+        auto letter = [](int r) { return std::string(1, static_cast<char>('a' + r)); };
+        expect(cc::hierarchical::allreduce(h, long(me + 1), cc::sum{}) == long(n) * (n + 1) / 2,
+               "hierarchical allreduce sum" + layout);
+        expect(cc::hierarchical::allreduce(h, letter(me), concat) == *fold(0, n, letter, concat),
+               "hierarchical allreduce concat" + layout);
+        for (int root = 0; root < n; ++root) {
+            auto r = cc::hierarchical::reduce(h, letter(me), concat, root);
+            expect(r.has_value() == (me == root) && (!r || *r == *fold(0, n, letter, concat)),
+                   "hierarchical reduce root " + std::to_string(root) + layout);
+            expect(cc::hierarchical::broadcast(h, me == root ? letter(root) : std::string(), root) == letter(root),
+                   "hierarchical broadcast root " + std::to_string(root) + layout);
+        }
+        cc::hierarchical::local_barrier(h);
+        cc::hierarchical::barrier(h);
+    }
 
     // Aspen's reduce: receivers inside and outside P, and two at once on
     // overlapping sets (streams 1 and 2).

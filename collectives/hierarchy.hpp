@@ -1,0 +1,185 @@
+#pragma once
+// Two levels: the ranks of each host, and one leader per host (STAPERS).
+//
+//   cc::hierarchy h(comm);                          // collective over comm, once
+//   double t = cc::hierarchical::allreduce(h, x, cc::sum{});
+//   cc::hierarchical::local_barrier(h);             // my host only (p_lwait)
+//   cc::hierarchical::barrier(h);                   // everyone (p_wait)
+//
+// A hierarchy splits its communicator by host (group.hpp): `local()` holds
+// the ranks of this host in rank order (the lowest is the leader, local rank
+// 0), `leaders()` the leaders of all hosts in rank order, at leaders only.
+// The host of a rank is the name it passes: by default this_host(), which is
+// CSP_HOST if set, else the machine's host name. Ranks that are fibers of
+// one process (local_communicator) all share a host.
+//
+// The hierarchical collectives aggregate inside each host first (through
+// channels for fibers, through same-host links for processes), run the flat
+// collective among the leaders, and hand the result out inside each host:
+// only one message per host crosses the network in each direction. Each
+// level picks its own algorithm from the selection table. Rank order is kept
+// when every host holds consecutive ranks (contiguous()); otherwise an op
+// that does not commute runs the flat collective on the whole communicator.
+//
+// Streams: a hierarchical call in stream s uses stream s of both levels
+// (below 256, context_pool.hpp); the hierarchy itself must outlive no
+// communicator it was made from.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/dispatch.hpp"
+#include "collectives/group.hpp"
+#include "csp/config.hpp"
+
+namespace csp::collectives {
+
+// This process's host: CSP_HOST if set, else the machine's host name.
+inline std::string this_host() {
+    if (auto h = csp::config::text("CSP_HOST")) return *h;
+    char name[HOST_NAME_MAX + 1] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+    return name;
+}
+
+template <class C>
+class hierarchy {
+public:
+    explicit hierarchy(C& comm, const std::string& host = this_host(), stream s = {}) : all_(&comm) {
+        const auto hosts = allgather(comm, host, s);
+        // A host's colour is its lowest rank: the same at every rank.
+        int color = comm.rank();
+        for (int r = 0; r < comm.size(); ++r)
+            if (hosts[static_cast<std::size_t>(r)] == host) {
+                color = r;
+                break;
+            }
+        contiguous_ = true;
+        std::vector<int> first_of;  // per rank: the lowest rank of its host
+        for (int r = 0; r < comm.size(); ++r) {
+            int f = r;
+            for (int q = 0; q < r; ++q)
+                if (hosts[static_cast<std::size_t>(q)] == hosts[static_cast<std::size_t>(r)]) {
+                    f = q;
+                    break;
+                }
+            if (f != r && first_of.back() != f) contiguous_ = false;  // its host's run was broken
+            if (f == r) ++hosts_;
+            first_of.push_back(f);
+        }
+        local_.emplace(std::move(*split(comm, color, comm.rank(), s)));
+        leaders_ = split(comm, local_->rank() == 0 ? 0 : undefined, comm.rank(), s);
+    }
+
+    C& all() const noexcept { return *all_; }
+    group<C>& local() noexcept { return *local_; }
+    // The leaders' group, at leaders; nullptr elsewhere.
+    group<C>* leaders() noexcept { return leaders_ ? &*leaders_ : nullptr; }
+    bool is_leader() const noexcept { return leaders_.has_value(); }
+    int hosts() const noexcept { return hosts_; }
+    // Whether every host holds consecutive ranks (so the two levels keep
+    // rank order).
+    bool contiguous() const noexcept { return contiguous_; }
+
+private:
+    C* all_;
+    std::optional<group<C>> local_;
+    std::optional<group<C>> leaders_;
+    int hosts_ = 0;
+    bool contiguous_ = true;
+};
+
+namespace hierarchical {
+
+namespace detail {
+
+// Where `root` (a rank of the whole communicator) sits: its local rank is
+// known only on its host, so a hierarchy call that takes a root first tells
+// every rank which leader stands for it, through the local level.
+template <class C>
+int is_root_here(hierarchy<C>& h, int root) {
+    for (int i = 0; i < h.local().size(); ++i)
+        if (h.local().member(i) == root) return i;
+    return -1;
+}
+
+// The index, in the leaders' group, of the leader whose host holds `root`:
+// every leader learns it in one allreduce (maximum) over the leaders.
+template <class C>
+int leader_index_of(hierarchy<C>& h, int root, stream s) {
+    group<C>* leaders = h.leaders();
+    const int mine = is_root_here(h, root) >= 0 ? leaders->rank() : -1;
+    return csp::collectives::allreduce(*leaders, mine, maximum{}, s);
+}
+
+}  // namespace detail
+
+// v0 op v1 op ... op v(n-1) at every rank.
+template <class C, class T, class Op>
+T allreduce(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
+    if (!h.contiguous() && !commutes(op)) return csp::collectives::allreduce(h.all(), std::move(value), op, s);
+    auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
+    if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
+    return csp::collectives::broadcast(h.local(), here ? std::move(*here) : T{}, 0, s);
+}
+
+// The fold at `root` only.
+template <class C, class T, class Op>
+std::optional<T> reduce(hierarchy<C>& h, T value, const Op& op, int root = 0, stream s = {}) {
+    topology::check(h.all().rank(), h.all().size(), root);
+    if (!h.contiguous() && !commutes(op)) return csp::collectives::reduce(h.all(), std::move(value), op, root, s);
+    auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
+    if (h.is_leader()) {
+        const int to = detail::leader_index_of(h, root, s);
+        here = csp::collectives::reduce(*h.leaders(), std::move(*here), op, to, s);
+    }
+    // On the root's host, its leader hands the result over.
+    const int at = detail::is_root_here(h, root);
+    if (at < 0) return std::nullopt;
+    const tag t = h.local().next_tag(s);
+    if (at == 0) return h.local().rank() == 0 ? here : std::nullopt;
+    if (h.local().rank() == 0) h.local().send(at, t, std::move(*here));
+    if (h.local().rank() == at) return h.local().template receive<T>(0, t);
+    return std::nullopt;
+}
+
+// The root's value at every rank.
+template <class C, class T>
+T broadcast(hierarchy<C>& h, T value, int root = 0, stream s = {}) {
+    topology::check(h.all().rank(), h.all().size(), root);
+    const int at = detail::is_root_here(h, root);
+    if (at > 0) {  // the root hands its value to its leader
+        const tag t = h.local().next_tag(s);
+        if (h.local().rank() == at) h.local().send(0, t, value);
+        if (h.local().rank() == 0) value = h.local().template receive<T>(at, t);
+    }
+    if (h.is_leader()) {
+        const int from = detail::leader_index_of(h, root, s);
+        value = csp::collectives::broadcast(*h.leaders(), std::move(value), from, s);
+    }
+    return csp::collectives::broadcast(h.local(), std::move(value), 0, s);
+}
+
+// Returns once every rank of this host has called it (STAPERS's p_lwait).
+template <class C>
+void local_barrier(hierarchy<C>& h, stream s = {}) {
+    csp::collectives::barrier(h.local(), s);
+}
+
+// Returns once every rank of the communicator has called it (p_wait): the
+// host's ranks report to their leader, the leaders meet, each leader
+// releases its host.
+template <class C>
+void barrier(hierarchy<C>& h, stream s = {}) {
+    csp::collectives::reduce(h.local(), std::uint8_t{0}, maximum{}, 0, s);
+    if (h.is_leader()) csp::collectives::barrier(*h.leaders(), s);
+    csp::collectives::broadcast(h.local(), std::uint8_t{0}, 0, s);
+}
+
+}  // namespace hierarchical
+}  // namespace csp::collectives
