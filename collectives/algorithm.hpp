@@ -14,6 +14,10 @@ struct algorithm_info {
     std::string_view name;
     // Can be used only with an op that commutes (it folds in arrival order).
     bool needs_commuting_op = false;
+    // Can be used only on vectors, with an op that acts element by element
+    // (it cuts the vector into blocks: the built-in ops, or any op that
+    // says `elementwise`).
+    bool needs_elementwise = false;
 
     // "reduce/binomial", as reports and benchmarks print it.
     std::string qualified() const { return std::string(collective) + "/" + std::string(name); }

@@ -3,6 +3,12 @@
 //
 //   gather_broadcast  a parallel gather to rank 0, then a binomial broadcast
 //                     of the whole vector (listing 15). 2(n-1) messages.
+//   ring              in step k (k = 0..n-2) rank r passes the value of
+//                     rank (r-k) mod n to r+1 and receives that of
+//                     (r-k-1) mod n from r-1. n(n-1) messages of one value
+//                     each, n-1 rounds: every rank sends and receives n-1
+//                     values once, where the broadcast above sends the whole
+//                     vector down a tree (for large values).
 #include <utility>
 #include <vector>
 
@@ -23,5 +29,27 @@ struct allgather_gather_broadcast_fn {
     }
 };
 inline constexpr allgather_gather_broadcast_fn allgather_gather_broadcast{};
+
+struct allgather_ring_fn {
+    static constexpr algorithm_info info{"allgather", "ring"};
+
+    template <class C, class T>
+    std::vector<T> operator()(C& comm, T value, stream s = {}) const {
+        const int n = comm.size(), me = comm.rank();
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        std::vector<T> all(static_cast<std::size_t>(n));
+        all[static_cast<std::size_t>(me)] = std::move(value);
+        // One tag throughout: each rank hears only from r-1, in send order.
+        for (int k = 0; k < n - 1; ++k) {
+            const auto out = static_cast<std::size_t>(((me - k) % n + n) % n);
+            const auto in = static_cast<std::size_t>(((me - k - 1) % n + n) % n);
+            comm.send((me + 1) % n, t, all[out]);
+            all[in] = comm.template receive<T>((me + n - 1) % n, t);
+        }
+        return all;
+    }
+};
+inline constexpr allgather_ring_fn allgather_ring{};
 
 }  // namespace csp::collectives

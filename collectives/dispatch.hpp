@@ -31,8 +31,9 @@ namespace csp::collectives {
 
 namespace detail {
 template <class C>
-std::string_view choose(const C& comm, std::string_view collective, std::size_t bytes = 0, bool commuting = true) {
-    return selection::global().choose({collective, comm.size(), bytes, commuting});
+std::string_view choose(const C& comm, std::string_view collective, std::size_t bytes = 0, bool commuting = true,
+                        bool elementwise = false) {
+    return selection::global().choose({collective, comm.size(), bytes, commuting, elementwise});
 }
 }  // namespace detail
 
@@ -49,7 +50,8 @@ std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s =
 
 template <class C, class T, class Op>
 T allreduce(C& comm, T value, const Op& op, stream s = {}) {
-    const auto a = detail::choose(comm, "allreduce", detail::byte_size(value), commutes(op));
+    const auto a = detail::choose(comm, "allreduce", detail::byte_size(value), commutes(op),
+                                  detail::is_vector<T>::value && acts_elementwise(op));
     return registry::allreduce::run(a, comm, std::move(value), op, s);
 }
 

@@ -9,7 +9,9 @@
 // an associative op that does not commute gets v0 op v1 op ... op v(n-1) in
 // rank order. Only an op that says it commutes may be applied in another
 // order (arrival order, Aspen's renumbering). A bare callable is taken as not
-// commuting. The built-in ops work on numbers and, element by element, on
+// commuting, and as not acting element by element (the ring algorithms cut
+// vectors into blocks and need one that does: the built-in ones, or any op
+// with `static constexpr bool elementwise = true`). The built-in ops work on numbers and, element by element, on
 // vectors of numbers (which must have equal lengths).
 #include <algorithm>
 #include <concepts>
@@ -63,9 +65,10 @@ template <class U, class A> struct element<std::vector<U, A>> { using type = U; 
 template <class F>
 struct builtin {
     static constexpr bool commutes = true;
+    static constexpr bool elementwise = true;
     template <class T>
         requires std::invocable<F, typename element<T>::type, typename element<T>::type>
-    T operator()(const T& a, const T& b) const { return elementwise(a, b, F{}); }
+    T operator()(const T& a, const T& b) const { return detail::elementwise(a, b, F{}); }
 };
 
 struct plus_fn { template <class U> U operator()(U a, U b) const { return a + b; } };
@@ -89,6 +92,14 @@ struct bit_or : detail::builtin<detail::bit_or_fn> {};
 struct bit_xor : detail::builtin<detail::bit_xor_fn> {};
 struct logical_and : detail::builtin<detail::logical_and_fn> {};
 struct logical_or : detail::builtin<detail::logical_or_fn> {};
+
+// Whether `op` applied to two vectors is `op` applied to each pair of
+// elements, so that it may be applied to blocks of them.
+template <class Op>
+constexpr bool acts_elementwise(const Op& op) {
+    if constexpr (requires { op.elementwise; }) return static_cast<bool>(op.elementwise);
+    else return false;
+}
 
 // Whether `op` may be applied out of rank order.
 template <class Op>

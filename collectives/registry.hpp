@@ -62,10 +62,10 @@ namespace registry {
 using broadcast = algorithm_list<broadcast_flat_fn, broadcast_binomial_fn>;
 using reduce = algorithm_list<reduce_flat_in_order_fn, reduce_binomial_fn, reduce_binomial_parallel_fn, reduce_chain_fn,
                               reduce_arrival_fn>;
-using allreduce = algorithm_list<allreduce_reduce_broadcast_fn, allreduce_butterfly_fn>;
+using allreduce = algorithm_list<allreduce_reduce_broadcast_fn, allreduce_butterfly_fn, allreduce_ring_fn>;
 using barrier = algorithm_list<barrier_flat_sequential_fn, barrier_flat_parallel_fn, barrier_binomial_fn>;
 using gather = algorithm_list<gather_sequential_fn, gather_parallel_fn>;
-using allgather = algorithm_list<allgather_gather_broadcast_fn>;
+using allgather = algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn>;
 using scatter = algorithm_list<scatter_sequential_fn, scatter_parallel_fn>;
 using alltoall = algorithm_list<alltoall_parallel_fn>;
 using scan = algorithm_list<scan_recursive_doubling_fn, scan_pipeline_fn>;

@@ -90,6 +90,7 @@ public:
         int ranks;
         std::size_t bytes;
         bool commuting_op;
+        bool elementwise = false;  // a vector, and an op that acts element by element
     };
 
     static selection& global() {
@@ -102,7 +103,9 @@ public:
             if (a.collective == collective && a.name == name) return a;
         return std::nullopt;
     }
-    static bool usable(const algorithm_info& a, const request& r) { return r.commuting_op || !a.needs_commuting_op; }
+    static bool usable(const algorithm_info& a, const request& r) {
+        return (r.commuting_op || !a.needs_commuting_op) && (r.elementwise || !a.needs_elementwise);
+    }
 
     // "collective=algorithm,..." (the CSP_COLLECTIVES syntax); throws
     // usage_error naming a malformed item or an unknown name.
@@ -158,9 +161,13 @@ public:
             std::ostringstream ranks, bytes;
             ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
             bytes << (rule.min_bytes == 0 ? std::string("any") : ">= " + std::to_string(rule.min_bytes));
-            const bool commuting = find(rule.collective, rule.algorithm)->needs_commuting_op;
+            const auto a = *find(rule.collective, rule.algorithm);
+            const std::string op = a.needs_commuting_op && a.needs_elementwise ? "commuting, element-wise"
+                                   : a.needs_commuting_op                      ? "commuting"
+                                   : a.needs_elementwise                       ? "element-wise"
+                                                                               : "any";
             os << pad(rule.collective, 12) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 11)
-               << (commuting ? "commuting" : "any") << '\n';
+               << op << '\n';
         }
         std::lock_guard lk(lock_);
         for (const auto& [c, a] : forced_) os << "forced: " << c << " = " << a << '\n';

@@ -34,7 +34,8 @@ void sample_call(A algorithm, comm& c) {
     constexpr std::string_view coll = A::info.collective;
     if constexpr (coll == "broadcast" || coll == "gather") algorithm(c, 1, 0);
     else if constexpr (coll == "reduce") algorithm(c, 1, cc::sum{}, 0);
-    else if constexpr (coll == "allreduce" || coll == "scan" || coll == "exscan") algorithm(c, 1, cc::sum{});
+    else if constexpr (coll == "allreduce" || coll == "scan" || coll == "exscan")
+        algorithm(c, std::vector<int>(static_cast<std::size_t>(c.size()), 1), cc::sum{});
     else if constexpr (coll == "barrier") algorithm(c);
     else if constexpr (coll == "allgather") algorithm(c, 1);
     else if constexpr (coll == "scatter") algorithm(c, std::vector<int>(c.rank() == 0 ? c.size() : 0, 1), 0);

@@ -211,6 +211,29 @@ TEST_P(sizes, reduce_scatter_put_get_and_sendrecv) {
     });
 }
 
+TEST_P(sizes, ring_allreduce_and_allgather_with_uneven_and_empty_blocks) {
+    const int n = GetParam();
+    csp::run([&] {
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            const int me = c.rank();
+            for (std::size_t len : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n) - 1,
+                                    3 * static_cast<std::size_t>(n) + 2}) {
+                auto numbers = [len](int r) { return grid::numbers_of(r, len); };
+                EXPECT_EQ(cc::allreduce_ring(c, numbers(me), cc::sum{}), *fold(0, n, numbers, cc::sum{})) << len;
+                EXPECT_EQ(cc::allreduce_ring(c, numbers(me), cc::minimum{}), *fold(0, n, numbers, cc::minimum{}))
+                    << len;
+            }
+            std::vector<std::vector<std::int64_t>> everyone;
+            for (int r = 0; r < n; ++r) everyone.push_back(grid::numbers_of(r, static_cast<std::size_t>(r)));
+            EXPECT_EQ(cc::allgather_ring(c, grid::numbers_of(me, static_cast<std::size_t>(me))), everyone);
+            EXPECT_THROW(cc::allreduce_ring(c, 1, cc::sum{}), csp::usage_error);
+            // A user's op on whole vectors may not act element by element.
+            auto whole = cc::commuting([](const std::vector<int>& a, const std::vector<int>&) { return a; });
+            EXPECT_THROW(cc::allreduce_ring(c, std::vector<int>{1}, whole), csp::usage_error);
+        });
+    }, {.threads = static_cast<std::size_t>(1 + n % 2)});
+}
+
 INSTANTIATE_TEST_SUITE_P(one_to_sixteen, sizes, ::testing::Range(1, 17));
 
 // Bitwise ops take integers, logical ones integers and bools; nothing else

@@ -58,6 +58,18 @@ TEST(selection, a_forced_algorithm_that_cannot_apply_falls_back_to_the_table) {
               std::vector<std::string>{"reduce binomial_parallel"});
     EXPECT_EQ(algorithms_run(8, [&](auto& c) { cc::reduce(c, 1, cc::sum{}); }),
               std::vector<std::string>{"reduce arrival"});
+    // The ring cuts vectors into blocks: a single value, or a user's op on
+    // vectors that does not say it acts element by element, goes to the table.
+    cc::selection::global().force("allreduce", "ring");
+    auto user_sum = cc::commuting([](const std::vector<int>& a, const std::vector<int>& b) {
+        return std::vector<int>{a[0] + b[0]};
+    });
+    EXPECT_EQ(algorithms_run(4, [&](auto& c) { EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 8); }),
+              std::vector<std::string>{"allreduce butterfly"});
+    EXPECT_EQ(algorithms_run(4, [&](auto& c) { EXPECT_EQ(cc::allreduce(c, std::vector<int>{2}, user_sum)[0], 8); }),
+              std::vector<std::string>{"allreduce butterfly"});
+    EXPECT_EQ(algorithms_run(4, [&](auto& c) { EXPECT_EQ(cc::allreduce(c, std::vector<int>{2, 1}, cc::sum{})[1], 4); }),
+              std::vector<std::string>{"allreduce ring"});
 }
 
 TEST(selection, unknown_names_are_refused_with_the_choices) {
@@ -105,7 +117,8 @@ TEST(registry, names_are_unique_within_a_collective_and_dispatch_runs_each_by_na
     forced_guard g;
     for (const auto& a : cc::registry::allreduce::infos) {
         cc::selection::global().force("allreduce", a.name);
-        EXPECT_EQ(algorithms_run(5, [](auto& c) { EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 10); }),
+        // A vector: the ring takes nothing else.
+        EXPECT_EQ(algorithms_run(5, [](auto& c) { EXPECT_EQ(cc::allreduce(c, std::vector<int>{2}, cc::sum{})[0], 10); }),
                   std::vector<std::string>{"allreduce " + std::string(a.name)});
     }
     for (const auto& a : cc::registry::barrier::infos) {
