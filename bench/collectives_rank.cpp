@@ -24,7 +24,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 // Iterations for a message size: enough to last well above timer noise.
-int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : 200; }
+int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : bytes <= 65536 ? 200 : 40; }
 
 template <class C, class F>
 double time_per_op(C& comm, int iterations, F op) {
@@ -59,7 +59,7 @@ void report(C& comm, const char* collective, const char* algorithm, std::size_t 
 
 template <class C>
 void standard_set(C& comm) {
-    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}}) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         const int k = iterations_for(bytes);
         const std::string chosen =
@@ -69,6 +69,21 @@ void standard_set(C& comm) {
         cc::registry::allreduce::for_each([&](auto algorithm) {
             report(comm, "allreduce", std::string(algorithm.info.name).c_str(), bytes,
                    time_per_op(comm, k, [&] { algorithm(comm, v, cc::sum{}); }));
+        });
+    }
+    // reduce_scatter: `bytes` is the whole vector (8 ranks divide it);
+    // allgather: each rank's part.
+    for (std::size_t bytes : {std::size_t{65536}, std::size_t{1} << 20}) {
+        std::vector<double> v(bytes / sizeof(double), 1.0);
+        const int k = iterations_for(bytes);
+        const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), v.size() / comm.size());
+        cc::registry::reduce_scatter::for_each([&](auto algorithm) {
+            report(comm, "reduce_scatter", std::string(algorithm.info.name).c_str(), bytes,
+                   time_per_op(comm, k, [&] { algorithm(comm, v, counts, cc::sum{}); }));
+        });
+        cc::registry::allgather::for_each([&](auto algorithm) {
+            report(comm, "allgather", std::string(algorithm.info.name).c_str(), bytes,
+                   time_per_op(comm, k, [&] { algorithm(comm, v); }));
         });
     }
     std::vector<double> small(1, 1.0);

@@ -8,7 +8,7 @@
 
 namespace {
 
-int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : 200; }
+int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : bytes <= 65536 ? 200 : 40; }
 
 template <class F>
 double time_per_op(int iterations, F op) {
@@ -33,7 +33,7 @@ void report(const char* collective, std::size_t bytes, double us) {
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     const bool only_allreduce_8 = argc > 1 && std::string_view(argv[1]) == "allreduce8";
-    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}}) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         if (only_allreduce_8 && bytes != 8) continue;
         const int n = static_cast<int>(bytes / sizeof(double));
         std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
@@ -42,6 +42,19 @@ int main(int argc, char** argv) {
                }));
     }
     if (!only_allreduce_8) {
+        int size;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        // reduce_scatter: `bytes` is the whole vector; allgather: each rank's part.
+        for (std::size_t bytes : {std::size_t{65536}, std::size_t{1} << 20}) {
+            const int n = static_cast<int>(bytes / sizeof(double));
+            std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n) * size);
+            report("reduce_scatter", bytes, time_per_op(iterations_for(bytes), [&] {
+                       MPI_Reduce_scatter_block(in.data(), out.data(), n / size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+                   }));
+            report("allgather", bytes, time_per_op(iterations_for(bytes), [&] {
+                       MPI_Allgather(in.data(), n, MPI_DOUBLE, out.data(), n, MPI_DOUBLE, MPI_COMM_WORLD);
+                   }));
+        }
         double in = 1.0, out = 0.0;
         const int k = iterations_for(8);
         report("reduce", 8, time_per_op(k, [&] { MPI_Reduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD); }));
