@@ -69,6 +69,13 @@ struct builtin {
     template <class T>
         requires std::invocable<F, typename element<T>::type, typename element<T>::type>
     T operator()(const T& a, const T& b) const { return detail::elementwise(a, b, F{}); }
+
+    // acc[i] = acc[i] op b[i] for every element of acc, in place: what the
+    // ring algorithms fold with, so that no hop allocates.
+    template <class V, class It>
+    void fold_into(V& acc, It b) const {
+        for (std::size_t i = 0; i < acc.size(); ++i, ++b) acc[i] = F{}(acc[i], static_cast<typename V::value_type>(*b));
+    }
 };
 
 struct plus_fn { template <class U> U operator()(U a, U b) const { return a + b; } };

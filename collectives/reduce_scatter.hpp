@@ -87,11 +87,22 @@ struct reduce_scatter_ring_fn {
         auto block = [&](int k) { return ((me - k - 1) % n + n) % n; };
         // One tag for every step: the messages of one sender with one tag
         // arrive in the order sent, and each rank hears only from prev.
+        // The built-in ops fold my part into the block that arrived, in
+        // place; another op makes a new block at each step.
         V running = detail::block_of(values, offsets, block(0));
         for (int k = 0; k < n - 1; ++k) {
             comm.send(next, t, std::move(running));
-            V partial = comm.template receive<V>(prev, t);
-            running = op(std::move(partial), detail::block_of(values, offsets, block(k + 1)));
+            running = comm.template receive<V>(prev, t);
+            const int b = block(k + 1);
+            if (running.size() != counts[static_cast<std::size_t>(b)])
+                throw usage_error("reduce_scatter: rank " + std::to_string(prev) + " sent block " + std::to_string(b) +
+                                  " with " + std::to_string(running.size()) + " elements, not " +
+                                  std::to_string(counts[static_cast<std::size_t>(b)]) +
+                                  "; do all ranks pass the same counts?");
+            if constexpr (requires { op.fold_into(running, values.begin()); })
+                op.fold_into(running, values.begin() + static_cast<std::ptrdiff_t>(offsets[static_cast<std::size_t>(b)]));
+            else
+                running = op(running, detail::block_of(values, offsets, b));
         }
         return running;  // block(n - 1) == me
     }
