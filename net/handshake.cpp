@@ -27,14 +27,20 @@ std::string bytes_of(const std::array<std::byte, N>& a) {
     return std::string(reinterpret_cast<const char*>(a.data()), N);
 }
 
-// Reads one handshake frame (header and payload) to the exact byte.
+// Reads one handshake frame (header and payload) to the exact byte. Only
+// an end before the header's first byte is closed_before_data: one after
+// the header is a cut frame.
 std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, const std::string& what,
                                           give_up stop = nullptr) {
     std::array<std::byte, header::size> raw;
     read_exact(fd, raw.data(), raw.size(), deadline, what, stop);
     const header h = header::decode(raw.data(), handshake_max_frame);
     std::string body(h.length, '\0');
-    if (h.length) read_exact(fd, body.data(), body.size(), deadline, what, stop);
+    try {
+        if (h.length) read_exact(fd, body.data(), body.size(), deadline, what, stop);
+    } catch (const closed_before_data& e) {
+        throw net_error(e.what());
+    }
     return {h, std::move(body)};
 }
 
@@ -94,6 +100,12 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         if (!proofs_match(prove(role::connector, core->options.token, ctx), given))
             return refuse("wrong token");
         core->flow.learnt(peer, hello.limits);  // proved: the limits are the peer's
+    } catch (const closed_before_data&) {
+        // Hung up between frames: a port probe, or a peer's connector
+        // stopped by its own node's close (the losing half of a crossing,
+        // before its hello or its proof). Nothing malformed came, so there
+        // is nothing to refuse and no fault; a frame cut short is one.
+        return;
     } catch (const std::exception& e) {
         return refuse(e.what());
     }
@@ -117,13 +129,16 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         csp::select(csp::input(reply, verdict), csp::input(core->stop.reader(), ignored));
     } catch (const csp::poisoned_error&) {
         if (csp::select(csp::input(reply, verdict), csp::skip()) == 1)
-            verdict = "node " + std::to_string(core->rank) + " is closing";
+            verdict = closing_reason(core->rank);
     }
     if (verdict.empty()) {
         fd.release();  // the link's now; its outbound sends the welcome
         return;
     }
-    if (verdict == duplicate_reason) answer_refusal(verdict);  // the losing half of a crossing: no fault
+    // The losing half of a crossing, or a hello that came while this node
+    // closes (a peer's connector racing its own node's close, say): answered,
+    // and no fault of the peer's.
+    if (verdict == duplicate_reason || verdict == closing_reason(core->rank)) answer_refusal(verdict);
     else refuse(verdict);
 }
 

@@ -31,6 +31,7 @@
 // the higher rank then waits for the lower rank's connection, which is on its
 // way. No data frame was sent on the refused one, so nothing is lost.
 #include <memory>
+#include <string>
 
 #include "net/detail/node_core.hpp"
 
@@ -38,6 +39,9 @@ namespace csp::net::detail {
 
 inline constexpr std::uint32_t handshake_max_frame = 4096;
 inline constexpr const char* duplicate_reason = "duplicate";
+// The refusal of a node that is closing: its own state, not the peer's
+// fault, so answered without a fault entry.
+inline std::string closing_reason(int rank) { return "node " + std::to_string(rank) + " is closing"; }
 
 // The process for one accepted connection: checks the hello, asks the switch,
 // answers a refusal itself (a welcome is the link's outbound's first frame).

@@ -70,8 +70,16 @@ public:
 // until `deadline` (or until `stop` is poisoned).
 unique_fd connect_to(const endpoint& to, clock::time_point deadline, give_up stop = nullptr);
 
+// The connection ended before the first byte a read_exact expected: for a
+// frame, a clean end between frames rather than a cut one.
+class closed_before_data : public net_error {
+public:
+    using net_error::net_error;
+};
+
 // Reads exactly n bytes / writes all n bytes, or throws net_error (`what`
-// names the connection in the message).
+// names the connection in the message; closed_before_data if not one byte
+// came).
 void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what,
                 give_up stop = nullptr);
 void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what,

@@ -204,9 +204,11 @@ private:
         // reached us, and may have sent over it). Ours never loses a crossing
         // to a higher rank, so a handshaking link here is our own
         // connection's handshake. This is decided before closing: a losing
-        // hello that arrives late, while this node closes, is still only the
-        // losing half of a crossing, not a refusal worth a fault.
-        const bool crossing_we_win = l && !l->error() && core_->rank < h.peer;
+        // hello that arrives late, while this node closes or after the link
+        // ended cleanly (both goodbyes passed), is still only the losing half
+        // of a crossing. A lost link is not: a peer declared lost does not
+        // come back.
+        const bool crossing_we_win = l && l->state() != link_state::lost && core_->rank < h.peer;
         // A closing node still takes the connection of a peer it has
         // messages queued for and no link to yet (ours lost a crossing to a
         // lower rank, or is being retried): that link must come up to
@@ -217,7 +219,7 @@ private:
             verdict = duplicate_reason;
             core_->duplicates.fetch_add(1, std::memory_order_relaxed);
         } else if (closing_ && !still_wanted) {
-            verdict = "node " + std::to_string(core_->rank) + " is closing";
+            verdict = closing_reason(core_->rank);
         } else if (l && l->error()) {
             verdict = "node " + std::to_string(h.peer) + " already ended its link with this node (" +
                       l->error()->what() + ")";
