@@ -4,6 +4,8 @@
 //   cc::hierarchy h(comm);                          // collective over comm, once
 //   double t = cc::hierarchical::allreduce(h, x, cc::sum{});
 //   cc::hierarchical::local_barrier(h);             // my host only (p_lwait)
+//   auto all = cc::hierarchical::allgather(h, x);    // also reduce, broadcast,
+//                                                   // gather, scan, exscan, barrier
 //   cc::hierarchical::barrier(h);                   // everyone (p_wait)
 //
 // A hierarchy splits its communicator by host (group.hpp): `local()` holds
@@ -163,6 +165,85 @@ T broadcast(hierarchy<C>& h, T value, int root = 0, stream s = {}) {
         value = csp::collectives::broadcast(*h.leaders(), std::move(value), from, s);
     }
     return csp::collectives::broadcast(h.local(), std::move(value), 0, s);
+}
+
+namespace detail {
+// One host's part of a gather: its members' ranks and their values, in
+// local order.
+template <class T>
+using host_part = std::pair<std::vector<int>, std::vector<T>>;
+
+template <class T>
+std::vector<T> place_by_rank(std::vector<host_part<T>> parts, int n) {
+    std::vector<T> all(static_cast<std::size_t>(n));
+    for (auto& [ranks, values] : parts)
+        for (std::size_t i = 0; i < ranks.size(); ++i) all[static_cast<std::size_t>(ranks[i])] = std::move(values[i]);
+    return all;
+}
+}  // namespace detail
+
+// Every rank's value at `root`, in rank order (nothing elsewhere): gathered
+// inside each host, then each leader's part (with its members' ranks) to
+// the leader of the root's host, which hands the whole to the root.
+template <class C, class T>
+std::optional<std::vector<T>> gather(hierarchy<C>& h, T value, int root = 0, stream s = {}) {
+    topology::check(h.all().rank(), h.all().size(), root);
+    auto here = csp::collectives::gather(h.local(), std::move(value), 0, s);
+    std::optional<std::vector<T>> all;
+    if (h.is_leader()) {
+        const int to = detail::leader_index_of(h, root, s);
+        auto parts = csp::collectives::gather(*h.leaders(), detail::host_part<T>(h.local().members(), std::move(*here)),
+                                              to, s);
+        if (parts) all = detail::place_by_rank(std::move(*parts), h.all().size());
+    }
+    const int at = detail::is_root_here(h, root);
+    if (at <= 0) return all;
+    const tag t = h.local().next_tag(s);
+    if (h.local().rank() == 0) h.local().send(at, t, std::move(*all));
+    if (h.local().rank() == at) return h.local().template receive<std::vector<T>>(0, t);
+    return std::nullopt;
+}
+
+// Every rank's value at every rank, in rank order.
+template <class C, class T>
+std::vector<T> allgather(hierarchy<C>& h, T value, stream s = {}) {
+    auto here = csp::collectives::gather(h.local(), std::move(value), 0, s);
+    std::vector<T> all;
+    if (h.is_leader()) {
+        auto parts =
+            csp::collectives::allgather(*h.leaders(), detail::host_part<T>(h.local().members(), std::move(*here)), s);
+        all = detail::place_by_rank(std::move(parts), h.all().size());
+    }
+    return csp::collectives::broadcast(h.local(), std::move(all), 0, s);
+}
+
+// v0 op ... op v(me) at each rank. With hosts of consecutive ranks: a scan
+// inside each host and each host's total at its leader, an exscan of the
+// totals among leaders, and each leader's offset folded in front of its
+// host's prefixes. Otherwise the flat scan.
+template <class C, class T, class Op>
+T scan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
+    if (!h.contiguous()) return csp::collectives::scan(h.all(), std::move(value), op, s);
+    auto total = csp::collectives::reduce(h.local(), value, op, 0, s);
+    T prefix = csp::collectives::scan(h.local(), std::move(value), op, s);
+    std::optional<T> offset;
+    if (h.is_leader()) offset = csp::collectives::exscan(*h.leaders(), std::move(*total), op, s);
+    offset = csp::collectives::broadcast(h.local(), std::move(offset), 0, s);
+    return offset ? op(*offset, prefix) : prefix;
+}
+
+// v0 op ... op v(me-1) at each rank but rank 0, which gets nothing.
+template <class C, class T, class Op>
+std::optional<T> exscan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
+    if (!h.contiguous()) return csp::collectives::exscan(h.all(), std::move(value), op, s);
+    auto total = csp::collectives::reduce(h.local(), value, op, 0, s);
+    auto prefix = csp::collectives::exscan(h.local(), std::move(value), op, s);
+    std::optional<T> offset;
+    if (h.is_leader()) offset = csp::collectives::exscan(*h.leaders(), std::move(*total), op, s);
+    offset = csp::collectives::broadcast(h.local(), std::move(offset), 0, s);
+    if (!offset) return prefix;
+    if (!prefix) return offset;
+    return op(*offset, *prefix);
 }
 
 // Returns once every rank of this host has called it (STAPERS's p_lwait).

@@ -252,7 +252,19 @@ std::vector<std::string> check_all(C& c) {
                    "hierarchical reduce root " + std::to_string(root) + layout);
             expect(cc::hierarchical::broadcast(h, me == root ? letter(root) : std::string(), root) == letter(root),
                    "hierarchical broadcast root " + std::to_string(root) + layout);
+            auto g = cc::hierarchical::gather(h, letter(me), root);
+            std::vector<std::string> everyone;
+            for (int q = 0; q < n; ++q) everyone.push_back(letter(q));
+            expect(g.has_value() == (me == root) && (!g || *g == everyone),
+                   "hierarchical gather root " + std::to_string(root) + layout);
         }
+        std::vector<std::string> everyone;
+        for (int q = 0; q < n; ++q) everyone.push_back(letter(q));
+        expect(cc::hierarchical::allgather(h, letter(me)) == everyone, "hierarchical allgather" + layout);
+        expect(cc::hierarchical::scan(h, letter(me), concat) == *fold(0, me + 1, letter, concat),
+               "hierarchical scan" + layout);
+        expect(cc::hierarchical::exscan(h, letter(me), concat) == fold(0, me, letter, concat),
+               "hierarchical exscan" + layout);
         cc::hierarchical::local_barrier(h);
         cc::hierarchical::barrier(h);
     }

@@ -165,11 +165,22 @@ TEST(hierarchy, collectives_match_the_flat_ones_for_every_layout_root_and_op) {
                 EXPECT_EQ(cc::hierarchical::allreduce(h, numbers(me), cc::sum{}), *fold(0, n, numbers, cc::sum{}));
                 EXPECT_EQ(cc::hierarchical::allreduce(h, letter(me), grid::concat), *fold(0, n, letter, grid::concat))
                     << "rank order";
+                std::vector<std::string> everyone;
+                for (int r = 0; r < n; ++r) everyone.push_back(letter(r));
+                EXPECT_EQ(cc::hierarchical::allgather(h, letter(me)), everyone);
+                EXPECT_EQ(cc::hierarchical::scan(h, letter(me), grid::concat), *fold(0, me + 1, letter, grid::concat));
+                EXPECT_EQ(cc::hierarchical::exscan(h, letter(me), grid::concat), fold(0, me, letter, grid::concat));
+                EXPECT_EQ(cc::hierarchical::scan(h, numbers(me), cc::sum{}), *fold(0, me + 1, numbers, cc::sum{}));
                 for (int root = 0; root < n; ++root) {
                     auto r = cc::hierarchical::reduce(h, letter(me), grid::concat, root);
                     EXPECT_EQ(r.has_value(), me == root) << "root " << root;
                     if (r) {
                         EXPECT_EQ(*r, *fold(0, n, letter, grid::concat));
+                    }
+                    auto g = cc::hierarchical::gather(h, letter(me), root);
+                    EXPECT_EQ(g.has_value(), me == root);
+                    if (g) {
+                        EXPECT_EQ(*g, everyone) << "root " << root;
                     }
                     auto m = cc::hierarchical::reduce(h, me + 1, cc::maximum{}, root);
                     if (m) {
