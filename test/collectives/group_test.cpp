@@ -210,4 +210,30 @@ TEST(hierarchy, the_global_barrier_waits_for_everyone_the_local_one_for_the_host
     }
 }
 
+// A rank that fails inside a two-level collective fails it at every rank:
+// ranks on its host, leaders, and ranks on other hosts, none waits forever.
+TEST(hierarchy, a_failing_rank_fails_the_collective_on_every_rank) {
+    std::atomic<int> failed{0};
+    const auto& layout = layouts[1];
+    EXPECT_THROW(csp::run([&] {
+        cc::run_local(static_cast<int>(layout.size()), [&](cc::local_communicator& c) {
+            cc::hierarchy h(c, layout[static_cast<std::size_t>(c.rank())]);
+            if (c.rank() == 4) {
+                cc::barrier(c);  // everyone has its hierarchy
+                throw std::runtime_error("rank 4 gave up");
+            }
+            try {
+                cc::barrier(c);  // may be the call that fails, if rank 4 is quick
+                cc::hierarchical::allreduce(h, c.rank(), cc::sum{});
+                ADD_FAILURE() << "rank " << c.rank() << " finished an allreduce that rank 4 left";
+            } catch (const std::runtime_error& e) {
+                EXPECT_NE(std::string(e.what()).find("rank 4 gave up"), std::string::npos) << e.what();
+                ++failed;
+            }
+        });
+    }),
+                 std::runtime_error);
+    EXPECT_EQ(failed.load(), 7);
+}
+
 }  // namespace
