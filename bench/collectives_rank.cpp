@@ -85,6 +85,10 @@ void standard_set(C& comm) {
             report(comm, "allgather", std::string(algorithm.info.name).c_str(), bytes,
                    time_per_op(comm, k, [&] { algorithm(comm, v); }));
         });
+        cc::registry::broadcast::for_each([&](auto algorithm) {
+            report(comm, "broadcast", std::string(algorithm.info.name).c_str(), bytes,
+                   time_per_op(comm, k, [&] { algorithm(comm, v, 0); }));
+        });
     }
     std::vector<double> small(1, 1.0);
     const int k = iterations_for(8);

@@ -14,9 +14,9 @@ struct algorithm_info {
     std::string_view name;
     // Can be used only with an op that commutes (it folds in arrival order).
     bool needs_commuting_op = false;
-    // Can be used only on vectors, with an op that acts element by element
-    // (it cuts the vector into blocks: the built-in ops, or any op that
-    // says `elementwise`).
+    // Can be used only on vectors (it cuts them into blocks), and, for a
+    // reduction, with an op that acts element by element (the built-in ops,
+    // or any op that says `elementwise`).
     bool needs_elementwise = false;
 
     // "reduce/binomial", as reports and benchmarks print it.

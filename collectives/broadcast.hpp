@@ -10,12 +10,24 @@
 //             sends on to its children (listing 4). n-1 messages,
 //             ceil(log2 n) rounds. Seven ranks, root 0:
 //                 round 1: 0->4   round 2: 0->2 4->6   round 3: 0->1 2->3 4->5
+//   pipeline  vectors only: a chain in rank order from the root, the vector
+//             cut into segments of about 64 KiB; each rank passes segment i
+//             on as soon as it has it, while the next one arrives. n-1 + S
+//             messages per link (S segments, plus one with the length),
+//             n-2 + S rounds of one segment: for large vectors, where the
+//             tree sends the whole vector log2 n times in a row.
+#include <algorithm>
+#include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "csp/error.hpp"
 
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
+#include "collectives/operation.hpp"
 #include "collectives/topology.hpp"
 
 namespace csp::collectives {
@@ -52,5 +64,47 @@ struct broadcast_binomial_fn {
     }
 };
 inline constexpr broadcast_binomial_fn broadcast_binomial{};
+
+struct broadcast_pipeline_fn {
+    static constexpr algorithm_info info{"broadcast", "pipeline", false, true};
+    static constexpr std::size_t segment_bytes = 64 * 1024;
+
+    template <class C, class T>
+    T operator()(C& comm, T value, int root = 0, stream s = {}) const {
+        if constexpr (!detail::is_vector<T>::value) {
+            throw usage_error("broadcast pipeline: cuts a vector into segments; it cannot take a single value");
+        } else {
+            topology::check(comm.rank(), comm.size(), root);
+            const tag t = comm.next_tag(s);
+            detail::announce(comm, info, t);
+            const int n = comm.size();
+            const int v = (comm.rank() - root + n) % n;
+            const int prev = (comm.rank() - 1 + n) % n, next = (comm.rank() + 1) % n;
+            const bool last = v == n - 1;
+            const std::size_t per = std::max<std::size_t>(1, segment_bytes / sizeof(typename T::value_type));
+            // One tag throughout: each rank hears only from prev, in order.
+            if (v == 0) {
+                if (!last) {
+                    comm.send(next, t, value.size());
+                    for (std::size_t at = 0; at < value.size(); at += per)
+                        comm.send(next, t, T(value.begin() + static_cast<std::ptrdiff_t>(at),
+                                             value.begin() + static_cast<std::ptrdiff_t>(std::min(at + per, value.size()))));
+                }
+                return value;
+            }
+            const auto length = comm.template receive<std::size_t>(prev, t);
+            if (!last) comm.send(next, t, length);
+            T out;
+            out.reserve(length);
+            while (out.size() < length) {
+                T segment = comm.template receive<T>(prev, t);
+                out.insert(out.end(), segment.begin(), segment.end());
+                if (!last) comm.send(next, t, std::move(segment));
+            }
+            return out;
+        }
+    }
+};
+inline constexpr broadcast_pipeline_fn broadcast_pipeline{};
 
 }  // namespace csp::collectives

@@ -39,7 +39,10 @@ std::string_view choose(const C& comm, std::string_view collective, std::size_t 
 
 template <class C, class T>
 T broadcast(C& comm, T value, int root = 0, stream s = {}) {
-    return registry::broadcast::run(detail::choose(comm, "broadcast"), comm, std::move(value), root, s);
+    // The size is the root's alone, so it cannot choose: the table picks by
+    // group size, and whether the value is a vector (the same everywhere).
+    return registry::broadcast::run(detail::choose(comm, "broadcast", 0, true, detail::is_vector<T>::value), comm,
+                                    std::move(value), root, s);
 }
 
 template <class C, class T, class Op>

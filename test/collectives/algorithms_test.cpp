@@ -211,6 +211,20 @@ TEST_P(sizes, reduce_scatter_put_get_and_sendrecv) {
     });
 }
 
+TEST_P(sizes, pipelined_broadcast_of_several_segments_from_every_root) {
+    const int n = GetParam();
+    // 2.5 segments of 8-byte elements, a vector shorter than one, and none.
+    const std::size_t per = cc::broadcast_pipeline_fn::segment_bytes / sizeof(std::int64_t);
+    for_each_root(n, [&](cc::local_communicator& c, int root) {
+        for (std::size_t len : {per * 5 / 2, std::size_t{3}, std::size_t{0}}) {
+            const auto want = grid::numbers_of(root + 1, len);
+            EXPECT_EQ(cc::broadcast_pipeline(c, c.rank() == root ? want : std::vector<std::int64_t>{}, root), want)
+                << "root " << root << " length " << len;
+        }
+        EXPECT_THROW(cc::broadcast_pipeline(c, 5, root), csp::usage_error);
+    });
+}
+
 TEST_P(sizes, ring_allreduce_and_allgather_with_uneven_and_empty_blocks) {
     const int n = GetParam();
     csp::run([&] {
