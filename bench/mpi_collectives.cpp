@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     if (!only_allreduce_8) {
         int size;
         MPI_Comm_size(MPI_COMM_WORLD, &size);
-        // reduce_scatter: `bytes` is the whole vector; allgather: each rank's part.
+        // reduce_scatter, broadcast: `bytes` is the whole vector; allgather: each rank's part.
         for (std::size_t bytes : {std::size_t{65536}, std::size_t{1} << 20}) {
             const int n = static_cast<int>(bytes / sizeof(double));
             std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n) * size);
@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
                    }));
             report("allgather", bytes, time_per_op(iterations_for(bytes), [&] {
                        MPI_Allgather(in.data(), n, MPI_DOUBLE, out.data(), n, MPI_DOUBLE, MPI_COMM_WORLD);
+                   }));
+            report("broadcast", bytes, time_per_op(iterations_for(bytes), [&] {
+                       MPI_Bcast(in.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
                    }));
         }
         double in = 1.0, out = 0.0;
