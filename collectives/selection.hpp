@@ -54,13 +54,18 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 22> default_rules{{
+inline constexpr std::array<selection_rule, 24> default_rules{{
     {"broadcast", "flat", 4},
     {"broadcast", "binomial"},
     {"reduce", "flat_in_order", 2},
     {"reduce", "chain", any_size, 64 * 1024},
     {"reduce", "arrival"},
     {"reduce", "binomial_parallel"},
+    // Vectors of 1 MiB and more with a built-in op: the ring (2.2-3.0 ms
+    // against 5.8 at 2 ranks, 9.3 against 13.0 at 4, 22.0 against 27.1 at
+    // 8, over TCP, 2026-11-25); at 64 KiB it is even with the tree at 2 and
+    // 4 ranks and slower at 8.
+    {"allreduce", "ring", any_size, 1 << 20},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
     {"allreduce", "reduce_broadcast"},
@@ -74,10 +79,13 @@ inline constexpr std::array<selection_rule, 22> default_rules{{
     {"scan", "recursive_doubling"},
     {"exscan", "pipeline", 4},
     {"exscan", "recursive_doubling"},
-    // Not measured yet: the ring moves about (n-1)/n of the vector through
-    // each rank where reduce_then_scatter moves all of it through rank 0 and
-    // back, so it takes over where reduce's chain does.
-    {"reduce_scatter", "ring", any_size, 64 * 1024},
+    // The ring moves about (n-1)/n of the vector through each rank where
+    // reduce_then_scatter moves all of it through rank 0 and back. Measured
+    // over TCP (2026-11-25): at 1 MiB the ring takes 0.84 / 0.39 / 0.45 of
+    // the tree's time at 2 / 4 / 8 ranks; at 64 KiB 0.51 and 0.80 at 2 and
+    // 4 ranks, but 1.12 at 8.
+    {"reduce_scatter", "ring", 4, 64 * 1024},
+    {"reduce_scatter", "ring", any_size, 1 << 20},
     {"reduce_scatter", "reduce_then_scatter"},
     {"put_get", "requests"},
 }};
