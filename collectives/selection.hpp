@@ -164,7 +164,7 @@ public:
 
     // The table and the overrides in force.
     void print_table(std::ostream& os) const {
-        os << "collective  algorithm           ranks     bytes      op\n";
+        os << "collective      algorithm           ranks     bytes       op\n";
         for (const auto& rule : default_rules) {
             std::ostringstream ranks, bytes;
             ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
@@ -174,7 +174,7 @@ public:
                                    : a.needs_commuting_op                      ? "commuting"
                                    : a.needs_elementwise                       ? "element-wise"
                                                                                : "any";
-            os << pad(rule.collective, 12) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 11)
+            os << pad(rule.collective, 16) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 12)
                << op << '\n';
         }
         std::lock_guard lk(lock_);
