@@ -101,7 +101,7 @@ TEST(selection, prints_the_effective_table) {
     std::ostringstream os;
     cc::selection::global().print_table(os);
     const auto text = os.str();
-    EXPECT_NE(text.find("allreduce   butterfly"), std::string::npos) << text;
+    EXPECT_NE(text.find("allreduce       butterfly"), std::string::npos) << text;
     EXPECT_NE(text.find("forced: barrier = flat_sequential"), std::string::npos) << text;
     for (const auto& rule : cc::default_rules) EXPECT_NE(text.find(std::string(rule.algorithm)), std::string::npos);
 }
