@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -118,18 +119,36 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    ::setenv("CSP_NAMESERVER", ns_at.str().c_str(), 1);
-    ::setenv("CSP_JOB", job.c_str(), 1);
-    ::setenv("CSP_SIZE", std::to_string(n).c_str(), 1);
-    ::setenv("CSP_TOKEN", token.c_str(), 1);
-    if (!bind.empty()) ::setenv("CSP_BIND", bind.c_str(), 1);
-    if (!transport.empty()) ::setenv("CSP_TRANSPORT", transport.c_str(), 1);
+    // Each child's environment is built here, not with setenv: the
+    // nameserver's thread is already running and reads the environment
+    // (getenv), and setenv under a concurrent getenv is a data race that can
+    // crash (it did, under ASan). This process's own environment is never
+    // changed.
+    std::vector<std::string> common = {"CSP_NAMESERVER=" + ns_at.str(), "CSP_JOB=" + job,
+                                       "CSP_SIZE=" + std::to_string(n), "CSP_TOKEN=" + token};
+    if (!bind.empty()) common.push_back("CSP_BIND=" + bind);
+    if (!transport.empty()) common.push_back("CSP_TRANSPORT=" + transport);
+    auto overridden = [&](const char* entry) {
+        const std::string_view e(entry);
+        if (e.starts_with("CSP_RANK=")) return true;
+        for (const auto& c : common)
+            if (e.substr(0, e.find('=') + 1) == std::string_view(c).substr(0, c.find('=') + 1)) return true;
+        return false;
+    };
+    std::vector<std::string> inherited;
+    for (char** e = environ; *e != nullptr; ++e)
+        if (!overridden(*e)) inherited.emplace_back(*e);
 
     std::map<pid_t, int> ranks;  // running children
     for (int r = 0; r < n; ++r) {
-        ::setenv("CSP_RANK", std::to_string(r).c_str(), 1);
+        std::vector<std::string> env = inherited;
+        env.insert(env.end(), common.begin(), common.end());
+        env.push_back("CSP_RANK=" + std::to_string(r));
+        std::vector<char*> envp;
+        for (auto& v : env) envp.push_back(v.data());
+        envp.push_back(nullptr);
         pid_t pid;
-        if (const int e = ::posix_spawnp(&pid, argv[i], nullptr, nullptr, argv + i, environ); e != 0) {
+        if (const int e = ::posix_spawnp(&pid, argv[i], nullptr, nullptr, argv + i, envp.data()); e != 0) {
             std::fprintf(stderr, "csp-launch: cannot start %s: %s\n", argv[i], std::strerror(e));
             for (auto& [p, _] : ranks) ::kill(p, SIGTERM);
             for (auto& [p, _] : ranks) ::waitpid(p, nullptr, 0);

@@ -54,6 +54,23 @@ TEST(net_launcher, transport_flag_sets_each_nodes_transport) {
     EXPECT_NE(out.find("--transport carrier-pigeon: use auto, tcp or ucx"), std::string::npos) << out;
 }
 
+// Regression: csp-launch gave each child its rank with setenv while its own
+// nameserver's thread read the environment (getenv), a data race that
+// crashed it under ASan (SEGV in getenv). The children's environments are
+// now built apart and the launcher's own is never changed. Many children,
+// many times: each must start with its own rank and the job's variables.
+TEST(net_launcher, starting_many_nodes_never_races_the_nameserver_on_the_environment) {
+    for (int round = 0; round < 10; ++round) {
+        std::string out;
+        ASSERT_EQ(run(std::string(CSP_LAUNCH) + " -n 12 --transport tcp sh -c 'echo \"r=$CSP_RANK s=$CSP_SIZE t=$CSP_TRANSPORT\"'",
+                      out),
+                  0)
+            << out;
+        for (int r = 0; r < 12; ++r)
+            EXPECT_NE(out.find("r=" + std::to_string(r) + " s=12 t=tcp"), std::string::npos) << out;
+    }
+}
+
 TEST(net_launcher, a_failing_node_stops_the_job_and_sets_the_exit_status) {
     std::string out;
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 sh -c 'if [ $CSP_RANK = 1 ]; then exit 7; fi; exec sleep 30'", out), 7)
