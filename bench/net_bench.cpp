@@ -87,15 +87,30 @@ void write_full(int fd, const void* buf, std::size_t n) {
     }
 }
 
-pid_t spawn_peer(const std::vector<std::string>& args) {
+// Starts this program as a peer with `args`, and with this process's
+// environment plus `extra` ("NAME=value", replacing any NAME there). Never
+// setenv: a nameserver's thread may be reading the environment.
+pid_t spawn_peer(const std::vector<std::string>& args, const std::vector<std::string>& extra = {}) {
     std::vector<char*> argv;
     static std::string self = "/proc/self/exe";
     argv.push_back(self.data());
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string entry(*e);
+        const auto name = entry.substr(0, entry.find('=') + 1);
+        bool replaced = false;
+        for (const auto& x : extra) replaced = replaced || x.rfind(name, 0) == 0;
+        if (!replaced) env.push_back(entry);
+    }
+    env.insert(env.end(), extra.begin(), extra.end());
+    std::vector<char*> envp;
+    for (auto& v : env) envp.push_back(v.data());
+    envp.push_back(nullptr);
     pid_t pid;
-    if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) die("posix_spawn");
+    if (::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0) die("posix_spawn");
     return pid;
 }
 
@@ -212,15 +227,11 @@ int peer_csp() {
 template <class Body>
 void with_csp_peer(const char* transport, Body&& body) {
     static std::atomic<int> jobs{0};
-    ::setenv("CSP_TRANSPORT", transport, 1);  // the peer's, and ours below
     csp::net::nameserver ns;
     const std::string job = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(jobs++);
-    ::setenv("CSP_NAMESERVER", ns.address().str().c_str(), 1);
-    ::setenv("CSP_JOB", job.c_str(), 1);
-    ::setenv("CSP_RANK", "1", 1);
-    ::setenv("CSP_SIZE", "2", 1);
-    ::setenv("CSP_TOKEN", "bench", 1);
-    const pid_t pid = spawn_peer({"--peer", "csp"});
+    const pid_t pid = spawn_peer({"--peer", "csp"}, {"CSP_TRANSPORT=" + std::string(transport),
+                                                     "CSP_NAMESERVER=" + ns.address().str(), "CSP_JOB=" + job,
+                                                     "CSP_RANK=1", "CSP_SIZE=2", "CSP_TOKEN=bench"});
     csp::run([&] {
         csp::net::node_options o = csp::net::node_options::from_environment();  // CSP_WINDOW etc.
         o.transport = std::string(transport) == "ucx" ? csp::net::transport_kind::ucx : csp::net::transport_kind::tcp;

@@ -135,14 +135,18 @@ TEST(net_ucx, a_build_without_ucx_refuses_to_require_it_by_name) {
 #endif
 
 // CSP_TRANSPORT with a value that is none of the three is refused by name.
+// The variable is set before the nameserver's thread starts and cleared after
+// it ends: setenv beside a running thread's getenv is a data race.
 TEST(net_ucx, a_bad_csp_transport_is_refused_by_name) {
-    csp::net::nameserver ns;
     ::setenv("CSP_TRANSPORT", "infiniband", 1);
-    try {
-        run_nodes(ns, "bad-transport", 1, [](csp::net::node&) {});
-        ADD_FAILURE() << "CSP_TRANSPORT=infiniband was accepted";
-    } catch (const csp::usage_error& e) {
-        EXPECT_NE(std::string(e.what()).find("CSP_TRANSPORT='infiniband'"), std::string::npos) << e.what();
+    {
+        csp::net::nameserver ns;
+        try {
+            run_nodes(ns, "bad-transport", 1, [](csp::net::node&) {});
+            ADD_FAILURE() << "CSP_TRANSPORT=infiniband was accepted";
+        } catch (const csp::usage_error& e) {
+            EXPECT_NE(std::string(e.what()).find("CSP_TRANSPORT='infiniband'"), std::string::npos) << e.what();
+        }
     }
     ::unsetenv("CSP_TRANSPORT");
 }
