@@ -162,6 +162,10 @@ void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, co
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             if (!wait_until(fd, csp::io::interest::read, deadline, stop))
                 throw net_error(what + ": timed out waiting for data");
+        } else if (errno == ECONNRESET && got == 0) {
+            // A hang-up by reset rather than by end of file: still nothing cut.
+            throw closed_before_data(what + ": " + error_text(errno) + " before any of " + std::to_string(n) +
+                                     " expected bytes");
         } else if (errno != EINTR) {
             throw net_error(what + ": " + error_text(errno));
         }

@@ -70,8 +70,9 @@ public:
 // until `deadline` (or until `stop` is poisoned).
 unique_fd connect_to(const endpoint& to, clock::time_point deadline, give_up stop = nullptr);
 
-// The connection ended before the first byte a read_exact expected: for a
-// frame, a clean end between frames rather than a cut one.
+// The connection ended (end of file, or reset) before the first byte a
+// read_exact expected: for a frame, a hang-up between frames rather than a
+// cut one.
 class closed_before_data : public net_error {
 public:
     using net_error::net_error;
