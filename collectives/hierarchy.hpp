@@ -30,6 +30,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,27 +55,17 @@ class hierarchy {
 public:
     explicit hierarchy(C& comm, const std::string& host = this_host(), stream s = {}) : all_(&comm) {
         const auto hosts = allgather(comm, host, s);
-        // A host's colour is its lowest rank: the same at every rank.
-        int color = comm.rank();
-        for (int r = 0; r < comm.size(); ++r)
-            if (hosts[static_cast<std::size_t>(r)] == host) {
-                color = r;
-                break;
-            }
-        contiguous_ = true;
+        // A host is named by its lowest rank (the same at every rank): that
+        // is its colour in the split, and its leader.
+        std::map<std::string, int> first;
         std::vector<int> first_of;  // per rank: the lowest rank of its host
         for (int r = 0; r < comm.size(); ++r) {
-            int f = r;
-            for (int q = 0; q < r; ++q)
-                if (hosts[static_cast<std::size_t>(q)] == hosts[static_cast<std::size_t>(r)]) {
-                    f = q;
-                    break;
-                }
+            const int f = first.try_emplace(hosts[static_cast<std::size_t>(r)], r).first->second;
             if (f != r && first_of.back() != f) contiguous_ = false;  // its host's run was broken
-            if (f == r) ++hosts_;
             first_of.push_back(f);
         }
-        local_.emplace(std::move(*split(comm, color, comm.rank(), s)));
+        hosts_ = static_cast<int>(first.size());
+        local_.emplace(std::move(*split(comm, first_of[static_cast<std::size_t>(comm.rank())], comm.rank(), s)));
         leaders_ = split(comm, local_->rank() == 0 ? 0 : undefined, comm.rank(), s);
     }
 
@@ -221,14 +212,24 @@ std::vector<T> allgather(hierarchy<C>& h, T value, stream s = {}) {
 // inside each host and each host's total at its leader, an exscan of the
 // totals among leaders, and each leader's offset folded in front of its
 // host's prefixes. Otherwise the flat scan.
+namespace detail {
+// The fold of every host before this one (nothing on the first), at every
+// rank of this host: each host's total at its leader, an exscan of the
+// totals among leaders, the leader's result broadcast inside the host.
+template <class C, class T, class Op>
+std::optional<T> hosts_before(hierarchy<C>& h, const T& value, const Op& op, stream s) {
+    auto total = csp::collectives::reduce(h.local(), value, op, 0, s);
+    std::optional<T> offset;
+    if (h.is_leader()) offset = csp::collectives::exscan(*h.leaders(), std::move(*total), op, s);
+    return csp::collectives::broadcast(h.local(), std::move(offset), 0, s);
+}
+}  // namespace detail
+
 template <class C, class T, class Op>
 T scan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
     if (!h.contiguous()) return csp::collectives::scan(h.all(), std::move(value), op, s);
-    auto total = csp::collectives::reduce(h.local(), value, op, 0, s);
+    const auto offset = detail::hosts_before(h, value, op, s);
     T prefix = csp::collectives::scan(h.local(), std::move(value), op, s);
-    std::optional<T> offset;
-    if (h.is_leader()) offset = csp::collectives::exscan(*h.leaders(), std::move(*total), op, s);
-    offset = csp::collectives::broadcast(h.local(), std::move(offset), 0, s);
     return offset ? op(*offset, prefix) : prefix;
 }
 
@@ -236,11 +237,8 @@ T scan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
 template <class C, class T, class Op>
 std::optional<T> exscan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
     if (!h.contiguous()) return csp::collectives::exscan(h.all(), std::move(value), op, s);
-    auto total = csp::collectives::reduce(h.local(), value, op, 0, s);
+    const auto offset = detail::hosts_before(h, value, op, s);
     auto prefix = csp::collectives::exscan(h.local(), std::move(value), op, s);
-    std::optional<T> offset;
-    if (h.is_leader()) offset = csp::collectives::exscan(*h.leaders(), std::move(*total), op, s);
-    offset = csp::collectives::broadcast(h.local(), std::move(offset), 0, s);
     if (!offset) return prefix;
     if (!prefix) return offset;
     return op(*offset, *prefix);

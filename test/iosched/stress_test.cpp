@@ -24,6 +24,18 @@ void echo(int fd, int count) {
     }
 }
 
+// Reads `count` bytes 0, 1, 2, ... from fd, waiting for readability at most
+// `wait` at a time and registering again after each timeout; counts each.
+void read_in_short_waits(int fd, int count, std::chrono::microseconds wait, std::atomic<long>& received) {
+    for (int n = 0; n < count;) {
+        if (csp::select(csp::io::readable(fd), csp::timeout(wait)) != 0) continue;
+        for (int b; (b = get_byte(fd)) >= 0; ++n) {
+            ASSERT_EQ(b, n % 256);
+            received.fetch_add(1);
+        }
+    }
+}
+
 TEST_P(io_stress, fibers_and_threads_ping_pong_through_one_scheduler) {
     constexpr int thread_clients = 4, fiber_clients = 16, rounds = 400;
     std::vector<fd_pair> pairs(thread_clients + fiber_clients);
@@ -94,14 +106,7 @@ TEST_P(io_stress, selects_that_come_and_go_never_lose_a_byte) {
                 }
                 return;
             }
-            for (int n = 0; n < bytes_each;) {
-                if (csp::select(csp::io::readable(pairs[i].a()), csp::timeout(std::chrono::microseconds(30))) != 0)
-                    continue;
-                for (int b; (b = get_byte(pairs[i].a())) >= 0; ++n) {
-                    ASSERT_EQ(b, n % 256);
-                    received.fetch_add(1);
-                }
-            }
+            read_in_short_waits(pairs[i].a(), bytes_each, std::chrono::microseconds(30), received);
         });
     }, opts());
     EXPECT_EQ(received.load(), long{consumers} * bytes_each);
@@ -122,16 +127,7 @@ TEST_P(io_stress, a_storm_of_requests_does_not_keep_the_scheduler_from_polling) 
     const auto wait = std::chrono::microseconds(opts().threads == 1 ? 5 : 100);
     csp_test::run_watched([&] {
         start();
-        csp::par_for(consumers, [&](std::size_t i) {
-            for (int n = 0; n < bytes_each;) {
-                if (csp::select(csp::io::readable(pairs[i].a()), csp::timeout(wait)) != 0)
-                    continue;
-                for (int b; (b = get_byte(pairs[i].a())) >= 0; ++n) {
-                    ASSERT_EQ(b, n % 256);
-                    received.fetch_add(1);
-                }
-            }
-        });
+        csp::par_for(consumers, [&](std::size_t i) { read_in_short_waits(pairs[i].a(), bytes_each, wait, received); });
     }, opts());
     EXPECT_EQ(received.load(), long{consumers} * bytes_each);
 }
