@@ -32,11 +32,20 @@ public:
         ::inet_pton(AF_INET, to.host.c_str(), &a.sin_addr);
         if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect");
     }
-    ~raw_client() { ::close(fd_); }
+    ~raw_client() {
+        if (fd_ >= 0) ::close(fd_);
+    }
 
     void send(const std::vector<std::byte>& bytes) { ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
     // Ends the client's side of the stream (the node reads end of file).
     void finish_sending() { ::shutdown(fd_, SHUT_WR); }
+    // Ends the connection with a reset instead (the node reads ECONNRESET).
+    void reset() {
+        const linger abort_on_close{1, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close);
+        ::close(fd_);
+        fd_ = -1;
+    }
 
     // Reads until end of file; returns what came.
     std::vector<std::byte> read_all() {
@@ -208,6 +217,27 @@ TEST(net_faults, a_connection_closed_before_its_first_byte_is_no_fault_one_cut_i
 
 // Regression: the fault log kept every entry, so a stranger connecting in a
 // loop grew the node's memory without limit.
+// Regression: a peer's connector reset (rather than closed) by its node's
+// close before its hello was logged as "Connection reset by peer". A reset
+// between frames is a hang-up like end of file.
+TEST(net_faults, a_connection_reset_before_its_first_byte_is_no_fault) {
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            raw_client quiet(at);
+            quiet.reset();
+            raw_client half(at);  // then one with a cut hello, to know the first was handled
+            half.send(std::vector<std::byte>(10, std::byte{0x43}));
+            half.finish_sending();
+            half.read_all();
+        },
+        [&](csp::net::node& n) {
+            const auto faults = n.faults();
+            ASSERT_EQ(faults.size(), 1u) << testing::PrintToString(faults);
+            EXPECT_NE(faults[0].find("closed after 10 of 32 expected bytes"), std::string::npos) << faults[0];
+        },
+        0);
+}
+
 TEST(net_faults, the_fault_log_keeps_a_bounded_window_and_counts_every_fault) {
     constexpr int strangers = 300;
     with_stranger(
