@@ -17,15 +17,24 @@
 //     received.
 // Channel writes happen after the lock is released; a posted receive's
 // channel holds one value, so the write never blocks.
+//
+// Reply slots (a one-place channel and its two ends) are reused: making a
+// channel costs several allocations, and a collective posts a receive per
+// message. A slot is back in `free_` only once its taker has read its one
+// value, so a reused slot is always empty. A taker that leaves without its
+// value (its read threw) gives the slot back only if no deliverer took it
+// from posted_; otherwise the slot is abandoned, still owned by slots_, and
+// a late write into it goes nowhere.
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <iterator>
-#include <list>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "csp/channel.hpp"
 
@@ -48,10 +57,10 @@ public:
         std::unique_lock lk(lock_);
         for (auto it = posted_.begin(); it != posted_.end(); ++it) {
             if (it->tag != tag || (it->source != any_source && it->source != source)) continue;
-            csp::writer<envelope> reply = std::move(it->reply);
+            reply_slot* reply = it->reply;
             posted_.erase(it);
             lk.unlock();
-            reply.write(envelope{source, tag, std::move(body), nullptr});
+            reply->out.write(envelope{source, tag, std::move(body), nullptr});
             return;
         }
         unexpected_.push_back(envelope{source, tag, std::move(body), nullptr});
@@ -69,13 +78,19 @@ public:
             return m;
         }
         if (auto e = failure_for(source)) std::rethrow_exception(e);
-        // Unnamed: a blocked receive is on the hot path. A deadlock report
-        // still names the waiting process.
-        csp::channel<envelope> reply{csp::buffer::fifo(1), csp::sharing::one_to_one};
-        posted_.push_back(posted{source, tag, reply.writer()});
-        csp::reader<envelope> in = reply.reader();
+        reply_slot* reply = free_slot_locked();
+        posted_.push_back(posted{source, tag, reply});
         lk.unlock();
-        envelope m = in.read();
+        envelope m;
+        try {
+            m = reply->in.read();
+        } catch (...) {
+            give_back_unread(reply);
+            throw;
+        }
+        lk.lock();
+        free_.push_back(reply);
+        lk.unlock();
         if (m.error) std::rethrow_exception(m.error);
         return m;
     }
@@ -83,19 +98,18 @@ public:
     // Marks `source` (any_source: every source) failed with `error`: its
     // waiting receives, and every later one, throw it.
     void fail(int source, std::exception_ptr error) {
-        std::list<posted> woken;
+        std::vector<posted> woken;
         {
             std::lock_guard lk(lock_);
             if (source == any_source) everyone_ = error;
             else failed_.emplace(source, error);
-            for (auto it = posted_.begin(); it != posted_.end();) {
-                auto next = std::next(it);
-                if (source == any_source || it->source == any_source || it->source == source)
-                    woken.splice(woken.end(), posted_, it);
-                it = next;
-            }
+            std::erase_if(posted_, [&](const posted& p) {
+                if (source != any_source && p.source != any_source && p.source != source) return false;
+                woken.push_back(p);
+                return true;
+            });
         }
-        for (auto& p : woken) p.reply.write(envelope{source, p.tag, Body{}, error});
+        for (auto& p : woken) p.reply->out.write(envelope{source, p.tag, Body{}, error});
     }
 
     // Messages that arrived and were not yet received.
@@ -105,11 +119,35 @@ public:
     }
 
 private:
+    // Unnamed: a blocked receive is on the hot path. A deadlock report
+    // still names the waiting process.
+    struct reply_slot {
+        csp::channel<envelope> channel{csp::buffer::fifo(1), csp::sharing::one_to_one};
+        csp::writer<envelope> out = channel.writer();
+        csp::reader<envelope> in = channel.reader();
+    };
     struct posted {
         int source;
         std::uint64_t tag;
-        csp::writer<envelope> reply;
+        reply_slot* reply;
     };
+
+    reply_slot* free_slot_locked() {
+        if (free_.empty()) {
+            slots_.push_back(std::make_unique<reply_slot>());
+            return slots_.back().get();
+        }
+        reply_slot* r = free_.back();
+        free_.pop_back();
+        return r;
+    }
+
+    // The taker of `reply` stopped waiting without its value.
+    void give_back_unread(reply_slot* reply) {
+        std::lock_guard lk(lock_);
+        const auto n = std::erase_if(posted_, [&](const posted& p) { return p.reply == reply; });
+        if (n != 0) free_.push_back(reply);  // no deliverer has it: still empty
+    }
 
     std::exception_ptr failure_for(int source) const {
         if (everyone_) return everyone_;
@@ -120,7 +158,9 @@ private:
 
     mutable std::mutex lock_;
     std::deque<envelope> unexpected_;
-    std::list<posted> posted_;
+    std::vector<posted> posted_;
+    std::vector<std::unique_ptr<reply_slot>> slots_;  // every slot ever made
+    std::vector<reply_slot*> free_;                   // slots no taker holds
     std::map<int, std::exception_ptr> failed_;
     std::exception_ptr everyone_;
 };

@@ -76,6 +76,12 @@ struct builtin {
     void fold_into(V& acc, It b) const {
         for (std::size_t i = 0; i < acc.size(); ++i, ++b) acc[i] = F{}(acc[i], static_cast<typename V::value_type>(*b));
     }
+    // acc[i] = b[i] op acc[i]: the same with b's part first (min and max
+    // tell -0.0 from 0.0 by their order).
+    template <class V, class It>
+    void fold_before(V& acc, It b) const {
+        for (std::size_t i = 0; i < acc.size(); ++i, ++b) acc[i] = F{}(static_cast<typename V::value_type>(*b), acc[i]);
+    }
 };
 
 struct plus_fn { template <class U> U operator()(U a, U b) const { return a + b; } };
@@ -87,6 +93,28 @@ struct bit_or_fn { template <std::integral U> U operator()(U a, U b) const { ret
 struct bit_xor_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a ^ b); } };
 struct logical_and_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a && b); } };
 struct logical_or_fn { template <std::integral U> U operator()(U a, U b) const { return static_cast<U>(a || b); } };
+
+// Whether `op` can fold a vector T into another in place (fold_into).
+// (Not vector<bool>, whose elements are proxies the ops do not take.)
+template <class Op, class T>
+constexpr bool folds_in_place =
+    is_vector<T>::value && !std::is_same_v<typename element<T>::type, bool> &&
+    requires(const Op& op, T& acc, const T& part) { op.fold_into(acc, part.begin()); };
+
+// acc = part_first ? op(part, acc) : op(acc, part), in place (no
+// allocation) for a vector and an op that folds element by element.
+template <class Op, class T>
+void combine_into(const Op& op, T& acc, const T& part, bool part_first) {
+    if constexpr (folds_in_place<Op, T>) {
+        if (acc.size() != part.size())
+            throw usage_error("reduction over vectors of different lengths (" + std::to_string(acc.size()) + " and " +
+                              std::to_string(part.size()) + ")");
+        if (part_first) op.fold_before(acc, part.begin());
+        else op.fold_into(acc, part.begin());
+    } else {
+        acc = part_first ? op(part, std::as_const(acc)) : op(std::as_const(acc), part);
+    }
+}
 
 }  // namespace detail
 

@@ -63,13 +63,18 @@ std::optional<T> run_plan(C& comm, const rank_plan& plan, std::optional<T> value
             detail::send_to_each(comm, round.send_to, rt, *value);
         }
         if (round.receive.empty()) continue;
+        auto take = [&](const topology::transfer& x, T&& got) {
+            if (x.kind == topology::transfer_kind::deliver || !value) value = std::move(got);
+            else detail::combine_into(op, *value, std::as_const(got), x.sender_first);
+        };
+        if (round.receive.size() == 1) {  // the common case: no receiving process, no vector
+            const auto& x = round.receive.front();
+            take(x, comm.template receive<T>(x.from, rt));
+            continue;
+        }
         std::vector<T> got =
             detail::receive_from_each<T>(comm, round.receive, rt, [](const topology::transfer& x) { return x.from; });
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            const auto& x = round.receive[i];
-            if (x.kind == topology::transfer_kind::deliver || !value) value = std::move(got[i]);
-            else value = x.sender_first ? op(std::as_const(got)[i], *value) : op(*value, std::as_const(got)[i]);
-        }
+        for (std::size_t i = 0; i < got.size(); ++i) take(round.receive[i], std::move(got[i]));
     }
     if (!plan.receiver) return std::nullopt;
     return value;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/communicator.hpp"
+#include "collectives/operation.hpp"
 #include "csp/process.hpp"
 
 namespace csp::collectives::detail {
@@ -30,7 +31,7 @@ std::vector<T> receive_from_each(C& comm, const Peers& peers, tag t, RankOf rank
 // (Read through const: a vector<bool>'s elements are then plain bools.)
 template <class T, class Op>
 T fold_after(T acc, const std::vector<T>& parts, const Op& op) {
-    for (const auto& p : parts) acc = op(acc, p);
+    for (const auto& p : parts) combine_into(op, acc, p, false);
     return acc;
 }
 
