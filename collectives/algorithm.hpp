@@ -18,6 +18,10 @@ struct algorithm_info {
     // reduction, with an op that acts element by element (the built-in ops,
     // or any op that says `elementwise`).
     bool needs_elementwise = false;
+    // Runs as intended only where the ranks share one address space (a
+    // local_communicator); elsewhere it runs a message-passing fallback, and
+    // the table does not choose it.
+    bool needs_shared_memory = false;
 
     // "reduce/binomial", as reports and benchmarks print it.
     std::string qualified() const { return std::string(collective) + "/" + std::string(name); }

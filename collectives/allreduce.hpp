@@ -20,6 +20,17 @@
 //                     the vector in all, however many ranks (for large
 //                     vectors; the tree and the butterfly send it whole
 //                     log2 n times).
+//   shared_memory     ranks of one address space (local_communicator,
+//                     shared_board.hpp): each copies its value into its
+//                     slot, all sync once on a barrier, each folds the n
+//                     slots in rank order. No messages; 1 barrier, n-1
+//                     folds per rank. Vectors of 4096 elements or more
+//                     with a built-in op: each rank folds one block of
+//                     the n vectors, a second sync, each copies the
+//                     others' blocks. Elsewhere (other communicators, or
+//                     under a model recorder) it runs reduce_broadcast.
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +40,7 @@
 #include "collectives/reduce.hpp"
 #include "collectives/reduce_scatter.hpp"
 #include "collectives/schedule.hpp"
+#include "collectives/shared_board.hpp"
 
 namespace csp::collectives {
 
@@ -85,5 +97,72 @@ struct allreduce_ring_fn {
     }
 };
 inline constexpr allreduce_ring_fn allreduce_ring{};
+
+struct allreduce_shared_memory_fn {
+    static constexpr algorithm_info info{"allreduce", "shared_memory", false, false, true};
+
+    // Vectors from this many elements (with a built-in op): each rank folds
+    // one block of the result (1/n of the work) and the ranks copy each
+    // other's blocks at a second meeting, instead of every rank folding all
+    // n vectors whole. Decided on rank 0's length, which every rank reads,
+    // so all ranks take the same path.
+    static constexpr std::size_t shared_blocks_from = 4096;
+
+    template <class C, class T, class Op>
+    T operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        shared_board* board = detail::board_of(comm, s);
+        if (board == nullptr) return allreduce_reduce_broadcast(comm, std::move(value), op, s);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        const int me = comm.rank();
+        bool by_blocks = false;
+        value = board->meet(me, true, value, [&](const auto& parts) {
+            if constexpr (detail::folds_in_place<Op, T>) {
+                if (parts[0].size() >= shared_blocks_from) {
+                    by_blocks = true;
+                    fold_my_block(parts, me, value, op);
+                    return std::move(value);
+                }
+            }
+            value = parts[0];  // reuses value's storage: no allocation for a vector of the same length
+            for (std::size_t i = 1; i < parts.size(); ++i) detail::combine_into(op, value, parts[i], false);
+            return std::move(value);
+        });
+        if constexpr (detail::folds_in_place<Op, T>) {
+            if (by_blocks) {
+                return board->meet(me, true, value, [&](const auto& parts) {
+                    for (std::size_t i = 0; i < parts.size(); ++i) {
+                        if (i == static_cast<std::size_t>(me)) continue;
+                        const auto [lo, hi] = block(value.size(), parts.size(), i);
+                        std::copy(parts[i].begin() + lo, parts[i].begin() + hi, value.begin() + lo);
+                    }
+                    return std::move(value);
+                });
+            }
+        }
+        return value;
+    }
+
+private:
+    // Elements [first, second) of a vector of `length` are rank r's block.
+    static std::pair<std::ptrdiff_t, std::ptrdiff_t> block(std::size_t length, std::size_t n, std::size_t r) {
+        return {static_cast<std::ptrdiff_t>(length * r / n), static_cast<std::ptrdiff_t>(length * (r + 1) / n)};
+    }
+
+    // Rank me's block of the fold of every part, in rank order, into value.
+    template <class Parts, class T, class Op>
+    static void fold_my_block(const Parts& parts, int me, T& value, const Op& op) {
+        const std::size_t length = parts[0].size();
+        for (std::size_t i = 0; i < parts.size(); ++i)
+            if (parts[i].size() != length)
+                throw usage_error("reduction over vectors of different lengths (" + std::to_string(length) + " and " +
+                                  std::to_string(parts[i].size()) + ")");
+        const auto [lo, hi] = block(length, parts.size(), static_cast<std::size_t>(me));
+        T mine(parts[0].begin() + lo, parts[0].begin() + hi);
+        for (std::size_t i = 1; i < parts.size(); ++i) op.fold_into(mine, parts[i].begin() + lo);
+        std::copy(mine.begin(), mine.end(), value.begin() + lo);
+    }
+};
+inline constexpr allreduce_shared_memory_fn allreduce_shared_memory{};
 
 }  // namespace csp::collectives

@@ -12,12 +12,16 @@
 //               the root) sends to its parent and waits for the release,
 //               then releases its children (listing 11). 2(n-1) messages,
 //               2 ceil(log2 n) rounds.
+//   shared_memory  ranks of one address space (shared_board.hpp): one sync
+//               on the board's barrier, no messages. Elsewhere it runs
+//               binomial.
 #include <cstdint>
 #include <vector>
 
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
+#include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
 
 namespace csp::collectives {
@@ -87,5 +91,19 @@ struct barrier_binomial_fn {
     }
 };
 inline constexpr barrier_binomial_fn barrier_binomial{};
+
+struct barrier_shared_memory_fn {
+    static constexpr algorithm_info info{"barrier", "shared_memory", false, false, true};
+
+    template <class C>
+    void operator()(C& comm, stream s = {}) const {
+        shared_board* board = detail::board_of(comm, s);
+        if (board == nullptr) return barrier_binomial(comm, s);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        board->meet(comm.rank(), false, detail::barrier_token{}, [](const auto&) { return 0; });
+    }
+};
+inline constexpr barrier_shared_memory_fn barrier_shared_memory{};
 
 }  // namespace csp::collectives

@@ -16,6 +16,9 @@
 //             messages per link (S segments, plus one with the length),
 //             n-2 + S rounds of one segment: for large vectors, where the
 //             tree sends the whole vector log2 n times in a row.
+//   shared_memory  ranks of one address space (shared_board.hpp): the root
+//             copies its value into its slot, all sync once, each copies
+//             it out. Elsewhere it runs binomial.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -28,6 +31,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
 
 namespace csp::collectives {
@@ -106,5 +110,24 @@ struct broadcast_pipeline_fn {
     }
 };
 inline constexpr broadcast_pipeline_fn broadcast_pipeline{};
+
+struct broadcast_shared_memory_fn {
+    static constexpr algorithm_info info{"broadcast", "shared_memory", false, false, true};
+
+    template <class C, class T>
+    T operator()(C& comm, T value, int root = 0, stream s = {}) const {
+        shared_board* board = detail::board_of(comm, s);
+        if (board == nullptr) return broadcast_binomial(comm, std::move(value), root, s);
+        topology::check(comm.rank(), comm.size(), root);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        const bool is_root = comm.rank() == root;
+        return board->meet(comm.rank(), is_root, value, [&](const auto& parts) {
+            if (!is_root) value = parts[static_cast<std::size_t>(root)];
+            return std::move(value);
+        });
+    }
+};
+inline constexpr broadcast_shared_memory_fn broadcast_shared_memory{};
 
 }  // namespace csp::collectives

@@ -33,7 +33,7 @@ namespace detail {
 template <class C>
 std::string_view choose(const C& comm, std::string_view collective, std::size_t bytes = 0, bool commuting = true,
                         bool elementwise = false) {
-    return selection::global().choose({collective, comm.size(), bytes, commuting, elementwise});
+    return selection::global().choose({collective, comm.size(), bytes, commuting, elementwise, shares_memory(comm)});
 }
 }  // namespace detail
 

@@ -15,12 +15,16 @@
 #include <cstddef>
 #include <deque>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "collectives/communicator.hpp"
 #include "collectives/context_pool.hpp"
 #include "collectives/mailbox.hpp"
+#include "collectives/shared_board.hpp"
 #include "collectives/tag.hpp"
 #include "csp/model/recorder.hpp"
 #include "csp/process.hpp"
@@ -40,9 +44,21 @@ public:
     tag_counter& counter(int rank) { return counters_[static_cast<std::size_t>(rank)]; }
     context_pool& contexts(int rank) { return contexts_[static_cast<std::size_t>(rank)]; }
 
-    // Every receive in the group, now and later, throws `error`.
+    // One rank failed with `error`: every receive and every shared-board
+    // meeting in the group, now and later, throws it.
     void fail(std::exception_ptr error) {
         for (auto& b : boxes_) b.fail(any_source, error);
+        std::lock_guard lk(boards_lock_);
+        if (!failed_) failed_ = error;
+        for (auto& [id, b] : boards_) b->fail(error, 1);
+    }
+
+    // The shared board of stream `id` (shared_board.hpp), made on first use.
+    shared_board& board(std::uint32_t id) {
+        std::lock_guard lk(boards_lock_);
+        auto& b = boards_[id];
+        if (!b) b = std::make_unique<shared_board>(size(), failed_);
+        return *b;
     }
 
 private:
@@ -53,6 +69,9 @@ private:
     std::deque<mailbox<std::any>> boxes_;
     std::deque<tag_counter> counters_;
     std::deque<context_pool> contexts_;
+    std::mutex boards_lock_;  // boards_ and failed_
+    std::unordered_map<std::uint32_t, std::unique_ptr<shared_board>> boards_;
+    std::exception_ptr failed_;
 };
 
 class local_communicator {
@@ -85,6 +104,11 @@ public:
         return {m.source, unbox<T>(std::move(m.body))};
     }
     tag next_tag(stream s = {}) const { return group_->counter(rank_).next(s); }
+    // Where the ranks meet without messages (shared_board.hpp). None under
+    // a model recorder, which sees only messages: the shared-memory
+    // algorithms then run their message-passing fallback.
+    shared_board* board(stream s) const { return shares_memory() ? &group_->board(s.id) : nullptr; }
+    bool shares_memory() const { return model::recorder::active() == nullptr; }
     // This rank's group contexts (context_pool.hpp, group.hpp).
     context_pool& contexts() const { return group_->contexts(rank_); }
 

@@ -24,6 +24,10 @@
 //                     (listing 8), so folding starts before the last value.
 //   arrival           commuting ops only: each rank folds its children's
 //                     values in the order they arrive.
+//   shared_memory     ranks of one address space (shared_board.hpp): each
+//                     copies its value into its slot, all sync once, the
+//                     root folds the slots in rank order. Elsewhere it runs
+//                     binomial_parallel.
 #include <optional>
 #include <span>
 #include <utility>
@@ -33,6 +37,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
 #include "csp/process.hpp"
 
@@ -86,7 +91,7 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
     if (!children.empty()) {
         switch (how) {
         case child_receive::sequential:
-            for (int c : children) value = op(value, comm.template receive<T>(c, t));
+            for (int c : children) combine_into(op, value, comm.template receive<T>(c, t), false);
             break;
         case child_receive::parallel: {
             auto parts = receive_from_each<T>(comm, children, t);
@@ -94,11 +99,11 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
             break;
         }
         case child_receive::chain:
-            value = op(value, reduce_chain_link<T>(comm, children, op, t));
+            combine_into(op, value, reduce_chain_link<T>(comm, children, op, t), false);
             break;
         case child_receive::arrival:
             for (std::size_t i = 0; i < children.size(); ++i)
-                value = op(value, comm.template receive_any<T>(t).value);
+                combine_into(op, value, comm.template receive_any<T>(t).value, false);
             break;
         }
     }
@@ -155,5 +160,25 @@ struct reduce_arrival_fn {
     }
 };
 inline constexpr reduce_arrival_fn reduce_arrival{};
+
+struct reduce_shared_memory_fn {
+    static constexpr algorithm_info info{"reduce", "shared_memory", false, false, true};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        shared_board* board = detail::board_of(comm, s);
+        if (board == nullptr) return reduce_binomial_parallel(comm, std::move(value), op, root, s);
+        topology::check(comm.rank(), comm.size(), root);
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        return board->meet(comm.rank(), true, value, [&](const auto& parts) -> std::optional<T> {
+            if (comm.rank() != root) return std::nullopt;
+            value = parts[0];
+            for (std::size_t i = 1; i < parts.size(); ++i) detail::combine_into(op, value, parts[i], false);
+            return std::move(value);
+        });
+    }
+};
+inline constexpr reduce_shared_memory_fn reduce_shared_memory{};
 
 }  // namespace csp::collectives

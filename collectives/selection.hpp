@@ -54,9 +54,14 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 24> default_rules{{
+inline constexpr std::array<selection_rule, 28> default_rules{{
+    // Ranks of one address space (a local communicator) meet on a shared
+    // board: one barrier per call and no messages. 8 ranks as fibers on one
+    // thread, allreduce of 8 B: see README, "Inside one host".
+    {"broadcast", "shared_memory"},
     {"broadcast", "flat", 4},
     {"broadcast", "binomial"},
+    {"reduce", "shared_memory"},
     {"reduce", "flat_in_order", 2},
     {"reduce", "chain", any_size, 64 * 1024},
     {"reduce", "arrival"},
@@ -65,10 +70,12 @@ inline constexpr std::array<selection_rule, 24> default_rules{{
     // against 5.8 at 2 ranks, 9.3 against 13.0 at 4, 22.0 against 27.1 at
     // 8, over TCP, 2026-11-25); at 64 KiB it is even with the tree at 2 and
     // 4 ranks and slower at 8.
+    {"allreduce", "shared_memory"},
     {"allreduce", "ring", any_size, 1 << 20},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
     {"allreduce", "reduce_broadcast"},
+    {"barrier", "shared_memory"},
     {"barrier", "flat_parallel", 4},
     {"barrier", "binomial"},
     {"gather", "parallel"},
@@ -99,6 +106,7 @@ public:
         std::size_t bytes;
         bool commuting_op;
         bool elementwise = false;  // a vector, and an op that acts element by element
+        bool shared_memory = false;  // the ranks share one address space (shared_board.hpp)
     };
 
     static selection& global() {
@@ -112,7 +120,8 @@ public:
         return std::nullopt;
     }
     static bool usable(const algorithm_info& a, const request& r) {
-        return (r.commuting_op || !a.needs_commuting_op) && (r.elementwise || !a.needs_elementwise);
+        return (r.commuting_op || !a.needs_commuting_op) && (r.elementwise || !a.needs_elementwise) &&
+               (r.shared_memory || !a.needs_shared_memory);
     }
 
     // "collective=algorithm,..." (the CSP_COLLECTIVES syntax); throws
@@ -164,7 +173,7 @@ public:
 
     // The table and the overrides in force.
     void print_table(std::ostream& os) const {
-        os << "collective      algorithm           ranks     bytes       op\n";
+        os << "collective      algorithm           ranks     bytes       op                       ranks share memory\n";
         for (const auto& rule : default_rules) {
             std::ostringstream ranks, bytes;
             ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
@@ -175,7 +184,7 @@ public:
                                    : a.needs_elementwise                       ? "element-wise"
                                                                                : "any";
             os << pad(rule.collective, 16) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 12)
-               << op << '\n';
+               << (a.needs_shared_memory ? pad(op, 25) + "yes" : op) << '\n';
         }
         std::lock_guard lk(lock_);
         for (const auto& [c, a] : forced_) os << "forced: " << c << " = " << a << '\n';

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "collectives/communicator.hpp"
+#include "collectives/shared_board.hpp"
 
 namespace csp::collectives {
 
@@ -86,6 +87,19 @@ public:
     int size() const { return inner_->size(); }
     tag next_tag(stream s = {}) { return inner_->next_tag(s); }
     auto& contexts() { return inner_->contexts(); }
+    // The inner communicator's shared boards, if it has them: tracing does
+    // not change which algorithm runs (a board meeting sends no messages,
+    // so the trace shows the algorithm alone).
+    shared_board* board(stream s)
+        requires requires(C& c, stream x) { c.board(x); }
+    {
+        return inner_->board(s);
+    }
+    bool shares_memory() const
+        requires requires(const C& c) { c.shares_memory(); }
+    {
+        return inner_->shares_memory();
+    }
 
     template <class T>
     void send(int to, tag t, T value) {

@@ -46,6 +46,13 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"reduce_scatter", 8, 65536, true}), "reduce_then_scatter");
     EXPECT_EQ(s.choose({"reduce_scatter", 8, 1 << 20, true}), "ring");
     EXPECT_EQ(s.choose({"reduce_scatter", 8, 1 << 20, false}), "reduce_then_scatter");
+    // Ranks that share an address space meet on a board, for any op.
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, false, false, true}), "shared_memory");
+    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true, true}), "shared_memory");
+    EXPECT_EQ(s.choose({"reduce", 16, 8, false, false, true}), "shared_memory");
+    EXPECT_EQ(s.choose({"broadcast", 3, 8, true, false, true}), "shared_memory");
+    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, true}), "shared_memory");
+    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, false}), "flat_parallel");
 }
 
 TEST(selection, forcing_by_name_runs_that_algorithm) {
@@ -55,15 +62,16 @@ TEST(selection, forcing_by_name_runs_that_algorithm) {
               std::vector<std::string>{"allreduce reduce_broadcast"});
     cc::selection::global().unforce("allreduce");
     EXPECT_EQ(algorithms_run(4, [](auto& c) { cc::allreduce(c, 2, cc::sum{}); }),
-              std::vector<std::string>{"allreduce butterfly"});
+              std::vector<std::string>{"allreduce shared_memory"});
 }
 
 TEST(selection, a_forced_algorithm_that_cannot_apply_falls_back_to_the_table) {
     forced_guard g;
     cc::selection::global().force("reduce", "arrival");
     auto cat = cc::ordered([](const std::string& a, const std::string& b) { return a + b; });
+    // (The table's choice for ranks of one address space.)
     EXPECT_EQ(algorithms_run(8, [&](auto& c) { cc::reduce(c, std::string("x"), cat); }),
-              std::vector<std::string>{"reduce binomial_parallel"});
+              std::vector<std::string>{"reduce shared_memory"});
     EXPECT_EQ(algorithms_run(8, [&](auto& c) { cc::reduce(c, 1, cc::sum{}); }),
               std::vector<std::string>{"reduce arrival"});
     // The ring cuts vectors into blocks: a single value, or a user's op on
@@ -73,9 +81,9 @@ TEST(selection, a_forced_algorithm_that_cannot_apply_falls_back_to_the_table) {
         return std::vector<int>{a[0] + b[0]};
     });
     EXPECT_EQ(algorithms_run(4, [&](auto& c) { EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 8); }),
-              std::vector<std::string>{"allreduce butterfly"});
+              std::vector<std::string>{"allreduce shared_memory"});
     EXPECT_EQ(algorithms_run(4, [&](auto& c) { EXPECT_EQ(cc::allreduce(c, std::vector<int>{2}, user_sum)[0], 8); }),
-              std::vector<std::string>{"allreduce butterfly"});
+              std::vector<std::string>{"allreduce shared_memory"});
     EXPECT_EQ(algorithms_run(4, [&](auto& c) { EXPECT_EQ(cc::allreduce(c, std::vector<int>{2, 1}, cc::sum{})[1], 4); }),
               std::vector<std::string>{"allreduce ring"});
 }

@@ -1,0 +1,150 @@
+#pragma once
+// Where the ranks of a local group (processes of one address space) meet
+// for a collective without passing messages: STAPERS's intra-node
+// aggregation. Each rank copies its part into its slot, every rank syncs on
+// one barrier, and each then reads every part it needs in place.
+//
+// One board per stream of a local group (local_communicator.hpp), so that
+// collectives on different streams never share slots.
+//
+// Invariants
+//  - Slots come in two sets; a rank's meeting number m on this board (the
+//    same at every rank: the ranks call the stream's collectives in one
+//    order) uses set m & 1. A rank writes set p for meeting m+2 only after
+//    the barrier of meeting m+1, which no rank passes before every rank has
+//    arrived there, that is, finished reading set p for meeting m. So one
+//    barrier per meeting suffices, and no rank's slot is overwritten while
+//    another reads it. (Not the tag's sequence number: collectives of the
+//    stream that pass messages instead come between meetings, and a rank
+//    may run through those while another still reads.)
+//  - Every rank records the type it passed; a call where the types differ
+//    throws usage_error at every rank (each reads every rank's type).
+//  - fail() makes every meeting, waiting or later, throw the error. A rank
+//    that failed cannot come to the barrier any more, so fail() resigns it:
+//    the others' phase completes without it, and they find the error.
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
+#include <vector>
+
+#include "csp/barrier.hpp"
+#include "csp/error.hpp"
+#include "csp/type_name.hpp"
+
+namespace csp::collectives {
+
+class shared_board {
+public:
+    explicit shared_board(int size, std::exception_ptr failed = nullptr)
+        : size_(static_cast<std::size_t>(size)), sync_(size_, "shared board"), meetings_(size_, 0),
+          failed_(std::move(failed)) {
+        for (auto& t : types_) t.assign(size_, nullptr);
+    }
+    shared_board(const shared_board&) = delete;
+    shared_board& operator=(const shared_board&) = delete;
+
+    std::size_t size() const noexcept { return size_; }
+
+    // Every rank's slot of one call, read-only.
+    template <class T>
+    class parts {
+    public:
+        const T& operator[](std::size_t rank) const { return cells_[rank].value; }
+        std::size_t size() const noexcept { return cells_.size(); }
+
+    private:
+        friend shared_board;
+        struct cell {
+            T value{};  // one object per rank, never a vector<bool>'s shared word
+        };
+        explicit parts(std::vector<cell>& c) : cells_(c) {}
+        std::vector<cell>& cells_;
+    };
+
+    // Rank `rank`'s part of its next meeting: copies `value` into its slot
+    // if `contributes`, waits for every rank, then returns read(parts),
+    // where parts[i] is rank i's slot (meaningful only for contributing
+    // ranks). The parts stay valid until read returns.
+    template <class T, class Read>
+    decltype(auto) meet(int rank, bool contributes, const T& value, Read&& read) {
+        const std::size_t me = static_cast<std::size_t>(rank), set = meetings_[me]++ & 1u;
+        auto& cells = slots<T>(set);
+        if (contributes) cells[me].value = value;
+        types_[set][me] = &typeid(T);
+        sync_.sync();
+        check_failed();
+        for (const std::type_info* t : types_[set])
+            if (*t != typeid(T))
+                throw usage_error("a collective received a value of type " + csp::type_name(*t) + " where it expected " +
+                                  csp::type_name<T>() + "; do all ranks pass the same type?");
+        return read(static_cast<const parts<T>&>(parts<T>(cells)));
+    }
+
+    // Every meeting now and later throws `error`; `resign` ranks are gone.
+    void fail(std::exception_ptr error, std::size_t resign) {
+        {
+            std::lock_guard lk(lock_);
+            if (!failed_) failed_ = error;
+        }
+        for (std::size_t i = 0; i < resign && sync_.enrolled() > 0; ++i) sync_.resign();
+    }
+
+private:
+    struct slots_base {
+        virtual ~slots_base() = default;
+    };
+    template <class T>
+    struct typed_slots final : slots_base {
+        using cell = typename parts<T>::cell;
+        explicit typed_slots(std::size_t n) : sets{std::vector<cell>(n), std::vector<cell>(n)} {}
+        std::vector<cell> sets[2];
+    };
+
+    template <class T>
+    std::vector<typename parts<T>::cell>& slots(std::size_t set) {
+        std::lock_guard lk(lock_);
+        if (failed_) std::rethrow_exception(failed_);
+        auto& s = by_type_[std::type_index(typeid(T))];
+        if (!s) s = std::make_unique<typed_slots<T>>(size_);
+        return static_cast<typed_slots<T>&>(*s).sets[set];
+    }
+
+    void check_failed() {
+        std::lock_guard lk(lock_);
+        if (failed_) std::rethrow_exception(failed_);
+    }
+
+    std::size_t size_;
+    csp::barrier sync_;
+    std::mutex lock_;  // by_type_ and failed_
+    std::unordered_map<std::type_index, std::unique_ptr<slots_base>> by_type_;
+    std::vector<const std::type_info*> types_[2];  // the type each rank passed, per set
+    std::vector<std::uint64_t> meetings_;           // per rank, written by that rank only
+    std::exception_ptr failed_;
+};
+
+namespace detail {
+
+// The board of `comm` for stream `s`, or null if its ranks do not share
+// memory (or are being recorded): what the shared_memory algorithms ask
+// before they choose between the board and their fallback.
+template <class C, class Stream>
+shared_board* board_of(C& comm, Stream s) {
+    if constexpr (requires { comm.board(s); }) return comm.board(s);
+    else return nullptr;
+}
+
+// Whether `comm` has boards now (what the selection table asks).
+template <class C>
+bool shares_memory(const C& comm) {
+    if constexpr (requires { comm.shares_memory(); }) return comm.shares_memory();
+    else return false;
+}
+
+}  // namespace detail
+}  // namespace csp::collectives
