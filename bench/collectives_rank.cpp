@@ -6,6 +6,7 @@
 //
 //   collectives_rank net            under csp-launch: ranks are OS processes
 //   collectives_rank local <n>      ranks are processes of one runtime
+//   collectives_rank small          under csp-launch: allreduce of 8 B only
 //   collectives_rank figure5 net    Aspen's Figure 5 under csp-launch -n 4
 //   collectives_rank figure5 local
 #include <chrono>
@@ -99,6 +100,38 @@ void standard_set(C& comm) {
     report(comm, "barrier", "binomial", 0, time_per_op(comm, k, [&] { cc::barrier_binomial(comm); }));
 }
 
+// Allreduce of one double only, every message-passing algorithm and the
+// table's choice (bench/intranode_allreduce).
+template <class C>
+void small_set(C& comm) {
+    constexpr int k = 2000;
+    const double x = 1.0;
+    const std::string chosen = "table:" + std::string(cc::selection::global().choose({"allreduce", comm.size(), 8, true}));
+    report(comm, "allreduce", chosen.c_str(), 8, time_per_op(comm, k, [&] { cc::allreduce(comm, x, cc::sum{}); }));
+    report(comm, "allreduce", "butterfly", 8, time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, x, cc::sum{}); }));
+    report(comm, "allreduce", "reduce_broadcast", 8,
+           time_per_op(comm, k, [&] { cc::allreduce_reduce_broadcast(comm, x, cc::sum{}); }));
+}
+
+// Ranks as processes of one runtime: the small-value latencies, on the
+// shared board (the table's choice) and by message passing.
+void local_set(cc::local_communicator& c) {
+    constexpr int k = 20000;
+    const double x = 1.0;
+    const std::string chosen =
+        "table:" + std::string(cc::selection::global().choose({"allreduce", c.size(), 8, true, false, true}));
+    report(c, "allreduce", chosen.c_str(), 8, time_per_op(c, k, [&] { cc::allreduce(c, x, cc::sum{}); }));
+    report(c, "allreduce", "butterfly", 8, time_per_op(c, k, [&] { cc::allreduce_butterfly(c, x, cc::sum{}); }));
+    report(c, "allreduce", "reduce_broadcast", 8,
+           time_per_op(c, k, [&] { cc::allreduce_reduce_broadcast(c, x, cc::sum{}); }));
+    report(c, "reduce", "shared_memory", 8, time_per_op(c, k, [&] { cc::reduce_shared_memory(c, x, cc::sum{}, 0); }));
+    report(c, "broadcast", "shared_memory", 8, time_per_op(c, k, [&] { cc::broadcast_shared_memory(c, x, 0); }));
+    report(c, "barrier", "shared_memory", 0, time_per_op(c, k, [&] { cc::barrier_shared_memory(c); }));
+    std::vector<double> big(65536 / sizeof(double), 1.0);
+    report(c, "allreduce", "shared_memory", 65536,
+           time_per_op(c, 200, [&] { cc::allreduce_shared_memory(c, big, cc::sum{}); }));
+}
+
 // Aspen's Figure 5 on four ranks, timed both ways (loop, between barriers): r1 sums all four and delivers to 0 and 2;
 // r2 multiplies 1 and 2 and delivers to 3. "concurrent" runs both at once
 // with Aspen's reduce; "mpi_style" runs each as a blocking binomial reduce
@@ -142,16 +175,14 @@ void figure5(C& comm) {
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "net";
     const bool fig5 = mode == "figure5";
-    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode;
+    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" ? "net" : mode;
     try {
         if (where == "local") {
             const int n = fig5 ? 4 : (argc > 2 ? std::atoi(argv[2]) : 8);
             csp::run([&] {
                 cc::run_local(n, [&](cc::local_communicator& c) {
                     if (fig5) return figure5(c);
-                    std::vector<double> v(1, 1.0);
-                    report(c, "allreduce", "butterfly", 8,
-                           time_per_op(c, 20000, [&] { cc::allreduce_butterfly(c, v, cc::sum{}); }));
+                    local_set(c);
                 });
             });
         } else {
@@ -160,6 +191,7 @@ int main(int argc, char** argv) {
                 {
                     cc::net_communicator comm(self);
                     if (fig5) figure5(comm);
+                    else if (mode == "small") small_set(comm);
                     else standard_set(comm);
                     cc::barrier(comm);
                 }
