@@ -20,18 +20,25 @@ inline void spin_pause() noexcept {
 // beats parking; after a short spin the holder is probably descheduled, so yield.
 class spinlock {
 public:
+    // The uncontended lock is one exchange, inlined at every channel
+    // operation; the spin is kept out of line.
     void lock() noexcept {
-        for (;;) {
-            if (!locked_.exchange(true, std::memory_order_acquire)) return;
-            for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-                if (spins > 64) std::this_thread::yield(); else spin_pause();
-            }
-        }
+        if (!locked_.exchange(true, std::memory_order_acquire)) [[likely]] return;
+        lock_contended();
     }
     bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
     void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
 private:
+    [[gnu::noinline]] void lock_contended() noexcept {
+        for (;;) {
+            for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+                if (spins > 64) std::this_thread::yield(); else spin_pause();
+            }
+            if (!locked_.exchange(true, std::memory_order_acquire)) return;
+        }
+    }
+
     std::atomic<bool> locked_{false};
 };
 

@@ -143,8 +143,10 @@ private:
             // cannot be running, so it has suspended (nothing between its
             // registration and its suspension lets another fiber run), and
             // its wait has no timer whose stale wake Boost's epoch would
-            // have to tell apart. It goes straight to the ready queue.
-            ctx_->get_scheduler()->schedule(ctx_);
+            // have to tell apart, nor a place in Boost's sleep queue. It goes
+            // straight to the policy's ready queue.
+            if (detail::one_thread_policy != nullptr) detail::one_thread_policy->awakened(ctx_);
+            else ctx_->get_scheduler()->schedule(ctx_);  // the run is ending: its policy has gone
             return;
         }
         if (rt == nullptr || rt == detail::runtime_of_this_thread) {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/fiber/algo/algorithm.hpp>
+
 #include "csp/error.hpp"
 #include "csp/idle_poller.hpp"
 #include "csp/detail/process_record.hpp"
@@ -198,5 +200,12 @@ private:
 // the run; a waiter on a runtime's thread suspends its fiber, so that the
 // thread's other fibers run on (waiter.hpp).
 inline thread_local runtime_core* runtime_of_this_thread = nullptr;
+
+// The scheduling policy of the one-thread runtime running on the calling
+// thread, or nullptr: a wake on that thread of one of its processes in an
+// untimed wait hands the fiber to it directly (waiter.hpp), without Boost's
+// schedule(), whose sleep-queue check such a wait never needs. Set and
+// cleared by the policy itself (scheduler_policy.cpp).
+inline thread_local boost::fibers::algo::algorithm* one_thread_policy = nullptr;
 
 }  // namespace csp::detail

@@ -69,6 +69,11 @@ void hand_off(context* ctx, process_record* rec) noexcept {
 single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt), idle_(1, rt) {
     idle_.attach(*this);
     rt_->add_idle_hook([](void* p) { static_cast<idle_protocol*>(p)->wake_all(); }, &idle_);
+    one_thread_policy = this;
+}
+
+single_thread_policy::~single_thread_policy() {
+    if (one_thread_policy == this) one_thread_policy = nullptr;
 }
 
 void single_thread_policy::awakened(context* ctx) noexcept {

@@ -76,6 +76,7 @@ private:
 class single_thread_policy final : public boost::fibers::algo::algorithm, private idle_thread {
 public:
     explicit single_thread_policy(runtime_core* rt);
+    ~single_thread_policy() override;
 
     void awakened(boost::fibers::context* ctx) noexcept override;
     boost::fibers::context* pick_next() noexcept override;
