@@ -20,6 +20,14 @@
 //                     the vector in all, however many ranks (for large
 //                     vectors; the tree and the butterfly send it whole
 //                     log2 n times).
+//   rabenseifner      vectors with a commuting element-wise op: a
+//                     reduce_scatter by recursive halving (the window of
+//                     blocks a rank keeps halves each round, the other
+//                     half going to the partner rank xor 2^k), then an
+//                     allgather by recursive doubling. The ranks beyond the
+//                     largest power of two p2 first hand their vector to a
+//                     neighbour and get the result back at the end.
+//                     2 log2 p2 rounds (+2), each rank sending about 2m.
 //   shared_memory     ranks of one address space (local_communicator,
 //                     shared_board.hpp): each copies its value into its
 //                     slot, all sync once on a barrier, each folds the n
@@ -97,6 +105,72 @@ struct allreduce_ring_fn {
     }
 };
 inline constexpr allreduce_ring_fn allreduce_ring{};
+
+struct allreduce_rabenseifner_fn {
+    static constexpr algorithm_info info{"allreduce", "rabenseifner", true, true};
+
+    template <class C, class T, class Op>
+    T operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        if constexpr (!detail::is_vector<T>::value) {
+            throw usage_error("allreduce rabenseifner: cuts a vector into blocks; it cannot take a single value");
+        } else {
+            if (!commutes(op) || !acts_elementwise(op))
+                throw usage_error("allreduce rabenseifner: needs an op that commutes and acts element by element");
+            const tag t = comm.next_tag(s);
+            detail::announce(comm, info, t);
+            const int n = comm.size(), me = comm.rank();
+            int p2 = 1, rounds = 0;
+            while (p2 * 2 <= n) p2 *= 2, ++rounds;
+            const int extra = n - p2;
+            // Ranks 0 .. 2*extra-1 pair up: the even one hands its vector to
+            // the odd one (rank order kept: the even one's part first) and
+            // waits for the result. The p2 others are numbered 0 .. p2-1.
+            if (me < 2 * extra && me % 2 == 0) {
+                comm.send(me + 1, t, value);
+                return comm.template receive<T>(me + 1, t.step(static_cast<std::uint8_t>(2 * rounds + 1)));
+            }
+            if (me < 2 * extra) detail::combine_into(op, value, comm.template receive<T>(me - 1, t), true);
+            const int v = me < 2 * extra ? me / 2 : me - extra;
+            auto rank_of = [extra](int u) { return u < extra ? 2 * u + 1 : u + extra; };
+            const std::size_t length = value.size();
+            // Block b of p2 is elements [edge(b), edge(b + 1)).
+            auto edge = [&](int b) { return static_cast<std::ptrdiff_t>(length * static_cast<std::size_t>(b) / p2); };
+            auto blocks = [&](int lo, int hi) { return T(value.begin() + edge(lo), value.begin() + edge(hi)); };
+            auto expect_length = [&](const T& got, int lo, int hi, int from) {
+                if (got.size() != static_cast<std::size_t>(edge(hi) - edge(lo)))
+                    throw usage_error("allreduce rabenseifner: rank " + std::to_string(from) + " sent " +
+                                      std::to_string(got.size()) + " elements where " +
+                                      std::to_string(edge(hi) - edge(lo)) +
+                                      " were due; do all ranks pass vectors of one length?");
+            };
+            int lo = 0, hi = p2;  // the blocks this rank holds a part of
+            std::uint8_t step = 1;
+            for (int d = p2 / 2; d >= 1; d /= 2, ++step) {  // reduce_scatter: halve the window
+                const int partner = v ^ d, mid = (lo + hi) / 2;
+                const bool keep_low = v < partner;
+                comm.send(rank_of(partner), t.step(step), keep_low ? blocks(mid, hi) : blocks(lo, mid));
+                if (keep_low) hi = mid;
+                else lo = mid;
+                const T got = comm.template receive<T>(rank_of(partner), t.step(step));
+                expect_length(got, lo, hi, rank_of(partner));
+                T mine = blocks(lo, hi);
+                detail::combine_into(op, mine, got, !keep_low);
+                std::copy(mine.begin(), mine.end(), value.begin() + edge(lo));
+            }
+            for (int d = 1; d < p2; d *= 2, ++step) {  // allgather: double it
+                const int partner = v ^ d, plo = lo ^ d, phi = plo + d;
+                comm.send(rank_of(partner), t.step(step), blocks(lo, hi));
+                const T got = comm.template receive<T>(rank_of(partner), t.step(step));
+                expect_length(got, plo, phi, rank_of(partner));
+                std::copy(got.begin(), got.end(), value.begin() + edge(plo));
+                lo = std::min(lo, plo), hi = std::max(hi, phi);
+            }
+            if (me < 2 * extra) comm.send(me - 1, t.step(step), value);
+            return value;
+        }
+    }
+};
+inline constexpr allreduce_rabenseifner_fn allreduce_rabenseifner{};
 
 struct allreduce_shared_memory_fn {
     static constexpr algorithm_info info{"allreduce", "shared_memory", false, false, true};
