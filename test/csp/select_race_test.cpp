@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -34,10 +35,15 @@ void two_parties(std::size_t where, const std::function<void()>& a, const std::f
 // Waits for `flag` to reach `value`. The parties spin rather than block, so
 // that on two cores they run the racing steps at the same moment; they yield
 // now and then (every time on a one-worker runtime), so that a party that
-// shares its core with the other, or with another test, lets it run.
+// shares its core with the other, or with another test, lets it run. A plain
+// thread whose partner has not answered within a few thousand looks has
+// probably lost its core to another thread: it sleeps between looks, since
+// sched_yield does not give the core away from a busy neighbour (with more
+// spinning threads than cores, 100,000 rounds took minutes).
 void spin_until(const std::atomic<int>& flag, int value, std::size_t where) {
     for (unsigned k = 1; flag.load(std::memory_order_acquire) < value; ++k) {
-        if (where == 1 || k % 64 == 0) {
+        if (where == 0 && k > 4096) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        else if (where == 1 || k % 64 == 0) {
             if (where == 0) std::this_thread::yield();
             else csp::yield();
         }
