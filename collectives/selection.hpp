@@ -66,12 +66,14 @@ inline constexpr std::array<selection_rule, 28> default_rules{{
     {"reduce", "chain", any_size, 64 * 1024},
     {"reduce", "arrival"},
     {"reduce", "binomial_parallel"},
-    // Vectors of 1 MiB and more with a built-in op: the ring (2.2-3.0 ms
-    // against 5.8 at 2 ranks, 9.3 against 13.0 at 4, 22.0 against 27.1 at
-    // 8, over TCP, 2026-11-25); at 64 KiB it is even with the tree at 2 and
-    // 4 ranks and slower at 8.
     {"allreduce", "shared_memory"},
-    {"allreduce", "ring", any_size, 1 << 20},
+    // Vectors of 64 KiB and more with a built-in op: Rabenseifner's. Over
+    // TCP (bench/collectives_vs_mpi, 2026-11-25, one run) at 64 KiB it took
+    // 200 us at 4 ranks and 759 at 8, against the ring's 379 and 1,322 and
+    // the tree's 2,407 at 8 (OpenMPI 276 and 1,060); at 1 MiB 14.4 and 20.1
+    // ms against the ring's 28.6 and 50.1. (The ring had replaced the tree
+    // from 1 MiB: 2.2-3.0 ms against 5.8 at 2 ranks, 22.0 against 27.1 at 8.)
+    {"allreduce", "rabenseifner", any_size, 64 * 1024},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
     {"allreduce", "reduce_broadcast"},

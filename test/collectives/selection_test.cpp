@@ -38,8 +38,9 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"allreduce", 4, 8, true}), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 2, 65536, true}), "reduce_broadcast");
-    // The ring from 1 MiB, for vectors with an element-wise op that commutes.
-    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true}), "ring");
+    // Rabenseifner from 64 KiB, for vectors with an element-wise op that commutes.
+    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 2, 65536, true, true}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, false}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, false, true}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"reduce_scatter", 4, 65536, true}), "ring");
