@@ -52,6 +52,18 @@
 
 namespace csp::collectives {
 
+namespace detail {
+// The argument checks of the algorithms that cut vectors into blocks.
+[[noreturn]] inline void refuse_single_value(const char* algorithm) {
+    throw usage_error(std::string(algorithm) + ": cuts a vector into blocks; it cannot take a single value");
+}
+template <class Op>
+void require_blockwise_op(const char* algorithm, const Op& op) {
+    if (!commutes(op) || !acts_elementwise(op))
+        throw usage_error(std::string(algorithm) + ": needs an op that commutes and acts element by element");
+}
+}  // namespace detail
+
 struct allreduce_reduce_broadcast_fn {
     static constexpr algorithm_info info{"allreduce", "reduce_broadcast"};
 
@@ -86,10 +98,9 @@ struct allreduce_ring_fn {
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         if constexpr (!detail::is_vector<T>::value) {
-            throw usage_error("allreduce ring: cuts a vector into blocks; it cannot take a single value");
+            detail::refuse_single_value("allreduce ring");
         } else {
-            if (!commutes(op) || !acts_elementwise(op))
-                throw usage_error("allreduce ring: needs an op that commutes and acts element by element");
+            detail::require_blockwise_op("allreduce ring", op);
             const tag t = comm.next_tag(s);
             detail::announce(comm, info, t);
             const auto n = static_cast<std::size_t>(comm.size()), length = value.size();
@@ -112,10 +123,9 @@ struct allreduce_rabenseifner_fn {
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         if constexpr (!detail::is_vector<T>::value) {
-            throw usage_error("allreduce rabenseifner: cuts a vector into blocks; it cannot take a single value");
+            detail::refuse_single_value("allreduce rabenseifner");
         } else {
-            if (!commutes(op) || !acts_elementwise(op))
-                throw usage_error("allreduce rabenseifner: needs an op that commutes and acts element by element");
+            detail::require_blockwise_op("allreduce rabenseifner", op);
             const tag t = comm.next_tag(s);
             detail::announce(comm, info, t);
             const int n = comm.size(), me = comm.rank();
@@ -198,8 +208,7 @@ struct allreduce_shared_memory_fn {
                     return std::move(value);
                 }
             }
-            value = parts[0];  // reuses value's storage: no allocation for a vector of the same length
-            for (std::size_t i = 1; i < parts.size(); ++i) detail::combine_into(op, value, parts[i], false);
+            detail::fold_in_rank_order(op, value, parts);  // no allocation for a vector of the same length
             return std::move(value);
         });
         if constexpr (detail::folds_in_place<Op, T>) {
@@ -227,10 +236,7 @@ private:
     template <class Parts, class T, class Op>
     static void fold_my_block(const Parts& parts, int me, T& value, const Op& op) {
         const std::size_t length = parts[0].size();
-        for (std::size_t i = 0; i < parts.size(); ++i)
-            if (parts[i].size() != length)
-                throw usage_error("reduction over vectors of different lengths (" + std::to_string(length) + " and " +
-                                  std::to_string(parts[i].size()) + ")");
+        for (std::size_t i = 1; i < parts.size(); ++i) detail::check_same_length(length, parts[i].size());
         const auto [lo, hi] = block(length, parts.size(), static_cast<std::size_t>(me));
         T mine(parts[0].begin() + lo, parts[0].begin() + hi);
         for (std::size_t i = 1; i < parts.size(); ++i) op.fold_into(mine, parts[i].begin() + lo);

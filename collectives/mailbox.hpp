@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <iterator>
 #include <memory>
 #include <map>
 #include <mutex>

@@ -43,14 +43,19 @@ namespace detail {
 template <class T> struct is_vector : std::false_type {};
 template <class U, class A> struct is_vector<std::vector<U, A>> : std::true_type {};
 
+// Element-wise folds take vectors of one length only.
+inline void check_same_length(std::size_t a, std::size_t b) {
+    if (a != b)
+        throw usage_error("reduction over vectors of different lengths (" + std::to_string(a) + " and " +
+                          std::to_string(b) + ")");
+}
+
 // Applies a binary function on numbers to a pair of numbers or, element by
 // element, to a pair of vectors.
 template <class F, class T>
 T elementwise(const T& a, const T& b, F f) {
     if constexpr (is_vector<T>::value) {
-        if (a.size() != b.size())
-            throw usage_error("reduction over vectors of different lengths (" + std::to_string(a.size()) + " and " +
-                              std::to_string(b.size()) + ")");
+        check_same_length(a.size(), b.size());
         T out(a.size());
         for (std::size_t i = 0; i < a.size(); ++i) out[i] = f(a[i], b[i]);
         return out;
@@ -106,14 +111,19 @@ constexpr bool folds_in_place =
 template <class Op, class T>
 void combine_into(const Op& op, T& acc, const T& part, bool part_first) {
     if constexpr (folds_in_place<Op, T>) {
-        if (acc.size() != part.size())
-            throw usage_error("reduction over vectors of different lengths (" + std::to_string(acc.size()) + " and " +
-                              std::to_string(part.size()) + ")");
+        check_same_length(acc.size(), part.size());
         if (part_first) op.fold_before(acc, part.begin());
         else op.fold_into(acc, part.begin());
     } else {
         acc = part_first ? op(part, std::as_const(acc)) : op(std::as_const(acc), part);
     }
+}
+
+// parts[0] op parts[1] op ... op parts[n-1] into acc (reusing its storage).
+template <class Op, class T, class Parts>
+void fold_in_rank_order(const Op& op, T& acc, const Parts& parts) {
+    acc = parts[0];
+    for (std::size_t i = 1; i < parts.size(); ++i) combine_into(op, acc, parts[i], false);
 }
 
 }  // namespace detail

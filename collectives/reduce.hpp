@@ -173,8 +173,7 @@ struct reduce_shared_memory_fn {
         detail::announce(comm, info, t);
         return board->meet(comm.rank(), true, value, [&](const auto& parts) -> std::optional<T> {
             if (comm.rank() != root) return std::nullopt;
-            value = parts[0];
-            for (std::size_t i = 1; i < parts.size(); ++i) detail::combine_into(op, value, parts[i], false);
+            detail::fold_in_rank_order(op, value, parts);
             return std::move(value);
         });
     }

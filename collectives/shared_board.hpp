@@ -22,6 +22,7 @@
 //  - fail() makes every meeting, waiting or later, throw the error. A rank
 //    that failed cannot come to the barrier any more, so fail() resigns it:
 //    the others' phase completes without it, and they find the error.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -43,12 +44,11 @@ public:
     explicit shared_board(int size, std::exception_ptr failed = nullptr)
         : size_(static_cast<std::size_t>(size)), sync_(size_, "shared board"), meetings_(size_, 0),
           failed_(std::move(failed)) {
+        has_failed_.store(failed_ != nullptr, std::memory_order_relaxed);
         for (auto& t : types_) t.assign(size_, nullptr);
     }
     shared_board(const shared_board&) = delete;
     shared_board& operator=(const shared_board&) = delete;
-
-    std::size_t size() const noexcept { return size_; }
 
     // Every rank's slot of one call, read-only.
     template <class T>
@@ -90,6 +90,7 @@ public:
         {
             std::lock_guard lk(lock_);
             if (!failed_) failed_ = error;
+            has_failed_.store(true, std::memory_order_release);
         }
         for (std::size_t i = 0; i < resign && sync_.enrolled() > 0; ++i) sync_.resign();
     }
@@ -114,9 +115,11 @@ private:
         return static_cast<typed_slots<T>&>(*s).sets[set];
     }
 
+    // After the barrier: a lock only once the board has failed.
     void check_failed() {
+        if (!has_failed_.load(std::memory_order_acquire)) return;
         std::lock_guard lk(lock_);
-        if (failed_) std::rethrow_exception(failed_);
+        std::rethrow_exception(failed_);
     }
 
     std::size_t size_;
@@ -126,6 +129,7 @@ private:
     std::vector<const std::type_info*> types_[2];  // the type each rank passed, per set
     std::vector<std::uint64_t> meetings_;           // per rank, written by that rank only
     std::exception_ptr failed_;
+    std::atomic<bool> has_failed_{false};  // failed_ is set
 };
 
 namespace detail {

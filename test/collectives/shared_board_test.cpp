@@ -23,6 +23,25 @@ protected:
     csp::runtime_options on_workers() const { return {.threads = GetParam()}; }
 };
 
+// Runs body at each of n ranks and expects a usage_error naming `what` at
+// every one of them.
+template <class Body>
+void expect_usage_error_at_every_rank(int n, csp::runtime_options on, const std::string& what, Body body) {
+    std::atomic<int> errors{0};
+    EXPECT_THROW(csp::run([&] {
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            try {
+                body(c);
+            } catch (const csp::usage_error& e) {
+                EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+                errors.fetch_add(1);
+                throw;
+            }
+        });
+    }, on), csp::usage_error);
+    EXPECT_EQ(errors.load(), n);
+}
+
 INSTANTIATE_TEST_SUITE_P(, shared_board, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}),
                          [](const auto& info) { return std::to_string(info.param) + "_threads"; });
 
@@ -119,20 +138,10 @@ TEST_P(shared_board, a_rank_that_fails_fails_every_other_ranks_meeting) {
 }
 
 TEST_P(shared_board, ranks_that_pass_different_types_all_get_a_usage_error) {
-    std::atomic<int> errors{0};
-    EXPECT_THROW(csp::run([&] {
-        cc::run_local(4, [&](cc::local_communicator& c) {
-            try {
-                if (c.rank() == 1) cc::allreduce_shared_memory(c, 1.0f, cc::sum{});
-                else cc::allreduce_shared_memory(c, 1.0, cc::sum{});
-            } catch (const csp::usage_error& e) {
-                EXPECT_NE(std::string(e.what()).find("float"), std::string::npos) << e.what();
-                errors.fetch_add(1);
-                throw;
-            }
-        });
-    }, on_workers()), csp::usage_error);
-    EXPECT_EQ(errors.load(), 4);
+    expect_usage_error_at_every_rank(4, on_workers(), "float", [](cc::local_communicator& c) {
+        if (c.rank() == 1) cc::allreduce_shared_memory(c, 1.0f, cc::sum{});
+        else cc::allreduce_shared_memory(c, 1.0, cc::sum{});
+    });
 }
 
 TEST(shared_board_fallback, under_a_model_recorder_and_in_a_sub_group_the_ranks_pass_messages) {
@@ -196,17 +205,7 @@ TEST_P(shared_board, large_vectors_are_folded_by_blocks_and_match_the_sequential
 
 TEST_P(shared_board, large_vectors_of_different_lengths_are_a_usage_error_at_every_rank) {
     const std::size_t length = cc::allreduce_shared_memory_fn::shared_blocks_from;
-    std::atomic<int> errors{0};
-    EXPECT_THROW(csp::run([&] {
-        cc::run_local(3, [&](cc::local_communicator& c) {
-            try {
-                cc::allreduce_shared_memory(c, std::vector<int>(length + (c.rank() == 2 ? 1 : 0), 1), cc::sum{});
-            } catch (const csp::usage_error& e) {
-                EXPECT_NE(std::string(e.what()).find("different lengths"), std::string::npos) << e.what();
-                errors.fetch_add(1);
-                throw;
-            }
-        });
-    }, on_workers()), csp::usage_error);
-    EXPECT_EQ(errors.load(), 3);
+    expect_usage_error_at_every_rank(3, on_workers(), "different lengths", [&](cc::local_communicator& c) {
+        cc::allreduce_shared_memory(c, std::vector<int>(length + (c.rank() == 2 ? 1 : 0), 1), cc::sum{});
+    });
 }
