@@ -8,6 +8,7 @@
 #include "net/nameserver_client.hpp"
 #include "net/nameserver_protocol.hpp"
 #include "net/switchboard.hpp"
+#include "net/transport.hpp"
 #if CSP_WITH_UCX
 #include "net/ucx_transport.hpp"
 #include "net/ucx_worker.hpp"
@@ -149,6 +150,36 @@ port node::open(port_id id, departures heard) {
     return port(id, core_->port_channel(id), core_);
 }
 
+#if CSP_WITH_UCX
+namespace {
+
+// A data frame sent by the calling process itself over the peer's UCX link,
+// when ucx_worker::send_direct allows it; false: it goes through the switch.
+bool sent_direct(detail::node_core& core, csp::writer<detail::switch_input>& to_switch, detail::send_request& r) {
+    using detail::ucx_worker;
+    try {
+        switch (core.ucx->send_direct(r.to, r.frame)) {
+            case ucx_worker::direct::not_taken: return false;
+            case ucx_worker::direct::too_large:
+                detail::dropped_over_peer_max_frame(core, r.to, core.flow.peer_max_frame(r.to), r.frame);
+                return true;
+            case ucx_worker::direct::in_flight:
+                core.sent_direct.fetch_add(1, std::memory_order_relaxed);
+                core.ucx_poke.writer().write(true);
+                return true;
+            case ucx_worker::direct::sent: core.sent_direct.fetch_add(1, std::memory_order_relaxed); return true;
+        }
+    } catch (const net_error& e) {
+        // What the link's outbound process does when UCX refuses a send:
+        // the link ends, and the message with it.
+        to_switch.write(detail::link_down{r.to, false, e.what()});
+    }
+    return true;
+}
+
+}  // namespace
+#endif
+
 send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait) {
     if (closed_) throw usage_error("send on a closed node (" + core_->name() + ")");
     if (to < 0 || (core_->size > 0 && to >= core_->size))
@@ -168,6 +199,9 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
                                 static_cast<std::uint32_t>(body.size()), type);
     r.frame.body = std::move(body);
+#if CSP_WITH_UCX
+    if (core_->ucx && to != core_->rank && sent_direct(*core_, to_switch_, r)) return send_status::sent;
+#endif
     to_switch_.write(std::move(r));
     return send_status::sent;
 }
@@ -195,7 +229,7 @@ node_stats node::stats() const {
     return {core_->links_up.load(std::memory_order_relaxed), core_->links_over_ucx.load(std::memory_order_relaxed),
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
-            faults};
+            faults, core_->sent_direct.load(std::memory_order_relaxed)};
 }
 
 }  // namespace csp::net

@@ -47,6 +47,7 @@ struct node_stats {
     std::size_t accepted = 0;        // links a peer set up
     std::size_t duplicates = 0;      // crossing connections refused in favour of ours
     std::size_t faults = 0;          // faults handled in all (faults() keeps the last 256)
+    std::size_t sent_direct = 0;     // messages a sending process gave UCX itself (ucx_worker::send_direct)
 };
 
 class node {

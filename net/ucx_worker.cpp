@@ -116,10 +116,18 @@ struct ucx_worker::receive {
 
 // A send in flight: the frame (whose payload UCX reads in place) and its
 // encoded header, kept until UCX is done with both.
+// Frames up to pack_max bytes (header and payload) go as one contiguous
+// buffer, packed here: UCX sends a small contiguous message in place (its
+// short protocol, about a fifth of the time it takes to gather an iov of the
+// same 40 bytes), and copying a few KiB costs less than the gather.
+constexpr std::size_t pack_inline = 256;
+constexpr std::size_t pack_max = 8 * 1024;
+
 struct ucx_worker::sending {
     std::atomic<std::size_t>* in_flight;
     outgoing f;
-    std::array<std::byte, header::size> head{};
+    std::array<std::byte, pack_inline> head{};    // the header, or the whole frame when it fits
+    std::unique_ptr<std::byte[]> packed;          // the whole frame, up to pack_max
     std::array<ucp_dt_iov_t, 2> iov{};
     int parts = 1;  // UCX requests still using this (2 for a split frame)
     // Called once per part UCX is done with; true when it was the last.
@@ -215,15 +223,69 @@ void ucx_worker::close_locked(peer_state& ps) noexcept {
     }
 }
 
-bool ucx_worker::send(int peer, outgoing f) {
+bool ucx_worker::send(int peer, outgoing f, bool from_switch) {
+    const bool goodbye = f.head.op == opcode::goodbye;
     auto* s = new sending{&in_flight_, std::move(f)};
+    std::lock_guard lk(lock_);
+    if (from_switch) --long_path_[peer];
+    peer_state* ps = find(peer);
+    if (ps == nullptr || ps->ep == nullptr) {
+        delete s;
+        throw net_error("UCX: no endpoint to node " + std::to_string(peer));
+    }
+    // Nothing may overtake the goodbye: the direct path ends with it.
+    if (goodbye) ps->direct = false;
+    return send_locked(*ps, s);
+}
+
+ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
+    std::lock_guard lk(lock_);
+    peer_state* ps = find(peer);
+    std::uint64_t& queued = long_path_[peer];
+    if (ps == nullptr || !ps->direct || ps->ep == nullptr || queued != 0) {
+        ++queued;
+        return direct::not_taken;
+    }
+    if (ps->peer_max_frame != 0 && f.head.length > ps->peer_max_frame) return direct::too_large;
+    return send_locked(*ps, new sending{&in_flight_, std::move(f)}) ? direct::in_flight : direct::sent;
+}
+
+void ucx_worker::left_long_path(int peer) {
+    std::lock_guard lk(lock_);
+    --long_path_[peer];
+}
+
+void ucx_worker::open_direct(int peer, std::uint32_t peer_max_frame) {
+    std::lock_guard lk(lock_);
+    if (peer_state* ps = find(peer); ps != nullptr && ps->ep != nullptr && !ps->broken) {
+        ps->direct = true;
+        ps->peer_max_frame = peer_max_frame;
+    }
+}
+
+void ucx_worker::close_direct(int peer) {
+    std::lock_guard lk(lock_);
+    if (peer_state* ps = find(peer)) ps->direct = false;
+}
+
+bool ucx_worker::send_locked(peer_state& ps, sending* s) {
     s->f.head.encode(s->head.data());
     const std::size_t body = s->f.body.size();
     const bool split = body >= split_from;
+    std::byte* contiguous = nullptr;
+    if (header::size + body <= pack_max) {
+        contiguous = s->head.data();
+        if (header::size + body > pack_inline) {
+            s->packed = std::make_unique_for_overwrite<std::byte[]>(header::size + body);
+            contiguous = s->packed.get();
+            std::memcpy(contiguous, s->head.data(), header::size);
+        }
+        if (body) std::memcpy(contiguous + header::size, s->f.body.data(), body);
+    }
     s->iov[0] = {s->head.data(), header::size};
     s->iov[1] = {const_cast<std::byte*>(s->f.body.data()), body};
     // Callbacks run inside a later progress(), under lock_, as does this
-    // function's part: `parts` needs no atomic.
+    // function: `parts` needs no atomic.
     auto done_cb = [](void* req, ucs_status_t, void* user) {
         auto* done = static_cast<sending*>(user);
         ucp_request_free(req);
@@ -236,19 +298,15 @@ bool ucx_worker::send(int peer, outgoing f) {
     p.user_data = s;
     p.cb.send = done_cb;
     const std::uint64_t tag = s->f.head.source;
-    std::lock_guard lk(lock_);
-    peer_state* ps = find(peer);
-    if (ps == nullptr || ps->ep == nullptr) {
-        delete s;
-        throw net_error("UCX: no endpoint to node " + std::to_string(peer));
-    }
-    auto* ep = static_cast<ucp_ep_h>(ps->ep);
+    auto* ep = static_cast<ucp_ep_h>(ps.ep);
     in_flight_.fetch_add(1, std::memory_order_relaxed);
     std::array<void*, 2> reqs{};
     if (split) {
         s->parts = 2;
         reqs[0] = ucp_tag_send_nbx(ep, s->head.data(), header::size, tag, &p);
         reqs[1] = ucp_tag_send_nbx(ep, s->iov[1].buffer, body, tag | body_bit, &p);
+    } else if (contiguous != nullptr) {
+        reqs[0] = ucp_tag_send_nbx(ep, contiguous, header::size + body, tag, &p);
     } else {
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
         p.datatype = ucp_dt_make_iov();

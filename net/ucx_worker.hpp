@@ -73,8 +73,29 @@ public:
     // Sends one frame to `peer`, whose endpoint exists; never blocks. The
     // frame is kept until UCX is done with it; true if it still is (it
     // completes only while the worker is progressed). Throws net_error on
-    // failure.
-    bool send(int peer, outgoing f);
+    // failure. The link's outbound process sends every frame of its queue
+    // this way; `from_switch` says it is a data frame a node::post handed to
+    // the switch (see send_direct).
+    bool send(int peer, outgoing f, bool from_switch = false);
+
+    // The direct path: a node's user process sends a data frame itself,
+    // without the switch and the link's outbound process (two process
+    // switches and a queue per message on a round trip of a microsecond).
+    // Order: a user's messages to one peer must leave in the order sent,
+    // whichever path each took. So the direct path is taken only while no
+    // data frame to that peer is on the long path (handed to the switch,
+    // not yet given to UCX by send(.., from_switch)), and only between
+    // open_direct() (the link's outbound process has started, so the link
+    // is up over UCX) and the link's goodbye, forget() or close_direct().
+    // A frame it does not take goes the long path and is counted there:
+    // `f` is then left untouched. Both decisions are made under lock_,
+    // where send() also counts a long-path frame off.
+    enum class direct { sent, in_flight, too_large, not_taken };
+    direct send_direct(int peer, outgoing& f);
+    // A long-path frame that send() will never see (dropped by the link).
+    void left_long_path(int peer);
+    void open_direct(int peer, std::uint32_t peer_max_frame);
+    void close_direct(int peer);
     // Starts a flush of everything sent to `peer`; `done` is called (inside
     // a later progress() or at once) when it completed or failed.
     void flush(int peer, std::function<void(bool ok)> done);
@@ -104,6 +125,8 @@ private:
     struct sending;  // one send in flight
     struct peer_state {
         void* ep = nullptr;  // ucp_ep_h
+        bool direct = false;             // see send_direct
+        std::uint32_t peer_max_frame = 0;  // the peer's, for the direct path
         std::uint32_t max_frame = 0;
         std::deque<receive*> pending;  // in arrival order
         bool broken = false;           // a fault was reported; its frames are dropped
@@ -113,6 +136,8 @@ private:
     void close_locked(peer_state& ps) noexcept;
     // Posts the receive of `message` (a ucp_tag_message_h) into r's own block.
     void post(receive* r, void* message);
+    // Posts s's UCX sends on ps's endpoint; under lock_. True if in flight.
+    bool send_locked(peer_state& ps, sending* s);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
 
     class block_cache;
@@ -120,6 +145,9 @@ private:
     std::shared_ptr<block_cache> blocks_;
     std::mutex lock_;  // every UCX call (see the header comment)
     std::unordered_map<int, peer_state> peers_;
+    // Per peer: data frames on the long path (send_direct). Apart from
+    // peers_, because a node posts to a peer before its link exists.
+    std::unordered_map<int, std::uint64_t> long_path_;
     std::string address_;
     int efd_ = -1;
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed

@@ -141,6 +141,7 @@ struct node_core {
     std::atomic<std::size_t> links_made{0};      // by connecting
     std::atomic<std::size_t> links_accepted{0};  // by accepting
     std::atomic<std::size_t> duplicates{0};      // connections refused as the losing half of a crossing
+    std::atomic<std::size_t> sent_direct{0};     // data frames that bypassed the switch
 
     // The channel of port `id`, made on first use by either side (a message
     // may arrive before its port is opened; it waits there).

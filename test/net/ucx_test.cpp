@@ -77,6 +77,81 @@ TEST(net_ucx, large_messages_arrive_intact_on_one_and_two_workers) {
     }
 }
 
+// Sending processes give their frames to UCX themselves once the link is up
+// and nothing is still on the switch's path to that peer; before that (the
+// first sends race the link's set-up) frames go through the switch. Four
+// senders on two workers, small and split (>= 64 KiB) frames mixed. Phase 1:
+// each sender starts before the link is up and goes on for 3,000 messages
+// after it came up, so the switch's path drains while they send. Phase 2,
+// after the peer counted phase 1: every message goes directly. Every message
+// arrives, each sender's in the order sent.
+TEST(net_ucx, direct_sends_keep_each_senders_order_across_the_switch_path) {
+    constexpr std::uint32_t senders = 4;
+    constexpr std::uint32_t after_link = 3'000, phase2 = 5'000;
+    const auto message = [](std::uint32_t sender, std::uint32_t i) {
+        std::vector<std::uint32_t> v(i % 1000 == 999 ? 20'000 : 2, i);  // every 1,000th is split
+        v[0] = sender;
+        return v;
+    };
+    csp::net::nameserver ns;
+    std::uint32_t phase1 = 0;
+    std::size_t direct1 = 0, direct2 = 0;
+    run_nodes(
+        ns, "ucx-direct", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(5);
+            auto counted = self.open(6);
+            if (self.rank() == 0) {
+                std::vector<std::uint32_t> sent(senders, 0);
+                csp::par_for(senders, [&](std::size_t s) {
+                    std::uint32_t& i = sent[s];
+                    for (std::uint32_t left = after_link; left > 0; ++i) {
+                        self.send(1, 5, message(static_cast<std::uint32_t>(s), i));
+                        const bool up = self.stats().links_over_ucx > 0;
+                        if (up) --left;
+                        if (i % 64 == 0) up ? csp::yield() : csp::sleep_for(std::chrono::microseconds(50));
+                    }
+                });
+                for (std::uint32_t n : sent) phase1 += n;
+                self.send(1, 5, std::vector<std::uint32_t>{senders, phase1});
+                EXPECT_EQ(counted.receive<std::uint32_t>(), phase1);
+                direct1 = self.stats().sent_direct;
+                csp::par_for(senders, [&](std::size_t s) {
+                    for (std::uint32_t k = 0; k < phase2; ++k, ++sent[s]) {
+                        self.send(1, 5, message(static_cast<std::uint32_t>(s), sent[s]));
+                        if (k % 64 == 0) csp::yield();
+                    }
+                });
+                EXPECT_EQ(inbox.receive<std::uint32_t>(), senders * phase2);
+                direct2 = self.stats().sent_direct - direct1;
+            } else {
+                std::vector<std::uint32_t> next(senders, 0);
+                const auto take = [&](const std::vector<std::uint32_t>& v) {
+                    ASSERT_GE(v.size(), 2u);
+                    ASSERT_LT(v[0], senders);
+                    ASSERT_EQ(v[1], next[v[0]]) << "sender " << v[0];
+                    ASSERT_EQ(v.size(), next[v[0]] % 1000 == 999 ? 20'000u : 2u);
+                    ++next[v[0]];
+                };
+                std::uint32_t got = 0;
+                for (;; ++got) {
+                    const auto v = inbox.receive<std::vector<std::uint32_t>>();
+                    if (v.size() == 2 && v[0] == senders) {
+                        ASSERT_EQ(v[1], got);
+                        break;
+                    }
+                    take(v);
+                }
+                self.send(0, 6, got);
+                for (got = 0; got < senders * phase2; ++got) take(inbox.receive<std::vector<std::uint32_t>>());
+                self.send(0, 5, got);
+            }
+        },
+        2, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+    EXPECT_LT(direct1, std::size_t{phase1});  // the link was not up for the first sends
+    EXPECT_EQ(direct2, std::size_t{senders * phase2});
+}
+
 // A node told to use TCP offers nothing: its links take TCP, even with a
 // peer that offers UCX, and carry everything.
 TEST(net_ucx, a_node_that_offers_tcp_only_gets_tcp_links) {
