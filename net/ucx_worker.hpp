@@ -136,6 +136,10 @@ private:
     void close_locked(peer_state& ps) noexcept;
     // Posts the receive of `message` (a ucp_tag_message_h) into r's own block.
     void post(receive* r, void* message);
+    // A frame of up to a few KiB, packed into packing_ and sent if UCX
+    // takes it at once (most small frames): no record to allocate and free.
+    // False: send it with send_locked. Under lock_.
+    bool sent_at_once_locked(peer_state& ps, const outgoing& f);
     // Posts s's UCX sends on ps's endpoint; under lock_. True if in flight.
     bool send_locked(peer_state& ps, sending* s);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
@@ -143,6 +147,7 @@ private:
     class block_cache;
     std::unique_ptr<impl> impl_;
     std::shared_ptr<block_cache> blocks_;
+    std::unique_ptr<std::byte[]> packing_;  // under lock_ (sent_at_once_locked)
     std::mutex lock_;  // every UCX call (see the header comment)
     std::unordered_map<int, peer_state> peers_;
     // Per peer: data frames on the long path (send_direct). Apart from
