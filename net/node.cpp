@@ -1,6 +1,9 @@
 #include "net/node.hpp"
 
+#include <malloc.h>
+
 #include <limits>
+#include <mutex>
 
 #include "csp/config.hpp"
 #include "csp/process.hpp"
@@ -59,10 +62,28 @@ node_options node_options::from_environment() {
         o.window = static_cast<std::uint32_t>(*w);
     if (auto l = csp::config::number("CSP_LIVENESS_MS", 1, std::numeric_limits<std::int32_t>::max()))
         o.liveness_timeout = std::chrono::milliseconds(*l);
+    if (auto k = csp::config::choice("CSP_KEEP_FREED_MEMORY", {"0", "1"})) o.keep_freed_memory = *k == "1";
     return o;
 }
 
+namespace {
+
+// See node_options::keep_freed_memory. Once per process: the settings are
+// the C library's, not a node's.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+    static std::once_flag once;
+    std::call_once(once, [] {
+        ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+        ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    });
+#endif
+}
+
+}  // namespace
+
 node::node(node_options o) {
+    if (o.keep_freed_memory) keep_freed_memory();
     if (!csp::this_process::inside_runtime())
         throw usage_error("csp::net::node must be made by a process of a running csp::runtime");
     if (!detail::valid_job_name(o.job))
