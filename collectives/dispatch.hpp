@@ -70,7 +70,8 @@ std::optional<std::vector<T>> gather(C& comm, T value, int root = 0, stream s = 
 
 template <class C, class T>
 std::vector<T> allgather(C& comm, T value, stream s = {}) {
-    return registry::allgather::run(detail::choose(comm, "allgather"), comm, std::move(value), s);
+    const auto a = detail::choose(comm, "allgather", detail::byte_size(value));
+    return registry::allgather::run(a, comm, std::move(value), s);
 }
 
 template <class C, class T>

@@ -54,7 +54,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 28> default_rules{{
+inline constexpr std::array<selection_rule, 29> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -81,6 +81,14 @@ inline constexpr std::array<selection_rule, 28> default_rules{{
     {"barrier", "flat_parallel", 4},
     {"barrier", "binomial"},
     {"gather", "parallel"},
+    // Parts of 64 KiB and more (each rank's): the ring, n-1 steps in which
+    // every rank sends one part to its neighbour, where gather_broadcast
+    // sends all n parts through rank 0 and back out. Over TCP
+    // (bench/collectives_vs_mpi, 2026-11-25, one run) the ring took 0.40 /
+    // 0.83 / 0.82 of gather_broadcast's time at 64 KiB and 0.45 / 0.66 /
+    // 0.65 at 1 MiB, at 2 / 4 / 8 ranks; over UCX on one host 0.44 and
+    // 0.34 at 2 ranks. Smaller parts were not measured.
+    {"allgather", "ring", any_size, 64 * 1024},
     {"allgather", "gather_broadcast"},
     {"scatter", "sequential"},
     {"alltoall", "parallel"},

@@ -43,6 +43,8 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"allreduce", 2, 65536, true, true}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, false}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, false, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allgather", 8, 65536, true}), "ring");
+    EXPECT_EQ(s.choose({"allgather", 8, 1024, true}), "gather_broadcast");
     EXPECT_EQ(s.choose({"reduce_scatter", 4, 65536, true}), "ring");
     EXPECT_EQ(s.choose({"reduce_scatter", 8, 65536, true}), "reduce_then_scatter");
     EXPECT_EQ(s.choose({"reduce_scatter", 8, 1 << 20, true}), "ring");
@@ -148,6 +150,21 @@ TEST(registry, names_are_unique_within_a_collective_and_dispatch_runs_each_by_na
             EXPECT_THROW(cc::registry::reduce::run("quantum", c, 1, cc::sum{}, 0), csp::usage_error);
         });
     });
+}
+
+// allgather() asked the table without the value's size, so the size rules
+// could not apply: each rank's part of 64 KiB goes round the ring, a small
+// one through rank 0.
+TEST(selection, allgather_chooses_by_the_size_of_each_part) {
+    EXPECT_EQ(algorithms_run(3, [](auto& c) {
+                  const std::vector<double> part(8192, c.rank());
+                  const auto all = cc::allgather(c, part);
+                  ASSERT_EQ(all.size(), 3u);
+                  for (int r = 0; r < 3; ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], std::vector<double>(8192, r));
+              }),
+              std::vector<std::string>{"allgather ring"});
+    EXPECT_EQ(algorithms_run(3, [](auto& c) { EXPECT_EQ(cc::allgather(c, c.rank()).at(2), 2); }),
+              std::vector<std::string>{"allgather gather_broadcast"});
 }
 
 TEST(selection, every_collective_by_plain_name) {
