@@ -19,7 +19,10 @@
 //           peer's frames in order: data into ports, credit and asks to the
 //           flow control, a goodbye or a broken stream to that link's
 //           liveness process (node_core::ucx_links).
-// outbound  one per link: sends the link's queue over UCX; on goodbye it
+// outbound  one per link: sends the link's queue over UCX (what was sent
+//           before the link was up, credit frames, and any message while
+//           one of those is still queued; other messages go to UCX from
+//           their sending process, ucx_worker::send_direct); on goodbye it
 //           sends the goodbye frame behind every frame before it, waits
 //           until UCX has flushed them all, then shuts the TCP connection's
 //           sending side, which the peer reads as the end.

@@ -15,7 +15,8 @@
 //     it probes, posts a receive per message straight into the message's own
 //     block (large ones by UCX's rendezvous, with no copy of ours), and hands
 //     each peer's completed frames out in arrival order;
-//   - a link's sending process calls send() and flush();
+//   - a link's sending process calls send() and flush(); a user process
+//     sending a message calls send_direct() (node::post);
 //   - the transport registers and forgets peers.
 // The worker is made in UCS_THREAD_MODE_SERIALIZED: every UCX call is made
 // under lock_, since the node's processes may run on several workers of a
