@@ -415,11 +415,15 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
         if (r->discard && ps == nullptr) {
             // Nobody to deliver to: kept only until UCX is done with it.
             peers_[-1 - peer].pending.push_back(r);  // an unknown sender's own list
+            ++pending_;
             peers_[-1 - peer].broken = true;
         } else {
             ps->pending.push_back(r);
+            ++pending_;
         }
     }
+    // Nothing received and nothing still arriving: the common idle look.
+    if (pending_ == 0) return {arm && ucp_worker_arm(w) == UCS_OK, active};
     // The payloads of split frames: each peer's, in the order of their headers.
     for (auto& [peer, ps] : peers_) {
         if (peer < 0 || ps.broken) continue;
@@ -479,9 +483,11 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
         while (!ps.pending.empty() && (ps.pending.front()->complete() || ps.broken)) {
             std::unique_ptr<receive> r(ps.pending.front());
             ps.pending.pop_front();
+            --pending_;
             // A broken peer's records go once UCX is done with them.
             if (ps.broken && !(r->done && (!r->body || r->body->done))) {
                 ps.pending.push_front(r.release());
+                ++pending_;
                 break;
             }
             if (r->discard || ps.broken || peer < 0) continue;

@@ -151,6 +151,7 @@ private:
     std::unique_ptr<std::byte[]> packing_;  // under lock_ (sent_at_once_locked)
     std::mutex lock_;  // every UCX call (see the header comment)
     std::unordered_map<int, peer_state> peers_;
+    std::size_t pending_ = 0;  // receive records in all peers' `pending`; under lock_
     // Per peer: data frames on the long path (send_direct). Apart from
     // peers_, because a node posts to a peer before its link exists.
     std::unordered_map<int, std::uint64_t> long_path_;
