@@ -58,26 +58,17 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
     node_core::port_writers ports(*core);
     try {
         csp::io::watch events(w.event_fd(), csp::io::interest::read);
-        auto now = std::chrono::steady_clock::now();
-        auto last_activity = now;
-        unsigned idle_looks = 0;
+        auto last_activity = std::chrono::steady_clock::now();
         for (;;) {
             // Spin (progress, let the node's other processes run, progress
             // again) while something happened within ucx_spin: a reply that
             // comes back quickly costs no sleep and no wake-up. Then arm the
             // worker and sleep in the IO scheduler (briefly while a send is
-            // in flight, see in_flight_poll). The clock is read once per 8
-            // idle looks (a read costs a quarter of a look on a virtual
-            // machine's clock) and at each activity.
-            if (idle_looks % 8 == 0) now = std::chrono::steady_clock::now();
+            // in flight, see in_flight_poll).
+            const auto now = std::chrono::steady_clock::now();
             const bool spinning = now - last_activity < ucx_spin;
             const auto [armed, active] = w.progress(frames, faults, !spinning);
-            if (active) {
-                now = last_activity = std::chrono::steady_clock::now();
-                idle_looks = 0;
-            } else {
-                ++idle_looks;
-            }
+            if (active) last_activity = now;
             // Each peer's frames in order: messages into their ports, the
             // flow control's frames after the messages that came before.
             for (auto& [peer, f] : frames) {
@@ -206,12 +197,11 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 ::shutdown(fd, SHUT_WR);
                 break;
             }
-            const bool data = f.head.op == opcode::data;
             if (dropped_over_peer_max_frame(*core, peer, peer_max_frame, f)) {
                 w.left_long_path(peer);
                 continue;
             }
-            if (w.send(peer, std::move(f), data)) poke.write(true);
+            if (w.send(peer, std::move(f))) poke.write(true);
         }
     } catch (const std::exception& e) {
         to_switch.write(link_down{peer, false, e.what()});

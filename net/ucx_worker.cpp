@@ -114,22 +114,21 @@ struct ucx_worker::receive {
     }
 };
 
-// A send in flight: the frame (whose payload UCX reads in place) and its
-// encoded header, kept until UCX is done with both.
-// Frames up to pack_max bytes (header and payload) go as one contiguous
-// buffer: UCX sends a small contiguous message in place (its short
-// protocol; gathering an iov of the same 40 bytes took twice as long), and
-// copying a few KiB costs less than the gather. First into the worker's
-// packing buffer, sent only if UCX takes it at once (no record to allocate
-// and free, no request); else packed into the frame's own record.
-constexpr std::size_t pack_inline = 256;
+// Frames up to pack_max bytes (header and payload) are first packed into
+// the worker's one packing buffer and offered to UCX as one contiguous
+// message that it must take at once (sent_at_once_locked): its short
+// protocol sends it in place, with no record to allocate and no request
+// (gathering an iov of the same 40 bytes took twice as long), and copying
+// a few KiB costs less than the gather. Only when UCX cannot take a frame
+// at once (its queue to the peer is full) does it get a record, below.
 constexpr std::size_t pack_max = 8 * 1024;
 
+// A send in flight: the frame (whose payload UCX reads in place) and its
+// encoded header, kept until UCX is done with both.
 struct ucx_worker::sending {
     std::atomic<std::size_t>* in_flight;
     outgoing f;
-    std::array<std::byte, pack_inline> head{};    // the header, or the whole frame when it fits
-    std::unique_ptr<std::byte[]> packed;          // the whole frame, up to pack_max
+    std::array<std::byte, header::size> head{};
     std::array<ucp_dt_iov_t, 2> iov{};
     int parts = 1;  // UCX requests still using this (2 for a split frame)
     // Called once per part UCX is done with; true when it was the last.
@@ -228,10 +227,11 @@ void ucx_worker::close_locked(peer_state& ps) noexcept {
     }
 }
 
-bool ucx_worker::send(int peer, outgoing f, bool from_switch) {
+bool ucx_worker::send(int peer, outgoing f) {
     const bool goodbye = f.head.op == opcode::goodbye;
     std::lock_guard lk(lock_);
-    if (from_switch) --long_path_[peer];
+    // Every data frame that reaches this came the long path (send_direct).
+    if (f.head.op == opcode::data) --long_path_[peer];
     peer_state* ps = find(peer);
     if (ps == nullptr || ps->ep == nullptr) throw net_error("UCX: no endpoint to node " + std::to_string(peer));
     // Nothing may overtake the goodbye: the direct path ends with it.
@@ -290,16 +290,6 @@ bool ucx_worker::send_locked(peer_state& ps, sending* s) {
     s->f.head.encode(s->head.data());
     const std::size_t body = s->f.body.size();
     const bool split = body >= split_from;
-    std::byte* contiguous = nullptr;
-    if (header::size + body <= pack_max) {
-        contiguous = s->head.data();
-        if (header::size + body > pack_inline) {
-            s->packed = std::make_unique_for_overwrite<std::byte[]>(header::size + body);
-            contiguous = s->packed.get();
-            std::memcpy(contiguous, s->head.data(), header::size);
-        }
-        if (body) std::memcpy(contiguous + header::size, s->f.body.data(), body);
-    }
     s->iov[0] = {s->head.data(), header::size};
     s->iov[1] = {const_cast<std::byte*>(s->f.body.data()), body};
     // Callbacks run inside a later progress(), under lock_, as does this
@@ -323,8 +313,6 @@ bool ucx_worker::send_locked(peer_state& ps, sending* s) {
         s->parts = 2;
         reqs[0] = ucp_tag_send_nbx(ep, s->head.data(), header::size, tag, &p);
         reqs[1] = ucp_tag_send_nbx(ep, s->iov[1].buffer, body, tag | body_bit, &p);
-    } else if (contiguous != nullptr) {
-        reqs[0] = ucp_tag_send_nbx(ep, contiguous, header::size + body, tag, &p);
     } else {
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
         p.datatype = ucp_dt_make_iov();
@@ -481,15 +469,12 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
                                 std::vector<std::pair<int, std::string>>& faults) {
     for (auto& [peer, ps] : peers_) {
         while (!ps.pending.empty() && (ps.pending.front()->complete() || ps.broken)) {
-            std::unique_ptr<receive> r(ps.pending.front());
+            receive* front = ps.pending.front();
+            // A broken peer's records go once UCX is done with them.
+            if (ps.broken && !(front->done && (!front->body || front->body->done))) break;
+            std::unique_ptr<receive> r(front);
             ps.pending.pop_front();
             --pending_;
-            // A broken peer's records go once UCX is done with them.
-            if (ps.broken && !(r->done && (!r->body || r->body->done))) {
-                ps.pending.push_front(r.release());
-                ++pending_;
-                break;
-            }
             if (r->discard || ps.broken || peer < 0) continue;
             try {
                 if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));

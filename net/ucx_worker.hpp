@@ -75,9 +75,9 @@ public:
     // frame is kept until UCX is done with it; true if it still is (it
     // completes only while the worker is progressed). Throws net_error on
     // failure. The link's outbound process sends every frame of its queue
-    // this way; `from_switch` says it is a data frame a node::post handed to
-    // the switch (see send_direct).
-    bool send(int peer, outgoing f, bool from_switch = false);
+    // this way; each data frame among them counts off the long path (see
+    // send_direct).
+    bool send(int peer, outgoing f);
 
     // The direct path: a node's user process sends a data frame itself,
     // without the switch and the link's outbound process (two process
@@ -85,7 +85,7 @@ public:
     // Order: a user's messages to one peer must leave in the order sent,
     // whichever path each took. So the direct path is taken only while no
     // data frame to that peer is on the long path (handed to the switch,
-    // not yet given to UCX by send(.., from_switch)), and only between
+    // not yet given to UCX by send()), and only between
     // open_direct() (the link's outbound process has started, so the link
     // is up over UCX) and the link's goodbye, forget() or close_direct().
     // A frame it does not take goes the long path and is counted there:
