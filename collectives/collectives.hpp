@@ -10,7 +10,8 @@
 // aspen_reduce.hpp; collectives as processes with channel ends in flow.hpp;
 // a tracing communicator in trace.hpp; sub-groups (MPI's split) in
 // group.hpp; two-level collectives (ranks of a host, then one leader per
-// host) in hierarchy.hpp. docs/collectives.md lists every
+// host) in hierarchy.hpp; shared reduction variables whose updates are
+// fused into one reduction per force point in shared.hpp. docs/collectives.md lists every
 // algorithm's steps and messages.
 #include "collectives/aspen_reduce.hpp"
 #include "collectives/dispatch.hpp"
@@ -18,4 +19,5 @@
 #include "collectives/group.hpp"
 #include "collectives/hierarchy.hpp"
 #include "collectives/local_communicator.hpp"
+#include "collectives/shared.hpp"
 #include "collectives/trace.hpp"

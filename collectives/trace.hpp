@@ -8,6 +8,7 @@
 //   });
 //   log.algorithms();   // {"allreduce butterfly", ...} per rank and call
 //   log.events();       // every send and completed receive, in one order
+//   log.fusions();      // per shared-variable force point: updates fused
 //
 // Events get one global order number as they are recorded: a receive is
 // recorded when it completes, so the order shows which receives finished
@@ -25,13 +26,17 @@
 namespace csp::collectives {
 
 struct trace_event {
-    enum class kind { algorithm, send, receive };
+    enum class kind { algorithm, send, receive, fusion };
     kind what;
     std::uint64_t order;
     int rank;
     int peer = -1;  // the other end of a send or receive
     tag t;
     std::string name;  // for kind::algorithm: "collective algorithm"
+    // For kind::fusion (a shared-variable force point, shared_group.hpp):
+    // the updates that one reduction resolved, and the variables they were to.
+    std::uint64_t updates = 0;
+    std::uint64_t slots = 0;
 };
 
 class trace_log {
@@ -57,6 +62,9 @@ public:
         for (auto& e : of_kind(trace_event::kind::algorithm)) out.push_back(e.name);
         return out;
     }
+    // Per force point of shared variables, in order: how many updates the
+    // one reduction carried (the fusion events).
+    std::vector<trace_event> fusions() const { return of_kind(trace_event::kind::fusion); }
     void clear() {
         std::lock_guard lk(lock_);
         events_.clear();
@@ -68,6 +76,9 @@ public:
             case trace_event::kind::algorithm: os << "runs " << e.name; break;
             case trace_event::kind::send: os << "sends to " << e.peer; break;
             case trace_event::kind::receive: os << "received from " << e.peer; break;
+            case trace_event::kind::fusion:
+                os << "fused " << e.updates << " updates of " << e.slots << " variables into one reduction";
+                break;
             }
             os << " (tag " << e.t.stream_id() << '.' << e.t.sequence() << '.' << int(e.t.phase()) << ")\n";
         }
@@ -122,6 +133,15 @@ public:
     void record_algorithm(const algorithm_info& a, tag t) {
         log_->record({trace_event::kind::algorithm, 0, rank(), -1, t,
                       std::string(a.collective) + ' ' + std::string(a.name)});
+    }
+
+    // A shared-variable force point (shared_group.hpp): `updates` updates of
+    // `slots` variables went into the one reduction just recorded.
+    void record_fusion(std::size_t updates, std::size_t slots) {
+        trace_event e{trace_event::kind::fusion, 0, rank(), -1, tag{}, "shared fusion"};
+        e.updates = updates;
+        e.slots = slots;
+        log_->record(std::move(e));
     }
 
 private:

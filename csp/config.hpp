@@ -28,7 +28,7 @@ struct variable {
     std::string_view meaning;
 };
 
-inline constexpr std::array<variable, 16> variables{{
+inline constexpr std::array<variable, 17> variables{{
     {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
      "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
@@ -55,6 +55,8 @@ inline constexpr std::array<variable, 16> variables{{
      "forces algorithms (names in collectives/registry.hpp)"},
     {"CSP_HOST", "csp::collectives::this_host", "any name (default: the machine's host name)",
      "the host a rank says it is on, for the two-level collectives (collectives/hierarchy.hpp)"},
+    {"CSP_SHARED_CHECK", "csp::collectives::shared_options", "0 or 1 (default 0)",
+     "1: every force point of shared variables reduces, even with nothing pending, so a rank that skipped an update is reported"},
 }};
 
 // The variable's text, or nothing if it is unset or empty.

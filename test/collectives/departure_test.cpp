@@ -98,3 +98,50 @@ TEST(collective_departures, a_rank_killed_mid_allreduce_fails_the_allreduce_on_e
     ::waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status));
 }
+
+// A lost peer during a shared-variable force point: every other rank's read
+// throws the peer's error, and reads after it throw it again.
+TEST(collective_departures, a_rank_killed_mid_force_point_fails_every_shared_variable_read) {
+    csp::net::nameserver ns;
+    constexpr int n = 3;
+    const pid_t pid = net_test::spawn_node(COLLECTIVES_NET_PEER, {"shared-forever"}, ns, "killed-shared", 2, n);
+
+    std::atomic<int> rounds_done{0}, failed{0};
+    std::atomic<bool> killed{false};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < n - 1; ++r)
+        ranks.emplace_back([&, r] {
+            csp::run([&] {
+                csp::net::node self(net_test::options_for(ns, "killed-shared", r, n));
+                cc::net_communicator comm(self);
+                cc::shared_group g(comm);
+                cc::shared<long> x(g);
+                try {
+                    for (long i = 1;; ++i) {
+                        x += 1;
+                        EXPECT_EQ(x.get(), i * n);
+                        if (r == 0 && i == 50) rounds_done = 1;
+                    }
+                } catch (const csp::net::peer_error& e) {
+                    EXPECT_TRUE(killed.load()) << "rank " << r << " failed before the kill: " << e.what();
+                    try {
+                        (void)x.get();
+                        ADD_FAILURE() << "a read after the failure returned";
+                    } catch (const csp::net::peer_error& again) {
+                        EXPECT_STREQ(again.what(), e.what());
+                    }
+                    ++failed;
+                }
+            });
+        });
+    while (!rounds_done.load()) std::this_thread::sleep_for(1ms);
+    killed = true;
+    const auto start = std::chrono::steady_clock::now();
+    ::kill(pid, SIGKILL);
+    for (auto& t : ranks) t.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+    EXPECT_EQ(failed.load(), n - 1);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status));
+}

@@ -1,13 +1,89 @@
 // One rank of the network grid: run by csp-launch as one OS process per
 // rank. Prints what went wrong and exits 1, or prints "grid ok" and exits 0.
 // With the argument "allreduce-forever" it runs allreduces until it is
-// killed (the departure tests kill it).
+// killed (the departure tests kill it). With "shared" it checks shared
+// reduction variables instead of the grid and prints "shared ok";
+// "shared-forever" updates and reads one until it is killed.
+#include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <string>
 
 #include "collectives/net_communicator.hpp"
+#include "collectives/shared.hpp"
 #include "csp/runtime.hpp"
 #include "grid.hpp"
+
+namespace {
+
+namespace cc = csp::collectives;
+
+// Shared variables over the network against sequential references: the
+// variance (two sums fused per batch), every built-in op at once, vectors,
+// and a mismatched pending set reported at every rank.
+template <class C>
+std::vector<std::string> check_shared(C& comm) {
+    std::vector<std::string> wrong;
+    auto expect = [&](bool ok, const std::string& what) {
+        if (!ok) wrong.push_back("rank " + std::to_string(comm.rank()) + ": " + what);
+    };
+    const int n = comm.size(), me = comm.rank();
+    cc::shared_group g(comm);
+    constexpr int batches = 20, m = 50;
+    for (int i = 0; i < batches; ++i) {
+        cc::shared<double> s1(g), s2(g);
+        for (int j = me; j < m; j += n) {
+            const double x = i + j * 0.5;
+            s1 += x;
+            s2 += x * x;
+        }
+        const double var = (s2 - s1 * s1 / m) / (m - 1);
+        double r1 = 0, r2 = 0;
+        for (int j = 0; j < m; ++j) r1 += i + j * 0.5, r2 += (i + j * 0.5) * (i + j * 0.5);
+        expect(std::abs(var - (r2 - r1 * r1 / m) / (m - 1)) < 1e-9, "variance of batch " + std::to_string(i));
+    }
+    expect(g.statistics().reductions == batches, "one reduction per batch");
+
+    cc::shared<long> sum(g, 5);
+    cc::shared<long, cc::product> prod(g, 1);
+    cc::shared<long, cc::minimum> lo(g, 1000);
+    cc::shared<long, cc::maximum> hi(g, -1000);
+    cc::shared<std::uint64_t, cc::bit_or> bits(g);
+    cc::shared<std::vector<double>> vec(g, std::vector<double>(3, 1.0));
+    sum += me;
+    prod *= me + 1;
+    lo.contribute(10 - me);
+    hi.contribute(me * me);
+    bits |= std::uint64_t{1} << me;
+    vec += std::vector<double>{double(me), 1.0, -double(me)};
+    long fact = 1;
+    for (int r = 1; r <= n; ++r) fact *= r;
+    expect(sum.get() == 5 + n * (n - 1) / 2, "sum");
+    expect(prod.get() == fact, "product");
+    expect(lo.get() == 10 - (n - 1), "minimum");
+    expect(hi.get() == (n - 1) * (n - 1), "maximum");
+    expect(bits.get() == (std::uint64_t{1} << n) - 1, "bit_or");
+    expect(vec.get() == std::vector<double>{1.0 + n * (n - 1) / 2, 1.0 + n, 1.0 - n * (n - 1) / 2}, "vector");
+    expect(g.statistics().reductions == batches + 1, "the six variables in one reduction");
+
+    if (n > 1) {
+        cc::shared<double> x(g, 0.0, "x"), y(g, 0.0, "y");
+        if (me == n - 1) y += 1;
+        else x += 1;
+        try {
+            g.flush();
+            expect(false, "a mismatched pending set was not reported");
+        } catch (const csp::usage_error& e) {
+            const std::string what = e.what();
+            expect(what.find("{x: sum<double> (1 words)}") != std::string::npos &&
+                       what.find("{y: sum<double> (1 words)}") != std::string::npos,
+                   "mismatch message: " + what);
+        }
+    }
+    return wrong;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "allreduce-forever") {
@@ -18,17 +94,32 @@ int main(int argc, char** argv) {
         });
         return 0;
     }
+    if (argc > 1 && std::string(argv[1]) == "shared-forever") {
+        csp::run([] {
+            csp::net::node self;
+            csp::collectives::net_communicator comm(self);
+            cc::shared_group g(comm);
+            cc::shared<long> x(g);
+            for (;;) {
+                x += 1;
+                (void)x.get();
+            }
+        });
+        return 0;
+    }
+    const bool shared = argc > 1 && std::string(argv[1]) == "shared";
     std::vector<std::string> wrong;
     csp::run([&] {
         csp::net::node self;
         {
             csp::collectives::net_communicator comm(self);
-            wrong = grid::check_all(comm);
+            wrong = shared ? check_shared(comm) : grid::check_all(comm);
             csp::collectives::barrier(comm);  // nobody leaves while others still receive
         }
         self.close();
     });
     for (const auto& w : wrong) std::cerr << w << '\n';
-    std::cout << (wrong.empty() ? "grid ok\n" : "grid FAILED\n");
+    const char* what = shared ? "shared" : "grid";
+    std::cout << what << (wrong.empty() ? " ok\n" : " FAILED\n");
     return wrong.empty() ? 0 : 1;
 }

@@ -11,8 +11,9 @@ struct run_result {
     std::string output;
 };
 
-run_result launch(int n, const std::string& env = "") {
-    const std::string cmd = env + " " CSP_LAUNCH " -n " + std::to_string(n) + " " COLLECTIVES_NET_PEER " 2>&1";
+run_result launch(int n, const std::string& env = "", const std::string& args = "") {
+    const std::string cmd =
+        env + " " CSP_LAUNCH " -n " + std::to_string(n) + " " COLLECTIVES_NET_PEER " " + args + " 2>&1";
     run_result r{-1, {}};
     FILE* p = ::popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -48,3 +49,15 @@ TEST(net_grid_selection, the_environment_forces_an_algorithm_in_every_rank) {
     EXPECT_NE(bad.status, 0);
     EXPECT_NE(bad.output.find("\"nonesuch\""), std::string::npos) << bad.output;
 }
+
+// Shared reduction variables over the network (net_peer.cpp: check_shared).
+class net_shared : public ::testing::TestWithParam<int> {};
+
+TEST_P(net_shared, variables_fuse_their_updates_and_match_sequential_results) {
+    const int n = GetParam();
+    auto r = launch(n, "", "shared");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "shared ok"), static_cast<std::size_t>(n)) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(ranks, net_shared, ::testing::Values(1, 2, 3, 5, 8));

@@ -1,0 +1,169 @@
+#pragma once
+// The one message a shared-variable force point reduces (shared_group.hpp).
+//
+// A fused block is a std::vector<std::uint64_t> (a raw sequence: the network
+// sends its bytes, a local group moves it):
+//
+//   [0]                 header: kind << 32 | slot count n
+//   [1 .. 2n]           per slot, in variable-id order:
+//                         variable id << 32 | kind code,  payload words
+//   [2n+1 ..]           the payloads, slot after slot
+//
+// A kind code names (element type, op) by a hash of their names, so ranks
+// that run one binary agree on it. Folding two blocks folds slot i of one
+// into slot i of the other with slot i's op, but only when both carry the
+// same descriptors: ranks that reached a force point with different pending
+// updates produce a mismatch block instead,
+//
+//   [0]                 header: mismatch << 32
+//   [1]                 n1, then 2*n1 descriptor words of one rank's set
+//   [..]                n2, then 2*n2 descriptor words of another's
+//
+// and a mismatch folded with anything stays the first mismatch, so every
+// algorithm (each folds op(lower ranks, higher ranks) the same way at every
+// rank that computes the result) hands every rank one mismatch to report.
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "collectives/operation.hpp"
+#include "csp/type_name.hpp"
+
+namespace csp::collectives::detail {
+
+using word = std::uint64_t;
+using block = std::vector<word>;
+
+inline constexpr word block_fused = 1;
+inline constexpr word block_mismatch = 2;
+
+// How one (element type, op) pair travels and folds.
+struct slot_kind {
+    std::uint32_t code;
+    std::string label;  // "sum<double>", for error messages
+    bool commutes;
+    // acc = acc op part over `words` payload words.
+    void (*fold)(word* acc, const word* part, std::size_t words);
+};
+
+template <class E>
+constexpr std::size_t words_per = (sizeof(E) + sizeof(word) - 1) / sizeof(word);
+
+template <class E>
+E load(const word* w) {
+    E e;
+    std::memcpy(&e, w, sizeof(E));
+    return e;
+}
+template <class E>
+void store(word* w, const E& e) {
+    if constexpr (sizeof(E) % sizeof(word) != 0) std::memset(w, 0, words_per<E> * sizeof(word));
+    std::memcpy(w, &e, sizeof(E));
+}
+
+// A value's payload: a number's words, or a vector's elements' words.
+template <class T>
+std::size_t payload_words(const T& v) {
+    if constexpr (is_vector<T>::value) return v.size() * words_per<typename T::value_type>;
+    else return words_per<T>;
+}
+template <class T>
+void pack(word* out, const T& v) {
+    if constexpr (is_vector<T>::value) {
+        using E = typename T::value_type;
+        for (const E& e : v) store(out, e), out += words_per<E>;
+    } else {
+        store(out, v);
+    }
+}
+template <class T>
+T unpack(const word* in, std::size_t words) {
+    if constexpr (is_vector<T>::value) {
+        using E = typename T::value_type;
+        T v(words / words_per<E>);
+        for (auto& e : v) e = load<E>(in), in += words_per<E>;
+        return v;
+    } else {
+        (void)words;
+        return load<T>(in);
+    }
+}
+
+inline std::uint32_t fnv1a(std::string_view s) {
+    std::uint32_t h = 2166136261u;
+    for (unsigned char c : s) h = (h ^ c) * 16777619u;
+    return h;
+}
+
+template <class T, class Op>
+void fold_slot(word* acc, const word* part, std::size_t words) {
+    const Op op{};
+    if constexpr (is_vector<T>::value && requires { requires static_cast<bool>(Op::elementwise); }) {
+        // Element by element, in place: no vector is built.
+        using E = typename T::value_type;
+        for (std::size_t i = 0; i < words; i += words_per<E>) store(acc + i, op(load<E>(acc + i), load<E>(part + i)));
+    } else {
+        pack(acc, static_cast<T>(op(unpack<T>(acc, words), unpack<T>(part, words))));
+    }
+}
+
+template <class T, class Op>
+const slot_kind& kind_of() {
+    static const slot_kind k = [] {
+        std::string label = type_name<Op>() + "<" + type_name<T>() + ">";
+        const auto cut = label.rfind("::", label.find('<'));
+        if (cut != std::string::npos && label.starts_with("csp::collectives::")) label = label.substr(cut + 2);
+        return slot_kind{fnv1a(label), label, commutes(Op{}), &fold_slot<T, Op>};
+    }();
+    return k;
+}
+
+inline word descriptor(std::uint32_t id, std::uint32_t code) { return (word{id} << 32) | code; }
+inline std::size_t slot_count(const block& b) { return static_cast<std::uint32_t>(b[0]); }
+inline word block_kind(const block& b) { return b.empty() ? 0 : b[0] >> 32; }
+
+// The descriptor words of a fused block (2 per slot).
+inline std::vector<word> descriptors_of(const block& b) {
+    const std::size_t n = slot_count(b);
+    return {b.begin() + 1, b.begin() + 1 + static_cast<std::ptrdiff_t>(2 * n)};
+}
+
+// The allreduce op over fused blocks. `kinds` are this rank's slots' kinds
+// in block order: a peer's block with the same descriptors has the same.
+struct fused_op {
+    const std::vector<const slot_kind*>* kinds = nullptr;
+    bool commutes = true;
+
+    block operator()(const block& a, const block& b) const {
+        if (block_kind(a) == block_mismatch) return a;
+        if (block_kind(b) == block_mismatch) return b;
+        const std::size_t n = slot_count(a);
+        if (a.size() != b.size() || slot_count(b) != n || !std::equal(a.begin(), a.begin() + 1 + 2 * n, b.begin()))
+            return mismatch(a, b);
+        block out = a;
+        std::size_t at = 1 + 2 * n;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t words = a[2 + 2 * i];
+            (*kinds)[i]->fold(out.data() + at, b.data() + at, words);
+            at += words;
+        }
+        return out;
+    }
+
+    static block mismatch(const block& a, const block& b) {
+        block out{block_mismatch << 32};
+        for (const block* x : {&a, &b}) {
+            const auto d = descriptors_of(*x);
+            out.push_back(d.size() / 2);
+            out.insert(out.end(), d.begin(), d.end());
+        }
+        return out;
+    }
+};
+
+}  // namespace csp::collectives::detail

@@ -1,0 +1,337 @@
+#pragma once
+// One rank's shared reduction variables and their fused force points.
+//
+//   cc::shared_group g(comm);               // this rank's; any communicator
+//   cc::shared<double> s1(g), s2(g);        // shared.hpp
+//   ... s1 += x; s2 += x * x; ...           // deferred: no message
+//   double mean = s1 / n;                   // force point: one allreduce
+//                                           // resolves s1 and s2 together
+//
+// A group collects the rank's pending contributions (one slot per variable
+// with an update pending) and resolves all of them at the next force point in
+// one allreduce of one fused block (detail/fused_block.hpp): one algorithm
+// run, one message per hop, whatever the number of variables and ops. A
+// variable's value is then its base folded with the reduction of its slot.
+//
+// The SPMD rule: every rank reaches each force point with the same pending
+// updates (the same variables, ops and vector lengths). The slots are packed
+// in variable-id order, so processes of one rank may update in any
+// interleaving; a rank whose set differs from a peer's gets a usage_error
+// naming both sets, at every rank, never a wrong value. A rank with nothing
+// pending does not communicate at a force point; with
+// shared_options::check_every_force (CSP_SHARED_CHECK=1) it does, so a rank
+// that skipped an update its peers made is reported too.
+//
+// Processes: the variables of a group may be used by several processes of
+// its rank. Updates are folded under the group's lock; one force point runs
+// at a time per group (a token), and a process that touches a variable
+// whose slot is being reduced waits for that reduction. A failed reduction
+// (a lost peer, a mismatch) fails the group: every later force point and
+// every read of a variable that was pending rethrows that error.
+//
+// Streams: a group runs its reductions in one stream of its communicator
+// (stream 0 by default); groups used at the same time need different ones.
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/detail/fused_block.hpp"
+#include "collectives/dispatch.hpp"
+#include "csp/channel.hpp"
+#include "csp/config.hpp"
+
+namespace csp::collectives {
+
+struct shared_options {
+    // Reduce at every force point, even with nothing pending (one empty
+    // block): slower, but a rank that skipped an update is reported instead
+    // of its peers waiting for it.
+    bool check_every_force = false;
+
+    static shared_options from_environment() {
+        shared_options o;
+        if (auto v = config::choice("CSP_SHARED_CHECK", {"0", "1"})) o.check_every_force = *v == "1";
+        return o;
+    }
+};
+
+// What a group did, for tests and the fusion benchmark.
+struct shared_statistics {
+    std::uint64_t updates = 0;        // contributions made (x += a is one)
+    std::uint64_t reductions = 0;     // fused allreduces run
+    std::uint64_t slots_reduced = 0;  // variable slots those carried
+};
+
+class shared_group;
+
+namespace detail {
+
+// A variable as its group sees it. Every member is read and written under
+// the group's lock.
+class shared_slot_owner {
+public:
+    enum class state : std::uint8_t { resolved, pending, in_flight, failed };
+
+protected:
+    shared_slot_owner() = default;
+    ~shared_slot_owner() = default;
+
+    // This rank's contribution's payload: its size and its words.
+    virtual std::size_t contribution_words() const = 0;
+    virtual void pack_contribution(word* out) const = 0;
+    // Folds the reduced contribution into the value; the slot is gone.
+    virtual void resolve(const word* reduced, std::size_t words) = 0;
+
+    shared_group* group_ = nullptr;
+    std::uint32_t id_ = 0;
+    state state_ = state::resolved;
+    std::size_t slot_ = 0;  // index in the group's pending or in-flight slots
+
+    friend class csp::collectives::shared_group;
+};
+
+}  // namespace detail
+
+class shared_group {
+public:
+    template <communicator C>
+    explicit shared_group(C& comm, stream s = {}, shared_options options = shared_options::from_environment())
+        : rank_(comm.rank()), size_(comm.size()), options_(options) {
+        reduce_ = [&comm, s](detail::block b, const detail::fused_op& op) { return allreduce(comm, std::move(b), op, s); };
+        if constexpr (requires(std::size_t n) { comm.record_fusion(n, n); })
+            record_ = [&comm](std::size_t updates, std::size_t slots) { comm.record_fusion(updates, slots); };
+        token_.writer().write(0);
+    }
+    shared_group(const shared_group&) = delete;
+    shared_group& operator=(const shared_group&) = delete;
+    // Variables must not outlive their group.
+    ~shared_group() = default;
+
+    int rank() const noexcept { return rank_; }
+    int size() const noexcept { return size_; }
+
+    // A force point for every pending update of the group: one reduction
+    // resolves them all (none without pending updates, unless
+    // check_every_force). Collective: every rank calls it at the same point.
+    void flush() { force(nullptr); }
+    // The same, spelled as a synchronisation.
+    void sync() { flush(); }
+
+    shared_statistics statistics() const {
+        std::lock_guard lk(lock_);
+        return stats_;
+    }
+    // Updates waiting for the next force point, and in how many slots.
+    std::size_t pending_updates() const {
+        std::lock_guard lk(lock_);
+        return pending_updates_;
+    }
+    std::size_t pending_slots() const {
+        std::lock_guard lk(lock_);
+        return pending_.size();
+    }
+
+private:
+    using owner = detail::shared_slot_owner;
+    struct slot {
+        owner* var;                     // null once the variable is gone
+        std::uint32_t id;
+        const detail::slot_kind* kind;
+        detail::block orphan;           // a gone variable's contribution
+    };
+
+    template <class T, class Op>
+    friend class shared;
+
+    // Gives a new variable its id (the same at every rank that creates its
+    // variables in the same order).
+    std::uint32_t enrol(const std::string& name) {
+        std::lock_guard lk(lock_);
+        const auto id = next_id_++;
+        if (!name.empty()) names_[id] = name;
+        return id;
+    }
+
+    // Under lock_: waits, lock released, while the reduction that carries
+    // `v` is running, then returns with the lock held again.
+    void wait_out_flight(std::unique_lock<std::mutex>& lk, const owner& v) {
+        while (v.state_ == owner::state::in_flight) {
+            lk.unlock();
+            auto t = token_.reader().read();
+            token_.writer().write(t);
+            lk.lock();
+        }
+    }
+
+    void throw_if_failed() const {
+        if (failed_) std::rethrow_exception(failed_);
+    }
+
+    // Under lock_: makes `v` pending in a new slot.
+    void add_slot(owner& v, const detail::slot_kind& k) {
+        v.state_ = owner::state::pending;
+        v.slot_ = pending_.size();
+        pending_.push_back({&v, v.id_, &k, {}});
+        if (!kinds_named_.contains(k.code)) kinds_named_[k.code] = k.label;
+    }
+
+    // Under lock_: `from`'s slot (pending or in flight) now belongs to `to`.
+    void move_slot(owner& from, owner& to) {
+        auto& list = from.state_ == owner::state::in_flight ? in_flight_ : pending_;
+        list[from.slot_].var = &to;
+    }
+
+    // Under lock_: `v` is going away with its slot still to be reduced; the
+    // other ranks reduce it too, so its contribution stays.
+    void orphan(owner& v) {
+        auto& list = v.state_ == owner::state::in_flight ? in_flight_ : pending_;
+        slot& s = list[v.slot_];
+        if (v.state_ == owner::state::pending) {
+            s.orphan.resize(v.contribution_words());
+            v.pack_contribution(s.orphan.data());
+        }
+        s.var = nullptr;
+    }
+
+    // The force point. `why` is the variable being read (null for flush):
+    // if another process's reduction resolved it meanwhile, nothing is sent.
+    void force(const owner* why) {
+        auto t = token_.reader().read();
+        struct give_back {
+            shared_group* g;
+            int t;
+            ~give_back() { g->token_.writer().write(t); }
+        } release{this, t};
+
+        std::unique_lock lk(lock_);
+        throw_if_failed();
+        if (!options_.check_every_force && (why ? why->state_ == owner::state::resolved : pending_.empty())) return;
+
+        // Slots in id order: the same at every rank however its processes
+        // interleaved their first updates.
+        in_flight_ = std::move(pending_);
+        pending_.clear();
+        std::sort(in_flight_.begin(), in_flight_.end(), [](const slot& a, const slot& b) { return a.id < b.id; });
+        const std::size_t n = in_flight_.size();
+        std::size_t words = 1 + 2 * n;
+        std::vector<std::size_t> sizes(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            slot& s = in_flight_[i];
+            sizes[i] = s.var ? s.var->contribution_words() : s.orphan.size();
+            words += sizes[i];
+        }
+        detail::block b(words);
+        b[0] = (detail::block_fused << 32) | n;
+        kinds_.resize(n);
+        bool commutes = true;
+        std::size_t at = 1 + 2 * n;
+        for (std::size_t i = 0; i < n; ++i) {
+            slot& s = in_flight_[i];
+            b[1 + 2 * i] = detail::descriptor(s.id, s.kind->code);
+            b[2 + 2 * i] = sizes[i];
+            if (s.var) {
+                s.var->pack_contribution(b.data() + at);
+                s.var->state_ = owner::state::in_flight;
+                s.var->slot_ = i;
+            } else {
+                std::copy(s.orphan.begin(), s.orphan.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
+            }
+            at += sizes[i];
+            kinds_[i] = s.kind;
+            commutes = commutes && s.kind->commutes;
+        }
+        const std::size_t updates = pending_updates_;
+        pending_updates_ = 0;
+        const std::vector<detail::word> mine = detail::descriptors_of(b);
+        lk.unlock();
+
+        detail::block result;
+        try {
+            result = reduce_(std::move(b), detail::fused_op{&kinds_, commutes});
+            if (detail::block_kind(result) == detail::block_mismatch) throw usage_error(mismatch_message(mine, result));
+            if (detail::block_kind(result) != detail::block_fused || result.size() != words)
+                throw csp::error("shared variables: a force point's reduction returned a malformed block");
+        } catch (...) {
+            lk.lock();
+            failed_ = std::current_exception();
+            for (slot& s : in_flight_)
+                if (s.var) s.var->state_ = owner::state::failed;  // its reads throw failed_
+            in_flight_.clear();
+            throw;
+        }
+
+        lk.lock();
+        at = 1 + 2 * n;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (owner* v = in_flight_[i].var) {
+                v->resolve(result.data() + at, sizes[i]);
+                v->state_ = owner::state::resolved;
+            }
+            at += sizes[i];
+        }
+        in_flight_.clear();
+        ++stats_.reductions;
+        stats_.slots_reduced += n;
+        lk.unlock();
+        if (record_) record_(updates, n);
+    }
+
+    std::string describe(const detail::word* d, std::size_t n) const {
+        std::ostringstream os;
+        os << '{';
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto id = static_cast<std::uint32_t>(d[2 * i] >> 32);
+            const auto code = static_cast<std::uint32_t>(d[2 * i]);
+            if (i) os << ", ";
+            auto name = names_.find(id);
+            os << (name != names_.end() ? name->second : "variable #" + std::to_string(id)) << ": ";
+            auto kind = kinds_named_.find(code);
+            if (kind != kinds_named_.end()) os << kind->second;
+            else os << "op 0x" << std::hex << code << std::dec;
+            os << " (" << d[2 * i + 1] << " words)";
+        }
+        os << '}';
+        return os.str();
+    }
+
+    std::string mismatch_message(const std::vector<detail::word>& mine, const detail::block& r) const {
+        const std::size_t n1 = r[1];
+        const detail::word* d1 = r.data() + 2;
+        const std::size_t n2 = r[2 + 2 * n1];
+        const detail::word* d2 = d1 + 2 * n1 + 1;
+        std::lock_guard lk(lock_);
+        return "shared variables: the ranks reached a force point with different pending updates: one rank had " +
+               describe(d1, n1) + ", another " + describe(d2, n2) + " (this rank, " + std::to_string(rank_) +
+               ", had " + describe(mine.data(), mine.size() / 2) +
+               "); every rank must make the same updates between force points (the SPMD rule)";
+    }
+
+    const int rank_;
+    const int size_;
+    const shared_options options_;
+    std::function<detail::block(detail::block, const detail::fused_op&)> reduce_;
+    std::function<void(std::size_t, std::size_t)> record_;
+    // One force point at a time: the holder of the one value runs it.
+    csp::channel<int> token_{csp::buffer::fifo(1)};
+
+    mutable std::mutex lock_;
+    std::vector<slot> pending_;     // slots in first-update order
+    std::vector<slot> in_flight_;   // the running reduction's, in id order
+    std::vector<const detail::slot_kind*> kinds_;  // in_flight_'s kinds
+    std::size_t pending_updates_ = 0;
+    std::uint32_t next_id_ = 0;
+    std::map<std::uint32_t, std::string> names_;
+    std::map<std::uint32_t, std::string> kinds_named_;
+    std::exception_ptr failed_;
+    shared_statistics stats_;
+};
+
+}  // namespace csp::collectives
