@@ -198,7 +198,7 @@ public:
     // the same initial value.
     explicit shared(shared_group& g, T initial = T{}, std::string name = {}) : value_(std::move(initial)) {
         group_ = &g;
-        id_ = g.enrol(name);
+        id_ = g.enrol(name, detail::kind_of<T, Op>());
     }
     // A new variable holding an expression's value (and its contributions).
     shared(const lazy<T, Op>& e) : shared(*e.terms_[0].var->group_) { *this = e; }
@@ -251,7 +251,6 @@ public:
         } else {
             state_ = state::resolved;
         }
-        g.pending_updates_ += e.updates_;
         g.stats_.updates += e.updates_;
         return *this;
     }
@@ -271,6 +270,20 @@ public:
 
     // x becomes x op R(a).
     void contribute(const T& a) {
+        // The common case, inline: a number folded into a pending
+        // contribution, in a runtime of one thread (no lock to take).
+        if constexpr (!detail::is_vector<T>::value) {
+            if (group_->unlocked_ && state_ == state::pending) {
+                *acc_ = Op{}(*acc_, a);
+                ++group_->stats_.updates;
+                return;
+            }
+        }
+        contribute_slowly(a);
+    }
+
+private:
+    [[gnu::noinline]] void contribute_slowly(const T& a) {
         shared_group& g = *group_;
         std::unique_lock lk(g.lock_);
         g.wait_out_flight(lk, *this);
@@ -281,10 +294,10 @@ public:
             acc_ = a;
             g.add_slot(*this, detail::kind_of<T, Op>());
         }
-        ++g.pending_updates_;
         ++g.stats_.updates;
     }
 
+public:
     // The value: a force point if a contribution is pending.
     T get() const {
         shared_group& g = *group_;
@@ -322,7 +335,7 @@ private:
         o.acc_.reset();
     }
 
-    void wait_out_flights(std::unique_lock<std::mutex>& lk, const lazy<T, Op>& e) {
+    void wait_out_flights(std::unique_lock<detail::group_lock>& lk, const lazy<T, Op>& e) {
         for (;;) {
             group_->wait_out_flight(lk, *this);
             bool clear = state_ != state::in_flight;

@@ -47,6 +47,7 @@
 #include "collectives/dispatch.hpp"
 #include "csp/channel.hpp"
 #include "csp/config.hpp"
+#include "csp/process.hpp"
 
 namespace csp::collectives {
 
@@ -98,17 +99,38 @@ protected:
     friend class csp::collectives::shared_group;
 };
 
+// The group's lock: a mutex when the runtime has several worker threads,
+// nothing with one (its processes never overlap, and nothing done under
+// the lock blocks or yields), so an update costs what an addition does.
+class group_lock {
+public:
+    explicit group_lock(bool real) : real_(real) {}
+    void lock() {
+        if (real_) m_.lock();
+    }
+    void unlock() {
+        if (real_) m_.unlock();
+    }
+
+private:
+    const bool real_;
+    std::mutex m_;
+};
+
 }  // namespace detail
 
 class shared_group {
 public:
     template <communicator C>
     explicit shared_group(C& comm, stream s = {}, shared_options options = shared_options::from_environment())
-        : rank_(comm.rank()), size_(comm.size()), options_(options) {
+        : rank_(comm.rank()),
+          size_(comm.size()),
+          options_(options),
+          unlocked_(this_process::runtime_threads() == 1),
+          lock_(!unlocked_) {
         reduce_ = [&comm, s](detail::block b, const detail::fused_op& op) { return allreduce(comm, std::move(b), op, s); };
         if constexpr (requires(std::size_t n) { comm.record_fusion(n, n); })
             record_ = [&comm](std::size_t updates, std::size_t slots) { comm.record_fusion(updates, slots); };
-        token_.writer().write(0);
     }
     shared_group(const shared_group&) = delete;
     shared_group& operator=(const shared_group&) = delete;
@@ -132,7 +154,7 @@ public:
     // Updates waiting for the next force point, and in how many slots.
     std::size_t pending_updates() const {
         std::lock_guard lk(lock_);
-        return pending_updates_;
+        return stats_.updates - updates_at_force_;
     }
     std::size_t pending_slots() const {
         std::lock_guard lk(lock_);
@@ -146,6 +168,7 @@ private:
         std::uint32_t id;
         const detail::slot_kind* kind;
         detail::block orphan;           // a gone variable's contribution
+        std::size_t words = 0;          // its payload, while in flight
     };
 
     template <class T, class Op>
@@ -153,22 +176,29 @@ private:
 
     // Gives a new variable its id (the same at every rank that creates its
     // variables in the same order).
-    std::uint32_t enrol(const std::string& name) {
+    std::uint32_t enrol(const std::string& name, const detail::slot_kind& k) {
         std::lock_guard lk(lock_);
         const auto id = next_id_++;
         if (!name.empty()) names_[id] = name;
+        kinds_named_.try_emplace(k.code, k.label);
         return id;
     }
 
-    // Under lock_: waits, lock released, while the reduction that carries
-    // `v` is running, then returns with the lock held again.
-    void wait_out_flight(std::unique_lock<std::mutex>& lk, const owner& v) {
-        while (v.state_ == owner::state::in_flight) {
+    using lock_type = detail::group_lock;
+
+    // Under lock_: waits, lock released, until no force point of this group
+    // runs, then returns with the lock held again.
+    void wait_for_force_end(std::unique_lock<lock_type>& lk) {
+        while (forcing_) {
+            ++waiters_;
             lk.unlock();
-            auto t = token_.reader().read();
-            token_.writer().write(t);
+            (void)wake_.reader().read();
             lk.lock();
         }
+    }
+    // Under lock_: the same, while the reduction that carries `v` runs.
+    void wait_out_flight(std::unique_lock<lock_type>& lk, const owner& v) {
+        while (v.state_ == owner::state::in_flight) wait_for_force_end(lk);
     }
 
     void throw_if_failed() const {
@@ -180,7 +210,6 @@ private:
         v.state_ = owner::state::pending;
         v.slot_ = pending_.size();
         pending_.push_back({&v, v.id_, &k, {}});
-        if (!kinds_named_.contains(k.code)) kinds_named_[k.code] = k.label;
     }
 
     // Under lock_: `from`'s slot (pending or in flight) now belongs to `to`.
@@ -204,29 +233,36 @@ private:
     // The force point. `why` is the variable being read (null for flush):
     // if another process's reduction resolved it meanwhile, nothing is sent.
     void force(const owner* why) {
-        auto t = token_.reader().read();
-        struct give_back {
-            shared_group* g;
-            int t;
-            ~give_back() { g->token_.writer().write(t); }
-        } release{this, t};
-
         std::unique_lock lk(lock_);
+        wait_for_force_end(lk);
         throw_if_failed();
         if (!options_.check_every_force && (why ? why->state_ == owner::state::resolved : pending_.empty())) return;
 
+        // This process runs the force point; others of this rank that need
+        // it wait in wait_for_force_end until the end below.
+        forcing_ = true;
+        struct end_of_force {
+            shared_group* g;
+            std::unique_lock<lock_type>* lk;
+            ~end_of_force() {
+                if (!lk->owns_lock()) lk->lock();
+                g->forcing_ = false;
+                const std::size_t n = std::exchange(g->waiters_, 0);
+                lk->unlock();
+                for (std::size_t i = 0; i < n; ++i) g->wake_.writer().write(0);
+            }
+        } end{this, &lk};
+
         // Slots in id order: the same at every rank however its processes
         // interleaved their first updates.
-        in_flight_ = std::move(pending_);
-        pending_.clear();
-        std::sort(in_flight_.begin(), in_flight_.end(), [](const slot& a, const slot& b) { return a.id < b.id; });
+        in_flight_.swap(pending_);
+        if (!std::is_sorted(in_flight_.begin(), in_flight_.end(), by_id))
+            std::sort(in_flight_.begin(), in_flight_.end(), by_id);
         const std::size_t n = in_flight_.size();
         std::size_t words = 1 + 2 * n;
-        std::vector<std::size_t> sizes(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            slot& s = in_flight_[i];
-            sizes[i] = s.var ? s.var->contribution_words() : s.orphan.size();
-            words += sizes[i];
+        for (slot& s : in_flight_) {
+            s.words = s.var ? s.var->contribution_words() : s.orphan.size();
+            words += s.words;
         }
         detail::block b(words);
         b[0] = (detail::block_fused << 32) | n;
@@ -236,7 +272,7 @@ private:
         for (std::size_t i = 0; i < n; ++i) {
             slot& s = in_flight_[i];
             b[1 + 2 * i] = detail::descriptor(s.id, s.kind->code);
-            b[2 + 2 * i] = sizes[i];
+            b[2 + 2 * i] = s.words;
             if (s.var) {
                 s.var->pack_contribution(b.data() + at);
                 s.var->state_ = owner::state::in_flight;
@@ -244,19 +280,17 @@ private:
             } else {
                 std::copy(s.orphan.begin(), s.orphan.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
             }
-            at += sizes[i];
+            at += s.words;
             kinds_[i] = s.kind;
             commutes = commutes && s.kind->commutes;
         }
-        const std::size_t updates = pending_updates_;
-        pending_updates_ = 0;
-        const std::vector<detail::word> mine = detail::descriptors_of(b);
+        const std::size_t updates = stats_.updates - std::exchange(updates_at_force_, stats_.updates);
         lk.unlock();
 
         detail::block result;
         try {
             result = reduce_(std::move(b), detail::fused_op{&kinds_, commutes});
-            if (detail::block_kind(result) == detail::block_mismatch) throw usage_error(mismatch_message(mine, result));
+            if (detail::block_kind(result) == detail::block_mismatch) throw usage_error(mismatch_message(result));
             if (detail::block_kind(result) != detail::block_fused || result.size() != words)
                 throw csp::error("shared variables: a force point's reduction returned a malformed block");
         } catch (...) {
@@ -270,19 +304,23 @@ private:
 
         lk.lock();
         at = 1 + 2 * n;
-        for (std::size_t i = 0; i < n; ++i) {
-            if (owner* v = in_flight_[i].var) {
-                v->resolve(result.data() + at, sizes[i]);
+        for (slot& s : in_flight_) {
+            if (owner* v = s.var) {
+                v->resolve(result.data() + at, s.words);
                 v->state_ = owner::state::resolved;
             }
-            at += sizes[i];
+            at += s.words;
         }
         in_flight_.clear();
         ++stats_.reductions;
         stats_.slots_reduced += n;
-        lk.unlock();
-        if (record_) record_(updates, n);
+        if (record_) {
+            lk.unlock();
+            record_(updates, n);
+        }
     }
+
+    static bool by_id(const slot& a, const slot& b) { return a.id < b.id; }
 
     std::string describe(const detail::word* d, std::size_t n) const {
         std::ostringstream os;
@@ -302,12 +340,18 @@ private:
         return os.str();
     }
 
-    std::string mismatch_message(const std::vector<detail::word>& mine, const detail::block& r) const {
+    // Only the forcing process calls it (in_flight_ is its own meanwhile).
+    std::string mismatch_message(const detail::block& r) {
         const std::size_t n1 = r[1];
         const detail::word* d1 = r.data() + 2;
         const std::size_t n2 = r[2 + 2 * n1];
         const detail::word* d2 = d1 + 2 * n1 + 1;
+        std::vector<detail::word> mine;
         std::lock_guard lk(lock_);
+        for (const slot& s : in_flight_) {
+            mine.push_back(detail::descriptor(s.id, s.kind->code));
+            mine.push_back(s.words);
+        }
         return "shared variables: the ranks reached a force point with different pending updates: one rank had " +
                describe(d1, n1) + ", another " + describe(d2, n2) + " (this rank, " + std::to_string(rank_) +
                ", had " + describe(mine.data(), mine.size() / 2) +
@@ -317,16 +361,19 @@ private:
     const int rank_;
     const int size_;
     const shared_options options_;
+    const bool unlocked_;  // one worker thread: lock_ does nothing
     std::function<detail::block(detail::block, const detail::fused_op&)> reduce_;
     std::function<void(std::size_t, std::size_t)> record_;
-    // One force point at a time: the holder of the one value runs it.
-    csp::channel<int> token_{csp::buffer::fifo(1)};
-
-    mutable std::mutex lock_;
+    mutable lock_type lock_;
+    // One force point at a time per group: while forcing_, others wait for
+    // one value each from wake_.
+    bool forcing_ = false;
+    std::size_t waiters_ = 0;
+    csp::channel<int> wake_{csp::buffer::unbounded()};
     std::vector<slot> pending_;     // slots in first-update order
     std::vector<slot> in_flight_;   // the running reduction's, in id order
     std::vector<const detail::slot_kind*> kinds_;  // in_flight_'s kinds
-    std::size_t pending_updates_ = 0;
+    std::uint64_t updates_at_force_ = 0;  // stats_.updates at the last force point
     std::uint32_t next_id_ = 0;
     std::map<std::uint32_t, std::string> names_;
     std::map<std::uint32_t, std::string> kinds_named_;

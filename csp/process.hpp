@@ -158,6 +158,12 @@ namespace this_process {
 // Whether the caller is a process of a running csp runtime (and not a plain
 // thread, or a fiber started by other code).
 inline bool inside_runtime() noexcept { return detail::current_process() != nullptr; }
+// The worker threads of the caller's runtime (0 for a caller outside any):
+// with 1, its processes never run at the same time.
+inline std::size_t runtime_threads() noexcept {
+    auto* p = detail::current_process();
+    return p ? p->runtime()->threads() : 0;
+}
 // The calling process's name ("main.1.0" when it was not given one).
 inline std::string name() { return detail::calling_process("csp::this_process::name")->label(); }
 inline void set_name(std::string n) { detail::calling_process("csp::this_process::set_name")->set_name(std::move(n)); }

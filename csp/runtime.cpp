@@ -82,7 +82,7 @@ struct run_scope::workers {
     std::vector<std::thread> threads;
 };
 
-run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size)) {
+run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size, o.threads)) {
     thread_census::worker_entered();
     runtime_of_this_thread = core_.get();
     prime_lazy_bindings();

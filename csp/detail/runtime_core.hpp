@@ -43,8 +43,12 @@ class worker_pool;
 // when only daemons are left there is no deadlock to report.
 class runtime_core : public std::enable_shared_from_this<runtime_core> {
 public:
-    explicit runtime_core(std::size_t stack_size)
-        : stacks_(std::make_shared<stack_pool>(stack_size)) {}
+    runtime_core(std::size_t stack_size, std::size_t threads)
+        : stacks_(std::make_shared<stack_pool>(stack_size)), threads_(threads) {}
+
+    // Worker threads (runtime_options::threads): with one, the runtime's
+    // processes never run at the same time.
+    std::size_t threads() const noexcept { return threads_; }
 
     // Accounting of a process's life: spawned by its parent, started and
     // stopped on its own fiber, exited as its very last act.
@@ -173,6 +177,7 @@ private:
     };
 
     std::shared_ptr<stack_pool> stacks_;
+    const std::size_t threads_;
     std::atomic<long> live_{0};
     std::atomic<long> externals_{0};
     std::atomic<long> outside_wakes_{0};
