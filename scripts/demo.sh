@@ -6,11 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target csp-launch ring pi fit_loop figure5 commstime listing1
+cmake --build build -j2 --target csp-launch ring pi fit_loop figure5 variance plankton commstime listing1
 echo "== pi: 4 nodes started by csp-launch, one allreduce over TCP =="
 ./build/tools/csp-launch -n 4 ./build/examples/pi
 echo "== fit_loop: 4 nodes fitting a curve, an allreduce of the error vector each step =="
 ./build/tools/csp-launch -n 4 ./build/examples/fit_loop
+echo "== variance: 4 nodes, shared variables: two sums per batch fused into one reduction =="
+./build/tools/csp-launch -n 4 ./build/examples/variance
+echo "== plankton: 4 nodes, 27 shared environment values per step resolved in 3 fused reductions =="
+./build/tools/csp-launch -n 4 ./build/examples/plankton
 echo "== figure5: two reductions at once on overlapping ranks, wired as processes =="
 ./build/examples/figure5
 echo "== ring: 4 nodes started by csp-launch, a token passed 3 times round through ports =="

@@ -7,7 +7,8 @@
 // messages recorded rank to rank (collectives/record_local.hpp). Its structure
 // depends only on the rank count, so the model is the collective's exact
 // process network for that size. Root 0; Aspen's reduce takes every rank as
-// participant and the even ranks as receivers.
+// participant and the even ranks as receivers; shared_variance is a small
+// program of shared reduction variables (two force points).
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -66,6 +67,17 @@ const std::map<std::string, std::function<void(comm&)>>& collectives() {
                 if (r % 2 == 0) R.push_back(r);
             }
             cc::aspen_reduce(c, std::optional<int>(1), P, R, cc::sum{});
+        };
+        // Shared reduction variables (collectives/shared.hpp): two batches of
+        // CFL's variance, two updates each, one fused reduction per batch.
+        t["shared_variance"] = [](comm& c) {
+            cc::shared_group g(c);
+            for (int batch = 0; batch < 2; ++batch) {
+                cc::shared<double> s1(g), s2(g);
+                s1 += c.rank() + batch;
+                s2 += (c.rank() + batch) * (c.rank() + batch);
+                (void)(s2 - s1 * s1).get();
+            }
         };
         return t;
     }();

@@ -21,7 +21,7 @@ struct quiet_thread final : csp::detail::idle_thread {
 };
 
 // A runtime with no processes: the deadlock walk finds nothing.
-csp::detail::runtime_core no_processes(64 * 1024);
+csp::detail::runtime_core no_processes(64 * 1024, 1);
 
 }  // namespace
 

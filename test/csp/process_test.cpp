@@ -174,3 +174,14 @@ TEST(runtime_shutdown, short_multi_thread_runs_never_touch_a_finished_workers_qu
         ASSERT_EQ(sum, 55) << "round " << round;
     }
 }
+
+TEST(process, runtime_threads_names_the_callers_runtime_and_zero_outside_one) {
+    EXPECT_EQ(csp::this_process::runtime_threads(), 0u);
+    for (std::size_t threads : {1u, 2u, 3u}) {
+        const auto seen = csp::run([] { return csp::par([] { return csp::this_process::runtime_threads(); },
+                                                        [] { return csp::this_process::runtime_threads(); }); },
+                                   csp::runtime_options{.threads = threads});
+        EXPECT_EQ(std::get<0>(seen), threads);
+        EXPECT_EQ(std::get<1>(seen), threads);
+    }
+}
