@@ -220,8 +220,9 @@ public:
         e.add(o, false);
         return *this = e;
     }
-    shared& operator=(shared&& o) noexcept {
+    shared& operator=(shared&& o) {
         if (this == &o) return *this;
+        if (group_ != o.group_) throw usage_error("shared variables: a variable moved into one of another group");
         std::unique_lock lk(group_->lock_);
         if (state_ == state::pending || state_ == state::in_flight) group_->orphan(*this);
         take(o);

@@ -257,6 +257,23 @@ TEST(shared_fusion, flush_resolves_everything_and_sizes_one_to_eight_agree) {
     }
 }
 
+TEST(shared_fusion, groups_over_split_communicators_and_streams_stay_apart) {
+    on_ranks(6, [](auto& c) {
+        const long r = c.rank();
+        auto half = cc::split(c, int(r % 2), int(r));
+        cc::shared_group in_half(*half);
+        cc::shared_group everyone(c, cc::stream{3});
+        cc::shared<long> h(in_half), e(everyone);
+        h += r;
+        e += r;
+        // Both force points in one expression: two reductions, each in its
+        // own group and stream.
+        EXPECT_EQ(h.get() + e.get(), (r % 2 == 0 ? 0 + 2 + 4 : 1 + 3 + 5) + 15);
+        EXPECT_EQ(in_half.statistics().reductions, 1u);
+        EXPECT_EQ(everyone.statistics().reductions, 1u);
+    });
+}
+
 TEST(shared_spmd, different_pending_sets_are_reported_with_both_sets_at_every_rank) {
     std::mutex lock;
     std::vector<std::string> errors;
