@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -59,30 +60,32 @@ TEST(collective_departures, an_allreduce_with_a_member_that_left_fails_on_every_
     EXPECT_EQ(failed.load(), n - 1);
 }
 
-// Regression: with a rank killed during an allreduce, the two ranks waiting
-// on it failed, and the third waited for ever on a rank that had failed and
-// closed. Rank 3 runs in its own OS process and is killed mid-loop; ranks
-// 0-2 must each fail with a peer_error within a few seconds.
-TEST(collective_departures, a_rank_killed_mid_allreduce_fails_the_allreduce_on_every_other_rank) {
+// Runs ranks 0..n-2 as nodes of this process and rank n-1 as an OS process
+// running net_peer.cpp's `peer_mode` loop; kills it once rank 0's `round`
+// (a round of the same loop: returns after each) has run 50 times. Every
+// rank in this process must then fail with a peer_error within a few
+// seconds; `after(e)` checks more at each.
+template <class Round, class After>
+void kill_a_rank_mid_loop(const char* job, int n, const char* peer_mode, Round round, After after) {
     csp::net::nameserver ns;
-    constexpr int n = 4;
-    const pid_t pid = net_test::spawn_node(COLLECTIVES_NET_PEER, {"allreduce-forever"}, ns, "killed-allreduce", 3, n);
-
+    const pid_t pid = net_test::spawn_node(COLLECTIVES_NET_PEER, {peer_mode}, ns, job, n - 1, n);
     std::atomic<int> rounds_done{0}, failed{0};
     std::atomic<bool> killed{false};
     std::vector<std::thread> ranks;
     for (int r = 0; r < n - 1; ++r)
         ranks.emplace_back([&, r] {
             csp::run([&] {
-                csp::net::node self(net_test::options_for(ns, "killed-allreduce", r, n));
+                csp::net::node self(net_test::options_for(ns, job, r, n));
                 cc::net_communicator comm(self);
+                auto state = round.start(comm);
                 try {
                     for (int i = 0;; ++i) {
-                        EXPECT_EQ(cc::allreduce(comm, 1, cc::sum{}), n);
+                        round(comm, state);
                         if (r == 0 && i == 50) rounds_done = 1;
                     }
                 } catch (const csp::net::peer_error& e) {
                     EXPECT_TRUE(killed.load()) << "rank " << r << " failed before the kill: " << e.what();
+                    after(state, e);
                     ++failed;
                 }
             });
@@ -99,49 +102,48 @@ TEST(collective_departures, a_rank_killed_mid_allreduce_fails_the_allreduce_on_e
     EXPECT_TRUE(WIFSIGNALED(status));
 }
 
+// Regression: with a rank killed during an allreduce, the two ranks waiting
+// on it failed, and the third waited for ever on a rank that had failed and
+// closed. Rank 3 runs in its own OS process and is killed mid-loop; ranks
+// 0-2 must each fail with a peer_error within a few seconds.
+TEST(collective_departures, a_rank_killed_mid_allreduce_fails_the_allreduce_on_every_other_rank) {
+    static constexpr int n = 4;
+    struct allreduces {
+        int start(cc::net_communicator&) const { return 0; }
+        void operator()(cc::net_communicator& comm, int) const { EXPECT_EQ(cc::allreduce(comm, 1, cc::sum{}), n); }
+    };
+    kill_a_rank_mid_loop("killed-allreduce", n, "allreduce-forever", allreduces{},
+                         [](int, const csp::net::peer_error&) {});
+}
+
 // A lost peer during a shared-variable force point: every other rank's read
 // throws the peer's error, and reads after it throw it again.
 TEST(collective_departures, a_rank_killed_mid_force_point_fails_every_shared_variable_read) {
-    csp::net::nameserver ns;
-    constexpr int n = 3;
-    const pid_t pid = net_test::spawn_node(COLLECTIVES_NET_PEER, {"shared-forever"}, ns, "killed-shared", 2, n);
-
-    std::atomic<int> rounds_done{0}, failed{0};
-    std::atomic<bool> killed{false};
-    std::vector<std::thread> ranks;
-    for (int r = 0; r < n - 1; ++r)
-        ranks.emplace_back([&, r] {
-            csp::run([&] {
-                csp::net::node self(net_test::options_for(ns, "killed-shared", r, n));
-                cc::net_communicator comm(self);
-                cc::shared_group g(comm);
-                cc::shared<long> x(g);
-                try {
-                    for (long i = 1;; ++i) {
-                        x += 1;
-                        EXPECT_EQ(x.get(), i * n);
-                        if (r == 0 && i == 50) rounds_done = 1;
-                    }
-                } catch (const csp::net::peer_error& e) {
-                    EXPECT_TRUE(killed.load()) << "rank " << r << " failed before the kill: " << e.what();
-                    try {
-                        (void)x.get();
-                        ADD_FAILURE() << "a read after the failure returned";
-                    } catch (const csp::net::peer_error& again) {
-                        EXPECT_STREQ(again.what(), e.what());
-                    }
-                    ++failed;
-                }
-            });
-        });
-    while (!rounds_done.load()) std::this_thread::sleep_for(1ms);
-    killed = true;
-    const auto start = std::chrono::steady_clock::now();
-    ::kill(pid, SIGKILL);
-    for (auto& t : ranks) t.join();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
-    EXPECT_EQ(failed.load(), n - 1);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFSIGNALED(status));
+    static constexpr int n = 3;
+    struct variables {
+        std::unique_ptr<cc::shared_group> g;
+        std::unique_ptr<cc::shared<long>> x;
+        long rounds = 0;
+    };
+    struct updates_and_reads {
+        variables start(cc::net_communicator& comm) const {
+            variables v;
+            v.g = std::make_unique<cc::shared_group>(comm);
+            v.x = std::make_unique<cc::shared<long>>(*v.g);
+            return v;
+        }
+        void operator()(cc::net_communicator&, variables& v) const {
+            *v.x += 1;
+            EXPECT_EQ(v.x->get(), ++v.rounds * n);
+        }
+    };
+    kill_a_rank_mid_loop("killed-shared", n, "shared-forever", updates_and_reads{},
+                         [](variables& v, const csp::net::peer_error& e) {
+                             try {
+                                 (void)v.x->get();
+                                 ADD_FAILURE() << "a read after the failure returned";
+                             } catch (const csp::net::peer_error& again) {
+                                 EXPECT_STREQ(again.what(), e.what());
+                             }
+                         });
 }
