@@ -60,7 +60,8 @@ INSTANTIATE_TEST_SUITE_P(
     every_example, example_flags,
     ::testing::Values(example_case{"commstime", COMMSTIME " 3"}, example_case{"listing1", LISTING1},
                       example_case{"pi", PI " 100000 4"}, example_case{"fit_loop", FIT_LOOP " 2 5"},
-                      example_case{"figure5", FIGURE5 " 1"}),
+                      example_case{"figure5", FIGURE5 " 1"}, example_case{"variance", VARIANCE " 3 2 6"},
+                      example_case{"plankton", PLANKTON " 2 1"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A million loops fold into the four textbook processes.
