@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "collectives/hybrid_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "collectives/shared.hpp"
 #include "csp/runtime.hpp"
@@ -106,6 +107,40 @@ int main(int argc, char** argv) {
             }
         });
         return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "hybrid") {
+        // A hybrid job: node k holds 2 + k % 2 ranks as fibers (uneven
+        // nodes); the grid runs over all of them, then again over the
+        // hierarchy's two levels inside it.
+        std::vector<std::string> wrong;
+        csp::run([&] {
+            csp::net::node self;
+            {
+                cc::hybrid_job job(self, 2 + self.rank() % 2);
+                auto per_rank = job.run([](cc::hybrid_communicator& c) {
+                    auto w = grid::check_all(c);
+                    // Two levels by node: the fibers of each node, then one
+                    // leader per node.
+                    cc::hierarchy h(c, "node" + std::to_string(c.node()));
+                    const long n = c.size();
+                    if (cc::hierarchical::allreduce(h, long(c.rank() + 1), cc::sum{}) != n * (n + 1) / 2)
+                        w.push_back("rank " + std::to_string(c.rank()) + ": hierarchical allreduce by node");
+                    if (h.local().size() != 2 + c.node() % 2)
+                        w.push_back("rank " + std::to_string(c.rank()) + ": the node's ranks");
+                    cc::hierarchical::local_barrier(h);
+                    // Shared variables over the hybrid job.
+                    auto s = check_shared(c);
+                    w.insert(w.end(), s.begin(), s.end());
+                    cc::barrier(c);
+                    return w;
+                });
+                for (auto& w : per_rank) wrong.insert(wrong.end(), w.begin(), w.end());
+            }
+            self.close();
+        });
+        for (const auto& w : wrong) std::cerr << w << '\n';
+        std::cout << (wrong.empty() ? "hybrid ok\n" : "hybrid FAILED\n");
+        return wrong.empty() ? 0 : 1;
     }
     const bool shared = argc > 1 && std::string(argv[1]) == "shared";
     std::vector<std::string> wrong;

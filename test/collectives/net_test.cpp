@@ -61,3 +61,16 @@ TEST_P(net_shared, variables_fuse_their_updates_and_match_sequential_results) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_shared, ::testing::Values(1, 2, 3, 5, 8));
+
+// A hybrid job (hybrid_communicator.hpp): n nodes holding 2 or 3 ranks each
+// as fibers; the grid over all of them.
+class net_hybrid : public ::testing::TestWithParam<int> {};
+
+TEST_P(net_hybrid, every_algorithm_over_fibers_of_several_nodes) {
+    const int n = GetParam();
+    auto r = launch(n, "", "hybrid");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "hybrid ok"), static_cast<std::size_t>(n)) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(nodes, net_hybrid, ::testing::Values(1, 2, 3));

@@ -1,0 +1,210 @@
+#pragma once
+// Ranks as fibers of several nodes: a hybrid job (processes x fibers).
+//
+//   csp::net::node self;                              // one OS process of the job
+//   cc::hybrid_job job(self, /*ranks here=*/4);       // collective over the nodes
+//   job.run([](cc::hybrid_communicator& c) {          // 4 processes, ranks of the job
+//       double s = cc::allreduce(c, x, cc::sum{});    // every collective, unchanged
+//       cc::hierarchy h(c);                           // ranks of my host, then leaders
+//   });
+//
+// Ranks are numbered node by node: node k's ranks follow node k-1's, so a
+// rank is (node, local index) and the ranks of one node are consecutive.
+// Nodes may hold different numbers of ranks (at most 255 each).
+//
+// Messages. Each local rank has a port of its own (port_base + local index)
+// with a pump moving what arrives into its mailbox, matched by (source rank,
+// tag) as in net_communicator. A message to a rank of another node goes over
+// the node's link to that port; the sender's local index travels in the
+// tag's top sequence bits (so the sequence numbers of one stream wrap after
+// 2^24 calls, far beyond any message still waiting for its receive). A
+// message to a rank of this node goes straight into that rank's mailbox,
+// encoded as over the network (a receive checks the type either way). A
+// node's failure or departure fails the receives from each of its ranks,
+// and from any rank.
+//
+// The job must be made and run inside processes of the node's runtime and
+// destroyed before its node; a node holds one hybrid job at a time.
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/context_pool.hpp"
+#include "collectives/dispatch.hpp"
+#include "collectives/mailbox.hpp"
+#include "collectives/net_communicator.hpp"
+#include "collectives/tag.hpp"
+#include "csp/process.hpp"
+#include "csp/process_group.hpp"
+#include "net/node.hpp"
+
+namespace csp::collectives {
+
+class hybrid_communicator;
+
+class hybrid_job {
+public:
+    static constexpr net::port_id port_base = 0x48594200;  // "HYB" + local index
+    static constexpr int max_local = 255;                  // port_base + 255 sets the job up
+
+    // Collective over the job's nodes: each says how many ranks it holds.
+    hybrid_job(net::node& n, int ranks_here) : node_(&n), local_(ranks_here) {
+        if (ranks_here < 1 || ranks_here > max_local)
+            throw usage_error("hybrid_job: a node holds 1 to " + std::to_string(max_local) + " ranks, not " +
+                              std::to_string(ranks_here));
+        {
+            net_communicator setup(n, port_base + max_local);
+            counts_ = allgather(setup, ranks_here);
+            barrier(setup);  // nobody's setup port closes while others still send to it
+        }
+        first_.resize(counts_.size() + 1);
+        for (std::size_t k = 0; k < counts_.size(); ++k) first_[k + 1] = first_[k] + counts_[k];
+        for (int i = 0; i < local_; ++i) {
+            auto& r = ranks_.emplace_back();
+            const auto port = n.open(port_base + static_cast<net::port_id>(i), net::departures::each);
+            pumps_.spawn(csp::proc("hybrid pump " + std::to_string(i), [this, &r, port]() mutable { pump(r, port); }));
+        }
+    }
+    hybrid_job(const hybrid_job&) = delete;
+    hybrid_job& operator=(const hybrid_job&) = delete;
+    ~hybrid_job() {
+        for (int i = 0; i < local_; ++i)
+            node_->deliver_here(port_base + static_cast<net::port_id>(i), std::uint8_t{0}, stop_tag);
+        pumps_.wait();
+    }
+
+    int size() const noexcept { return first_.back(); }
+    int nodes() const noexcept { return static_cast<int>(counts_.size()); }
+    int ranks_here() const noexcept { return local_; }
+    // The first rank of `node`, and the node of `rank`.
+    int first_rank(int node) const { return first_[static_cast<std::size_t>(node)]; }
+    int node_of(int rank) const {
+        int k = 0;
+        while (first_[static_cast<std::size_t>(k) + 1] <= rank) ++k;
+        return k;
+    }
+
+    // Runs body(comm) as each of this node's ranks, one process each, and
+    // returns their results in local order. A rank that throws fails this
+    // node's other ranks' receives with its error.
+    template <class F>
+    auto run(F&& body);
+
+private:
+    friend class hybrid_communicator;
+    static constexpr std::uint64_t stop_tag = ~std::uint64_t{0};
+    static constexpr int fiber_shift = 32;  // the local index: the sequence's top 8 bits
+
+    struct rank_state {
+        mailbox<net::message> box;
+        tag_counter counter;
+        context_pool contexts;
+    };
+
+    static std::uint64_t wire_tag(tag t, int from_local) {
+        const std::uint64_t seq_mask = ((std::uint64_t{1} << 24) - 1) << 8;
+        const std::uint64_t stream_bits = t.bits() & ~((std::uint64_t{1} << 40) - 1);
+        return stream_bits | (std::uint64_t(from_local) << fiber_shift) | (t.bits() & seq_mask) | (t.bits() & 0xff);
+    }
+    // The mailbox key of a tag: the tag without the bits a wire tag uses
+    // for the sender's local index (the same at sender and receiver).
+    static std::uint64_t key(std::uint64_t bits) { return bits & ~(std::uint64_t{0xff} << fiber_shift); }
+    static int from_local(std::uint64_t wire) { return static_cast<int>((wire >> fiber_shift) & 0xff); }
+
+    void pump(rank_state& r, net::port port) {
+        for (;;) {
+            try {
+                net::message m = port.receive();
+                if (m.tag == stop_tag && m.source == node_->rank()) return;
+                const int source = first_rank(m.source) + from_local(m.tag);
+                const std::uint64_t k = key(m.tag);
+                r.box.deliver(source, k, std::move(m));
+            } catch (const net::peer_error& e) {
+                if (e.peer() < 0 || e.peer() >= nodes()) {
+                    r.box.fail(any_source, std::current_exception());
+                    continue;
+                }
+                for (int s = first_rank(e.peer()); s < first_rank(e.peer() + 1); ++s)
+                    r.box.fail(s, std::current_exception());
+            }
+        }
+    }
+
+    void fail_here(std::exception_ptr e) {
+        for (auto& r : ranks_) r.box.fail(any_source, e);
+    }
+
+    net::node* node_;
+    int local_;
+    std::vector<int> counts_;
+    std::vector<int> first_{0};
+    std::deque<rank_state> ranks_;
+    csp::process_group pumps_;
+};
+
+class hybrid_communicator {
+public:
+    hybrid_communicator(hybrid_job& job, int local) : job_(&job), local_(local) {}
+
+    int rank() const noexcept { return job_->first_rank(job_->node_->rank()) + local_; }
+    int size() const noexcept { return job_->size(); }
+    int node() const noexcept { return job_->node_->rank(); }
+    int local_index() const noexcept { return local_; }
+
+    template <class T>
+    void send(int to, tag t, T value) {
+        detail::check_rank(to, size(), "send to");
+        const int node = job_->node_of(to);
+        const int to_local = to - job_->first_rank(node);
+        if (node == job_->node_->rank()) {
+            net::message m;
+            m.source = node;
+            m.port = hybrid_job::port_base + static_cast<net::port_id>(to_local);
+            m.tag = t.bits();
+            m.type = net::wire_type<T>();
+            m.body = net::encode(std::move(value));
+            job_->ranks_[static_cast<std::size_t>(to_local)].box.deliver(rank(), hybrid_job::key(t.bits()), std::move(m));
+        } else {
+            job_->node_->send(node, hybrid_job::port_base + static_cast<net::port_id>(to_local), std::move(value),
+                              hybrid_job::wire_tag(t, local_));
+        }
+    }
+    template <class T>
+    T receive(int from, tag t) {
+        detail::check_rank(from, size(), "receive from");
+        return mine().box.take(from, hybrid_job::key(t.bits())).body.template as<T>();
+    }
+    template <class T>
+    received<T> receive_any(tag t) {
+        auto m = mine().box.take(any_source, hybrid_job::key(t.bits()));
+        return {m.source, m.body.template as<T>()};
+    }
+    tag next_tag(stream s = {}) { return mine().counter.next(s); }
+    context_pool& contexts() { return mine().contexts; }
+
+private:
+    hybrid_job::rank_state& mine() const { return job_->ranks_[static_cast<std::size_t>(local_)]; }
+
+    hybrid_job* job_;
+    int local_;
+};
+
+template <class F>
+auto hybrid_job::run(F&& body) {
+    return csp::par_for(static_cast<std::size_t>(local_), [&](std::size_t i) {
+        csp::this_process::set_name("rank " + std::to_string(first_rank(node_->rank()) + static_cast<int>(i)));
+        hybrid_communicator comm(*this, static_cast<int>(i));
+        try {
+            return body(comm);
+        } catch (...) {
+            fail_here(std::current_exception());
+            throw;
+        }
+    });
+}
+
+}  // namespace csp::collectives
