@@ -9,6 +9,9 @@
 //   collectives_rank small          under csp-launch: allreduce of 8 B only
 //   collectives_rank figure5 net    Aspen's Figure 5 under csp-launch -n 4
 //   collectives_rank figure5 local
+//   collectives_rank hybrid <f>     under csp-launch: f ranks as fibers per node
+//                                   (hybrid_communicator.hpp), allreduce flat
+//                                   by the table and two-level by node
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "collectives/hybrid_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
 
@@ -113,6 +117,21 @@ void small_set(C& comm) {
            time_per_op(comm, k, [&] { cc::allreduce_reduce_broadcast(comm, x, cc::sum{}); }));
 }
 
+// A hybrid job: the table's flat allreduce over all ranks, and the
+// two-level one (the fibers of each node first, then one leader per node).
+void hybrid_set(cc::hybrid_communicator& c) {
+    cc::hierarchy h(c, "node" + std::to_string(c.node()));
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
+        std::vector<double> v(bytes / sizeof(double), 1.0);
+        const int k = iterations_for(bytes);
+        const std::string chosen =
+            "hybrid_table:" + std::string(cc::selection::global().choose({"allreduce", c.size(), bytes, true, true}));
+        report(c, "allreduce", chosen.c_str(), bytes, time_per_op(c, k, [&] { cc::allreduce(c, v, cc::sum{}); }));
+        report(c, "allreduce", "hybrid_hierarchical", bytes,
+               time_per_op(c, k, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));
+    }
+}
+
 // Ranks as processes of one runtime: the small-value latencies, on the
 // shared board (the table's choice) and by message passing.
 void local_set(cc::local_communicator& c) {
@@ -184,6 +203,19 @@ int main(int argc, char** argv) {
                     if (fig5) return figure5(c);
                     local_set(c);
                 });
+            });
+        } else if (mode == "hybrid") {
+            const int fibers = argc > 2 ? std::atoi(argv[2]) : 4;
+            csp::run([&] {
+                csp::net::node self;
+                {
+                    cc::hybrid_job job(self, fibers);
+                    job.run([](cc::hybrid_communicator& c) {
+                        hybrid_set(c);
+                        cc::barrier(c);
+                    });
+                }
+                self.close();
             });
         } else {
             csp::run([&] {
