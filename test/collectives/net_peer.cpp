@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 
 #include "collectives/hybrid_communicator.hpp"
@@ -107,6 +108,26 @@ int main(int argc, char** argv) {
             }
         });
         return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "hybrid-fail") {
+        // Rank 1 (a fiber of node 0) throws before an allreduce: every rank of
+        // every node must fail, none wait for ever. Exits 0 when this node saw
+        // an error, printing it.
+        std::string what;
+        try {
+            csp::run([] {
+                csp::net::node self;
+                cc::hybrid_job job(self, 2);
+                job.run([](cc::hybrid_communicator& c) {
+                    if (c.rank() == 1) throw std::runtime_error("rank 1 gave up");
+                    (void)cc::allreduce(c, 1, cc::sum{});
+                });
+            });
+        } catch (const std::exception& e) {
+            what = e.what();
+        }
+        std::cout << "hybrid failure: " << (what.empty() ? "none" : what) << '\n';
+        return what.empty() ? 1 : 0;
     }
     if (argc > 1 && std::string(argv[1]) == "hybrid") {
         // A hybrid job: node k holds 2 + k % 2 ranks as fibers (uneven

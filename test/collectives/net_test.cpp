@@ -74,3 +74,13 @@ TEST_P(net_hybrid, every_algorithm_over_fibers_of_several_nodes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(nodes, net_hybrid, ::testing::Values(1, 2, 3));
+
+// A rank of a hybrid job that throws fails every rank of every node (its
+// own node's at once, the others' when its node leaves): no rank hangs.
+TEST(net_hybrid_failure, a_throwing_fiber_fails_every_rank_of_every_node) {
+    auto r = launch(3, "", "hybrid-fail");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "hybrid failure: "), 3u) << r.output;
+    EXPECT_EQ(count(r.output, "hybrid failure: none"), 0u) << r.output;
+    EXPECT_GE(count(r.output, "rank 1 gave up"), 1u) << r.output;
+}
