@@ -105,10 +105,10 @@ private:
         context_pool contexts;
     };
 
+    // A tag as sent: its key with the sender's local index in the bits the
+    // key leaves clear.
     static std::uint64_t wire_tag(tag t, int from_local) {
-        const std::uint64_t seq_mask = ((std::uint64_t{1} << 24) - 1) << 8;
-        const std::uint64_t stream_bits = t.bits() & ~((std::uint64_t{1} << 40) - 1);
-        return stream_bits | (std::uint64_t(from_local) << fiber_shift) | (t.bits() & seq_mask) | (t.bits() & 0xff);
+        return key(t.bits()) | (std::uint64_t(from_local) << fiber_shift);
     }
     // The mailbox key of a tag: the tag without the bits a wire tag uses
     // for the sender's local index (the same at sender and receiver).
@@ -161,13 +161,9 @@ public:
         const int node = job_->node_of(to);
         const int to_local = to - job_->first_rank(node);
         if (node == job_->node_->rank()) {
-            net::message m;
-            m.source = node;
-            m.port = hybrid_job::port_base + static_cast<net::port_id>(to_local);
-            m.tag = t.bits();
-            m.type = net::wire_type<T>();
-            m.body = net::encode(std::move(value));
-            job_->ranks_[static_cast<std::size_t>(to_local)].box.deliver(rank(), hybrid_job::key(t.bits()), std::move(m));
+            const auto port = hybrid_job::port_base + static_cast<net::port_id>(to_local);
+            job_->ranks_[static_cast<std::size_t>(to_local)].box.deliver(
+                rank(), hybrid_job::key(t.bits()), detail::local_message(node, port, t.bits(), std::move(value)));
         } else {
             job_->node_->send(node, hybrid_job::port_base + static_cast<net::port_id>(to_local), std::move(value),
                               hybrid_job::wire_tag(t, local_));

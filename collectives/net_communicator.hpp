@@ -30,6 +30,21 @@
 
 namespace csp::collectives {
 
+namespace detail {
+// A message from a node to itself, as the network would deliver it: encoded,
+// so that its receive checks the type as for any other.
+template <class T>
+net::message local_message(int node, net::port_id port, std::uint64_t tag, T value) {
+    net::message m;
+    m.source = node;
+    m.port = port;
+    m.tag = tag;
+    m.type = net::wire_type<T>();
+    m.body = net::encode(std::move(value));
+    return m;
+}
+}  // namespace detail
+
 class net_communicator {
 public:
     static constexpr net::port_id default_port = 0x434f4c4c;  // "COLL"
@@ -52,13 +67,7 @@ public:
     void send(int to, tag t, T value) {
         detail::check_rank(to, size(), "send to");
         if (to == rank()) {
-            net::message m;
-            m.source = to;
-            m.port = port_id_;
-            m.tag = t.bits();
-            m.type = net::wire_type<T>();
-            m.body = net::encode(std::move(value));
-            box_.deliver(to, t.bits(), std::move(m));
+            box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::move(value)));
         } else {
             node_->send(to, port_id_, std::move(value), t.bits());
         }

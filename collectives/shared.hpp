@@ -241,7 +241,8 @@ public:
             fold(base, v.value_, e.terms_[i].negated);
             if (v.state_ == state::pending) fold(acc, *v.acc_, e.terms_[i].negated);
         }
-        if (acc && detail::is_vector<T>::value) check_lengths(*base, *acc);
+        if constexpr (detail::is_vector<T>::value)
+            if (acc) detail::check_length(base->size(), acc->size());
         value_ = std::move(*base);
         if (acc) {
             acc_ = std::move(acc);
@@ -274,7 +275,7 @@ public:
         // The common case, inline: a number folded into a pending
         // contribution, in a runtime of one thread (no lock to take).
         if constexpr (!detail::is_vector<T>::value) {
-            if (group_->unlocked_ && state_ == state::pending) {
+            if (!group_->lock_.real() && state_ == state::pending) {
                 *acc_ = Op{}(*acc_, a);
                 ++group_->stats_.updates;
                 return;
@@ -353,9 +354,6 @@ private:
         if (!into) into = negated ? detail::negate(v) : v;
         else if (negated) detail::combine_into(Op{}, *into, detail::negate(v), false);
         else detail::combine_into(Op{}, *into, v, false);
-    }
-    static void check_lengths(const T& base, const T& acc) {
-        if constexpr (detail::is_vector<T>::value) detail::check_length(base.size(), acc.size());
     }
 
     std::size_t contribution_words() const override { return detail::payload_words(*acc_); }

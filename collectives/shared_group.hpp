@@ -105,6 +105,8 @@ protected:
 class group_lock {
 public:
     explicit group_lock(bool real) : real_(real) {}
+    // Whether it locks at all (false: the runtime has one worker thread).
+    bool real() const noexcept { return real_; }
     void lock() {
         if (real_) m_.lock();
     }
@@ -126,8 +128,7 @@ public:
         : rank_(comm.rank()),
           size_(comm.size()),
           options_(options),
-          unlocked_(this_process::runtime_threads() == 1),
-          lock_(!unlocked_) {
+          lock_(this_process::runtime_threads() != 1) {
         reduce_ = [&comm, s](detail::block b, const detail::fused_op& op) { return allreduce(comm, std::move(b), op, s); };
         if constexpr (requires(std::size_t n) { comm.record_fusion(n, n); })
             record_ = [&comm](std::size_t updates, std::size_t slots) { comm.record_fusion(updates, slots); };
@@ -361,7 +362,6 @@ private:
     const int rank_;
     const int size_;
     const shared_options options_;
-    const bool unlocked_;  // one worker thread: lock_ does nothing
     std::function<detail::block(detail::block, const detail::fused_op&)> reduce_;
     std::function<void(std::size_t, std::size_t)> record_;
     mutable lock_type lock_;
