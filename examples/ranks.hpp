@@ -17,7 +17,8 @@ namespace examples {
 // Runs body(comm) at every rank; `local_ranks` is the group size when not
 // launched.
 template <class F>
-void run_ranks(int local_ranks, model_flags& flags, const std::string& title, F body) {
+void run_ranks(int local_ranks, model_flags& flags, const std::string& title, F body,
+               csp::runtime_options runtime = {}) {
     auto ranks = [&] {
         if (flags.exporting() || launched_rank() < 0) {
             csp::collectives::run_local(local_ranks, [&](auto& comm) { body(comm); });
@@ -31,7 +32,7 @@ void run_ranks(int local_ranks, model_flags& flags, const std::string& title, F 
         }
         self.close();
     };
-    flags.run(title, [&] { csp::run(ranks); });
+    flags.run(title, [&] { csp::run(ranks, runtime); });
 }
 
 }  // namespace examples

@@ -61,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(example_case{"commstime", COMMSTIME " 3"}, example_case{"listing1", LISTING1},
                       example_case{"pi", PI " 100000 4"}, example_case{"fit_loop", FIT_LOOP " 2 5"},
                       example_case{"figure5", FIGURE5 " 1"}, example_case{"variance", VARIANCE " 3 2 6"},
-                      example_case{"plankton", PLANKTON " 2 1"}),
+                      example_case{"plankton", PLANKTON " 2 1"},
+                      example_case{"jacobi_graph", JACOBI " graph 2 8 2 2 --ranks 2"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A million loops fold into the four textbook processes.

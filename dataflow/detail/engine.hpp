@@ -1,0 +1,499 @@
+#pragma once
+// One rank's part of a running graph.
+//
+// Processes: `workers` worker processes pop ready instances and run their
+// bodies; one arrival process (at high runtime priority, so that what came in
+// is placed before the next task is chosen) takes the graph's messages off
+// the communicator. All of the rank's state is under lock_.
+//
+// An instance (task, step) is ready when every input it names has arrived
+// and step-1 of its task has finished; `queued` marks a task with an instance
+// in the ready queue or running, so a task never has two at once (steps run
+// in order). Values on a local edge are handed to the consumer's instance by
+// the producer's worker; values to another rank travel in an envelope on the
+// run's tag, which the consumer's arrival process hands over the same way.
+//
+// Ending. The rank is done when its last instance finished: the worker that
+// finished it wakes the others and sends the arrival process a stop. No value
+// for this rank can be on its way then, since every instance consumed every
+// input it names. Failure (a body threw, a lost peer, an abort from another
+// rank) sets failed_, wakes everyone and stops the arrival process; a failure
+// seen first on this rank is sent on to every other rank as an abort. Ranks
+// that already finished keep their result: they needed nothing more.
+//
+// Wake protocol: a worker that finds the queue empty counts itself in idle_
+// and reads one token from wake_; whoever makes an instance ready takes one
+// idle worker off the count and writes it a token after unlocking (an
+// unbounded channel: the write never blocks).
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <cereal/cereal.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+
+#include "collectives/communicator.hpp"
+#include "csp/channel.hpp"
+#include "csp/priority.hpp"
+#include "csp/process.hpp"
+#include "csp/process_group.hpp"
+#include "csp/timer.hpp"
+#include "dataflow/graph_trace.hpp"
+#include "dataflow/ready_queue.hpp"
+#include "dataflow/task_graph.hpp"
+
+namespace csp::dataflow {
+
+struct run_stats {
+    std::uint64_t instances = 0;     // task instances this rank ran
+    std::uint64_t sent = 0;          // values sent to other ranks
+    std::uint64_t received = 0;      // values received from other ranks
+    std::uint64_t handed = 0;        // values handed over on this rank
+    std::int64_t busy_ns = 0;        // summed over workers: time in bodies
+    std::int64_t elapsed_ns = 0;     // the whole run at this rank
+};
+
+namespace detail {
+
+inline std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// Bytes of a trivially copyable value, or of a vector of them, are written as
+// they are; anything else goes through cereal.
+template <class A, class V>
+void serialize_value(A& a, V& v) {
+    if constexpr (std::is_trivially_copyable_v<V>) {
+        a(cereal::binary_data(&v, sizeof(V)));
+    } else if constexpr (requires { typename V::value_type; v.data(); v.resize(0); } &&
+                         std::is_trivially_copyable_v<typename V::value_type>) {
+        cereal::size_type n = v.size();
+        a(cereal::make_size_tag(n));
+        v.resize(static_cast<std::size_t>(n));
+        if (n) a(cereal::binary_data(v.data(), static_cast<std::size_t>(n) * sizeof(typename V::value_type)));
+    } else {
+        a(v);
+    }
+}
+
+template <class V>
+struct envelope {
+    enum kind_t : std::int32_t { data = 0, abort = 1, stop = 2 };
+    std::int32_t kind = data;
+    std::int32_t slot = 0;  // the consumer's input index
+    std::int32_t step = 0;  // the consumer's step
+    task_id from = 0;
+    task_id to = 0;
+    std::string error;  // abort: what failed, where
+    V value{};
+
+    template <class A>
+    void serialize(A& a) {
+        a(kind, slot, step, from, to, error);
+        serialize_value(a, value);
+    }
+};
+
+template <collectives::communicator C, class V>
+class engine {
+public:
+    struct options {
+        int workers = 1;
+        bool trace = false;
+        std::function<std::unique_ptr<ready_queue>()> queue;
+    };
+
+    engine(C& comm, const task_graph<V>& g, int steps, options o)
+        : comm_(comm), g_(g), steps_(steps), opt_(std::move(o)), tag_(comm.next_tag(collectives::stream{})) {
+        queue_ = opt_.queue ? opt_.queue() : std::make_unique<by_priority>();
+        build();
+    }
+
+    run_stats run() {
+        const auto t0 = now_ns();
+        {
+            std::lock_guard lk(lock_);
+            for (std::size_t i = 0; i < local_.size(); ++i) advance_locked(i);
+            if (local_.empty() || steps_ == 0) finished_ = true;
+        }
+        if (!finished_) {
+            csp::process_group g;
+            g.spawn(csp::proc("dataflow arrivals", [this] { arrivals(); }));
+            for (int w = 0; w < opt_.workers; ++w)
+                g.spawn(csp::proc("dataflow worker " + std::to_string(w), [this, w] { work(w); }));
+            g.wait();
+        }
+        stats_.elapsed_ns = now_ns() - t0;
+        if (failed_) std::rethrow_exception(failed_);
+        return stats_;
+    }
+
+    graph_trace take_trace() { return std::move(trace_); }
+
+private:
+    // Where output i of a local task goes.
+    struct route {
+        int rank = 0;
+        task_id to = 0;
+        int slot = 0;
+        int lag = 0;
+        std::int64_t local = -1;  // the consumer's index in local_, if it is here
+    };
+    struct instance {
+        std::vector<V> inputs;
+        std::vector<char> filled;
+        int missing = 0;
+    };
+    struct local_task {
+        task_id id = 0;
+        task_edges edges;
+        std::vector<route> routes;
+        int lag0 = 0, lag1 = 0;  // inputs of each lag
+        int next_step = 0;       // the step to run next
+        bool queued = false;     // an instance is in the ready queue or running
+        std::map<int, instance> pending;
+    };
+
+    // Checks both sides of every edge of this rank's tasks and lays out the
+    // routes. Errors name the task and the edge.
+    void build() {
+        if (!g_.owner || !g_.edges || !g_.body)
+            throw usage_error("dataflow::run: a task graph needs owner, edges and body");
+        if (steps_ < 0) throw usage_error("dataflow::run: " + std::to_string(steps_) + " steps");
+        const int me = comm_.rank();
+        for (task_id id = 0; id < g_.tasks; ++id) {
+            const int r = owner_of(id);
+            if (r != me) continue;
+            index_[id] = local_.size();
+            local_.push_back(local_task{id, g_.edges(id), {}, 0, 0, 0, false, {}});
+        }
+        std::unordered_map<task_id, task_edges> others;  // edges of remote neighbours, asked once
+        auto edges_of = [&](task_id id) -> const task_edges& {
+            if (auto it = index_.find(id); it != index_.end()) return local_[it->second].edges;
+            auto [it, fresh] = others.try_emplace(id);
+            if (fresh) it->second = g_.edges(id);
+            return it->second;
+        };
+        for (auto& t : local_) {
+            for (const auto& in : t.edges.inputs) {
+                check_edge_end(t.id, in.from, in.lag, "input");
+                const auto& outs = edges_of(in.from).outputs;
+                if (std::count(outs.begin(), outs.end(), output{t.id, in.lag}) != 1)
+                    throw usage_error("task graph: " + name(t.id) + " has an input from " + name(in.from) +
+                                      " (lag " + std::to_string(in.lag) + ") that " + name(in.from) +
+                                      " lists " + std::to_string(std::count(outs.begin(), outs.end(),
+                                                                            output{t.id, in.lag})) +
+                                      " times among its outputs");
+                (in.lag ? t.lag1 : t.lag0)++;
+            }
+            for (const auto& out : t.edges.outputs) {
+                check_edge_end(t.id, out.to, out.lag, "output");
+                const auto& ins = edges_of(out.to).inputs;
+                const auto it = std::find(ins.begin(), ins.end(), input{t.id, out.lag});
+                if (it == ins.end() || std::count(ins.begin(), ins.end(), input{t.id, out.lag}) != 1)
+                    throw usage_error("task graph: " + name(t.id) + " has an output to " + name(out.to) + " (lag " +
+                                      std::to_string(out.lag) + ") that " + name(out.to) +
+                                      " does not list exactly once among its inputs");
+                route r{owner_of(out.to), out.to, static_cast<int>(it - ins.begin()), out.lag, -1};
+                if (auto li = index_.find(out.to); li != index_.end()) r.local = static_cast<std::int64_t>(li->second);
+                t.routes.push_back(r);
+            }
+        }
+        left_ = static_cast<std::uint64_t>(local_.size()) * static_cast<std::uint64_t>(steps_);
+    }
+
+    void check_edge_end(task_id self, task_id other, int lag, const char* what) const {
+        if (other < 0 || other >= g_.tasks)
+            throw usage_error("task graph: " + name(self) + " names task " + std::to_string(other) + " as an " +
+                              what + ": the graph has tasks 0.." + std::to_string(g_.tasks - 1));
+        if (lag != 0 && lag != 1)
+            throw usage_error("task graph: " + name(self) + " has an " + what + " of lag " + std::to_string(lag) +
+                              " (0: same step, 1: next step)");
+        if (lag == 0 && other == self)
+            throw usage_error("task graph: " + name(self) + " has a lag-0 edge to itself");
+    }
+
+    int owner_of(task_id id) const {
+        const int r = g_.owner(id);
+        if (r < 0 || r >= comm_.size())
+            throw usage_error("task graph: owner(" + std::to_string(id) + ") is rank " + std::to_string(r) +
+                              " of a group of " + std::to_string(comm_.size()));
+        return r;
+    }
+
+    std::string name(task_id id) const { return g_.name ? g_.name(id) : "task " + std::to_string(id); }
+
+    instance& instance_locked(local_task& t, int step) {
+        auto [it, fresh] = t.pending.try_emplace(step);
+        if (fresh) {
+            instance& in = it->second;
+            in.inputs.resize(t.edges.inputs.size());
+            in.filled.assign(t.edges.inputs.size(), 0);
+            in.missing = t.lag0 + (step > 0 ? t.lag1 : 0);
+            if (step == 0)
+                for (std::size_t i = 0; i < t.edges.inputs.size(); ++i) {
+                    const auto& e = t.edges.inputs[i];
+                    if (e.lag != 1) continue;
+                    if (g_.initial) in.inputs[i] = g_.initial(e.from, t.id);
+                    in.filled[i] = 1;
+                }
+        }
+        return it->second;
+    }
+
+    // Queues local task i's next step if its inputs are all here. Returns
+    // whether a worker should be woken.
+    bool advance_locked(std::size_t i) {
+        local_task& t = local_[i];
+        if (t.queued || t.next_step >= steps_ || failed_) return false;
+        if (instance_locked(t, t.next_step).missing != 0) return false;
+        t.queued = true;
+        const std::int64_t p = g_.priority ? g_.priority(t.id, t.next_step) : 0;
+        queue_->push(ready_task{t.id, t.next_step, p, order_++});
+        if (idle_ == 0) return false;
+        --idle_;
+        return true;
+    }
+
+    void deliver(std::size_t i, int slot, int step, V&& value) {
+        bool wake = false;
+        {
+            std::lock_guard lk(lock_);
+            if (failed_) return;
+            local_task& t = local_[i];
+            if (step < t.next_step || slot < 0 || static_cast<std::size_t>(slot) >= t.edges.inputs.size())
+                throw usage_error("task graph: a value for input " + std::to_string(slot) + " of " + name(t.id) +
+                                  " step " + std::to_string(step) + " that it does not wait for");
+            instance& in = instance_locked(t, step);
+            if (in.filled[slot])
+                throw usage_error("task graph: input " + std::to_string(slot) + " of " + name(t.id) + " step " +
+                                  std::to_string(step) + " arrived twice");
+            in.inputs[slot] = std::move(value);
+            in.filled[slot] = 1;
+            --in.missing;
+            if (in.missing == 0 && step == t.next_step) wake = advance_locked(i);
+        }
+        if (wake) wake_.writer().write(0);
+    }
+
+    // Where the values of one running instance go.
+    struct emitter final : output_sink<V> {
+        emitter(engine& e, std::size_t i, int step) : eng(e), index(i), step(step) {}
+        void put(std::size_t output, V&& value) override { sent |= eng.emit(index, step, output, std::move(value)); }
+        engine& eng;
+        std::size_t index;
+        int step;
+        bool sent = false;  // some value went to another rank
+    };
+
+    // Output `output` of local task i at `step`; true if it left the rank.
+    bool emit(std::size_t i, int producer_step, std::size_t output, V&& value) {
+        const local_task& t = local_[i];
+        const route& r = t.routes[output];
+        const int step = producer_step + r.lag;
+        if (step >= steps_) return false;  // a lag-1 output of the last step: no consumer instance
+        if (r.local >= 0) {
+            deliver(static_cast<std::size_t>(r.local), r.slot, step, std::move(value));
+            std::lock_guard lk(lock_);
+            ++stats_.handed;
+            return false;
+        }
+        envelope<V> e;
+        e.slot = r.slot;
+        e.step = step;
+        e.from = t.id;
+        e.to = r.to;
+        e.value = std::move(value);
+        if (opt_.trace) {
+            std::lock_guard lk(lock_);
+            trace_.transfers.push_back(
+                transfer_event{t.id, r.to, step, comm_.rank(), transfer_event::sent, 0, now_ns()});
+        }
+        comm_.send(r.rank, tag_, std::move(e));
+        std::lock_guard lk(lock_);
+        ++stats_.sent;
+        return true;
+    }
+
+    void work(int w) {
+        for (;;) {
+            ready_task next;
+            {
+                std::unique_lock lk(lock_);
+                while (queue_->empty() && !finished_ && !failed_) {
+                    ++idle_;
+                    lk.unlock();
+                    (void)wake_.reader().read();
+                    lk.lock();
+                }
+                if (finished_ || failed_) return;
+                next = queue_->pop();
+            }
+            run_one(w, next);
+        }
+    }
+
+    void run_one(int w, const ready_task& r) {
+        const std::size_t i = index_.at(r.id);
+        instance in;
+        {
+            std::lock_guard lk(lock_);
+            auto it = local_[i].pending.find(r.step);
+            in = std::move(it->second);
+            local_[i].pending.erase(it);
+        }
+        const auto start = now_ns();
+        emitter out(*this, i, r.step);
+        try {
+            task<V> t(r.id, r.step, steps_, in.inputs, local_[i].edges, out);
+            g_.body(t);
+            if (auto miss = t.missing(); !miss.empty())
+                throw usage_error("task graph: " + name(r.id) + " step " + std::to_string(r.step) +
+                                  " returned without emitting output " + std::to_string(miss.front()) + " (to " +
+                                  name(local_[i].edges.outputs[miss.front()].to) + ")");
+        } catch (...) {
+            fail(std::current_exception(), name(r.id) + " step " + std::to_string(r.step), true);
+            return;
+        }
+        const auto end = now_ns();
+        bool wake_one = false, done = false;
+        {
+            std::lock_guard lk(lock_);
+            ++stats_.instances;
+            stats_.busy_ns += end - start;
+            if (opt_.trace) trace_.tasks.push_back(task_span{r.id, r.step, comm_.rank(), w, start, end});
+            local_task& t = local_[i];
+            t.queued = false;
+            ++t.next_step;
+            wake_one = advance_locked(i);
+            if (--left_ == 0) {
+                finished_ = true;
+                done = true;
+            }
+        }
+        if (done) {
+            stop_everyone();
+            return;
+        }
+        if (wake_one) wake_.writer().write(0);
+        // Values just sent wait in this node's switch and links; let them
+        // leave before the next body keeps this thread busy.
+        if (out.sent) csp::yield();
+    }
+
+    void arrivals() {
+        csp::this_process::set_priority(csp::priority_high);
+        for (;;) {
+            envelope<V> e;
+            try {
+                auto got = comm_.template receive_any<envelope<V>>(tag_);
+                e = std::move(got.value);
+                if (e.kind == envelope<V>::stop) return;
+                if (e.kind == envelope<V>::abort) {
+                    fail(std::make_exception_ptr(graph_error(e.error)), {}, false);
+                    return;
+                }
+                auto it = index_.find(e.to);
+                if (it == index_.end())
+                    throw usage_error("task graph: rank " + std::to_string(comm_.rank()) + " got a value for " +
+                                      name(e.to) + ", which it does not own");
+                if (opt_.trace) {
+                    std::lock_guard lk(lock_);
+                    trace_.transfers.push_back(
+                        transfer_event{e.from, e.to, e.step, comm_.rank(), transfer_event::arrived, 0, now_ns()});
+                }
+                {
+                    std::lock_guard lk(lock_);
+                    ++stats_.received;
+                }
+                deliver(it->second, e.slot, e.step, std::move(e.value));
+            } catch (...) {
+                fail(std::current_exception(), "rank " + std::to_string(comm_.rank()) + " receiving", true);
+                return;
+            }
+        }
+    }
+
+    // Records the first failure; `where` and `tell` say whether it happened
+    // here (and must be told to the other ranks) or came from one of them.
+    void fail(std::exception_ptr e, const std::string& where, bool tell) {
+        std::size_t wakes;
+        {
+            std::lock_guard lk(lock_);
+            if (failed_ || finished_) return;
+            failed_ = e;
+            wakes = idle_;
+            idle_ = 0;
+        }
+        for (std::size_t k = 0; k < wakes; ++k) wake_.writer().write(0);
+        if (tell) {
+            std::string what;
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                what = x.what();
+            } catch (...) {
+                what = "an exception that is not a std::exception";
+            }
+            envelope<V> a;
+            a.kind = envelope<V>::abort;
+            a.error = "task graph failed at rank " + std::to_string(comm_.rank()) + ", " + where + ": " + what;
+            for (int r = 0; r < comm_.size(); ++r) {
+                if (r == comm_.rank()) continue;
+                try {
+                    comm_.send(r, tag_, a);
+                } catch (...) {
+                    // That rank is gone; it cannot be waiting for this graph.
+                }
+            }
+        }
+        envelope<V> s;
+        s.kind = envelope<V>::stop;
+        comm_.send(comm_.rank(), tag_, std::move(s));
+    }
+
+    void stop_everyone() {
+        std::size_t wakes;
+        {
+            std::lock_guard lk(lock_);
+            wakes = idle_;
+            idle_ = 0;
+        }
+        for (std::size_t k = 0; k < wakes; ++k) wake_.writer().write(0);
+        envelope<V> s;
+        s.kind = envelope<V>::stop;
+        comm_.send(comm_.rank(), tag_, std::move(s));
+    }
+
+    C& comm_;
+    const task_graph<V>& g_;
+    const int steps_;
+    options opt_;
+    const collectives::tag tag_;
+
+    mutable std::mutex lock_;  // everything below
+    std::vector<local_task> local_;
+    std::unordered_map<task_id, std::size_t> index_;
+    std::unique_ptr<ready_queue> queue_;
+    std::uint64_t order_ = 0;
+    std::uint64_t left_ = 0;  // instances of this rank not yet finished
+    std::size_t idle_ = 0;
+    bool finished_ = false;
+    std::exception_ptr failed_;
+    run_stats stats_;
+    graph_trace trace_;
+    csp::channel<int> wake_{csp::buffer::unbounded()};
+};
+
+}  // namespace detail
+}  // namespace csp::dataflow

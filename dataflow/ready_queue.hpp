@@ -1,0 +1,74 @@
+#pragma once
+// Which ready task runs next.
+//
+// A task instance is ready once every input it names has arrived and its
+// previous step has finished. The engine pushes ready instances here and its
+// workers pop them; the queue only orders them, so any policy computes the
+// same results. Calls are made under the engine's lock: a queue needs no lock
+// of its own.
+//
+//   by_priority   the default: higher priority first, FIFO among equals (the
+//                 order instances became ready)
+//   newest_first  LIFO, ignoring priority: good for cache reuse, bad for
+//                 pipelines (Thyme's MMULT starved its neighbours this way)
+//
+// A user policy derives from ready_queue and is given to run() as a factory
+// (run_options::queue).
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "dataflow/task_graph.hpp"
+
+namespace csp::dataflow {
+
+struct ready_task {
+    task_id id = 0;
+    int step = 0;
+    std::int64_t priority = 0;
+    std::uint64_t order = 0;  // when it became ready on this rank: 0, 1, 2, ...
+};
+
+class ready_queue {
+public:
+    virtual ~ready_queue() = default;
+    virtual void push(const ready_task& t) = 0;
+    // Only called when not empty.
+    virtual ready_task pop() = 0;
+    virtual bool empty() const = 0;
+};
+
+class by_priority final : public ready_queue {
+public:
+    void push(const ready_task& t) override { q_.push(t); }
+    ready_task pop() override {
+        ready_task t = q_.top();
+        q_.pop();
+        return t;
+    }
+    bool empty() const override { return q_.empty(); }
+
+private:
+    struct below {
+        bool operator()(const ready_task& a, const ready_task& b) const {
+            return a.priority != b.priority ? a.priority < b.priority : a.order > b.order;
+        }
+    };
+    std::priority_queue<ready_task, std::vector<ready_task>, below> q_;
+};
+
+class newest_first final : public ready_queue {
+public:
+    void push(const ready_task& t) override { s_.push_back(t); }
+    ready_task pop() override {
+        ready_task t = s_.back();
+        s_.pop_back();
+        return t;
+    }
+    bool empty() const override { return s_.empty(); }
+
+private:
+    std::vector<ready_task> s_;
+};
+
+}  // namespace csp::dataflow

@@ -1,0 +1,50 @@
+#pragma once
+// Running a task graph: every rank of a communicator calls run() with the
+// same graph and step count, and each runs the tasks it owns.
+//
+//   auto stats = df::run(comm, graph, 100);                      // defaults
+//   df::run_options o{.workers = 2, .trace = true};
+//   df::graph_trace tr;
+//   df::run(comm, graph, 100, o, &tr);                           // and its trace
+//
+// run() returns when every instance of this rank finished, and throws when
+// the graph failed anywhere (task_graph.hpp, graph_error). Any communicator
+// works: ranks as processes of one runtime, nodes over TCP or UCX, a hybrid
+// job. Calls are collective like a collective operation's: every rank makes
+// the same run() calls in the same order (each takes one tag of the default
+// stream); graphs that run at the same time need different communicators.
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "csp/process.hpp"
+#include "dataflow/detail/engine.hpp"
+
+namespace csp::dataflow {
+
+struct run_options {
+    // Worker processes of this rank (0: one per thread of the runtime). A
+    // body runs on a worker; several workers run bodies at once only on a
+    // runtime with several threads, or when a body waits.
+    int workers = 0;
+    // Record a graph_trace (graph_trace.hpp).
+    bool trace = false;
+    // The ready-queue policy (ready_queue.hpp); by_priority when empty.
+    std::function<std::unique_ptr<ready_queue>()> queue{};
+};
+
+template <collectives::communicator C, class V>
+run_stats run(C& comm, const task_graph<V>& graph, int steps, const run_options& options = {},
+              graph_trace* trace = nullptr) {
+    typename detail::engine<C, V>::options o;
+    o.workers = options.workers > 0 ? options.workers
+                                    : static_cast<int>(std::max<std::size_t>(1, this_process::runtime_threads()));
+    o.trace = options.trace || trace != nullptr;
+    o.queue = options.queue;
+    detail::engine<C, V> e(comm, graph, steps, std::move(o));
+    auto stats = e.run();
+    if (trace) *trace = e.take_trace();
+    return stats;
+}
+
+}  // namespace csp::dataflow

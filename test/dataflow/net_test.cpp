@@ -1,0 +1,120 @@
+// Task graphs over the network: nodes on threads of this process over TCP
+// (UCX where built and chosen), and a node in a process of its own that is
+// killed mid-graph.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/collectives.hpp"
+#include "collectives/net_communicator.hpp"
+#include "csp/runtime.hpp"
+#include "dataflow/dataflow.hpp"
+#include "net/net.hpp"
+#include "test/dataflow/stencil.hpp"
+#include "test/net/net_fixture.hpp"
+
+namespace cc = csp::collectives;
+namespace df = csp::dataflow;
+using namespace std::chrono_literals;
+
+namespace {
+
+class net_graph : public ::testing::TestWithParam<int> {};
+
+TEST_P(net_graph, the_stencil_over_nodes_matches_the_sequential_reference) {
+    const int n = GetParam();
+    const df::task_id tasks = 10;
+    const int steps = 30;
+    auto g = dataflow_test::stencil(tasks, n);
+    std::vector<std::int64_t> last(tasks, -1);
+    std::mutex lock;
+    auto body = g.body;
+    g.body = [&](df::task<std::int64_t>& t) {
+        body(t);
+        if (!t.last_step()) return;
+        std::int64_t v = 3 * t.input(0) + t.step();
+        for (std::size_t i = 1; i < t.inputs(); ++i) v += t.input(i);
+        std::lock_guard lk(lock);
+        last[t.id()] = v % 1000000007;
+    };
+    std::atomic<std::uint64_t> sent{0}, received{0}, instances{0};
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, "dataflow-net-" + std::to_string(n), n, [&](csp::net::node& self) {
+        {
+            cc::net_communicator comm(self);
+            const auto st = df::run(comm, g, steps);
+            sent += st.sent;
+            received += st.received;
+            instances += st.instances;
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+    EXPECT_EQ(last, dataflow_test::stencil_reference(tasks, steps));
+    EXPECT_EQ(instances.load(), static_cast<std::uint64_t>(tasks) * steps);
+    EXPECT_EQ(sent.load(), received.load());
+    EXPECT_EQ(sent.load(), 2u * (n - 1) * (steps - 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(nodes, net_graph, ::testing::Values(1, 2, 4));
+
+// A node killed mid-graph: every other node's run() throws within seconds;
+// none hangs.
+TEST(net_graph_failure, a_node_killed_mid_graph_stops_the_graph_on_every_other_node) {
+    constexpr int n = 4;
+    const df::task_id tasks = 8;
+    const int steps = 1000000;
+    csp::net::nameserver ns;
+    const std::string job = "dataflow-killed";
+    const pid_t pid = net_test::spawn_node(DATAFLOW_NET_PEER, {std::to_string(tasks), std::to_string(steps)}, ns,
+                                           job, n - 1, n);
+    std::atomic<int> ran{0};
+    auto g = dataflow_test::stencil(tasks, n);
+    auto body = g.body;
+    g.body = [&](df::task<std::int64_t>& t) {
+        body(t);
+        ++ran;
+    };
+    std::vector<std::string> what(n - 1);
+    std::thread killer([&] {
+        while (ran.load() < 300) std::this_thread::sleep_for(1ms);
+        ::kill(pid, SIGKILL);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    net_test::run_ranks(ns, job, n, {0, 1, 2}, [&](csp::net::node& self) {
+        cc::net_communicator comm(self);
+        try {
+            df::run(comm, g, steps);
+            what[comm.rank()] = "finished";
+        } catch (const csp::net::peer_error& e) {
+            what[comm.rank()] = std::string("peer_error: ") + e.what();
+        } catch (const df::graph_error& e) {
+            what[comm.rank()] = std::string("graph_error: ") + e.what();
+        }
+    });
+    killer.join();
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+    EXPECT_TRUE(WIFSIGNALED(status));
+    // Every node stops with an error: the dead node's departure (the
+    // communicator's port hears all), an abort from the first node that
+    // noticed, or a send to a node that already stopped and left. The first
+    // to notice names the dead node.
+    int named = 0;
+    for (int r = 0; r < n - 1; ++r) {
+        EXPECT_TRUE(what[r].rfind("peer_error: ", 0) == 0 || what[r].rfind("graph_error: ", 0) == 0) << what[r];
+        if (what[r].find("node 3 of job 'dataflow-killed'") != std::string::npos) ++named;
+    }
+    EXPECT_GE(named, 1);
+}
+
+}  // namespace

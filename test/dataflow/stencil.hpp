@@ -1,0 +1,58 @@
+#pragma once
+// The graph the dataflow tests share: a 1-D integer stencil whose answer
+// does not depend on the order of evaluation, and its sequential reference.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "dataflow/task_graph.hpp"
+
+namespace dataflow_test {
+
+namespace df = csp::dataflow;
+
+// A 1-D stencil over n cells, each a task: cell i at step s is
+// 3*own + left + right + s from step s-1 (missing neighbours count 0),
+// starting from i + 1. Integers, so any order of evaluation gives the same
+// bits; a value read from the wrong step changes the answer.
+inline df::task_graph<std::int64_t> stencil(df::task_id n, int ranks) {
+    const df::task_id per = (n + ranks - 1) / ranks;
+    return df::task_graph<std::int64_t>{
+        .tasks = n,
+        .owner = [per](df::task_id t) { return static_cast<int>(t / per); },
+        .edges =
+            [n](df::task_id t) {
+                df::task_edges e;
+                e.inputs.push_back({t, 1});
+                e.outputs.push_back({t, 1});
+                if (t > 0) e.inputs.push_back({t - 1, 1}), e.outputs.push_back({t - 1, 1});
+                if (t < n - 1) e.inputs.push_back({t + 1, 1}), e.outputs.push_back({t + 1, 1});
+                return e;
+            },
+        .body =
+            [](df::task<std::int64_t>& t) {
+                std::int64_t v = 3 * t.input(0) + t.step();
+                for (std::size_t i = 1; i < t.inputs(); ++i) v += t.input(i);
+                v %= 1000000007;
+                for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) t.emit(o, v);
+            },
+        .initial = [](df::task_id from, df::task_id) -> std::int64_t { return from + 1; },
+    };
+}
+
+inline std::vector<std::int64_t> stencil_reference(df::task_id n, int steps) {
+    std::vector<std::int64_t> cur(n), next(n);
+    for (df::task_id i = 0; i < n; ++i) cur[i] = i + 1;
+    for (int s = 0; s < steps; ++s) {
+        for (df::task_id i = 0; i < n; ++i) {
+            std::int64_t v = 3 * cur[i] + s;
+            if (i > 0) v += cur[i - 1];
+            if (i < n - 1) v += cur[i + 1];
+            next[i] = v % 1000000007;
+        }
+        std::swap(cur, next);
+    }
+    return cur;
+}
+
+}  // namespace dataflow_test

@@ -1,0 +1,366 @@
+// Task graphs over ranks as processes of one runtime (local communicator),
+// on one or two worker threads: results against sequential references,
+// dependence order under random delays, every value counted, priorities,
+// failures on every rank, and refused graphs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collectives/collectives.hpp"
+#include "csp/runtime.hpp"
+#include "csp/timer.hpp"
+#include "dataflow/dataflow.hpp"
+#include "test/dataflow/stencil.hpp"
+
+namespace cc = csp::collectives;
+namespace df = csp::dataflow;
+
+using dataflow_test::stencil;
+using dataflow_test::stencil_reference;
+
+namespace {
+
+// Values sent on every edge of the stencil in `steps` steps; those of
+// lag-1 outputs of the last step have no consumer and are not sent.
+std::uint64_t stencil_edges(df::task_id n) { return static_cast<std::uint64_t>(n + 2 * (n - 1)); }
+
+struct shape {
+    int ranks;
+    std::size_t threads;
+    int workers;
+};
+
+class stencil_graph : public ::testing::TestWithParam<shape> {};
+
+TEST_P(stencil_graph, matches_the_sequential_reference_and_counts_every_value) {
+    const auto [ranks, threads, workers] = GetParam();
+    const df::task_id n = 11;
+    const int steps = 25;
+    auto g = stencil(n, ranks);
+    std::vector<std::int64_t> last(n, -1);
+    std::mutex lock;
+    auto body = g.body;
+    g.body = [&](df::task<std::int64_t>& t) {
+        body(t);
+        if (t.last_step()) {
+            std::int64_t v = 3 * t.input(0) + t.step();
+            for (std::size_t i = 1; i < t.inputs(); ++i) v += t.input(i);
+            std::lock_guard lk(lock);
+            last[t.id()] = v % 1000000007;
+        }
+    };
+    std::uint64_t instances = 0, sent = 0, received = 0, handed = 0;
+    csp::run(
+        [&] {
+            auto stats = cc::run_local(ranks, [&](cc::local_communicator& comm) {
+                return df::run(comm, g, steps, {.workers = workers});
+            });
+            for (const auto& s : stats) {
+                instances += s.instances;
+                sent += s.sent;
+                received += s.received;
+                handed += s.handed;
+            }
+        },
+        {.threads = threads});
+    EXPECT_EQ(last, stencil_reference(n, steps));
+    EXPECT_EQ(instances, static_cast<std::uint64_t>(n) * steps);
+    EXPECT_EQ(sent, received);
+    EXPECT_EQ(sent + handed, stencil_edges(n) * (steps - 1));
+    if (ranks == 1) EXPECT_EQ(sent, 0u);
+    else EXPECT_EQ(sent, 2u * (ranks - 1) * (steps - 1));  // one value each way across each rank boundary
+}
+
+INSTANTIATE_TEST_SUITE_P(shapes, stencil_graph,
+                         ::testing::Values(shape{1, 1, 0}, shape{2, 1, 0}, shape{4, 1, 0}, shape{1, 2, 0},
+                                           shape{2, 2, 0}, shape{4, 2, 0}, shape{4, 2, 3}, shape{3, 1, 2}));
+
+// A value carrying who made it and for which step.
+struct stamp {
+    df::task_id producer = -1;
+    std::int32_t step = -1;
+    std::int32_t pad = 0;
+};
+
+// Every step is a diamond per group of four tasks (a -> b, c -> d, lag 0)
+// and d feeds the next step's a (lag 1), with the group's tasks spread over
+// the ranks. Bodies sleep at random; each checks that every input is there
+// and from the step it names.
+TEST(dependences, hold_under_random_delays_on_two_threads) {
+    const int ranks = 4, steps = 12, groups = 3;
+    const df::task_id n = 4 * groups;
+    std::atomic<int> wrong{0}, ran{0};
+    df::task_graph<stamp> g{
+        .tasks = n,
+        .owner = [](df::task_id t) { return static_cast<int>((t * 7 + t / 4) % ranks); },
+        .edges =
+            [](df::task_id t) {
+                const df::task_id base = t / 4 * 4;
+                df::task_edges e;
+                switch (t % 4) {
+                    case 0:
+                        e.inputs = {{base + 3, 1}};
+                        e.outputs = {{base + 1, 0}, {base + 2, 0}};
+                        break;
+                    case 1:
+                    case 2:
+                        e.inputs = {{base, 0}};
+                        e.outputs = {{base + 3, 0}};
+                        break;
+                    default:
+                        e.inputs = {{base + 1, 0}, {base + 2, 0}};
+                        e.outputs = {{base, 1}};
+                }
+                return e;
+            },
+        .body =
+            [&](df::task<stamp>& t) {
+                thread_local std::mt19937 rng(std::random_device{}());
+                csp::sleep_for(std::chrono::microseconds(rng() % 300));
+                for (std::size_t i = 0; i < t.inputs(); ++i) {
+                    const auto& in = t.edges().inputs[i];
+                    const stamp& v = t.input(i);
+                    const int want = t.step() - in.lag;
+                    if (want < 0 ? v.producer != -1 : (v.producer != in.from || v.step != want)) ++wrong;
+                }
+                ++ran;
+                for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) t.emit(o, stamp{t.id(), t.step(), 0});
+            },
+    };
+    csp::run([&] { cc::run_local(ranks, [&](cc::local_communicator& comm) { df::run(comm, g, steps); }); },
+             {.threads = 2});
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(ran.load(), n * steps);
+}
+
+// Independent tasks on one rank and one worker: the queue's order is the
+// order they run in.
+std::vector<df::task_id> order_of(df::task_graph<int> g, df::run_options o = {}) {
+    std::vector<df::task_id> order;
+    auto body = g.body;
+    g.body = [&](df::task<int>& t) {
+        order.push_back(t.id());
+        body(t);
+    };
+    csp::run([&] { cc::run_local(1, [&](cc::local_communicator& comm) { df::run(comm, g, 1, o); }); });
+    return order;
+}
+
+df::task_graph<int> independent(int n, std::vector<int>& results) {
+    return df::task_graph<int>{
+        .tasks = n,
+        .owner = [](df::task_id) { return 0; },
+        .edges = [](df::task_id) { return df::task_edges{}; },
+        .body = [&results](df::task<int>& t) { results[t.id()] = static_cast<int>(t.id() * t.id()); },
+    };
+}
+
+TEST(priorities, order_the_ready_tasks_and_never_the_results) {
+    std::vector<int> plain(6), by_id(6), newest(6), want{0, 1, 4, 9, 16, 25};
+    EXPECT_EQ(order_of(independent(6, plain)), (std::vector<df::task_id>{0, 1, 2, 3, 4, 5}));  // FIFO
+    auto g = independent(6, by_id);
+    g.priority = [](df::task_id t, int) -> std::int64_t { return t % 3; };
+    EXPECT_EQ(order_of(g), (std::vector<df::task_id>{2, 5, 1, 4, 0, 3}));  // higher first, FIFO among equals
+    EXPECT_EQ(order_of(independent(6, newest), {.queue = [] { return std::make_unique<df::newest_first>(); }}),
+              (std::vector<df::task_id>{5, 4, 3, 2, 1, 0}));
+    EXPECT_EQ(plain, want);
+    EXPECT_EQ(by_id, want);
+    EXPECT_EQ(newest, want);
+}
+
+TEST(priorities, older_first_runs_a_lower_step_before_a_higher_one) {
+    // Two chains on one rank: task 0 runs many steps alone (no inputs from
+    // task 1), and both are always ready; older_first keeps their steps
+    // level, newest_first alone lets one run ahead.
+    auto two = [](bool older, bool newest) {
+        std::vector<std::pair<df::task_id, int>> seen;
+        df::task_graph<int> g{
+            .tasks = 2,
+            .owner = [](df::task_id) { return 0; },
+            .edges = [](df::task_id) { return df::task_edges{}; },
+            .body = [&](df::task<int>& t) { seen.emplace_back(t.id(), t.step()); },
+        };
+        if (older) g.priority = df::older_first;
+        df::run_options o;
+        if (newest) o.queue = [] { return std::make_unique<df::newest_first>(); };
+        csp::run([&] { cc::run_local(1, [&](cc::local_communicator& comm) { df::run(comm, g, 4, o); }); });
+        return seen;
+    };
+    const std::vector<std::pair<df::task_id, int>> level{{0, 0}, {1, 0}, {0, 1}, {1, 1},
+                                                         {0, 2}, {1, 2}, {0, 3}, {1, 3}};
+    EXPECT_EQ(two(true, false), level);
+    // newest first: task 1's next step, ready last, always runs next.
+    EXPECT_EQ(two(false, true),
+              (std::vector<std::pair<df::task_id, int>>{{1, 0}, {1, 1}, {1, 2}, {1, 3}, {0, 0}, {0, 1}, {0, 2}, {0, 3}}));
+}
+
+// A user-supplied ready queue sees every instance once.
+struct counting_queue final : df::ready_queue {
+    explicit counting_queue(std::atomic<int>& p) : pushes(p) {}
+    void push(const df::ready_task& t) override {
+        ++pushes;
+        q.push_back(t);
+    }
+    df::ready_task pop() override {
+        auto t = q.front();
+        q.erase(q.begin());
+        return t;
+    }
+    bool empty() const override { return q.empty(); }
+    std::atomic<int>& pushes;
+    std::vector<df::ready_task> q;
+};
+
+TEST(ready_queue_policy, a_user_queue_replaces_the_default_on_every_rank) {
+    std::atomic<int> pushes{0};
+    auto g = stencil(8, 2);
+    csp::run([&] {
+        cc::run_local(2, [&](cc::local_communicator& comm) {
+            df::run(comm, g, 5, {.queue = [&] { return std::make_unique<counting_queue>(pushes); }});
+        });
+    });
+    EXPECT_EQ(pushes.load(), 8 * 5);
+}
+
+// What each rank's run() threw.
+std::vector<std::string> failures(int ranks, std::size_t threads, const df::task_graph<std::int64_t>& g, int steps) {
+    std::vector<std::string> what(ranks);
+    csp::run(
+        [&] {
+            cc::run_local(ranks, [&](cc::local_communicator& comm) {
+                try {
+                    df::run(comm, g, steps);
+                    what[comm.rank()] = "finished";
+                } catch (const df::graph_error& e) {
+                    what[comm.rank()] = std::string("graph_error: ") + e.what();
+                } catch (const std::exception& e) {
+                    what[comm.rank()] = std::string("own: ") + e.what();
+                }
+            });
+        },
+        {.threads = threads});
+    return what;
+}
+
+class failing_graph : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(failing_graph, a_throwing_task_stops_the_graph_on_every_rank) {
+    auto g = stencil(8, 4);  // tasks 4 and 5 on rank 2
+    auto body = g.body;
+    g.body = [body](df::task<std::int64_t>& t) {
+        if (t.id() == 5 && t.step() == 3) throw std::runtime_error("boom in task 5");
+        body(t);
+    };
+    const auto what = failures(4, GetParam(), g, 40);
+    EXPECT_EQ(what[2], "own: boom in task 5");
+    for (int r : {0, 1, 3}) {
+        EXPECT_EQ(what[r].rfind("graph_error: ", 0), 0u) << what[r];
+        EXPECT_NE(what[r].find("rank 2, task 5 step 3: boom in task 5"), std::string::npos) << what[r];
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(threads, failing_graph, ::testing::Values(1, 2));
+
+TEST(failing_graph_body, a_missing_or_repeated_output_is_an_error_naming_the_edge) {
+    auto g = stencil(4, 2);
+    g.body = [](df::task<std::int64_t>& t) {
+        if (t.id() == 1) return;  // emits nothing
+        for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) t.emit(o, 0);
+    };
+    auto what = failures(2, 1, g, 3);
+    EXPECT_NE(what[0].find("task 1 step 0 returned without emitting output 0 (to task 1)"), std::string::npos)
+        << what[0];
+    EXPECT_NE(what[1].find("returned without emitting output 0"), std::string::npos) << what[1];
+
+    g.body = [](df::task<std::int64_t>& t) {
+        for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) t.emit(o, 0);
+        if (t.id() == 2) t.emit(0, 1);
+    };
+    what = failures(2, 1, g, 3);
+    EXPECT_NE(what[1].find("task 2 (step 0) emits twice on output 0 (to task 2)"), std::string::npos) << what[1];
+}
+
+// A graph whose two sides of an edge disagree is refused by every rank that
+// owns either side, before any body runs.
+TEST(refused_graphs, an_edge_named_on_one_side_only) {
+    std::atomic<int> ran{0};
+    df::task_graph<int> g{
+        .tasks = 2,
+        .owner = [](df::task_id t) { return static_cast<int>(t); },
+        .edges =
+            [](df::task_id t) {
+                df::task_edges e;
+                if (t == 1) e.inputs = {{0, 0}};  // task 0 lists no output to 1
+                return e;
+            },
+        .body = [&](df::task<int>&) { ++ran; },
+    };
+    std::vector<std::string> what(2);
+    csp::run([&] {
+        cc::run_local(2, [&](cc::local_communicator& comm) {
+            try {
+                df::run(comm, g, 2);
+            } catch (const csp::usage_error& e) {
+                what[comm.rank()] = e.what();
+            }
+        });
+    });
+    EXPECT_EQ(what[1], "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
+    EXPECT_EQ(ran.load(), 2);  // task 0 ran its 2 steps (rank 0 cannot know); rank 1 ran nothing
+}
+
+TEST(refused_graphs, a_bad_owner_lag_or_task_id) {
+    auto refused = [](df::task_graph<int> g) {
+        try {
+            csp::run([&] { cc::run_local(2, [&](cc::local_communicator& comm) { df::run(comm, g, 1); }); });
+        } catch (const csp::usage_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    df::task_graph<int> g{
+        .tasks = 2,
+        .owner = [](df::task_id t) { return static_cast<int>(t * 5); },
+        .edges = [](df::task_id) { return df::task_edges{}; },
+        .body = [](df::task<int>&) {},
+    };
+    EXPECT_EQ(refused(g), "task graph: owner(1) is rank 5 of a group of 2");
+    g.owner = [](df::task_id) { return 0; };
+    g.edges = [](df::task_id t) { return df::task_edges{.inputs = {{t, 2}}, .outputs = {{t, 2}}}; };
+    EXPECT_EQ(refused(g), "task graph: task 0 has an input of lag 2 (0: same step, 1: next step)");
+    g.edges = [](df::task_id) { return df::task_edges{.inputs = {{7, 0}}, .outputs = {}}; };
+    EXPECT_EQ(refused(g), "task graph: task 0 names task 7 as an input: the graph has tasks 0..1");
+    g.edges = {};
+    EXPECT_EQ(refused(g), "dataflow::run: a task graph needs owner, edges and body");
+}
+
+TEST(reruns, a_graph_runs_again_on_the_same_communicator_between_collectives) {
+    const df::task_id n = 9;
+    auto g = stencil(n, 3);
+    std::vector<std::int64_t> sums;
+    csp::run([&] {
+        auto got = cc::run_local(3, [&](cc::local_communicator& comm) {
+            std::uint64_t total = 0;
+            for (int steps : {0, 1, 6, 6}) {
+                total += df::run(comm, g, steps).instances;
+                total = cc::allreduce(comm, total, cc::sum{});
+            }
+            return total;
+        });
+        for (auto v : got) sums.push_back(static_cast<std::int64_t>(v));
+    });
+    // 0, then 9, then 9+9*6 summed over 3 ranks, ...: every rank agrees.
+    ASSERT_EQ(sums.size(), 3u);
+    EXPECT_EQ(sums[0], sums[1]);
+    EXPECT_EQ(sums[1], sums[2]);
+    EXPECT_EQ(sums[0], ((((0) * 3 + 9) * 3 + 9 * 6) * 3 + 9 * 6));
+}
+
+}  // namespace
