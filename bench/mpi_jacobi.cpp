@@ -56,6 +56,7 @@ double run(const std::string& variant, int rows, int cols, int steps) {
         }
         std::swap(cur, next);
     }
+    MPI_Barrier(MPI_COMM_WORLD);
     double ms = (MPI_Wtime() - t0) * 1000.0, slowest = 0;
     MPI_Allreduce(&ms, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return slowest;

@@ -13,6 +13,7 @@
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/scheduler_policy.hpp"
 #include "csp/detail/thread_census.hpp"
+#include "csp/timer.hpp"
 
 namespace csp::detail {
 
@@ -124,3 +125,12 @@ run_scope::~run_scope() {
 }
 
 }  // namespace csp::detail
+
+namespace csp {
+
+void yield_to_io() {
+    if (auto* clock = detail::busy_poll_of_this_thread) clock->force();
+    boost::this_fiber::yield();
+}
+
+}  // namespace csp

@@ -21,4 +21,14 @@ void sleep_for(std::chrono::duration<Rep, Period> d) {
 // Let other ready processes run.
 inline void yield() { boost::this_fiber::yield(); }
 
+// yield(), and before the caller runs again the runtime looks for events of
+// its event sources (the IO scheduler's descriptors: sockets, UCX) without
+// blocking, so that what they make ready is queued too. A runtime that is
+// never idle otherwise looks once per millisecond of work; a process that
+// computes in long steps while messages come in (a task graph's worker)
+// calls this between steps, so that arrivals, and transfers that need this
+// side to move (UCX rendezvous), wait for one step instead. Costs one
+// non-blocking poll system call when the runtime has an event source.
+void yield_to_io();
+
 }  // namespace csp

@@ -70,10 +70,12 @@ single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt), idle_(1,
     idle_.attach(*this);
     rt_->add_idle_hook([](void* p) { static_cast<idle_protocol*>(p)->wake_all(); }, &idle_);
     one_thread_policy = this;
+    busy_poll_of_this_thread = &busy_poll_;
 }
 
 single_thread_policy::~single_thread_policy() {
     if (one_thread_policy == this) one_thread_policy = nullptr;
+    if (busy_poll_of_this_thread == &busy_poll_) busy_poll_of_this_thread = nullptr;
 }
 
 void single_thread_policy::awakened(context* ctx) noexcept {
@@ -83,7 +85,8 @@ void single_thread_policy::awakened(context* ctx) noexcept {
 
 context* single_thread_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
-    if (dispatcher_ && (ready_.empty() || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
+    if (dispatcher_ &&
+        (ready_.empty() || busy_poll_.forced() || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
         picks_since_dispatch_ = 0;
         return std::exchange(dispatcher_, nullptr);
     }
@@ -219,6 +222,7 @@ bool worker_pool::run_next_held(const worker_policy* self) const noexcept {
 worker_policy::worker_policy(worker_pool* pool, std::size_t idx, runtime_core* rt)
     : looks(pool->size()), pool_(pool), idx_(idx), rt_(rt), sched_(context::active()->get_scheduler()) {
     this_thread_worker = this;
+    busy_poll_of_this_thread = &busy_poll_;
     pool_->attach(idx, this);
     pool_->idle().attach(*this);
     rt_->add_idle_hook([](void* p) { static_cast<idle_protocol*>(p)->wake_all(); }, &pool_->idle());
@@ -226,6 +230,7 @@ worker_policy::worker_policy(worker_pool* pool, std::size_t idx, runtime_core* r
 
 worker_policy::~worker_policy() {
     if (this_thread_worker == this) this_thread_worker = nullptr;
+    if (busy_poll_of_this_thread == &busy_poll_) busy_poll_of_this_thread = nullptr;
 }
 
 void worker_policy::awakened(context* ctx) noexcept {
@@ -296,7 +301,7 @@ context* worker_policy::take_local() noexcept {
 context* worker_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
     picks_.store(picks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (dispatcher_ && ++picks_since_dispatch_ >= tuning::dispatch_interval) {
+    if (dispatcher_ && (busy_poll_.forced() || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
         picks_since_dispatch_ = 0;
         return std::exchange(dispatcher_, nullptr);
     }

@@ -54,6 +54,12 @@ namespace csp::detail {
 class busy_poll_clock {
 public:
     bool due() noexcept {
+        if (forced_) {
+            forced_ = false;
+            passes_ = 0;
+            last_ = std::chrono::steady_clock::now();
+            return true;
+        }
         if (++passes_ < tuning::busy_poll_clock_every) return false;
         passes_ = 0;
         const auto now = std::chrono::steady_clock::now();
@@ -61,11 +67,21 @@ public:
         last_ = now;
         return true;
     }
+    // The next due() is true whatever the time (csp::yield_to_io()); until
+    // then the policy runs its dispatcher at the next pick, where the poll
+    // may happen.
+    void force() noexcept { forced_ = true; }
+    bool forced() const noexcept { return forced_; }
 
 private:
     unsigned passes_ = 0;
+    bool forced_ = false;
     std::chrono::steady_clock::time_point last_{};
 };
+
+// The busy-poll clock of the policy running on the calling thread, or
+// nullptr: set and cleared by the policies themselves.
+inline thread_local busy_poll_clock* busy_poll_of_this_thread = nullptr;
 
 // One thread: a priority queue without locks.
 //

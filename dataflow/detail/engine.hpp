@@ -210,6 +210,10 @@ private:
             }
         }
         left_ = static_cast<std::uint64_t>(local_.size()) * static_cast<std::uint64_t>(steps_);
+        for (const auto& t : local_) {
+            for (const auto& r : t.routes) talks_ = talks_ || r.local < 0;
+            for (const auto& in : t.edges.inputs) talks_ = talks_ || !index_.count(in.from);
+        }
     }
 
     void check_edge_end(task_id self, task_id other, int lag, const char* what) const {
@@ -386,9 +390,12 @@ private:
             return;
         }
         if (wake_one) wake_.writer().write(0);
-        // Values just sent wait in this node's switch and links; let them
-        // leave before the next body keeps this thread busy.
-        if (out.sent) csp::yield();
+        // Between two bodies the node's other ready processes run: values
+        // just sent leave, and, with a look at the sockets first, values that
+        // came in meanwhile are taken in (the arrival process is above the
+        // workers' priority) before the next task is chosen.
+        if (talks_) csp::yield_to_io();
+        else csp::yield();
     }
 
     void arrivals() {
@@ -487,6 +494,7 @@ private:
     std::unique_ptr<ready_queue> queue_;
     std::uint64_t order_ = 0;
     std::uint64_t left_ = 0;  // instances of this rank not yet finished
+    bool talks_ = false;      // some edge of this rank's tasks crosses to another rank
     std::size_t idle_ = 0;
     bool finished_ = false;
     std::exception_ptr failed_;

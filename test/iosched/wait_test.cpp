@@ -35,6 +35,42 @@ TEST_P(io_wait, readiness_wakes_the_waiting_process) {
     EXPECT_EQ(got, 'x');
 }
 
+// A process that computes in steps and calls csp::yield_to_io() between
+// them has the poll made at its next step, so the waiter on a ready fd runs
+// within a few steps; a plain yield leaves it to the busy poll, once per
+// millisecond of computation (about 50 of these 20 us steps). Regression
+// (dataflow workers): arrivals waited for the busy poll between task bodies.
+TEST_P(io_wait, yield_to_io_lets_a_computing_process_hand_a_ready_fd_to_its_waiter_within_a_few_steps) {
+    fd_pair p;
+    std::atomic<int> step{0}, woke_at{-1};
+    int got = 0;
+    csp_test::run_watched([&] {
+        auto sched = start();
+        csp::par(
+            [&] {
+                csp::io::wait_readable(p.a());
+                woke_at = step.load();
+                got = get_byte(p.a());
+            },
+            [&] {
+                csp_test::wait_until_armed(sched);
+                put_byte(p.b(), 'y');
+                for (int s = 0; s < 5000 && woke_at.load() < 0; ++s) {
+                    step = s;
+                    const auto until = std::chrono::steady_clock::now() + 20us;
+                    while (std::chrono::steady_clock::now() < until) {
+                    }
+                    csp::yield_to_io();
+                }
+            });
+    }, opts());
+    EXPECT_EQ(got, 'y');
+    EXPECT_GE(woke_at.load(), 0);
+    // On several threads the waiter may sit on a worker the OS has not run
+    // yet: only one thread makes the count a property of the runtime alone.
+    if (GetParam().threads == 1) EXPECT_LE(woke_at.load(), 4);
+}
+
 TEST_P(io_wait, wakes_exactly_the_process_waiting_on_the_ready_fd) {
     constexpr int n = 8;
     std::vector<fd_pair> pairs(n);
