@@ -7,7 +7,8 @@
 // `edges(id)` names the task's inputs and outputs; `body` is the task's work.
 // A graph runs for a number of steps (iterations): step s of task t is one
 // instance, and an edge either stays inside a step (lag 0) or carries data
-// from step s of its producer to step s+1 of its consumer (lag 1).
+// from step s of its producer to step s+k of its consumer (lag k: 1 for the
+// next step, k for a value that travels k steps, as a panel does in MMULT).
 //
 //   df::task_graph<std::vector<double>> g{
 //       .tasks = 8,
@@ -30,9 +31,10 @@
 //     encoded once to one on another rank;
 //   - a task's steps run in step order (step s+1 of a task starts after its
 //     step s finished), so one edge's values arrive in step order;
-//   - at step 0 a lag-1 input has no producer step: it holds
-//     `initial(producer, consumer)` (V{} without `initial`); at the last step a
-//     lag-1 output has no consumer step and what is emitted on it is dropped;
+//   - at a step s < k a lag-k input has no producer step: it holds
+//     `initial(consumer, input index, s)` (V{} without `initial`); at a step s with
+//     s + k >= steps a lag-k output has no consumer step and what is emitted
+//     on it is dropped;
 //   - `priority(id, step)` is metadata: among ready tasks the higher runs
 //     first (ready_queue.hpp). It never changes a result, since a task runs
 //     only once every input it names is there.
@@ -49,14 +51,15 @@ namespace csp::dataflow {
 using task_id = std::int64_t;
 
 // Where an input comes from: the producer's output in the same step (lag
-// 0) or in the previous one (lag 1).
+// 0) or `lag` steps before.
 struct input {
     task_id from = 0;
     int lag = 0;
     friend bool operator==(const input&, const input&) = default;
 };
 
-// Where an output goes: the consumer's input in the same step or the next.
+// Where an output goes: the consumer's input in the same step or `lag`
+// steps later.
 struct output {
     task_id to = 0;
     int lag = 0;
@@ -157,7 +160,7 @@ struct task_graph {
     std::function<void(task<V>&)> body{};
     // Optional metadata and initial values (see above).
     std::function<std::int64_t(task_id, int step)> priority{};
-    std::function<V(task_id from, task_id to)> initial{};
+    std::function<V(task_id task, std::size_t input, int step)> initial{};
     // Optional, for traces and errors: a task's name ("relax 3").
     std::function<std::string(task_id)> name{};
 };

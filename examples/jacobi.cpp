@@ -177,8 +177,8 @@ band_result run_graph(C& comm, const config& c) {
                 if (t.last_step()) final[local] = next;
                 t.emit(0, std::move(next));
             },
-        .initial = [rb, w](df::task_id from, df::task_id to) {
-            return grid(static_cast<std::size_t>(from == to ? rb : 1) * w, 0.0);
+        .initial = [rb, w](df::task_id, std::size_t input, int) {
+            return grid(static_cast<std::size_t>(input == 0 ? rb : 1) * w, 0.0);  // the block, or a halo row
         },
         .name = [](df::task_id g) { return "block " + std::to_string(g); },
     };

@@ -158,7 +158,6 @@ private:
         task_id id = 0;
         task_edges edges;
         std::vector<route> routes;
-        int lag0 = 0, lag1 = 0;  // inputs of each lag
         int next_step = 0;       // the step to run next
         bool queued = false;     // an instance is in the ready queue or running
         std::map<int, instance> pending;
@@ -175,7 +174,7 @@ private:
             const int r = owner_of(id);
             if (r != me) continue;
             index_[id] = local_.size();
-            local_.push_back(local_task{id, g_.edges(id), {}, 0, 0, 0, false, {}});
+            local_.push_back(local_task{id, g_.edges(id), {}, 0, false, {}});
         }
         std::unordered_map<task_id, task_edges> others;  // edges of remote neighbours, asked once
         auto edges_of = [&](task_id id) -> const task_edges& {
@@ -194,7 +193,6 @@ private:
                                       " lists " + std::to_string(std::count(outs.begin(), outs.end(),
                                                                             output{t.id, in.lag})) +
                                       " times among its outputs");
-                (in.lag ? t.lag1 : t.lag0)++;
             }
             for (const auto& out : t.edges.outputs) {
                 check_edge_end(t.id, out.to, out.lag, "output");
@@ -220,9 +218,9 @@ private:
         if (other < 0 || other >= g_.tasks)
             throw usage_error("task graph: " + name(self) + " names task " + std::to_string(other) + " as an " +
                               what + ": the graph has tasks 0.." + std::to_string(g_.tasks - 1));
-        if (lag != 0 && lag != 1)
+        if (lag < 0 || lag > max_lag)
             throw usage_error("task graph: " + name(self) + " has an " + what + " of lag " + std::to_string(lag) +
-                              " (0: same step, 1: next step)");
+                              " (0: the same step, k: k steps later, at most " + std::to_string(max_lag) + ")");
         if (lag == 0 && other == self)
             throw usage_error("task graph: " + name(self) + " has a lag-0 edge to itself");
     }
@@ -243,14 +241,17 @@ private:
             instance& in = it->second;
             in.inputs.resize(t.edges.inputs.size());
             in.filled.assign(t.edges.inputs.size(), 0);
-            in.missing = t.lag0 + (step > 0 ? t.lag1 : 0);
-            if (step == 0)
-                for (std::size_t i = 0; i < t.edges.inputs.size(); ++i) {
-                    const auto& e = t.edges.inputs[i];
-                    if (e.lag != 1) continue;
-                    if (g_.initial) in.inputs[i] = g_.initial(e.from, t.id);
-                    in.filled[i] = 1;
+            // An input whose producer step would come before step 0 holds
+            // the initial value instead.
+            for (std::size_t i = 0; i < t.edges.inputs.size(); ++i) {
+                const auto& e = t.edges.inputs[i];
+                if (e.lag <= step) {
+                    ++in.missing;
+                    continue;
                 }
+                if (g_.initial) in.inputs[i] = g_.initial(t.id, i, step);
+                in.filled[i] = 1;
+            }
         }
         return it->second;
     }
@@ -305,7 +306,7 @@ private:
         const local_task& t = local_[i];
         const route& r = t.routes[output];
         const int step = producer_step + r.lag;
-        if (step >= steps_) return false;  // a lag-1 output of the last step: no consumer instance
+        if (step >= steps_) return false;  // a lagged output of a last step: no consumer instance
         if (r.local >= 0) {
             deliver(static_cast<std::size_t>(r.local), r.slot, step, std::move(value));
             std::lock_guard lk(lock_);
@@ -487,6 +488,7 @@ private:
     const int steps_;
     options opt_;
     const collectives::tag tag_;
+    static constexpr int max_lag = 1 << 20;
 
     mutable std::mutex lock_;  // everything below
     std::vector<local_task> local_;

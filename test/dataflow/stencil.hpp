@@ -36,7 +36,12 @@ inline df::task_graph<std::int64_t> stencil(df::task_id n, int ranks) {
                 v %= 1000000007;
                 for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) t.emit(o, v);
             },
-        .initial = [](df::task_id from, df::task_id) -> std::int64_t { return from + 1; },
+        // Input 0 is the cell itself, 1 its left neighbour (or its right
+        // one for cell 0), 2 its right one.
+        .initial = [](df::task_id t, std::size_t input, int) -> std::int64_t {
+            if (input == 0) return t + 1;
+            return (input == 1 && t > 0 ? t - 1 : t + 1) + 1;
+        },
     };
 }
 

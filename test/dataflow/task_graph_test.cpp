@@ -333,12 +333,42 @@ TEST(refused_graphs, a_bad_owner_lag_or_task_id) {
     };
     EXPECT_EQ(refused(g), "task graph: owner(1) is rank 5 of a group of 2");
     g.owner = [](df::task_id) { return 0; };
-    g.edges = [](df::task_id t) { return df::task_edges{.inputs = {{t, 2}}, .outputs = {{t, 2}}}; };
-    EXPECT_EQ(refused(g), "task graph: task 0 has an input of lag 2 (0: same step, 1: next step)");
+    g.edges = [](df::task_id t) { return df::task_edges{.inputs = {{t, -1}}, .outputs = {{t, -1}}}; };
+    EXPECT_EQ(refused(g),
+              "task graph: task 0 has an input of lag -1 (0: the same step, k: k steps later, at most 1048576)");
     g.edges = [](df::task_id) { return df::task_edges{.inputs = {{7, 0}}, .outputs = {}}; };
     EXPECT_EQ(refused(g), "task graph: task 0 names task 7 as an input: the graph has tasks 0..1");
     g.edges = {};
     EXPECT_EQ(refused(g), "dataflow::run: a task graph needs owner, edges and body");
+}
+
+// A value that travels k steps: task 0 sends its step to task 1 with lag 3
+// (on another rank); task 1 sees the initial value for its first 3 steps,
+// then step s - 3's.
+TEST(lags, a_lag_k_edge_delivers_step_s_to_step_s_plus_k_and_initial_values_before) {
+    std::vector<int> seen;
+    df::task_graph<int> g{
+        .tasks = 2,
+        .owner = [](df::task_id t) { return static_cast<int>(t); },
+        .edges =
+            [](df::task_id t) {
+                return t == 0 ? df::task_edges{.inputs = {}, .outputs = {{1, 3}}}
+                              : df::task_edges{.inputs = {{0, 3}}, .outputs = {}};
+            },
+        .body =
+            [&](df::task<int>& t) {
+                if (t.id() == 0) t.emit(0, 100 + t.step());
+                else seen.push_back(t.input(0));
+            },
+        .initial = [](df::task_id, std::size_t, int step) { return -1 - step; },
+    };
+    std::uint64_t sent = 0;
+    csp::run([&] {
+        auto st = cc::run_local(2, [&](cc::local_communicator& comm) { return df::run(comm, g, 7); });
+        sent = st[0].sent;
+    });
+    EXPECT_EQ(seen, (std::vector<int>{-1, -2, -3, 100, 101, 102, 103}));
+    EXPECT_EQ(sent, 4u);  // steps 4..6 of task 0 have no consumer step
 }
 
 TEST(reruns, a_graph_runs_again_on_the_same_communicator_between_collectives) {
