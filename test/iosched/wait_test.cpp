@@ -68,7 +68,9 @@ TEST_P(io_wait, yield_to_io_lets_a_computing_process_hand_a_ready_fd_to_its_wait
     EXPECT_GE(woke_at.load(), 0);
     // On several threads the waiter may sit on a worker the OS has not run
     // yet: only one thread makes the count a property of the runtime alone.
-    if (GetParam().threads == 1) EXPECT_LE(woke_at.load(), 4);
+    if (GetParam().threads == 1) {
+        EXPECT_LE(woke_at.load(), 4);
+    }
 }
 
 TEST_P(io_wait, wakes_exactly_the_process_waiting_on_the_ready_fd) {
