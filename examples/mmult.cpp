@@ -21,7 +21,7 @@
 //   ./build/examples/mmult all 128 4 2 --ranks 4                          # ranks as fibers
 //
 // Arguments: [variant|all|priorities] [N] [panels per block] [tiles per side];
-// flags: --ranks N (a square), --no-check, --repeat N, --threads N,
+// flags: --ranks N (a square), --no-check, --repeat N, --threads N, --workers N,
 // --queue fifo|newest, --priority none|older. `priorities` runs the graph
 // four ways: fifo and newest-first, each without and with older-first.
 // Entries of A and B are small integers, so every order of the sums gives
@@ -71,6 +71,7 @@ struct config {
     bool check = true;
     int repeat = 1;
     int threads = 1;
+    int workers = 0;  // graph: worker processes per rank (0: one per thread)
     std::string queue = "fifo";
     std::string priority = "none";
 };
@@ -204,7 +205,7 @@ block_result run_graph(Comm& comm, const config& c, const std::string& queue, co
         },
     };
     if (priority == "older") graph.priority = df::older_first;
-    df::run_options o;
+    df::run_options o{.workers = c.workers};
     if (queue == "newest") o.queue = [] { return std::make_unique<df::newest_first>(); };
     cc::barrier(comm);
     const auto t0 = std::chrono::steady_clock::now();
@@ -234,6 +235,7 @@ config parse(int argc, char** argv) {
         else if (a == "--no-check") c.check = false;
         else if (a == "--repeat") c.repeat = std::max(1, std::stoi(value()));
         else if (a == "--threads") c.threads = std::stoi(value());
+        else if (a == "--workers") c.workers = std::stoi(value());
         else if (a == "--queue") c.queue = value();
         else if (a == "--priority") c.priority = value();
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
