@@ -270,11 +270,16 @@ private:
         return true;
     }
 
-    void deliver(std::size_t i, int slot, int step, V&& value) {
+    // Places a value for input `slot` of local task i at `step`, counting it
+    // in `count` (and recording `arrival`, if any) under the same lock.
+    void deliver(std::size_t i, int slot, int step, V&& value, std::uint64_t run_stats::*count,
+                 const transfer_event* arrival = nullptr) {
         bool wake = false;
         {
             std::lock_guard lk(lock_);
             if (failed_) return;
+            ++(stats_.*count);
+            if (arrival) trace_.transfers.push_back(*arrival);
             local_task& t = local_[i];
             if (step < t.next_step || slot < 0 || static_cast<std::size_t>(slot) >= t.edges.inputs.size())
                 throw usage_error("task graph: a value for input " + std::to_string(slot) + " of " + name(t.id) +
@@ -308,9 +313,7 @@ private:
         const int step = producer_step + r.lag;
         if (step >= steps_) return false;  // a lagged output of a last step: no consumer instance
         if (r.local >= 0) {
-            deliver(static_cast<std::size_t>(r.local), r.slot, step, std::move(value));
-            std::lock_guard lk(lock_);
-            ++stats_.handed;
+            deliver(static_cast<std::size_t>(r.local), r.slot, step, std::move(value), &run_stats::handed);
             return false;
         }
         envelope<V> e;
@@ -319,14 +322,14 @@ private:
         e.from = t.id;
         e.to = r.to;
         e.value = std::move(value);
-        if (opt_.trace) {
+        {
             std::lock_guard lk(lock_);
-            trace_.transfers.push_back(
-                transfer_event{t.id, r.to, step, comm_.rank(), transfer_event::sent, 0, now_ns()});
+            ++stats_.sent;
+            if (opt_.trace)
+                trace_.transfers.push_back(
+                    transfer_event{t.id, r.to, step, comm_.rank(), transfer_event::sent, 0, now_ns()});
         }
         comm_.send(r.rank, tag_, std::move(e));
-        std::lock_guard lk(lock_);
-        ++stats_.sent;
         return true;
     }
 
@@ -415,16 +418,10 @@ private:
                 if (it == index_.end())
                     throw usage_error("task graph: rank " + std::to_string(comm_.rank()) + " got a value for " +
                                       name(e.to) + ", which it does not own");
-                if (opt_.trace) {
-                    std::lock_guard lk(lock_);
-                    trace_.transfers.push_back(
-                        transfer_event{e.from, e.to, e.step, comm_.rank(), transfer_event::arrived, 0, now_ns()});
-                }
-                {
-                    std::lock_guard lk(lock_);
-                    ++stats_.received;
-                }
-                deliver(it->second, e.slot, e.step, std::move(e.value));
+                const transfer_event arrival{e.from, e.to, e.step, comm_.rank(), transfer_event::arrived, 0,
+                                             opt_.trace ? now_ns() : 0};
+                deliver(it->second, e.slot, e.step, std::move(e.value), &run_stats::received,
+                        opt_.trace ? &arrival : nullptr);
             } catch (...) {
                 fail(std::current_exception(), "rank " + std::to_string(comm_.rank()) + " receiving", true);
                 return;
