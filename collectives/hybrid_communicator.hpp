@@ -65,7 +65,7 @@ public:
         for (std::size_t k = 0; k < counts_.size(); ++k) first_[k + 1] = first_[k] + counts_[k];
         for (int i = 0; i < local_; ++i) {
             auto& r = ranks_.emplace_back();
-            const auto port = n.open(port_base + static_cast<net::port_id>(i), net::departures::each);
+            const auto port = n.claim(port_base + static_cast<net::port_id>(i), "hybrid_job", net::departures::each);
             pumps_.spawn(csp::proc("hybrid pump " + std::to_string(i), [this, &r, port]() mutable { pump(r, port); }));
         }
     }
@@ -75,6 +75,7 @@ public:
         for (int i = 0; i < local_; ++i)
             node_->deliver_here(port_base + static_cast<net::port_id>(i), std::uint8_t{0}, stop_tag);
         pumps_.wait();
+        for (int i = 0; i < local_; ++i) node_->release(port_base + static_cast<net::port_id>(i));
     }
 
     int size() const noexcept { return first_.back(); }

@@ -16,7 +16,9 @@
 //
 // The communicator must be made, used and destroyed inside processes of the
 // node's runtime, and destroyed before its node (its destructor stops the
-// pump). One communicator per node and port.
+// pump). One communicator per node and port: it claims its port
+// (node::claim), so opening that port, or making a second communicator on
+// it, is a usage_error while it lives.
 #include <cstdint>
 #include <exception>
 #include <utility>
@@ -51,13 +53,16 @@ public:
 
     explicit net_communicator(net::node& n, net::port_id port = default_port) : node_(&n), port_id_(port) {
         if (n.size() < 1) throw usage_error("net_communicator: the node's job size is unknown");
-        pump_.spawn(csp::proc("collectives pump", [this, port = n.open(port, net::departures::each)] { run_pump(port); }));
+        pump_.spawn(csp::proc("collectives pump", [this, port = n.claim(port, "net_communicator", net::departures::each)] {
+            run_pump(port);
+        }));
     }
     net_communicator(const net_communicator&) = delete;
     net_communicator& operator=(const net_communicator&) = delete;
     ~net_communicator() {
         node_->deliver_here(port_id_, std::uint8_t{0}, stop_tag);
         pump_.wait();
+        node_->release(port_id_);
     }
 
     int rank() const { return node_->rank(); }

@@ -90,10 +90,16 @@ node::node(node_options o) {
         throw usage_error("node_options::job '" + o.job + "': use 1-200 characters of letters, digits, '.', '_', '-'");
     if (o.token.find('\n') != std::string::npos || o.token.size() > 1024)
         throw usage_error("node_options::token: at most 1024 bytes and no newline");
-    if (!o.nameserver) {
+    // No nameserver, no rank, no size, no peers: a job of one, as an MPI
+    // program started without mpiexec. Its peers table is its own listener.
+    const bool alone = !o.nameserver && o.rank < 0 && o.size == 0 && o.peers.empty();
+    if (alone) {
+        o.rank = 0;
+        o.size = 1;
+    } else if (!o.nameserver) {
         if (o.rank < 0 || o.size <= 0 || o.rank >= o.size || static_cast<int>(o.peers.size()) != o.size)
             throw usage_error("a node without a nameserver needs rank, size and a peers table of `size` addresses "
-                              "(set CSP_NAMESERVER, or run under csp-launch)");
+                              "(set CSP_NAMESERVER, run under csp-launch, or set none of them for a job of one)");
     } else if (o.size > 0 && o.rank >= o.size) {
         throw usage_error("node_options::rank " + std::to_string(o.rank) + " is not below size " + std::to_string(o.size));
     }
@@ -103,6 +109,7 @@ node::node(node_options o) {
     endpoint bound;
     unique_fd listener = listen_on(o.bind, bound);
     core_->address = {o.advertise.empty() ? bound.host : o.advertise, bound.port};
+    if (alone) o.peers = {core_->address};
     registration entry;
     if (o.nameserver) {
         entry = register_node(*o.nameserver, o.job, o.rank, o.size, core_->address, clock::now() + o.connect_timeout);
@@ -164,11 +171,38 @@ void node::close() {
 }
 
 port node::open(port_id id, departures heard) {
-    if (heard == departures::each) {
+    {
         std::lock_guard lk(core_->lock);
-        core_->every_departure.insert(id);
+        if (auto it = core_->claimed.find(id); it != core_->claimed.end())
+            throw usage_error("port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+                              " is reserved: " + it->second + " owns it; use another port id");
+        core_->opened.insert(id);
+        if (heard == departures::each) core_->every_departure.insert(id);
     }
     return port(id, core_->port_channel(id), core_);
+}
+
+port node::claim(port_id id, const std::string& owner, departures heard) {
+    {
+        std::lock_guard lk(core_->lock);
+        if (auto it = core_->claimed.find(id); it != core_->claimed.end())
+            throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+                              " is already owned by " + it->second);
+        // A port the program opened already would split its messages with
+        // the owner just as well. (Messages may be waiting in it: a peer's
+        // owner can have sent before this one claimed.)
+        if (core_->opened.count(id))
+            throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+                              " is open already: the program opened it; use another port id");
+        core_->claimed.emplace(id, owner);
+        if (heard == departures::each) core_->every_departure.insert(id);
+    }
+    return port(id, core_->port_channel(id), core_);
+}
+
+void node::release(port_id id) {
+    std::lock_guard lk(core_->lock);
+    core_->claimed.erase(id);
 }
 
 #if CSP_WITH_UCX

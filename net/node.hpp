@@ -66,7 +66,15 @@ public:
     // The port `id` of this node; messages sent to it before it was opened are
     // waiting in it. Opening a port twice gives two handles to one mailbox;
     // it hears every departure once any handle asked for `each` (port.hpp).
+    // Throws usage_error for a port a library layer claimed.
     port open(port_id id, departures heard = departures::last_sender);
+
+    // For layers above the node that own a port (a net_communicator owns
+    // its own): opens `id` and reserves it for `owner` until release(id), so
+    // a user's open() or a second claim of it is a usage_error naming the
+    // owner, not two readers silently splitting one stream of messages.
+    port claim(port_id id, const std::string& owner, departures heard = departures::last_sender);
+    void release(port_id id);
 
     // Queues `value` for port `to_port` of node `to` and returns; waits
     // first while the window to `to` is full. Throws usage_error for a rank

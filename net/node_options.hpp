@@ -41,6 +41,8 @@ struct node_options {
 
     // Peers are found through a nameserver, or else from a fixed table
     // (peers[r] is rank r's listener; then rank and size are required).
+    // With none of nameserver, rank, size and peers the node is a job of
+    // one (rank 0 of 1), as a program started without csp-launch.
     std::optional<endpoint> nameserver;
     std::vector<endpoint> peers;
 

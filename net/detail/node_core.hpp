@@ -117,6 +117,8 @@ struct node_core {
     std::unordered_map<port_id, csp::channel<message>> ports;
     std::unordered_map<int, std::string> departed;  // peer -> why sends to it fail
     std::unordered_set<port_id> every_departure;      // ports opened with departures::each
+    std::unordered_map<port_id, std::string> claimed;  // port -> the layer that owns it (node::claim)
+    std::unordered_set<port_id> opened;                // ports the program opened (node::open)
     // departed.size(), readable without the lock: a send looks up `departed`
     // only once some peer has gone, so the common send takes no lock.
     std::atomic<std::size_t> departures{0};

@@ -154,6 +154,24 @@ TEST(net_node, a_node_can_send_to_itself) {
     });
 }
 
+// Regression: a node started without csp-launch or a nameserver aborted
+// ("needs rank, size and a peers table") instead of running alone.
+TEST(net_node, a_node_started_without_a_launcher_is_a_job_of_one) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        EXPECT_EQ(self.rank(), 0);
+        EXPECT_EQ(self.size(), 1);
+        csp::net::port in = self.open(3);
+        self.send(0, 3, std::vector<double>{1.5, 2.5}, 9);
+        auto m = in.receive();
+        EXPECT_EQ(m.source, 0);
+        EXPECT_EQ(m.tag, 9u);
+        EXPECT_EQ(m.as<std::vector<double>>(), (std::vector<double>{1.5, 2.5}));
+        EXPECT_THROW(self.send(1, 3, 0), csp::usage_error);  // there is no rank 1
+        self.close();
+    });
+}
+
 TEST(net_node, receive_from_a_set_of_ports) {
     csp::net::nameserver ns;
     run_nodes(ns, "set", 3, [&](csp::net::node& self) {
@@ -272,7 +290,9 @@ TEST(net_node, bad_arguments_name_what_is_wrong) {
         }
     });
     EXPECT_THROW(csp::run([] {
-                     csp::net::node_options o;  // no nameserver, no peers table
+                     csp::net::node_options o;  // a rank, but no nameserver and no peers table
+                     o.rank = 1;
+                     o.size = 2;
                      csp::net::node n(o);
                  }),
                  csp::usage_error);

@@ -1,0 +1,71 @@
+// A net_communicator on a node of its own: the port it owns, and a job of one.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "collectives/collectives.hpp"
+#include "collectives/net_communicator.hpp"
+#include "csp/runtime.hpp"
+#include "net/net.hpp"
+
+namespace cc = csp::collectives;
+
+namespace {
+
+std::string error_of(auto&& f) {
+    try {
+        f();
+    } catch (const csp::usage_error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace
+
+// Regression: the communicator's port could be opened by the program too,
+// silently splitting the collective messages between two readers.
+TEST(net_communicator_port, opening_the_communicators_port_is_an_error_naming_its_owner) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        {
+            cc::net_communicator comm(self);
+            const auto open = error_of([&] { self.open(cc::net_communicator::default_port); });
+            EXPECT_NE(open.find("reserved"), std::string::npos) << open;
+            EXPECT_NE(open.find("net_communicator"), std::string::npos) << open;
+            const auto second = error_of([&] { cc::net_communicator again(self); });
+            EXPECT_NE(second.find("already owned by net_communicator"), std::string::npos) << second;
+            EXPECT_EQ(cc::allreduce(comm, 21, cc::sum{}), 21);  // still the only reader, still working
+        }
+        // Released with the communicator: a new one may take it.
+        cc::net_communicator later(self);
+        EXPECT_EQ(cc::allreduce(later, 4, cc::sum{}), 4);
+        self.close();
+    });
+}
+
+TEST(net_communicator_port, a_port_the_program_opened_cannot_be_claimed) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        auto mine = self.open(77);
+        const auto e = error_of([&] { cc::net_communicator comm(self, 77); });
+        EXPECT_NE(e.find("the program opened it"), std::string::npos) << e;
+        self.close();
+    });
+}
+
+// A program started without csp-launch runs its collectives as a job of one.
+TEST(net_communicator_port, collectives_of_a_job_of_one_return_the_rank_own_values) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        {
+            cc::net_communicator comm(self);
+            EXPECT_EQ(comm.size(), 1);
+            EXPECT_EQ(cc::allreduce(comm, 2.5, cc::sum{}), 2.5);
+            EXPECT_EQ(cc::broadcast(comm, 7, 0), 7);
+            EXPECT_EQ(cc::allgather(comm, 3), std::vector<int>{3});
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+}
