@@ -29,6 +29,7 @@
 #include "csp/model/recorder.hpp"
 #include "csp/process.hpp"
 #include "csp/type_name.hpp"
+#include "csp/view.hpp"
 
 namespace csp::collectives {
 
@@ -89,7 +90,9 @@ public:
         model::recorder* rec = model::recorder::active();
         {
             model::recorder::quiet_scope hide(rec);
-            group_->box(to).deliver(rank_, t.bits(), std::any(std::move(value)));
+            // A view is delivered as the data it views, as over the network
+            // (csp/view.hpp): the sender may reuse its buffer once send returns.
+            group_->box(to).deliver(rank_, t.bits(), std::any(csp::owned(std::move(value))));
         }
         if (rec) rec->message(model::direction::send, rank_, to, model_id(t));
     }
@@ -133,6 +136,7 @@ private:
 
     template <class T>
     static T unbox(std::any&& a) {
+        csp::check_receivable<T>();
         if (auto* p = std::any_cast<T>(&a)) return std::move(*p);
         throw usage_error("a collective received a value of type " + csp::type_name(a.type()) + " where it expected " +
                           csp::type_name<T>() + "; do all ranks pass the same type?");

@@ -9,6 +9,9 @@
 //   std::string                                        its characters
 //   anything else cereal can serialise                 cereal's binary archive
 //   csp::net::payload                                  itself (forwarding without a copy)
+//   a view: std::span<E>, std::string_view             the data it views, received as
+//                                                      std::vector<E>, std::string (csp/view.hpp)
+//   a pointer                                          refused at compile time
 //
 // A payload whose size cannot be a T (a 12-byte message read as a double,
 // or cereal running out of bytes) throws decode_error.
@@ -31,6 +34,7 @@
 #include <cereal/types/tuple.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "csp/view.hpp"
 #include "net/errors.hpp"
 #include "net/payload.hpp"
 #include "net/type_fingerprint.hpp"
@@ -91,13 +95,27 @@ template <class T>
 std::uint32_t wire_type() {
     using V = std::remove_cvref_t<T>;
     if constexpr (std::is_same_v<V, payload>) return 0;
-    else return type_fingerprint<V>();
+    else return type_fingerprint<sent_type_t<V>>();
 }
 
 template <class T>
 payload encode(T&& value) {
     using V = std::remove_cvref_t<T>;
-    if constexpr (std::is_same_v<V, payload>) {
+    check_sendable<V>();
+    if constexpr (is_view_v<V>) {
+        // The viewed data, as its owning type would be encoded; raw elements
+        // straight from the view, without building the owner first.
+        using O = sent_type_t<V>;
+        if constexpr (raw_sequence<O>::value) {
+            using E = typename raw_sequence<O>::element;
+            std::byte* out;
+            payload p = payload::allocate(value.size() * sizeof(E), out);
+            if (p.size()) std::memcpy(out, value.data(), p.size());
+            return p;
+        } else {
+            return encode(O(value.begin(), value.end()));
+        }
+    } else if constexpr (std::is_same_v<V, payload>) {
         return value;  // already bytes: forwarded as they are, shared, not copied
     } else if constexpr (raw_sequence<V>::value) {
         using E = typename raw_sequence<V>::element;
@@ -130,6 +148,7 @@ payload encode(T&& value) {
 template <class T>
 T decode(const payload& p) {
     using V = std::remove_cvref_t<T>;
+    check_receivable<V>();
     if constexpr (std::is_same_v<V, payload>) {
         return p;
     } else if constexpr (raw_sequence<V>::value) {

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <map>
 #include <cstdlib>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "csp/alt.hpp"
@@ -68,6 +70,29 @@ TEST(net_node, values_of_every_encoding_arrive_intact) {
             EXPECT_EQ(rd.sensor, "t1");
             EXPECT_EQ(rd.values, (std::vector<double>{1.5, -2.0}));
             EXPECT_TRUE(inbox.receive<std::vector<int>>().empty());
+        }
+    });
+}
+
+// Regression: a std::span is trivially copyable, so its pointer and length
+// were sent, and the receiver read 4.65825e-310 1.97626e-323.
+TEST(net_node, a_span_or_string_view_is_sent_as_the_data_it_views) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "views", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            std::vector<double> row{1.5, -2.25, 3.0, 4.0};
+            self.send(1, 1, std::span<const double>(row).subspan(1, 2));
+            std::fill(row.begin(), row.end(), 0.0);  // the send copied what it needed
+            std::string text = "a heat row";
+            self.send(1, 1, std::string_view(text).substr(2, 4));
+            text.assign(text.size(), 'x');
+            std::vector<std::string> names{"a", "bc", "def"};
+            self.send(1, 1, std::span<std::string>(names).last(2));  // cereal-encoded elements
+        } else {
+            EXPECT_EQ(inbox.receive<std::vector<double>>(), (std::vector<double>{-2.25, 3.0}));
+            EXPECT_EQ(inbox.receive<std::string>(), "heat");
+            EXPECT_EQ(inbox.receive<std::vector<std::string>>(), (std::vector<std::string>{"bc", "def"}));
         }
     });
 }
