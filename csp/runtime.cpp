@@ -13,6 +13,7 @@
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/scheduler_policy.hpp"
 #include "csp/detail/thread_census.hpp"
+#include "csp/quiescence.hpp"
 #include "csp/timer.hpp"
 
 namespace csp::detail {
@@ -127,6 +128,28 @@ run_scope::~run_scope() {
 }  // namespace csp::detail
 
 namespace csp {
+
+std::optional<quiet_sample> sample_quiescence(std::chrono::milliseconds patience, bool describe) {
+    detail::process_record* self = detail::current_process();
+    if (self == nullptr) throw usage_error("csp::sample_quiescence must be called from a process of a running csp::runtime");
+    detail::runtime_core* rt = self->runtime();
+    rt->request_sample(describe);
+    // The sample is taken when every worker idles, which this process's
+    // sleep allows (a sleeping process is not running, and a daemon's is
+    // not sampled).
+    const auto until = clock::now() + patience;
+    for (auto nap = std::chrono::microseconds(50);; nap = std::min(nap * 2, std::chrono::microseconds(2000))) {
+        if (auto s = rt->take_sample()) return s;
+        if (clock::now() >= until) return std::nullopt;
+        csp::sleep_for(nap);
+    }
+}
+
+void abort_blocked(std::string report) {
+    detail::process_record* self = detail::current_process();
+    if (self == nullptr) throw usage_error("csp::abort_blocked must be called from a process of a running csp::runtime");
+    self->runtime()->request_abort(std::move(report));
+}
 
 void yield_to_io() {
     if (auto* clock = detail::busy_poll_of_this_thread) clock->force();

@@ -161,7 +161,10 @@ private:
     }
 
     void suspend_published() {
-        if (published_) proc_->blocked_on.store(this, std::memory_order_release);
+        if (published_) {
+            proc_->waits.store(proc_->waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            proc_->blocked_on.store(this, std::memory_order_release);
+        }
         switch (how_) {
             case sleep::hand_off: detail::park(ctx_, proc_); break;
             case sleep::fiber: ctx_->suspend(); break;

@@ -56,6 +56,10 @@ public:
     // the process itself around its suspension; read by the deadlock detector
     // while no fiber runs (runtime_core.hpp).
     std::atomic<waiter*> blocked_on{nullptr};
+    // Untimed waits this process entered, ever (quiescence.hpp: a sample's
+    // activity). Written only by the process itself, so a load and a store,
+    // not a read-modify-write; read while no fiber runs.
+    std::atomic<std::uint64_t> waits{0};
 
     // A daemon (process_group.hpp), fixed before the process registers.
     bool daemon = false;

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "csp/error.hpp"
 #include "csp/idle_poller.hpp"
+#include "csp/quiescence.hpp"
 #include "csp/detail/process_record.hpp"
 #include "csp/service.hpp"
 #include "csp/detail/stack_pool.hpp"
@@ -59,11 +61,13 @@ public:
         if (head_) head_->prev = p;
         head_ = p;
         ++registered_;
+        ++started_;
         if (p->daemon) ++daemons_;
     }
     void process_stopped(process_record* p) {
         std::lock_guard lk(registry_mutex_);
         if (p->daemon) --daemons_;
+        ++stopped_;
         if (p->prev) p->prev->next = p->next; else head_ = p->next;
         if (p->next) p->next->prev = p->prev;
         if (awake_hint_ == p) awake_hint_ = nullptr;
@@ -83,11 +87,19 @@ public:
     // Precondition: no fiber of this runtime is running. If the runtime is
     // deadlocked, writes the report, commits every abortable blocked waiter to
     // `aborted` and appends it to `to_wake`; the caller wakes them once it has
-    // released its own locks. Returns whether a deadlock was found.
+    // released its own locks. Serves the requests of quiescence.hpp too
+    // (an abort_blocked() commits waiters the same way). Returns whether it
+    // committed any waiter.
     bool find_deadlock(std::vector<waiter*>& to_wake);
 
     // find_deadlock() and the wakes, for a caller that holds no lock.
     bool check_deadlock();
+
+    // quiescence.hpp. A request is served by find_deadlock, at the next
+    // moment no fiber runs; the requester polls for the answer.
+    void request_sample(bool describe);
+    std::optional<quiet_sample> take_sample();
+    void request_abort(std::string report);
 
     // The report of the last deadlock found in this runtime (empty if none).
     std::string deadlock_report() const {
@@ -192,6 +204,15 @@ private:
     long registered_ = 0;
     long daemons_ = 0;  // registered processes that are daemons
     std::string report_;
+    std::uint64_t started_ = 0;  // processes ever registered and stopped (a sample's activity)
+    std::uint64_t stopped_ = 0;
+    // Requests of quiescence.hpp, under registry_mutex_.
+    bool sample_wanted_ = false;
+    bool sample_described_ = false;
+    std::optional<quiet_sample> sample_;
+    std::optional<std::string> abort_with_;
+    void serve_requests(std::vector<waiter*>& to_wake, bool externals);  // registry_mutex_ held, no fiber running
+    void describe_blocked(process_record* p, std::string& out) const;
 
     std::mutex services_mutex_;
     std::vector<std::pair<const void*, std::shared_ptr<csp::service>>> services_;
