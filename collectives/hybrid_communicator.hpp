@@ -66,7 +66,8 @@ public:
         for (int i = 0; i < local_; ++i) {
             auto& r = ranks_.emplace_back();
             const auto port = n.claim(port_base + static_cast<net::port_id>(i), "hybrid_job", net::departures::each);
-            pumps_.spawn(csp::proc("hybrid pump " + std::to_string(i), [this, &r, port]() mutable { pump(r, port); }));
+            pumps_.spawn(csp::proc("hybrid pump " + std::to_string(i), [this, &r, port]() mutable { pump(r, port); }),
+                         csp::process_kind::daemon);  // as net_communicator's pump
         }
     }
     hybrid_job(const hybrid_job&) = delete;

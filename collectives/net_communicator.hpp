@@ -53,9 +53,12 @@ public:
 
     explicit net_communicator(net::node& n, net::port_id port = default_port) : node_(&n), port_id_(port) {
         if (n.size() < 1) throw usage_error("net_communicator: the node's job size is unknown");
+        // A daemon: it waits for the network by design, so it is neither in
+        // a deadlock report nor failed by one; the receives it feeds are.
         pump_.spawn(csp::proc("collectives pump", [this, port = n.claim(port, "net_communicator", net::departures::each)] {
-            run_pump(port);
-        }));
+                        run_pump(port);
+                    }),
+                    csp::process_kind::daemon);
     }
     net_communicator(const net_communicator&) = delete;
     net_communicator& operator=(const net_communicator&) = delete;

@@ -73,7 +73,7 @@ public:
                     // Saturates rather than wraps, so an absurd sum is refused (flow_control.hpp).
                     credit_ = credit_ + h.tag < credit_ ? UINT64_MAX : credit_ + h.tag;
                 } else {
-                    asked_ = true;
+                    ++asked_;
                 }
                 begin_ += header::size;
                 continue;
@@ -100,9 +100,9 @@ public:
     }
 
     bool goodbye() const noexcept { return goodbye_; }
-    // Bytes the peer credited since the last call / whether it asked for credit.
+    // Bytes the peer credited since the last call / how many times it asked for credit.
     std::uint64_t take_credit() noexcept { return std::exchange(credit_, 0); }
-    bool take_asked() noexcept { return std::exchange(asked_, false); }
+    std::uint64_t take_asked() noexcept { return std::exchange(asked_, 0); }
 
     // At end of file: the bytes of an unfinished frame, if any.
     std::string unfinished() const {
@@ -138,7 +138,7 @@ private:
     std::size_t large_have_ = 0;
     bool goodbye_ = false;
     std::uint64_t credit_ = 0;
-    bool asked_ = false;
+    std::uint64_t asked_ = 0;
 };
 
 

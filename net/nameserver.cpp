@@ -11,6 +11,7 @@
 #include <set>
 
 #include "csp/alt.hpp"
+#include "csp/config.hpp"
 #include "csp/runtime.hpp"
 #include "csp/process_group.hpp"
 #include "iosched/wait.hpp"
@@ -79,8 +80,41 @@ std::string answer_lookup(registry& reg, const std::vector<std::string>& w, cons
 // registration lasts as long as it, and the node hears "GONE <rank>" on it
 // when another node of its job ends its registration (left, died or was
 // killed), so that a peer it never linked to is not waited for in vain.
+void tell_all(detail::tell_list& tell) {
+    for (auto& [tell_node, line] : tell) tell_node(line);
+    tell.clear();
+}
+
+// A registered node's answer to the deadlock detector (deadlock_waves.hpp);
+// false if `w` is not one. Malformed answers are ignored: the wave they
+// belong to never completes, and the next one starts over.
+bool answer_waves(registry& reg, const std::string& line, const std::vector<std::string>& w,
+                  const std::vector<std::pair<std::string, int>>& mine, const std::function<void(const std::string&)>& found) {
+    if (w.empty() || (w[0] != "QUIET" && w[0] != "BLOCKED" && w[0] != "DESCRIBED")) return false;
+    if (mine.size() != 1 || w.size() < 2) return true;
+    const auto& [job, rank] = mine.front();
+    detail::tell_list tell;
+    try {
+        const std::uint64_t wave = std::stoull(w[1]);
+        if (w[0] == "QUIET" && w.size() == 6) {
+            reg.quiet(job, rank, wave, {w[2] == "1", std::stoull(w[3]), std::stoull(w[4]), std::stoull(w[5])}, tell);
+        } else if (w[0] == "BLOCKED") {
+            // The text is the rest of the line after the wave.
+            const auto at = line.find(w[1], line.find("BLOCKED") + 7) + w[1].size();
+            reg.blocked(job, rank, wave, at < line.size() ? line.substr(at + 1) : std::string());
+        } else if (w[0] == "DESCRIBED" && w.size() == 4) {
+            if (auto report = reg.described(job, rank, wave, w[2] == "1", std::stoull(w[3]), tell); report && found)
+                found(*report);
+        }
+    } catch (const std::exception&) {
+        return true;
+    }
+    tell_all(tell);
+    return true;
+}
+
 void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std::string from,
-                  csp::reader<bool> stop) {
+                  csp::reader<bool> stop, const std::function<void(const std::string&)>& found) {
     const int raw = fd.get();
     line_connection c(std::move(fd), "nameserver client " + from);
     // Declared after c: leaves the strangers before c closes the fd (sheddable.hpp).
@@ -113,6 +147,7 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
             auto line = c.read_line(clock::time_point::max(), &stop);
             if (!line) break;
             const auto w = detail::split_words(*line);
+            if (!mine.empty() && answer_waves(reg, *line, w, mine, found)) continue;
             std::string answer;
             std::vector<std::string> earlier;  // GONE lines a late joiner missed
             if (w.empty()) answer = "ERR empty request";
@@ -146,21 +181,31 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
 
 }  // namespace
 
-void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready) {
+void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready,
+                       const std::function<void(const std::string&)>& found) {
     endpoint bound;
     unique_fd listener = listen_on(bind, bound);
     ready(bound);
     registry reg;
     detail::sheddable strangers;  // clients that have not registered
     csp::process_group clients;
+    if (const auto every = probe_interval(); every.count() > 0)
+        clients.spawn(csp::proc("nameserver deadlock waves", [&reg, stop, every] {
+            detail::tell_list tell;
+            bool ignored;
+            while (csp::select(csp::input(stop, ignored), csp::timeout(every)) == 1) {
+                reg.probe(tell);
+                tell_all(tell);
+            }
+        }));
     accept_until_stopped(
         listener.get(), stop,
         [&](unique_fd fd) {
             const std::string from = "fd " + std::to_string(fd.get());
             strangers.add(fd.get());
             clients.spawn(csp::proc("nameserver client",
-                                    [&reg, &strangers, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop] {
-                                        serve_client(reg, strangers, std::move(*fd), from, stop);
+                                    [&reg, &strangers, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop, &found] {
+                                        serve_client(reg, strangers, std::move(*fd), from, stop, found);
                                     }));
         },
         exhaustion_policy{[&] { return strangers.shed_oldest(); },
@@ -173,7 +218,13 @@ nameserver::nameserver(endpoint bind) {
     auto ready = bound.get_future();
     thread_ = std::thread([this, bind, &bound] {
         try {
-            csp::run([&] { serve(bind, stop_.reader(), [&](endpoint e) { bound.set_value(e); }); });
+            csp::run([&] {
+                serve(bind, stop_.reader(), [&](endpoint e) { bound.set_value(e); },
+                      [this](const std::string& report) {
+                          std::lock_guard lk(found_lock_);
+                          found_.push_back(report);
+                      });
+            });
         } catch (...) {
             try {
                 bound.set_exception(std::current_exception());
@@ -187,6 +238,16 @@ nameserver::nameserver(endpoint bind) {
         thread_.join();
         throw;
     }
+}
+
+std::chrono::milliseconds nameserver::probe_interval() {
+    const auto ms = csp::config::number("CSP_DEADLOCK_PROBE_MS", 0, 3'600'000);
+    return std::chrono::milliseconds(ms ? *ms : 500);
+}
+
+std::vector<std::string> nameserver::deadlocks() const {
+    std::lock_guard lk(found_lock_);
+    return found_;
 }
 
 nameserver::~nameserver() {

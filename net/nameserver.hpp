@@ -12,7 +12,11 @@
 //   options.nameserver = ns.address();
 //
 // The csp-nameserver executable runs the same server as a long-lived daemon.
+#include <chrono>
 #include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
 #include <memory>
 #include <thread>
 
@@ -31,11 +35,22 @@ public:
 
     endpoint address() const { return address_; }
 
+    // The deadlock reports of the jobs served (deadlock_waves.hpp), oldest first.
+    std::vector<std::string> deadlocks() const;
+
     // Serves on the calling process until `stop` is poisoned; `ready` is
-    // called with the bound address once connections are accepted.
-    static void serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready);
+    // called with the bound address once connections are accepted, `found`
+    // with each job-wide deadlock report.
+    static void serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready,
+                      const std::function<void(const std::string&)>& found = {});
+
+    // How often every job is probed for a job-wide deadlock:
+    // CSP_DEADLOCK_PROBE_MS (0 turns the detector off), else 500 ms.
+    static std::chrono::milliseconds probe_interval();
 
 private:
+    mutable std::mutex found_lock_;
+    std::vector<std::string> found_;
     csp::channel<bool> stop_{"nameserver stop"};
     endpoint address_;
     std::thread thread_;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/deadlock_waves.hpp"
 #include "net/nameserver_words.hpp"
 #include "net/endpoint.hpp"
 
@@ -23,6 +24,8 @@ inline constexpr int max_job_size = 1 << 20;
 // How the table tells a registered node something (a GONE line); must not
 // block. Called outside the table's lock.
 using note_sink = std::function<void(const std::string&)>;
+// Lines to send, each to its node, in order.
+using tell_list = std::vector<std::pair<note_sink, std::string>>;
 
 class registry {
 public:
@@ -129,6 +132,52 @@ public:
         return j != jobs_.end() && j->second.gone.count(rank) && !j->second.nodes.count(rank);
     }
 
+    // --- the job-wide deadlock detector (deadlock_waves.hpp) ---------------
+    // Starts a wave in every job whose nodes are all registered and none has
+    // ended (after a departure, a receive waiting for the one gone fails
+    // with its departure instead).
+    void probe(tell_list& tell) {
+        std::lock_guard lk(lock_);
+        for (auto& [name, j] : jobs_) {
+            if (j.size == 0 || static_cast<int>(j.nodes.size()) != j.size || !j.gone.empty()) continue;
+            std::vector<int> ranks;
+            for (const auto& [r, e] : j.nodes) ranks.push_back(r);
+            if (const auto wave = j.waves.start(ranks))
+                for (const auto& [r, e] : j.nodes) tell.emplace_back(e.notes, "PROBE " + std::to_string(wave));
+        }
+    }
+    void quiet(const std::string& job, int rank, std::uint64_t wave, const deadlock_waves::sample& s, tell_list& tell) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end()) return;
+        if (j->second.waves.answer(wave, rank, s) == deadlock_waves::verdict::describe)
+            for (const auto& [r, e] : j->second.nodes) tell.emplace_back(e.notes, "DESCRIBE " + std::to_string(wave));
+    }
+    void blocked(const std::string& job, int rank, std::uint64_t wave, std::string text) {
+        std::lock_guard lk(lock_);
+        if (auto j = jobs_.find(job); j != jobs_.end()) j->second.waves.blocked(wave, rank, std::move(text));
+    }
+    // The job's report, once its last node described itself still blocked;
+    // the DEADLOCK lines for every node land in `tell`.
+    std::optional<std::string> described(const std::string& job, int rank, std::uint64_t wave, bool still_quiet,
+                                         std::uint64_t activity, tell_list& tell) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end()) return std::nullopt;
+        auto lines = j->second.waves.described(wave, rank, still_quiet, activity);
+        if (!lines) return std::nullopt;
+        lines->insert(lines->begin(), "deadlock in job '" + job + "': every process of its " +
+                                          std::to_string(j->second.nodes.size()) +
+                                          " nodes is blocked and no message is in flight");
+        std::string report;
+        for (const auto& l : *lines) report.append(report.empty() ? "" : "\n  ").append(l);
+        for (const auto& [r, e] : j->second.nodes) {
+            tell.emplace_back(e.notes, "DEADLOCK " + std::to_string(wave) + " " + std::to_string(lines->size()));
+            for (const auto& l : *lines) tell.emplace_back(e.notes, "| " + l);
+        }
+        return report;
+    }
+
     std::string list(const std::string& job) {
         std::lock_guard lk(lock_);
         auto j = jobs_.find(job);
@@ -149,6 +198,7 @@ private:
         std::map<int, entry> nodes;
         int first_free = 0;  // no rank below it is free
         std::set<int> gone;  // ranks whose registration ended while the job lasted (at most its size)
+        deadlock_waves waves;
     };
     std::mutex lock_;
     std::map<std::string, job_entry> jobs_;

@@ -249,6 +249,7 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     // Messages to this node itself go straight to its port: nothing in flight.
     if (to != core_->rank && core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
         return send_status::window_full;
+    core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
     detail::send_request r{to, {}};
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
                                 static_cast<std::uint32_t>(body.size()), type);

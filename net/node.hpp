@@ -104,7 +104,9 @@ public:
         m.tag = tag;
         m.type = wire_type<T>();
         m.body = encode(std::forward<T>(value));
+        core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
         core_->port_channel(to_port).writer().write(std::move(m));
+        core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
     }
 
     // Delivers what was sent, says goodbye, leaves. Idempotent.

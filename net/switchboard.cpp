@@ -13,6 +13,7 @@
 #include "csp/alt.hpp"
 #include "csp/process_group.hpp"
 #include "net/accept_loop.hpp"
+#include "net/deadlock_answers.hpp"
 #include "iosched/wait.hpp"
 #include "net/handshake.hpp"
 #include "net/nameserver_protocol.hpp"
@@ -49,13 +50,17 @@ std::string peer_address(int fd) {
 
 // Reads the node's registration connection (owned by the switch, which
 // closes it only after this process ended): the nameserver writes
-// "GONE <rank>" when another node of the job ends its registration.
+// "GONE <rank>" when another node of the job ends its registration, and the
+// job-wide deadlock detector's waves (deadlock_answers.hpp).
 void watch_registration(std::shared_ptr<node_core> core, int fd, std::string buf) {
     auto to_switch = core->to_switch.writer();
+    deadlock_answers waves(*core, fd);
     auto take_lines = [&] {
         for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n')) {
-            const auto w = split_words(buf.substr(0, nl));
+            const std::string line = buf.substr(0, nl);
+            const auto w = split_words(line);
             buf.erase(0, nl + 1);
+            if (waves.handle(w, line)) continue;
             if (w.size() != 2 || w[0] != "GONE") continue;
             try {
                 to_switch.write(peer_gone{std::stoi(w[1])});
@@ -365,6 +370,7 @@ private:
             cached_ = core_->port_channel(m.port).writer();
         }
         cached_.write(std::move(m));
+        core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
     }
 
     // --- time -------------------------------------------------------------

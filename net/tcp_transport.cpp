@@ -35,8 +35,14 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
             ports.deliver(std::move(m));
         }
         batch.clear();
-        if (const std::uint64_t credit = frames.take_credit()) core->flow.returned(peer, credit);
-        if (frames.take_asked()) core->flow.asked(peer);
+        if (const std::uint64_t credit = frames.take_credit()) {
+            core->traffic_in.fetch_add(credit, std::memory_order_relaxed);
+            core->flow.returned(peer, credit);
+        }
+        if (const std::uint64_t asks = frames.take_asked()) {
+            core->traffic_in.fetch_add(asks, std::memory_order_relaxed);
+            core->flow.asked(peer);
+        }
     };
     try {
         csp::io::watch readable(fd, csp::io::interest::read);

@@ -77,8 +77,14 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                         case opcode::data:
                             ports.deliver(message{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}});
                             break;
-                        case opcode::credit: core->flow.returned(peer, f.head.tag); break;
-                        case opcode::ask_credit: core->flow.asked(peer); break;
+                        case opcode::credit:
+                            core->traffic_in.fetch_add(f.head.tag, std::memory_order_relaxed);
+                            core->flow.returned(peer, f.head.tag);
+                            break;
+                        case opcode::ask_credit:
+                            core->traffic_in.fetch_add(1, std::memory_order_relaxed);
+                            core->flow.asked(peer);
+                            break;
                         case opcode::goodbye:
                             // The peer is leaving: sends to it go through the
                             // switch again, which refuses them once the

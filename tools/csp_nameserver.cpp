@@ -25,10 +25,13 @@ int main(int argc, char** argv) {
     try {
         csp::channel<bool> stop{"stop"};
         csp::run([&] {
-            csp::net::nameserver::serve(bind, stop.reader(), [](csp::net::endpoint at) {
-                std::printf("csp-nameserver listening on %s\n", at.str().c_str());
-                std::fflush(stdout);
-            });
+            csp::net::nameserver::serve(
+                bind, stop.reader(),
+                [](csp::net::endpoint at) {
+                    std::printf("csp-nameserver listening on %s\n", at.str().c_str());
+                    std::fflush(stdout);
+                },
+                [](const std::string& report) { std::fprintf(stderr, "csp-nameserver: %s\n", report.c_str()); });
         });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "csp-nameserver: %s\n", e.what());

@@ -91,6 +91,7 @@ struct node_core {
     explicit node_core(std::uint32_t window = node_options{}.window)
         : flow(window, [this](int peer, std::uint64_t bytes) {
               try {
+                  traffic_out.fetch_add(bytes ? bytes : 1, std::memory_order_relaxed);
                   to_switch.writer().write(flow_signal{peer, bytes});
               } catch (const csp::error&) {
                   // the node is closing: no credit is needed any more
@@ -138,6 +139,14 @@ struct node_core {
     sheddable greeting;  // connections still in their handshake (own lock; never taken under `lock`)
     flow_control flow;   // bytes in flight per peer (own lock; never taken under `lock`)
 
+    // What this node put on its way to a port or a peer, and what reached
+    // it, for the job-wide deadlock detector (deadlock_waves.hpp): messages
+    // (one each, also to itself), credit (its bytes) and asks for credit
+    // (one each). Summed over the job, out equals in exactly when nothing
+    // is in flight; each kind's out can only lead its in. Relaxed.
+    std::atomic<std::uint64_t> traffic_out{0};
+    std::atomic<std::uint64_t> traffic_in{0};
+
     // Counters for node::stats() (relaxed).
     std::atomic<std::size_t> links_up{0};
     std::atomic<std::size_t> links_made{0};      // by connecting
@@ -170,6 +179,7 @@ struct node_core {
             auto it = writers_.find(m.port);
             if (it == writers_.end()) it = writers_.emplace(m.port, core_.port_channel(m.port).writer()).first;
             it->second.write(std::move(m));
+            core_.traffic_in.fetch_add(1, std::memory_order_relaxed);
         }
 
     private:

@@ -1,0 +1,103 @@
+#include "net/deadlock_answers.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "csp/alt.hpp"
+#include "csp/quiescence.hpp"
+#include "iosched/wait.hpp"
+#include "net/nameserver_words.hpp"
+
+namespace csp::net::detail {
+
+namespace {
+
+// How long a sample may wait for the runtime to idle: a node busy for
+// longer is not quiet, and says so.
+constexpr auto sample_patience = std::chrono::milliseconds(100);
+// A blocked process's line is cut to fit the protocol's line limit.
+constexpr std::size_t max_text = max_line - 100;
+
+}  // namespace
+
+void deadlock_answers::send_line(std::string line) {
+    line += '\n';
+    std::size_t at = 0;
+    const auto give_up = clock::now() + std::chrono::seconds(5);
+    while (at < line.size()) {
+        const ssize_t n = ::send(fd_, line.data() + at, line.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            at += static_cast<std::size_t>(n);
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (clock::now() >= give_up) return;  // the nameserver stalled: this wave will not complete
+            csp::select(csp::io::writable(fd_), csp::deadline(give_up));
+        } else {
+            return;  // the connection is ending; its reader will see it
+        }
+    }
+}
+
+bool deadlock_answers::handle(const std::vector<std::string>& w, const std::string& line) {
+    if (report_left_ > 0) {
+        if (line.rfind("| ", 0) != 0) {  // not the protocol: drop the report
+            report_left_ = 0;
+            report_.clear();
+            return false;
+        }
+        report_.push_back(line.substr(2));
+        if (--report_left_ == 0) {
+            std::string text;
+            for (const auto& l : report_) text.append(text.empty() ? "" : "\n  ").append(l);
+            report_.clear();
+            core_.log_fault(text);
+            csp::abort_blocked(std::move(text));
+        }
+        return true;
+    }
+    if (w.size() < 2) return false;
+    const std::string& wave = w[1];
+    if (w[0] == "PROBE" && w.size() == 2) {
+        // Counters first: a message counted in after the sample was taken
+        // would otherwise look like one that came before it, and the
+        // sample's quiet would hide it. Read before, a later arrival shows
+        // up in the next wave's counts instead.
+        const std::uint64_t in = core_.traffic_in.load(std::memory_order_relaxed);
+        const std::uint64_t out = core_.traffic_out.load(std::memory_order_relaxed);
+        const auto s = csp::sample_quiescence(sample_patience);
+        const bool quiet = s && s->quiet;
+        // A message sent or received during the sample means it was not a
+        // quiet moment after all.
+        const bool moved = core_.traffic_in.load(std::memory_order_relaxed) != in ||
+                           core_.traffic_out.load(std::memory_order_relaxed) != out;
+        send_line("QUIET " + wave + " " + (quiet && !moved ? "1" : "0") + " " + std::to_string(out) + " " +
+                  std::to_string(in) + " " + std::to_string(s ? s->activity : 0));
+        return true;
+    }
+    if (w[0] == "DESCRIBE" && w.size() == 2) {
+        const auto s = csp::sample_quiescence(sample_patience, true);
+        const bool quiet = s && s->quiet;
+        if (quiet)
+            for (auto text : s->blocked) {
+                if (text.size() > max_text) text = text.substr(0, max_text) + "...";
+                for (char& c : text)
+                    if (c == '\n' || c == '\r') c = ' ';
+                send_line("BLOCKED " + wave + " " + text);
+            }
+        send_line("DESCRIBED " + wave + " " + (quiet ? "1" : "0") + " " + std::to_string(s ? s->activity : 0));
+        return true;
+    }
+    if (w[0] == "DEADLOCK" && w.size() == 3) {
+        try {
+            report_left_ = std::stoul(w[2]);
+        } catch (const std::exception&) {
+            return false;
+        }
+        report_.clear();
+        return true;
+    }
+    return false;
+}
+
+}  // namespace csp::net::detail

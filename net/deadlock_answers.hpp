@@ -1,0 +1,33 @@
+#pragma once
+// A node's side of the job-wide deadlock detector (deadlock_waves.hpp): it
+// answers the nameserver's waves on its registration connection with
+// samples of its runtime (csp/quiescence.hpp) and its traffic counters, and
+// when the job is found deadlocked, fails its blocked processes with the
+// job's report. Runs in the process that reads the registration connection.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/detail/node_core.hpp"
+
+namespace csp::net::detail {
+
+class deadlock_answers {
+public:
+    deadlock_answers(node_core& core, int fd) : core_(core), fd_(fd) {}
+
+    // A line from the nameserver (split into `w`); false if it is not the
+    // detector's. May wait (a sample waits for the runtime to idle).
+    bool handle(const std::vector<std::string>& w, const std::string& line);
+
+private:
+    void send_line(std::string line);
+
+    node_core& core_;
+    int fd_;
+    // A DEADLOCK report being read: its lines still to come.
+    std::size_t report_left_ = 0;
+    std::vector<std::string> report_;
+};
+
+}  // namespace csp::net::detail

@@ -1,0 +1,155 @@
+// The job-wide deadlock detector (net/deadlock_waves.hpp): nodes that wait
+// for each other for good are told so, with a report naming every blocked
+// process of every node; nodes that are merely slow are not.
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "csp/alt.hpp"
+#include "csp/process_group.hpp"
+#include "net/deadlock_waves.hpp"
+#include "net_fixture.hpp"
+
+using namespace std::chrono_literals;
+using net_test::run_nodes;
+
+namespace {
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t c = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+    return c;
+}
+
+// Regression: two nodes each waiting to receive from the other hung for ever,
+// silently.
+TEST(net_deadlock, two_nodes_receiving_from_each_other_fail_with_a_report_naming_both) {
+    csp::net::nameserver ns;
+    std::atomic<int> failed{0};
+    std::string reports[2];
+    run_nodes(ns, "crossed", 2, [&](csp::net::node& self) {
+        auto in = self.open(5);
+        const auto start = csp::clock::now();
+        try {
+            in.receive<int>();
+            ADD_FAILURE() << "rank " << self.rank() << " received";
+        } catch (const csp::deadlock_error& e) {
+            reports[self.rank()] = e.what();
+            ++failed;
+        }
+        EXPECT_LT(csp::clock::now() - start, 10s);
+    });
+    EXPECT_EQ(failed.load(), 2);
+    for (const auto& r : reports) {
+        EXPECT_NE(r.find("deadlock in job 'crossed'"), std::string::npos) << r;
+        EXPECT_NE(r.find("node 0: process 'main' is blocked reading from channel 'port 5 of node 0'"), std::string::npos)
+            << r;
+        EXPECT_NE(r.find("node 1: process 'main' is blocked reading from channel 'port 5 of node 1'"), std::string::npos)
+            << r;
+    }
+    const auto found = ns.deadlocks();
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_EQ(found[0], reports[0]);
+}
+
+// Every process of every node is named: several per node, some waiting on
+// local channels, one on a collective-like port.
+TEST(net_deadlock, the_report_names_every_blocked_process_of_every_node) {
+    csp::net::nameserver ns;
+    std::string report;
+    std::atomic<int> failed{0};
+    run_nodes(ns, "many", 3, [&](csp::net::node& self) {
+        csp::channel<int> local{"local " + std::to_string(self.rank())};
+        auto in = self.open(9);
+        auto expect_deadlock = [&](auto&& wait) {
+            try {
+                wait();
+            } catch (const csp::deadlock_error& e) {
+                if (self.rank() == 0) report = e.what();
+                ++failed;
+            }
+        };
+        csp::par(csp::proc("port reader", [&] { expect_deadlock([&] { in.receive(); }); }),
+                 csp::proc("local reader", [&] { expect_deadlock([&] { local.reader().read(); }); }));
+    });
+    EXPECT_EQ(failed.load(), 6);
+    for (int r = 0; r < 3; ++r) {
+        const std::string node = "node " + std::to_string(r) + ": ";
+        EXPECT_NE(report.find(node + "process 'port reader' is blocked reading from channel 'port 9 of node " +
+                              std::to_string(r) + "'"),
+                  std::string::npos)
+            << report;
+        EXPECT_NE(report.find(node + "process 'local reader' is blocked reading from channel 'local " +
+                              std::to_string(r) + "'"),
+                  std::string::npos)
+            << report;
+    }
+    EXPECT_EQ(count(report, "' is blocked"), 9u) << report;  // and each node's main, in its par
+}
+
+// A node that computes for a while (longer than several waves) before it
+// answers is not a deadlock, nor is a conversation with pauses in it.
+TEST(net_deadlock, slow_nodes_and_quiet_pauses_are_not_a_deadlock) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "slow", 2, [&](csp::net::node& self) {
+        auto in = self.open(1);
+        if (self.rank() == 0) {
+            EXPECT_EQ(in.receive<int>(), 42);  // waits ~2 s for it, blocked
+            for (int i = 0; i < 6; ++i) {
+                self.send(1, 1, i);
+                EXPECT_EQ(in.receive<int>(), i);
+            }
+        } else {
+            const auto until = csp::clock::now() + 2s;
+            volatile double x = 0;
+            while (csp::clock::now() < until) {  // busy, on the only thread
+                for (int k = 0; k < 1000; ++k) x = x + 1;
+                csp::yield();
+            }
+            self.send(0, 1, 42);
+            for (int i = 0; i < 6; ++i) {
+                const int v = in.receive<int>();
+                csp::sleep_for(300ms);  // a pause: the timer will end it
+                self.send(0, 1, v);
+            }
+        }
+    });
+    EXPECT_TRUE(ns.deadlocks().empty());
+}
+
+// The bookkeeping alone: two equal quiet waves with balanced counts, and
+// every way one of those conditions can fail.
+TEST(net_deadlock_waves, two_equal_quiet_balanced_waves_and_nothing_less_make_a_deadlock) {
+    using w = csp::net::detail::deadlock_waves;
+    auto run = [](std::vector<w::sample> first, std::vector<w::sample> second) {
+        w waves;
+        std::vector<int> ranks{0, 1};
+        for (auto* samples : {&first, &second}) {
+            const auto wave = waves.start(ranks);
+            w::verdict v = w::verdict::pending;
+            for (int r = 0; r < 2; ++r) v = waves.answer(wave, r, (*samples)[static_cast<std::size_t>(r)]);
+            if (samples == &second) return v;
+        }
+        return w::verdict::pending;
+    };
+    const w::sample a{true, 5, 3, 10}, b{true, 3, 5, 7};
+    EXPECT_EQ(run({a, b}, {a, b}), w::verdict::describe);
+    EXPECT_EQ(run({a, b}, {a, {true, 3, 5, 8}}), w::verdict::busy);     // node 1 ran in between
+    EXPECT_EQ(run({a, b}, {{true, 6, 3, 10}, b}), w::verdict::busy);    // node 0 sent in between
+    EXPECT_EQ(run({a, {true, 3, 4, 7}}, {a, {true, 3, 4, 7}}), w::verdict::busy);  // one message in flight
+    EXPECT_EQ(run({a, b}, {a, {false, 3, 5, 7}}), w::verdict::busy);    // node 1 busy
+    EXPECT_EQ(run({{false, 5, 3, 10}, b}, {a, b}), w::verdict::busy);   // only one quiet wave so far
+
+    // A node that moved by the time it describes itself calls it off.
+    w waves;
+    for (int k = 0; k < 2; ++k) {
+        const auto wave = waves.start({0, 1});
+        waves.answer(wave, 0, a);
+        waves.answer(wave, 1, b);
+    }
+    EXPECT_FALSE(waves.described(2, 0, true, 10).has_value());
+    EXPECT_FALSE(waves.described(2, 1, true, 8).has_value());
+    EXPECT_FALSE(waves.reported());
+}
+
+}  // namespace
