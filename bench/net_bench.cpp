@@ -15,6 +15,10 @@
 //                              acknowledgement, per iteration
 //   */ratio                    tcp / peer (targets: rtt_8B <= 1.5x
 //                              raw_tcp_polling; stream >= 0.8x raw_tcp)
+//   deadlock_probes/...        rtt_8B over TCP with the job-wide deadlock
+//                              detector probing every 10 ms (50 times its
+//                              default rate) and with it off; the ratio is
+//                              its cost (target: within noise, <= 1.05)
 // Counters: us_per_roundtrip, MB_per_s.
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -225,9 +229,10 @@ int peer_csp() {
 
 // Runs body(node, inbox) as node 0 of a two-node job whose node 1 is a peer process.
 template <class Body>
-void with_csp_peer(const char* transport, Body&& body) {
+void with_csp_peer(const char* transport, Body&& body,
+                   std::chrono::milliseconds probe_every = csp::net::nameserver::probe_interval()) {
     static std::atomic<int> jobs{0};
-    csp::net::nameserver ns;
+    csp::net::nameserver ns({"127.0.0.1", 0}, probe_every);
     const std::string job = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(jobs++);
     const pid_t pid = spawn_peer({"--peer", "csp"}, {"CSP_TRANSPORT=" + std::string(transport),
                                                      "CSP_NAMESERVER=" + ns.address().str(), "CSP_JOB=" + job,
@@ -249,7 +254,8 @@ void with_csp_peer(const char* transport, Body&& body) {
     reap(pid);
 }
 
-void rtt_csp(benchmark::State& state, const char* transport, std::size_t bytes, const std::string& figure) {
+void rtt_csp(benchmark::State& state, const char* transport, std::size_t bytes, const std::string& figure,
+             std::chrono::milliseconds probe_every = csp::net::nameserver::probe_interval()) {
     with_csp_peer(transport, [&](csp::net::node& self, csp::net::port& inbox) {
         csp::net::payload p = csp::net::encode(std::vector<char>(bytes, 'x'));
         self.send(1, bench_port, p);
@@ -262,7 +268,7 @@ void rtt_csp(benchmark::State& state, const char* transport, std::size_t bytes, 
         const double us = std::chrono::duration<double, std::micro>(clock_type::now() - start).count();
         state.counters["us_per_roundtrip"] = us / static_cast<double>(state.iterations());
         bench::record(figure, us / static_cast<double>(state.iterations()));
-    });
+    }, probe_every);
 }
 
 void stream_csp(benchmark::State& state, const char* transport) {
@@ -308,6 +314,14 @@ int main(int argc, char** argv) {
         bench::register_ratio(n + "/ratio_vs_polling", n + "/tcp", n + "/raw_tcp_polling");
         bench::register_ratio(n + "/ratio_vs_blocking", n + "/tcp", n + "/raw_tcp_blocking");
     }
+    using std::chrono::milliseconds;
+    benchmark::RegisterBenchmark("deadlock_probes/rtt_8B_off", [](benchmark::State& s) {
+        rtt_csp(s, "tcp", 8, "deadlock_probes/off", milliseconds(0));
+    })->MinTime(1.0)->UseRealTime();
+    benchmark::RegisterBenchmark("deadlock_probes/rtt_8B_every_10ms", [](benchmark::State& s) {
+        rtt_csp(s, "tcp", 8, "deadlock_probes/every_10ms", milliseconds(10));
+    })->MinTime(1.0)->UseRealTime();
+    bench::register_ratio("deadlock_probes/ratio", "deadlock_probes/every_10ms", "deadlock_probes/off");
     benchmark::RegisterBenchmark("stream_1MiB/tcp", [](benchmark::State& s) { stream_csp(s, "tcp"); })
         ->MinTime(1.0)->UseRealTime();
 #if CSP_BENCH_WITH_UCX

@@ -51,7 +51,6 @@ bool deadlock_answers::handle(const std::vector<std::string>& w, const std::stri
             std::string text;
             for (const auto& l : report_) text.append(text.empty() ? "" : "\n  ").append(l);
             report_.clear();
-            core_.log_fault(text);
             csp::abort_blocked(std::move(text));
         }
         return true;

@@ -182,14 +182,15 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
 }  // namespace
 
 void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready,
-                       const std::function<void(const std::string&)>& found) {
+                       const std::function<void(const std::string&)>& found,
+                       std::chrono::milliseconds probe_every) {
     endpoint bound;
     unique_fd listener = listen_on(bind, bound);
     ready(bound);
     registry reg;
     detail::sheddable strangers;  // clients that have not registered
     csp::process_group clients;
-    if (const auto every = probe_interval(); every.count() > 0)
+    if (const auto every = probe_every; every.count() > 0)
         clients.spawn(csp::proc("nameserver deadlock waves", [&reg, stop, every] {
             detail::tell_list tell;
             bool ignored;
@@ -213,17 +214,18 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
     clients.wait();
 }
 
-nameserver::nameserver(endpoint bind) {
+nameserver::nameserver(endpoint bind, std::chrono::milliseconds probe_every) {
     std::promise<endpoint> bound;
     auto ready = bound.get_future();
-    thread_ = std::thread([this, bind, &bound] {
+    thread_ = std::thread([this, bind, probe_every, &bound] {
         try {
             csp::run([&] {
                 serve(bind, stop_.reader(), [&](endpoint e) { bound.set_value(e); },
                       [this](const std::string& report) {
                           std::lock_guard lk(found_lock_);
                           found_.push_back(report);
-                      });
+                      },
+                      probe_every);
             });
         } catch (...) {
             try {

@@ -27,8 +27,10 @@ namespace csp::net {
 
 class nameserver {
 public:
-    // Listens on `bind` (default: loopback, a free port) from a thread of its own.
-    explicit nameserver(endpoint bind = {"127.0.0.1", 0});
+    // Listens on `bind` (default: loopback, a free port) from a thread of
+    // its own; probes its jobs for deadlocks every `probe_every` (default
+    // probe_interval(); 0: never).
+    explicit nameserver(endpoint bind = {"127.0.0.1", 0}, std::chrono::milliseconds probe_every = probe_interval());
     ~nameserver();
     nameserver(const nameserver&) = delete;
     nameserver& operator=(const nameserver&) = delete;
@@ -42,7 +44,8 @@ public:
     // called with the bound address once connections are accepted, `found`
     // with each job-wide deadlock report.
     static void serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready,
-                      const std::function<void(const std::string&)>& found = {});
+                      const std::function<void(const std::string&)>& found = {},
+                      std::chrono::milliseconds probe_every = probe_interval());
 
     // How often every job is probed for a job-wide deadlock:
     // CSP_DEADLOCK_PROBE_MS (0 turns the detector off), else 500 ms.

@@ -1,7 +1,7 @@
 // csp-launch: runs N nodes of a program on this machine, like mpiexec -n N.
 //
 //   csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] [--nameserver HOST:PORT]
-//              [--transport auto|tcp|ucx] [--] program [args...]
+//              [--transport auto|tcp|ucx] [--timeout SECONDS] [--no-prefix] [--] program [args...]
 //
 // It starts a nameserver of its own (unless --nameserver names one), then N
 // copies of the program with CSP_NAMESERVER, CSP_JOB, CSP_RANK, CSP_SIZE and
@@ -11,18 +11,33 @@
 // token is random unless given. If a node fails, the others are stopped
 // (SIGTERM, then SIGKILL after 3 s) and csp-launch exits with the first
 // failure's status (128 + signal for a signal).
+//
+// Each line a node prints goes out prefixed with its rank ("[2] ..."), on
+// the stream it was printed to, unless --no-prefix.
+//
+// A job-wide deadlock found by the launcher's nameserver (every process of
+// every node blocked, nothing in flight: net/deadlock_waves.hpp) is printed
+// here; the nodes' blocked processes fail with it, and csp-launch exits
+// non-zero (the first failure's status, or 3 if every node caught it). With
+// --timeout, a job still running after SECONDS is asked what each node's
+// processes are doing, that is printed, and the job is stopped (exit 124).
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,12 +77,115 @@ std::string random_token() {
 
 int status_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
+// Copies the nodes' output to ours, a whole line at a time, each prefixed
+// with its node's rank, so lines of different nodes never mix. Runs on a
+// thread of its own until every node's pipes are closed, or stop().
+class output_relay {
+public:
+    struct source {
+        int fd;    // read end of the node's pipe
+        int rank;
+        int to;    // 1 or 2
+        std::string partial;
+    };
+
+    void add(int fd, int rank, int to) { sources_.push_back({fd, rank, to, {}}); }
+
+    void start() {
+        if (::pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+        thread_ = std::thread([this] { run(); });
+    }
+    // Lets the relay drain what is buffered for up to `grace`, then ends it.
+    void finish(std::chrono::milliseconds grace) {
+        if (!thread_.joinable()) return;
+        {
+            std::unique_lock lk(m_);
+            done_cv_.wait_for(lk, grace, [&] { return done_; });
+        }
+        if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+        thread_.join();
+        for (int fd : wake_)
+            if (fd >= 0) ::close(fd);
+    }
+
+private:
+    static void emit(const source& s, std::string_view line) {
+        std::string out = "[" + std::to_string(s.rank) + "] ";
+        out.append(line);
+        out += '\n';
+        std::size_t at = 0;
+        while (at < out.size()) {
+            const ssize_t n = ::write(s.to, out.data() + at, out.size() - at);
+            if (n <= 0) {
+                if (n < 0 && errno == EINTR) continue;
+                return;
+            }
+            at += static_cast<std::size_t>(n);
+        }
+    }
+
+    void run() {
+        std::vector<pollfd> fds;
+        for (;;) {
+            fds.clear();
+            for (const auto& s : sources_)
+                if (s.fd >= 0) fds.push_back({s.fd, POLLIN, 0});
+            if (fds.empty()) break;
+            if (wake_[0] >= 0) fds.push_back({wake_[0], POLLIN, 0});
+            if (::poll(fds.data(), fds.size(), -1) < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
+            if (wake_[0] >= 0 && fds.back().revents) break;
+            for (auto& s : sources_) {
+                if (s.fd < 0) continue;
+                auto it = std::find_if(fds.begin(), fds.end(), [&](const pollfd& p) { return p.fd == s.fd; });
+                if (it == fds.end() || it->revents == 0) continue;
+                char buf[65536];
+                const ssize_t n = ::read(s.fd, buf, sizeof buf);
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) {
+                    if (!s.partial.empty()) emit(s, s.partial);
+                    ::close(s.fd);
+                    s.fd = -1;
+                    continue;
+                }
+                s.partial.append(buf, static_cast<std::size_t>(n));
+                std::size_t from = 0;
+                for (auto nl = s.partial.find('\n'); nl != std::string::npos; nl = s.partial.find('\n', from)) {
+                    emit(s, std::string_view(s.partial).substr(from, nl - from));
+                    from = nl + 1;
+                }
+                s.partial.erase(0, from);
+            }
+        }
+        for (auto& s : sources_)
+            if (s.fd >= 0) {
+                if (!s.partial.empty()) emit(s, s.partial);
+                ::close(s.fd);
+                s.fd = -1;
+            }
+        std::lock_guard lk(m_);
+        done_ = true;
+        done_cv_.notify_all();
+    }
+
+    std::vector<source> sources_;
+    int wake_[2] = {-1, -1};
+    std::thread thread_;
+    std::mutex m_;
+    std::condition_variable done_cv_;
+    bool done_ = false;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
     int n = 0;
     std::string job = "launch-" + std::to_string(::getpid());
     std::string token, bind, transport;
+    bool prefix = true;
+    std::optional<std::chrono::seconds> timeout;
     std::optional<csp::net::endpoint> external;
     int i = 1;
     for (; i < argc; ++i) {
@@ -85,6 +203,16 @@ int main(int argc, char** argv) {
         } else if (a == "--job") job = value();
         else if (a == "--token") token = value();
         else if (a == "--bind") bind = value();
+        else if (a == "--no-prefix") prefix = false;
+        else if (a == "--timeout") {
+            try {
+                const long t = std::stol(value());
+                if (t < 1) throw std::out_of_range("");
+                timeout = std::chrono::seconds(t);
+            } catch (const std::exception&) {
+                usage("--timeout needs a whole number of seconds, at least 1");
+            }
+        }
         else if (a == "--transport") {
             transport = value();
             if (transport != "auto" && transport != "tcp" && transport != "ucx")
@@ -140,6 +268,7 @@ int main(int argc, char** argv) {
         if (!overridden(*e)) inherited.emplace_back(*e);
 
     std::map<pid_t, int> ranks;  // running children
+    output_relay relay;
     for (int r = 0; r < n; ++r) {
         std::vector<std::string> env = inherited;
         env.insert(env.end(), common.begin(), common.end());
@@ -147,8 +276,29 @@ int main(int argc, char** argv) {
         std::vector<char*> envp;
         for (auto& v : env) envp.push_back(v.data());
         envp.push_back(nullptr);
+        // The node's stdout and stderr, through pipes to the relay.
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        int pipes[2][2] = {{-1, -1}, {-1, -1}};
+        if (prefix) {
+            for (int k = 0; k < 2; ++k) {
+                if (::pipe2(pipes[k], O_CLOEXEC) != 0) {
+                    std::fprintf(stderr, "csp-launch: cannot make a pipe: %s\n", std::strerror(errno));
+                    return 1;
+                }
+                posix_spawn_file_actions_adddup2(&actions, pipes[k][1], k + 1);
+            }
+        }
         pid_t pid;
-        if (const int e = ::posix_spawnp(&pid, argv[i], nullptr, nullptr, argv + i, envp.data()); e != 0) {
+        const int e = ::posix_spawnp(&pid, argv[i], &actions, nullptr, argv + i, envp.data());
+        posix_spawn_file_actions_destroy(&actions);
+        if (prefix)
+            for (int k = 0; k < 2; ++k) {
+                ::close(pipes[k][1]);
+                if (e == 0) relay.add(pipes[k][0], r, k + 1);
+                else ::close(pipes[k][0]);
+            }
+        if (e != 0) {
             std::fprintf(stderr, "csp-launch: cannot start %s: %s\n", argv[i], std::strerror(e));
             for (auto& [p, _] : ranks) ::kill(p, SIGTERM);
             for (auto& [p, _] : ranks) ::waitpid(p, nullptr, 0);
@@ -157,13 +307,43 @@ int main(int argc, char** argv) {
         ranks[pid] = r;
     }
 
+    if (prefix) relay.start();
+
+    using steady = std::chrono::steady_clock;
+    const auto started = steady::now();
     int result = 0;
-    std::optional<std::chrono::steady_clock::time_point> kill_at;
+    bool deadlocked = false;
+    std::optional<steady::time_point> term_at, kill_at;
+    auto stop_others = [&](steady::duration after) {
+        if (!term_at) term_at = steady::now() + after;
+    };
+    // The nameserver records a report before it tells the nodes, so one is
+    // seen here before any node could exit because of it.
+    auto look_for_deadlock = [&] {
+        if (!own || deadlocked) return;
+        if (const auto found = own->deadlocks(); !found.empty()) {
+            deadlocked = true;
+            std::fprintf(stderr, "csp-launch: %s\n", found.front().c_str());
+            stop_others(std::chrono::seconds(5));  // time to fail and unwind on their own
+        }
+    };
     while (!ranks.empty()) {
+        look_for_deadlock();
         int status;
-        const pid_t pid = ::waitpid(-1, &status, kill_at ? WNOHANG : 0);
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
         if (pid == 0) {
-            if (std::chrono::steady_clock::now() >= *kill_at)
+            const auto now = steady::now();
+            if (timeout && !term_at && now - started >= *timeout) {
+                if (result == 0) result = 124;
+                std::fprintf(stderr, "csp-launch: job %s still running after %lld s; stopping it\n", job.c_str(),
+                             static_cast<long long>(timeout->count()));
+                stop_others(std::chrono::seconds(0));
+            }
+            if (term_at && !kill_at && now >= *term_at) {
+                for (auto& [p, _] : ranks) ::kill(p, SIGTERM);
+                kill_at = now + std::chrono::seconds(3);
+            }
+            if (kill_at && now >= *kill_at)
                 for (auto& [p, _] : ranks) ::kill(p, SIGKILL);
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
             continue;
@@ -176,12 +356,15 @@ int main(int argc, char** argv) {
         const int code = status_code(status);
         if (code != 0 && result == 0) {
             result = code;
-            std::fprintf(stderr, "csp-launch: rank %d of job %s %s %d; stopping the others\n", rank, job.c_str(),
-                         WIFEXITED(status) ? "exited with status" : "was killed by signal",
-                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-            for (auto& [p, _] : ranks) ::kill(p, SIGTERM);
-            kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+            if (!deadlocked) {  // after a deadlock every node fails: no news
+                std::fprintf(stderr, "csp-launch: rank %d of job %s %s %d; stopping the others\n", rank, job.c_str(),
+                             WIFEXITED(status) ? "exited with status" : "was killed by signal",
+                             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+                stop_others(std::chrono::seconds(0));
+            }
         }
     }
+    relay.finish(std::chrono::seconds(2));
+    if (deadlocked && result == 0) result = 3;
     return result;
 }

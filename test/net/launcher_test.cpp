@@ -1,6 +1,7 @@
 // csp-launch starting nodes as OS processes.
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -86,6 +87,47 @@ TEST(net_launcher, bad_arguments_are_named) {
     out.clear();
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2", out), 2);
     EXPECT_NE(out.find("no program"), std::string::npos) << out;
+}
+
+// Regression: a job whose nodes waited for each other hung silently for ever
+// under csp-launch. Now the launcher prints the job-wide report, each node
+// fails with it, and the launcher's status is not 0.
+TEST(net_launcher, a_job_wide_deadlock_is_reported_and_ends_the_job) {
+    std::string out;
+    const auto start = std::chrono::steady_clock::now();
+    const int status = run(std::string(CSP_LAUNCH) + " -n 3 --transport tcp " + NET_TEST_PEER + " crossed", out);
+    EXPECT_NE(status, 0) << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << out;
+    EXPECT_NE(out.find("csp-launch: deadlock in job"), std::string::npos) << out;
+    for (int r = 0; r < 3; ++r)
+        EXPECT_NE(out.find("node " + std::to_string(r) + ": process 'main' is blocked reading from channel 'port 3 of node " +
+                           std::to_string(r) + "'"),
+                  std::string::npos)
+            << out;
+    // Each node's own error, under its rank's prefix.
+    for (int r = 0; r < 3; ++r) EXPECT_NE(out.find("[" + std::to_string(r) + "] waiting for node"), std::string::npos) << out;
+}
+
+TEST(net_launcher, each_line_is_prefixed_with_its_rank_unless_asked_not_to) {
+    std::string out;
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 sh -c 'echo one; echo two >&2; printf three'", out), 0) << out;
+    for (int r = 0; r < 2; ++r)
+        for (const char* line : {"one", "two", "three"})
+            EXPECT_NE(out.find("[" + std::to_string(r) + "] " + line + "\n"), std::string::npos) << out;
+    out.clear();
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 --no-prefix sh -c 'echo plain'", out), 0) << out;
+    EXPECT_EQ(out, "plain\nplain\n");
+}
+
+TEST(net_launcher, a_job_past_its_timeout_is_stopped_with_status_124) {
+    std::string out;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 --timeout 1 " + NET_TEST_PEER + " busy 60000", out), 124) << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << out;
+    EXPECT_NE(out.find("still running after 1 s; stopping it"), std::string::npos) << out;
+    out.clear();
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 1 --timeout 0 true", out), 2);
+    EXPECT_NE(out.find("--timeout needs a whole number of seconds"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -12,6 +12,9 @@
 //                    from P ok N             all N arrived, in order
 //                    from P ended N: ERROR   N arrived in order, then ERROR
 //                    from P DISORDER ...     a number came out of order
+//   crossed        each node receives from the next on port 3, and nobody
+//                  sends: a job-wide deadlock (the error is not caught)
+//   busy MS        computes for MS milliseconds, printing nothing
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -108,6 +111,21 @@ int main(int argc, char** argv) {
                 if (inbox.receive<std::uint64_t>() == i) ++in_order;
             self.send(0, 2, in_order);
         });
+        return 0;
+    }
+    if (argc == 2 && std::string(argv[1]) == "crossed") {
+        csp::run([] {
+            csp::net::node self;
+            std::printf("waiting for node %d\n", (self.rank() + 1) % self.size());
+            std::fflush(stdout);
+            self.open(3).receive<int>();
+        });
+        return 0;
+    }
+    if (argc == 3 && std::string(argv[1]) == "busy") {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::strtol(argv[2], nullptr, 10));
+        while (std::chrono::steady_clock::now() < until) {
+        }
         return 0;
     }
     csp::run([] {
