@@ -11,13 +11,16 @@
 // a tracing communicator in trace.hpp; sub-groups (MPI's split) in
 // group.hpp; two-level collectives (ranks of a host, then one leader per
 // host) in hierarchy.hpp; shared reduction variables whose updates are
-// fused into one reduction per force point in shared.hpp. docs/collectives.md lists every
+// fused into one reduction per force point in shared.hpp; ranks on a grid
+// (cartesian.hpp) and halo exchange into the caller's buffers (neighbours.hpp). docs/collectives.md lists every
 // algorithm's steps and messages.
 #include "collectives/aspen_reduce.hpp"
+#include "collectives/cartesian.hpp"
 #include "collectives/dispatch.hpp"
 #include "collectives/flow.hpp"
 #include "collectives/group.hpp"
 #include "collectives/hierarchy.hpp"
 #include "collectives/local_communicator.hpp"
+#include "collectives/neighbours.hpp"
 #include "collectives/shared.hpp"
 #include "collectives/trace.hpp"

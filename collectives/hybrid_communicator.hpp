@@ -176,6 +176,11 @@ public:
         detail::check_rank(from, size(), "receive from");
         return mine().box.take(from, hybrid_job::key(t.bits())).body.template as<T>();
     }
+    template <class E>
+    std::size_t receive_into(int from, tag t, std::span<E> out) {
+        detail::check_rank(from, size(), "receive from");
+        return mine().box.take(from, hybrid_job::key(t.bits())).body.into(out);
+    }
     template <class T>
     received<T> receive_any(tag t) {
         auto m = mine().box.take(any_source, hybrid_job::key(t.bits()));

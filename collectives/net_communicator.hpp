@@ -85,6 +85,12 @@ public:
         detail::check_rank(from, size(), "receive from");
         return box_.take(from, t.bits()).body.template as<T>();
     }
+    // Into the caller's buffer, without allocating (neighbours.hpp).
+    template <class E>
+    std::size_t receive_into(int from, tag t, std::span<E> out) {
+        detail::check_rank(from, size(), "receive from");
+        return box_.take(from, t.bits()).body.into(out);
+    }
     template <class T>
     received<T> receive_any(tag t) {
         auto m = box_.take(any_source, t.bits());

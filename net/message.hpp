@@ -3,10 +3,12 @@
 // bytes. Decoding is the receiver's choice of type (codec.hpp).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "net/codec.hpp"
 #include "net/errors.hpp"
@@ -40,6 +42,26 @@ struct message {
     // The payload as elements of U, in place (no copy).
     template <class U>
     std::span<const U> view() const { return net::view<U>(body); }
+
+    // The value, sent as a std::vector<E> (or a std::span of E), copied into
+    // the caller's buffer: no allocation. Returns how many elements came;
+    // decode_error if it was sent as another type or has more than fit.
+    template <class E>
+        requires is_raw_v<E>
+    std::size_t into(std::span<E> out) const {
+        using V = std::vector<std::remove_cv_t<E>>;
+        if (type != 0 && type != type_fingerprint<V>())
+            throw decode_error("a message sent as " + type_name_of(type) + " (from node " + std::to_string(source) +
+                               " to port " + std::to_string(port) + ") cannot be received into a buffer of " +
+                               type_name<std::remove_cv_t<E>>());
+        const auto in = net::view<std::remove_cv_t<E>>(body);
+        if (in.size() > out.size())
+            throw decode_error("a message of " + std::to_string(in.size()) + " " + type_name<std::remove_cv_t<E>>() +
+                               " (from node " + std::to_string(source) + " to port " + std::to_string(port) +
+                               ") does not fit a buffer of " + std::to_string(out.size()));
+        if (!in.empty()) std::memcpy(out.data(), in.data(), in.size_bytes());
+        return in.size();
+    }
 
     std::size_t size() const noexcept { return body.size(); }
 

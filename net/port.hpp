@@ -67,6 +67,10 @@ public:
     }
     template <class T>
     T receive() const { return receive().template as<T>(); }
+    // Receives a std::vector<E> (or span) into `out`, without allocating;
+    // returns how many elements came (message::into).
+    template <class E>
+    std::size_t receive_into(std::span<E> out) const { return receive().into(out); }
 
     // Messages waiting to be received.
     std::size_t pending() const { return channel_.buffered(); }

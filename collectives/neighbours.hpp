@@ -1,0 +1,135 @@
+#pragma once
+// Neighbour exchange without allocation: the halo exchange of a stencil.
+//
+//   receive_into(comm, from, t, std::span<double>(ghost));           // fills the caller's buffer
+//   sendrecv(comm, std::span<const double>(edge), to, std::span<double>(ghost), from);
+//
+//   // Built once over buffers that live as long as it (MPI's persistent
+//   // requests), exchanged every step:
+//   auto halo = make_neighbour_exchange<double>(comm, grid.neighbours(comm.rank()),
+//                                               {top_row, bottom_row},         // sent to neighbour i
+//                                               {ghost_above, ghost_below});   // received from neighbour i
+//   halo.exchange();                                         // or start(); ...; finish();
+//
+// Neighbours come in pairs along an axis, (before, after), as
+// cartesian::neighbours lists them: what a rank sends to its `after`
+// neighbour arrives there as that rank's `before` data, and the other way
+// round, so two ranks that are each other's neighbour on both sides (a
+// periodic axis of two) still get the right rows. A neighbour that is
+// no_rank (past the edge of a non-periodic axis) is skipped: nothing is
+// sent, and its receive buffer is left as it is.
+//
+// A send copies the caller's data into the message and returns, so the
+// buffer may change as soon as start() returns; a receive copies the
+// message into the caller's buffer, with no allocation on the way (net and
+// hybrid communicators decode in place; a local one copies the vector the
+// sender's span became). Each exchange is collective over the group: it
+// draws one tag of its stream, so every rank exchanges the same number of
+// times, in the same order as its other calls on that stream.
+#include <cstddef>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/cartesian.hpp"
+#include "collectives/communicator.hpp"
+
+namespace csp::collectives {
+
+// Receives a std::vector<E> (or a span of E) sent with tag `t` into `out`;
+// returns how many elements came. Communicators that can decode in place
+// (net, hybrid, local) do; any other receives the vector and copies it.
+template <class C, class E>
+std::size_t receive_into(C& comm, int from, tag t, std::span<E> out) {
+    if constexpr (requires { comm.receive_into(from, t, out); }) {
+        return comm.receive_into(from, t, out);
+    } else {
+        const auto in = comm.template receive<std::vector<std::remove_cv_t<E>>>(from, t);
+        if (in.size() > out.size())
+            throw usage_error("a message of " + std::to_string(in.size()) + " elements from rank " +
+                              std::to_string(from) + " does not fit a buffer of " + std::to_string(out.size()));
+        std::copy(in.begin(), in.end(), out.begin());
+        return in.size();
+    }
+}
+
+// Sends `out` to `to` and receives into `in` from `from` (either may be
+// no_rank); collective over the group, like sendrecv of a value
+// (exchange.hpp). Returns how many elements came.
+template <class C, class E>
+std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, int from, stream s = {}) {
+    if (to != no_rank) detail::check_rank(to, comm.size(), "sendrecv: destination");
+    if (from != no_rank) detail::check_rank(from, comm.size(), "sendrecv: source");
+    const tag t = comm.next_tag(s);
+    if (to != no_rank) comm.send(to, t, out);
+    return from == no_rank ? 0 : receive_into(comm, from, t, in);
+}
+
+template <class T, class C>
+class neighbour_exchange {
+public:
+    neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<std::span<const T>> out,
+                       std::vector<std::span<T>> in, stream s = {})
+        : comm_(&comm), neighbours_(std::move(neighbours)), out_(std::move(out)), in_(std::move(in)), stream_(s) {
+        const std::size_t n = neighbours_.size();
+        if (n % 2 != 0 || n > 254)
+            throw usage_error("neighbour_exchange: neighbours come in (before, after) pairs, at most 127 of them; got " +
+                              std::to_string(n));
+        if (out_.size() != n || in_.size() != n)
+            throw usage_error("neighbour_exchange: " + std::to_string(n) + " neighbours but " +
+                              std::to_string(out_.size()) + " send and " + std::to_string(in_.size()) +
+                              " receive buffers");
+        for (int r : neighbours_)
+            if (r != no_rank) detail::check_rank(r, comm.size(), "neighbour_exchange: neighbour");
+    }
+
+    void exchange() {
+        start();
+        finish();
+    }
+
+    // Sends every buffer and returns: the caller may compute (and change
+    // what it sent) before finish() receives.
+    void start() {
+        if (started_) throw usage_error("neighbour_exchange: start() twice without finish()");
+        started_ = true;
+        tag_ = comm_->next_tag(stream_);
+        for (std::size_t i = 0; i < neighbours_.size(); ++i)
+            if (neighbours_[i] != no_rank) comm_->send(neighbours_[i], tag_.step(static_cast<std::uint8_t>(i)), out_[i]);
+    }
+
+    // Receives into every buffer, each from its neighbour's opposite side.
+    void finish() {
+        if (!started_) throw usage_error("neighbour_exchange: finish() without start()");
+        started_ = false;
+        for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+            if (neighbours_[i] == no_rank) continue;
+            const std::size_t got =
+                receive_into(*comm_, neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]);
+            if (got != in_[i].size())
+                throw usage_error("neighbour_exchange: rank " + std::to_string(neighbours_[i]) + " sent " +
+                                  std::to_string(got) + " elements for a buffer of " + std::to_string(in_[i].size()));
+        }
+    }
+
+    const std::vector<int>& neighbours() const noexcept { return neighbours_; }
+
+private:
+    C* comm_;
+    std::vector<int> neighbours_;
+    std::vector<std::span<const T>> out_;
+    std::vector<std::span<T>> in_;
+    stream stream_;
+    tag tag_;
+    bool started_ = false;
+};
+
+template <class T, class C>
+neighbour_exchange<T, C> make_neighbour_exchange(C& comm, std::vector<int> neighbours,
+                                                 std::vector<std::span<const T>> out, std::vector<std::span<T>> in,
+                                                 stream s = {}) {
+    return neighbour_exchange<T, C>(comm, std::move(neighbours), std::move(out), std::move(in), s);
+}
+
+}  // namespace csp::collectives

@@ -1,0 +1,149 @@
+// Ranks on a grid and the halo exchange between them: every ghost holds
+// its neighbour's edge, on every kind of communicator.
+#include <gtest/gtest.h>
+
+#include <span>
+#include <vector>
+
+#include "collectives/collectives.hpp"
+#include "collectives/net_communicator.hpp"
+#include "csp/runtime.hpp"
+#include "net/net.hpp"
+
+namespace cc = csp::collectives;
+
+TEST(cartesian, coordinates_and_ranks_are_row_major_and_round_trip) {
+    cc::cartesian g({2, 3});
+    EXPECT_EQ(g.size(), 6);
+    EXPECT_EQ(g.coords(4), (std::vector<int>{1, 1}));
+    for (int r = 0; r < 6; ++r) EXPECT_EQ(g.rank_of(g.coords(r)), r);
+    EXPECT_EQ(g.rank_of({2, 0}), cc::no_rank);  // past a non-periodic edge
+}
+
+TEST(cartesian, shifts_wrap_on_periodic_axes_and_end_at_the_others) {
+    cc::cartesian g({3, 4}, {false, true});
+    auto s = g.shift(0, 0, 1);  // down the first axis from the top row
+    EXPECT_EQ(s.source, cc::no_rank);
+    EXPECT_EQ(s.destination, 4);
+    s = g.shift(0, 1, 1);  // along the periodic axis: wraps
+    EXPECT_EQ(s.source, 3);
+    EXPECT_EQ(s.destination, 1);
+    EXPECT_EQ(g.neighbours(5), (std::vector<int>{1, 9, 4, 6}));
+    EXPECT_EQ(g.neighbours(11), (std::vector<int>{7, cc::no_rank, 10, 8}));
+}
+
+TEST(cartesian, balanced_dims_factor_as_evenly_as_possible) {
+    EXPECT_EQ(cc::balanced_dims(12, 2), (std::vector<int>{4, 3}));
+    EXPECT_EQ(cc::balanced_dims(8, 3), (std::vector<int>{2, 2, 2}));
+    EXPECT_EQ(cc::balanced_dims(7, 2), (std::vector<int>{7, 1}));
+    EXPECT_EQ(cc::balanced_dims(1, 2), (std::vector<int>{1, 1}));
+    EXPECT_THROW(cc::balanced_dims(0, 2), csp::usage_error);
+    EXPECT_THROW(cc::cartesian({2, 0}), csp::usage_error);
+    EXPECT_THROW(cc::cartesian({2, 2}, {true}), csp::usage_error);
+    EXPECT_THROW(cc::cartesian({2, 2}).coords(4), csp::usage_error);
+}
+
+namespace {
+
+// A rank's edge values say whose edge and which side it is, and the step.
+double edge_value(int rank, std::size_t side, int step, std::size_t i) {
+    return rank * 1e6 + static_cast<double>(side) * 1e4 + step * 10 + static_cast<double>(i);
+}
+
+// Every rank of `grid` exchanges `steps` times with its 2 * ndims
+// neighbours; returns how many ghost values were checked.
+template <class C>
+long halo_steps(C& comm, const cc::cartesian& grid, int steps, bool split) {
+    const std::size_t n = 5;
+    const auto nbs = grid.neighbours(comm.rank());
+    std::vector<std::vector<double>> edges(nbs.size(), std::vector<double>(n)), ghosts(nbs.size(), std::vector<double>(n, -1));
+    std::vector<std::span<const double>> out;
+    std::vector<std::span<double>> in;
+    for (std::size_t i = 0; i < nbs.size(); ++i) {
+        out.emplace_back(edges[i]);
+        in.emplace_back(ghosts[i]);
+    }
+    auto halo = cc::make_neighbour_exchange<double>(comm, nbs, out, in);
+    long checked = 0;
+    for (int step = 0; step < steps; ++step) {
+        for (std::size_t i = 0; i < nbs.size(); ++i)
+            for (std::size_t k = 0; k < n; ++k) edges[i][k] = edge_value(comm.rank(), i, step, k);
+        if (split) {
+            halo.start();
+            for (auto& e : edges) std::fill(e.begin(), e.end(), -7.0);  // the sends copied already
+            halo.finish();
+        } else {
+            halo.exchange();
+        }
+        for (std::size_t i = 0; i < nbs.size(); ++i) {
+            if (nbs[i] == cc::no_rank) {
+                EXPECT_EQ(ghosts[i][0], -1.0);  // untouched
+                continue;
+            }
+            // Neighbour i's edge on the side facing this rank: i ^ 1.
+            for (std::size_t k = 0; k < n; ++k) {
+                EXPECT_EQ(ghosts[i][k], edge_value(nbs[i], i ^ 1, step, k))
+                    << "rank " << comm.rank() << " ghost " << i << " step " << step;
+                ++checked;
+            }
+        }
+    }
+    return checked;
+}
+
+}  // namespace
+
+class local_halo : public ::testing::TestWithParam<std::tuple<std::vector<int>, std::vector<bool>, bool>> {};
+
+TEST_P(local_halo, every_ghost_holds_the_neighbours_facing_edge_every_step) {
+    const auto& [dims, periodic, split] = GetParam();
+    cc::cartesian grid(dims, periodic);
+    long expected = 0;
+    for (int r = 0; r < grid.size(); ++r)
+        for (int nb : grid.neighbours(r)) expected += nb == cc::no_rank ? 0 : 5 * 40;
+    long checked = 0;
+    csp::run([&] {
+        auto counts = cc::run_local(grid.size(), [&](cc::local_communicator& c) { return halo_steps(c, grid, 40, split); });
+        for (long k : counts) checked += k;
+    }, {.threads = 2});
+    EXPECT_EQ(checked, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    grids, local_halo,
+    ::testing::Values(std::make_tuple(std::vector<int>{4}, std::vector<bool>{false}, false),
+                      std::make_tuple(std::vector<int>{4}, std::vector<bool>{true}, true),
+                      std::make_tuple(std::vector<int>{2}, std::vector<bool>{true}, false),  // each other's both sides
+                      std::make_tuple(std::vector<int>{1}, std::vector<bool>{true}, true),   // its own neighbour
+                      std::make_tuple(std::vector<int>{2, 3}, std::vector<bool>{false, true}, true),
+                      std::make_tuple(std::vector<int>{2, 2, 2}, std::vector<bool>{true, false, true}, false)));
+
+TEST(net_halo, a_job_of_one_on_a_periodic_axis_is_its_own_neighbour_on_both_sides) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        {
+            cc::net_communicator comm(self);
+            EXPECT_EQ(halo_steps(comm, cc::cartesian({1}, {true}), 10, true), 2 * 5 * 10);
+        }
+        self.close();
+    });
+}
+
+TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
+    csp::run([] {
+        cc::run_local(2, [](cc::local_communicator& c) {
+            std::vector<double> big(8, 1.0), small(4);
+            const int other = 1 - c.rank();
+            EXPECT_THROW(cc::sendrecv(c, std::span<const double>(big), other, std::span<double>(small), other),
+                         csp::usage_error);
+            std::vector<double> a(4), b(4);
+            EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other}, {a}, {b}), csp::usage_error);  // not a pair
+            EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other, 5}, {a, a}, {b, b}), csp::usage_error);
+            // sendrecv with no_rank on one side.
+            std::vector<double> got(4, -1);
+            const std::size_t n = cc::sendrecv(c, std::span<const double>(a), c.rank() == 0 ? 1 : cc::no_rank,
+                                               std::span<double>(got), c.rank() == 1 ? 0 : cc::no_rank);
+            EXPECT_EQ(n, c.rank() == 1 ? 4u : 0u);
+        });
+    });
+}
