@@ -32,10 +32,13 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "collectives/tag.hpp"
 #include "csp/channel.hpp"
+#include "csp/wait_note.hpp"
 
 namespace csp::collectives {
 
@@ -81,6 +84,8 @@ public:
         posted_.push_back(posted{source, tag, reply});
         lk.unlock();
         envelope m;
+        const posted wanted{source, tag, nullptr};
+        const csp::wait_note note(&describe_wanted, &wanted);
         try {
             m = reply->in.read();
         } catch (...) {
@@ -130,6 +135,20 @@ private:
         std::uint64_t tag;
         reply_slot* reply;
     };
+
+    // For deadlock reports: which message a blocked take waits for.
+    static void describe_wanted(const void* ctx, std::string& out) {
+        const auto& p = *static_cast<const posted*>(ctx);
+        const tag t = tag::from_bits(p.tag);
+        out.append(p.source == any_source ? "a message from any rank" : "a message from rank " + std::to_string(p.source))
+            .append(" with tag (stream ")
+            .append(std::to_string(t.stream_id()))
+            .append(", call ")
+            .append(std::to_string(t.sequence()))
+            .append(", step ")
+            .append(std::to_string(t.phase()))
+            .append(")");
+    }
 
     reply_slot* free_slot_locked() {
         if (free_.empty()) {

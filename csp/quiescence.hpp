@@ -37,8 +37,11 @@ struct quiet_sample {
 // the caller is not one of the processes sampled only if it is a daemon.
 std::optional<quiet_sample> sample_quiescence(std::chrono::milliseconds patience, bool describe = false);
 
-// At the runtime's next idle moment, every blocked program process fails
-// with deadlock_error(report), as on a deadlock found by the runtime itself.
-void abort_blocked(std::string report);
+// At the runtime's next idle moment, if it is still quiet, every blocked
+// program process fails with deadlock_error(report), as on a deadlock found
+// by the runtime itself. Waits, sleeping, for that moment (up to
+// `patience`), so that nothing the caller does next (a departure it
+// delivers) overtakes the report; true if the processes were failed.
+bool abort_blocked(std::string report, std::chrono::milliseconds patience = std::chrono::milliseconds(1000));
 
 }  // namespace csp

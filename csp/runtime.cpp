@@ -145,10 +145,17 @@ std::optional<quiet_sample> sample_quiescence(std::chrono::milliseconds patience
     }
 }
 
-void abort_blocked(std::string report) {
+bool abort_blocked(std::string report, std::chrono::milliseconds patience) {
     detail::process_record* self = detail::current_process();
     if (self == nullptr) throw usage_error("csp::abort_blocked must be called from a process of a running csp::runtime");
-    self->runtime()->request_abort(std::move(report));
+    detail::runtime_core* rt = self->runtime();
+    rt->request_abort(std::move(report));
+    const auto until = clock::now() + patience;
+    for (auto nap = std::chrono::microseconds(50);; nap = std::min(nap * 2, std::chrono::microseconds(2000))) {
+        if (auto applied = rt->abort_outcome()) return *applied;
+        if (clock::now() >= until) return false;
+        csp::sleep_for(nap);
+    }
 }
 
 void yield_to_io() {

@@ -53,7 +53,8 @@ struct message {
         if (type != 0 && type != type_fingerprint<V>())
             throw decode_error("a message sent as " + type_name_of(type) + " (from node " + std::to_string(source) +
                                " to port " + std::to_string(port) + ") cannot be received into a buffer of " +
-                               type_name<std::remove_cv_t<E>>());
+                               type_name<std::remove_cv_t<E>>() + ": that takes a " + type_name<V>() +
+                               " or a span of them");
         const auto in = net::view<std::remove_cv_t<E>>(body);
         if (in.size() > out.size())
             throw decode_error("a message of " + std::to_string(in.size()) + " " + type_name<std::remove_cv_t<E>>() +

@@ -13,6 +13,7 @@
 
 namespace csp {
 class waiter;
+class wait_note;
 }
 
 namespace csp::detail {
@@ -60,6 +61,10 @@ public:
     // activity). Written only by the process itself, so a load and a store,
     // not a read-modify-write; read while no fiber runs.
     std::atomic<std::uint64_t> waits{0};
+    // What the process's current wait is for, said by the library call it
+    // is blocked in (wait_note.hpp); written by the process itself, read
+    // while no fiber runs.
+    const wait_note* note = nullptr;
 
     // A daemon (process_group.hpp), fixed before the process registers.
     bool daemon = false;

@@ -1,5 +1,6 @@
 #include "csp/detail/runtime_core.hpp"
 
+#include "csp/wait_note.hpp"
 #include "csp/waiter.hpp"
 #include "csp/detail/source_place.hpp"
 #include "csp/detail/thread_census.hpp"
@@ -8,7 +9,13 @@ namespace csp::detail {
 
 void runtime_core::describe_blocked(process_record* p, std::string& out) const {
     out.append("process '").append(p->label()).append("' is blocked ");
-    p->blocked_on.load(std::memory_order_relaxed)->site()->describe(out);
+    // A library call's note says more than its anonymous channel would.
+    if (p->note) {
+        out.append("waiting for ");
+        p->note->describe(out);
+    } else {
+        p->blocked_on.load(std::memory_order_relaxed)->site()->describe(out);
+    }
     if (p->made_at.line() != 0) out.append(" (started at ").append(source_place(p->made_at)).append(")");
 }
 
@@ -35,6 +42,7 @@ void runtime_core::serve_requests(std::vector<waiter*>& to_wake, bool externals)
     // An abort found by others applies only while this runtime is still
     // quiet; if a process moved since, the verdict is stale and dropped.
     if (abort_with_) {
+        aborted_ = quiet;
         if (quiet) {
             report_ = std::move(*abort_with_);
             for (process_record* p = head_; p; p = p->next) {
@@ -61,6 +69,12 @@ std::optional<quiet_sample> runtime_core::take_sample() {
 void runtime_core::request_abort(std::string report) {
     std::lock_guard lk(registry_mutex_);
     abort_with_ = std::move(report);
+    aborted_.reset();
+}
+
+std::optional<bool> runtime_core::abort_outcome() {
+    std::lock_guard lk(registry_mutex_);
+    return aborted_;
 }
 
 bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {

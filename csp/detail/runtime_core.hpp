@@ -100,6 +100,8 @@ public:
     void request_sample(bool describe);
     std::optional<quiet_sample> take_sample();
     void request_abort(std::string report);
+    // Once the last request_abort was served: whether it failed processes.
+    std::optional<bool> abort_outcome();
 
     // The report of the last deadlock found in this runtime (empty if none).
     std::string deadlock_report() const {
@@ -211,6 +213,7 @@ private:
     bool sample_described_ = false;
     std::optional<quiet_sample> sample_;
     std::optional<std::string> abort_with_;
+    std::optional<bool> aborted_;
     void serve_requests(std::vector<waiter*>& to_wake, bool externals);  // registry_mutex_ held, no fiber running
     void describe_blocked(process_record* p, std::string& out) const;
 

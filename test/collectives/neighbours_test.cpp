@@ -147,3 +147,23 @@ TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
         });
     });
 }
+
+// Regression: a rank blocked in a collective receive was reported as
+// "reading from channel#9 (made at mailbox.hpp:123)", which names nothing a
+// user wrote; the report now says which rank and tag it waits for.
+TEST(halo_errors, a_blocked_receive_names_its_source_and_tag_in_the_deadlock_report) {
+    std::string report;
+    try {
+        csp::run([] {
+            cc::run_local(2, [](cc::local_communicator& c) {
+                std::vector<double> ghost(3);
+                if (c.rank() == 0) cc::receive_into(c, 1, cc::tag(1, 7, 2), std::span<double>(ghost));  // never sent
+            });
+        });
+    } catch (const csp::deadlock_error& e) {
+        report = e.what();
+    }
+    EXPECT_NE(report.find("process 'rank 0' is blocked waiting for a message from rank 1 with tag (stream 1, call 7, step 2)"),
+              std::string::npos)
+        << report;
+}
