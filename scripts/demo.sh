@@ -6,9 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target csp-launch ring pi fit_loop figure5 variance plankton jacobi mmult commstime listing1
+cmake --build build -j2 --target csp-launch ring pi heat fit_loop figure5 variance plankton jacobi mmult commstime listing1
 echo "== pi: 4 nodes started by csp-launch, one allreduce over TCP =="
 ./build/tools/csp-launch -n 4 ./build/examples/pi
+echo "== heat: 4 nodes, rows on a grid, halo rows exchanged into place each step, an allreduce every 10 =="
+./build/tools/csp-launch -n 4 ./build/examples/heat 512 500
+echo "== heat with a bug (odd ranks skip their exchange): the job-wide deadlock report =="
+./build/tools/csp-launch -n 4 ./build/examples/heat 64 20 --forget-halo 2>&1 | grep -v "^\[" || true
 echo "== fit_loop: 4 nodes fitting a curve, an allreduce of the error vector each step =="
 ./build/tools/csp-launch -n 4 ./build/examples/fit_loop
 echo "== variance: 4 nodes, shared variables: two sums per batch fused into one reduction =="
