@@ -11,14 +11,12 @@
 // rank's process throws, run_local fails every mailbox with that error, so
 // the other ranks' receives throw instead of waiting forever, and then
 // rethrows it.
-#include <algorithm>
 #include <any>
 #include <cstddef>
 #include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -102,18 +100,6 @@ public:
     T receive(int from, tag t) const {
         detail::check_rank(from, size(), "receive from");
         return unbox<T>(take(from, t).body);
-    }
-    // Into the caller's buffer (neighbours.hpp): one copy, from the vector
-    // the sender's span became.
-    template <class E>
-    std::size_t receive_into(int from, tag t, std::span<E> out) const {
-        detail::check_rank(from, size(), "receive from");
-        const auto in = unbox<std::vector<std::remove_cv_t<E>>>(take(from, t).body);
-        if (in.size() > out.size())
-            throw usage_error("a message of " + std::to_string(in.size()) + " elements from rank " + std::to_string(from) +
-                              " does not fit a buffer of " + std::to_string(out.size()));
-        std::copy(in.begin(), in.end(), out.begin());
-        return in.size();
     }
     template <class T>
     received<T> receive_any(tag t) const {

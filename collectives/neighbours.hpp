@@ -39,7 +39,8 @@ namespace csp::collectives {
 
 // Receives a std::vector<E> (or a span of E) sent with tag `t` into `out`;
 // returns how many elements came. Communicators that can decode in place
-// (net, hybrid, local) do; any other receives the vector and copies it.
+// (net, hybrid) do; any other (local: the vector the sender's span became)
+// receives the vector and copies it.
 template <class C, class E>
 std::size_t receive_into(C& comm, int from, tag t, std::span<E> out) {
     if constexpr (requires { comm.receive_into(from, t, out); }) {

@@ -129,33 +129,40 @@ run_scope::~run_scope() {
 
 namespace csp {
 
-std::optional<quiet_sample> sample_quiescence(std::chrono::milliseconds patience, bool describe) {
-    detail::process_record* self = detail::current_process();
-    if (self == nullptr) throw usage_error("csp::sample_quiescence must be called from a process of a running csp::runtime");
-    detail::runtime_core* rt = self->runtime();
-    rt->request_sample(describe);
-    // The sample is taken when every worker idles, which this process's
-    // sleep allows (a sleeping process is not running, and a daemon's is
-    // not sampled).
+namespace {
+
+// Polls `answer` until it has one or `patience` ran out. A request of
+// quiescence.hpp is served when every worker idles, which the caller's
+// sleeps allow (a sleeping process is not running, and a daemon's is not
+// sampled).
+template <class Answer>
+auto await_idle_moment(std::chrono::milliseconds patience, Answer answer) -> decltype(answer()) {
     const auto until = clock::now() + patience;
     for (auto nap = std::chrono::microseconds(50);; nap = std::min(nap * 2, std::chrono::microseconds(2000))) {
-        if (auto s = rt->take_sample()) return s;
+        if (auto a = answer()) return a;
         if (clock::now() >= until) return std::nullopt;
         csp::sleep_for(nap);
     }
 }
 
-bool abort_blocked(std::string report, std::chrono::milliseconds patience) {
+detail::runtime_core* runtime_of_caller(const char* what) {
     detail::process_record* self = detail::current_process();
-    if (self == nullptr) throw usage_error("csp::abort_blocked must be called from a process of a running csp::runtime");
-    detail::runtime_core* rt = self->runtime();
+    if (self == nullptr) throw usage_error(std::string(what) + " must be called from a process of a running csp::runtime");
+    return self->runtime();
+}
+
+}  // namespace
+
+std::optional<quiet_sample> sample_quiescence(std::chrono::milliseconds patience, bool describe) {
+    detail::runtime_core* rt = runtime_of_caller("csp::sample_quiescence");
+    rt->request_sample(describe);
+    return await_idle_moment(patience, [rt] { return rt->take_sample(); });
+}
+
+bool abort_blocked(std::string report, std::chrono::milliseconds patience) {
+    detail::runtime_core* rt = runtime_of_caller("csp::abort_blocked");
     rt->request_abort(std::move(report));
-    const auto until = clock::now() + patience;
-    for (auto nap = std::chrono::microseconds(50);; nap = std::min(nap * 2, std::chrono::microseconds(2000))) {
-        if (auto applied = rt->abort_outcome()) return *applied;
-        if (clock::now() >= until) return false;
-        csp::sleep_for(nap);
-    }
+    return await_idle_moment(patience, [rt] { return rt->abort_outcome(); }).value_or(false);
 }
 
 void yield_to_io() {

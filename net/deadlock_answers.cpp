@@ -1,14 +1,10 @@
 #include "net/deadlock_answers.hpp"
 
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <chrono>
 
-#include "csp/alt.hpp"
 #include "csp/quiescence.hpp"
-#include "iosched/wait.hpp"
 #include "net/nameserver_words.hpp"
+#include "net/socket.hpp"
 
 namespace csp::net::detail {
 
@@ -24,18 +20,11 @@ constexpr std::size_t max_text = max_line - 100;
 
 void deadlock_answers::send_line(std::string line) {
     line += '\n';
-    std::size_t at = 0;
-    const auto give_up = clock::now() + std::chrono::seconds(5);
-    while (at < line.size()) {
-        const ssize_t n = ::send(fd_, line.data() + at, line.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            at += static_cast<std::size_t>(n);
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            if (clock::now() >= give_up) return;  // the nameserver stalled: this wave will not complete
-            csp::select(csp::io::writable(fd_), csp::deadline(give_up));
-        } else {
-            return;  // the connection is ending; its reader will see it
-        }
+    try {
+        write_all(fd_, line.data(), line.size(), clock::now() + std::chrono::seconds(5), "deadlock answer");
+    } catch (const net_error&) {
+        // The nameserver stalled (this wave will not complete) or the
+        // connection is ending (its reader will see it).
     }
 }
 

@@ -99,9 +99,9 @@ bool answer_waves(registry& reg, const std::string& line, const std::vector<std:
         if (w[0] == "QUIET" && w.size() == 6) {
             reg.quiet(job, rank, wave, {w[2] == "1", std::stoull(w[3]), std::stoull(w[4]), std::stoull(w[5])}, tell);
         } else if (w[0] == "BLOCKED") {
-            // The text is the rest of the line after the wave.
-            const auto at = line.find(w[1], line.find("BLOCKED") + 7) + w[1].size();
-            reg.blocked(job, rank, wave, at < line.size() ? line.substr(at + 1) : std::string());
+            // The text is the rest of the line: "BLOCKED <wave> <text>".
+            const auto at = line.find(' ', line.find(w[1]));
+            reg.blocked(job, rank, wave, at == std::string::npos ? std::string() : line.substr(at + 1));
         } else if (w[0] == "DESCRIBED" && w.size() == 4) {
             if (auto report = reg.described(job, rank, wave, w[2] == "1", std::stoull(w[3]), tell); report && found)
                 found(*report);
