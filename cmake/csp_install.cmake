@@ -8,7 +8,7 @@ get_property(csp_libraries GLOBAL PROPERTY CSP_LIBRARIES)
 install(TARGETS ${csp_libraries} EXPORT csp-targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS csp-launch csp-nameserver csp-model RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS csp-launch csp-nameserver csp-model csp-trace-merge RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 foreach(part csp iosched net collectives dataflow)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${part} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
           FILES_MATCHING PATTERN "*.hpp")

@@ -174,16 +174,16 @@ public:
     template <class T>
     T receive(int from, tag t) {
         detail::check_rank(from, size(), "receive from");
-        return mine().box.take(from, hybrid_job::key(t.bits())).body.template as<T>();
+        return take(from, t).body.template as<T>();
     }
     template <class E>
     std::size_t receive_into(int from, tag t, std::span<E> out) {
         detail::check_rank(from, size(), "receive from");
-        return mine().box.take(from, hybrid_job::key(t.bits())).body.into(out);
+        return take(from, t).body.into(out);
     }
     template <class T>
     received<T> receive_any(tag t) {
-        auto m = mine().box.take(any_source, hybrid_job::key(t.bits()));
+        auto m = take(any_source, t);
         return {m.source, m.body.template as<T>()};
     }
     tag next_tag(stream s = {}) { return mine().counter.next(s); }
@@ -191,6 +191,12 @@ public:
 
 private:
     hybrid_job::rank_state& mine() const { return job_->ranks_[static_cast<std::size_t>(local_)]; }
+    // As net_communicator's: reported once out of the mailbox.
+    mailbox<net::message>::envelope take(int from, tag t) {
+        auto e = mine().box.take(from, hybrid_job::key(t.bits()));
+        net::report_taken(e.body, job_->node_->rank());
+        return e;
+    }
 
     hybrid_job* job_;
     int local_;

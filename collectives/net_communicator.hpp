@@ -83,17 +83,17 @@ public:
     template <class T>
     T receive(int from, tag t) {
         detail::check_rank(from, size(), "receive from");
-        return box_.take(from, t.bits()).body.template as<T>();
+        return take(from, t.bits()).body.template as<T>();
     }
     // Into the caller's buffer, without allocating (neighbours.hpp).
     template <class E>
     std::size_t receive_into(int from, tag t, std::span<E> out) {
         detail::check_rank(from, size(), "receive from");
-        return box_.take(from, t.bits()).body.into(out);
+        return take(from, t.bits()).body.into(out);
     }
     template <class T>
     received<T> receive_any(tag t) {
-        auto m = box_.take(any_source, t.bits());
+        auto m = take(any_source, t.bits());
         return {m.source, m.body.template as<T>()};
     }
     tag next_tag(stream s = {}) { return counter_.next(s); }
@@ -106,6 +106,14 @@ public:
 private:
     // The last stream id is reserved: its last tag stops the pump.
     static constexpr std::uint64_t stop_tag = ~std::uint64_t{0};
+
+    // The pump takes messages from the claimed port unreported: a message
+    // is the calling process's once it leaves the mailbox (net::report_taken).
+    mailbox<net::message>::envelope take(int from, std::uint64_t bits) {
+        auto e = box_.take(from, bits);
+        net::report_taken(e.body, rank());
+        return e;
+    }
 
     void run_pump(net::port port) {
         for (;;) {

@@ -31,6 +31,12 @@ void notify_chose_slow(observer* o, std::span<guard* const> guards, std::size_t 
 }
 }  // namespace detail
 
+void notify_message_slow(observer* o, event::kind what, const message_ref& m) {
+    event e{what, detail::view_access::process(detail::current_process()), {}, 0};
+    e.message = &m;
+    o->on_event(e);
+}
+
 process_view process_view::of_caller() noexcept { return process_view(detail::current_process()); }
 std::string process_view::name() const { return p_->label(); }
 process_view process_view::parent() const noexcept { return process_view(p_->parent()); }

@@ -84,6 +84,20 @@ struct offer {
     bool write = false;    // it offered to write (an output guard)
 };
 
+// A message between two nodes of a job (net/), as a node reports it to the
+// observer: the k-th message_sent and the k-th message_received with one
+// (from, to, port, tag) are the same message, because a link between two
+// nodes keeps their order and a port hands out one source's messages of a
+// tag in that order. (Two processes of one node sending with the same
+// port and tag at the same moment, or taking them, can swap two pairs.)
+struct message_ref {
+    int from = 0;  // the sending node's rank
+    int to = 0;    // the receiving node's rank
+    std::uint32_t port = 0;
+    std::uint64_t tag = 0;
+    std::size_t bytes = 0;
+};
+
 struct event {
     enum class kind : std::uint8_t {
         channel_read,   // channel: the channel
@@ -95,12 +109,15 @@ struct event {
         seq_end,
         process_begin,
         process_end,
+        message_sent,      // message: what the calling process sent to another node
+        message_received,  // message: what the calling process took from a port
     };
     kind what;
     process_view process;  // empty outside any process
     channel_view channel;  // for channel events, else empty
     std::size_t detail;
     std::span<const offer> offers = {};  // alt_chose: one per guard, in the alternation's order
+    const message_ref* message = nullptr;  // message_sent, message_received
 };
 
 // Receives events from any thread of any runtime; implementations must be
@@ -135,5 +152,13 @@ inline void notify_chose(std::span<guard* const> guards, std::size_t chosen) {
         notify_chose_slow(o, guards, chosen);
 }
 }  // namespace detail
+
+// For the layer that moves messages between nodes: reports one, from the
+// calling process, to the installed observer (one load when there is none).
+void notify_message_slow(observer* o, event::kind what, const message_ref& m);
+inline void notify_message(event::kind what, const message_ref& m) {
+    if (observer* o = detail::installed_observer.load(std::memory_order_acquire)) [[unlikely]]
+        notify_message_slow(o, what, m);
+}
 
 }  // namespace csp

@@ -9,8 +9,9 @@
 //
 // take() removes them from argv; run() runs the example's root with a
 // recorder and a timeline installed as asked, then writes the files. A node
-// started by csp-launch writes FILE.rank<r>; what crosses TCP is not in its
-// model (the notes in the file say so).
+// started by csp-launch writes FILE.rank<r>, which csp-trace-merge joins into
+// one job timeline; what crosses TCP is not in its model (the notes in the
+// file say so). (csp-launch --trace FILE needs no flag in the program.)
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -59,7 +60,7 @@ public:
     template <class F>
     auto run(const std::string& title, F root) {
         if (exporting()) rec_ = std::make_unique<csp::model::recorder>();
-        if (!trace_.empty()) timeline_ = std::make_unique<csp::model::timeline>();
+        if (!trace_.empty()) timeline_ = std::make_unique<csp::model::timeline>(launched_rank());
         struct finish {
             model_flags* f;
             std::string title;

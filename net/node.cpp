@@ -2,10 +2,14 @@
 
 #include <malloc.h>
 
+#include <fstream>
+
 #include <limits>
 #include <mutex>
 
 #include "csp/config.hpp"
+#include "csp/model/timeline.hpp"
+#include "csp/observer.hpp"
 #include "csp/process.hpp"
 #include "net/log.hpp"
 #include "net/nameserver_client.hpp"
@@ -63,6 +67,7 @@ node_options node_options::from_environment() {
     if (auto l = csp::config::number("CSP_LIVENESS_MS", 1, std::numeric_limits<std::int32_t>::max()))
         o.liveness_timeout = std::chrono::milliseconds(*l);
     if (auto k = csp::config::choice("CSP_KEEP_FREED_MEMORY", {"0", "1"})) o.keep_freed_memory = *k == "1";
+    if (auto t = text("CSP_TRACE")) o.trace = *t;
     return o;
 }
 
@@ -121,6 +126,7 @@ node::node(node_options o) {
     }
     const transport_kind transport = transport_of(o);
     o.transport = transport;
+    if (!o.trace.empty()) timeline_ = std::make_unique<csp::model::timeline>(core_->rank);
     core_->options = std::move(o);
     start_ucx(transport);
     to_switch_ = core_->to_switch.writer();
@@ -168,6 +174,17 @@ void node::close() {
     to_switch_.write(detail::close_request{done.writer()});
     finished.read();
     switch_.wait();
+    write_timeline();
+}
+
+void node::write_timeline() {
+    if (!timeline_) return;
+    // The timeline stays alive until the node is destroyed: an event
+    // already past the observer's load on another thread may still be in it.
+    std::ofstream out(core_->options.trace);
+    timeline_->write(out);
+    out.flush();
+    if (!out) core_->log_fault("timeline: cannot write " + core_->options.trace);
 }
 
 port node::open(port_id id, departures heard) {
@@ -197,7 +214,9 @@ port node::claim(port_id id, const std::string& owner, departures heard) {
         core_->claimed.emplace(id, owner);
         if (heard == departures::each) core_->every_departure.insert(id);
     }
-    return port(id, core_->port_channel(id), core_);
+    port p(id, core_->port_channel(id), core_);
+    p.report_ = false;  // the owner reports what its processes take (report_taken)
+    return p;
 }
 
 void node::release(port_id id) {
@@ -250,6 +269,7 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     if (to != core_->rank && core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
         return send_status::window_full;
     core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
+    if (to != core_->rank) csp::notify_message(csp::event::kind::message_sent, {core_->rank, to, to_port, tag, body.size()});
     detail::send_request r{to, {}};
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
                                 static_cast<std::uint32_t>(body.size()), type);
@@ -263,8 +283,16 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
 
 namespace detail {
 
-bool message_taken(node_core& core, const message& m) noexcept {
+bool message_taken(node_core& core, const message& m, bool report) noexcept {
     if (m.failure || m.source == core.rank || m.source < 0) return false;  // not from a link
+    if (report) {
+        try {
+            report_taken(m, core.rank);
+        } catch (...) {
+            // An observer that cannot record (out of memory) loses this
+            // event only: taking the message must not fail for a trace.
+        }
+    }
     return core.flow.taken(m.source, charge_of(m.body.size()));
 }
 

@@ -36,6 +36,10 @@
 #include "net/node_options.hpp"
 #include "net/port.hpp"
 
+namespace csp::model {
+class timeline;
+}
+
 namespace csp::net {
 
 enum class send_status : std::uint8_t { sent, window_full };
@@ -125,6 +129,10 @@ private:
     // Makes the UCX worker and starts its progress process, unless
     // `transport` is tcp; automatic falls back to TCP if UCX cannot start.
     void start_ucx(transport_kind transport);
+
+    // node_options::trace: written by close().
+    void write_timeline();
+    std::unique_ptr<csp::model::timeline> timeline_;
 
     csp::process_group switch_;  // the switch process (and UCX progress), joined by close()
     bool closed_ = false;

@@ -18,6 +18,8 @@
 //   CSP_TRANSPORT   auto, tcp or ucx (read even for options made in code,
 //                   unless node_options::transport is set)
 //   CSP_KEEP_FREED_MEMORY  0 or 1 (default 1): see keep_freed_memory
+//   CSP_TRACE       a file for this node's timeline (see trace below;
+//                   csp-launch --trace sets it per node)
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -77,6 +79,12 @@ struct node_options {
     // through their memory hooks). This is a setting of the whole process:
     // its freed memory is kept for reuse rather than returned to the system.
     bool keep_freed_memory = true;
+
+    // Non-empty: the node records a timeline of the run (csp/model/
+    // timeline.hpp, with its rank and the messages it sends and takes) from
+    // when it is made until close(), and writes it to this file then.
+    // csp-launch --trace merges the nodes' files into one (timeline_merge.hpp).
+    std::string trace;
 
     // Options from the variables above; usage_error naming a malformed one.
     static node_options from_environment();

@@ -37,6 +37,7 @@
 
 #include "csp/alt.hpp"
 #include "csp/timer.hpp"
+#include "csp/observer.hpp"
 #include "net/message.hpp"
 
 namespace csp::net {
@@ -45,9 +46,21 @@ class node;
 namespace detail {
 struct node_core;
 // A process took `m` from a port: the sender's window may move
-// (flow_control.hpp). True if a credit for the sender was queued.
-bool message_taken(node_core& core, const message& m) noexcept;
+// (flow_control.hpp). True if a credit for the sender was queued. `report`:
+// tell the observer the calling process received it (report_taken).
+bool message_taken(node_core& core, const message& m, bool report) noexcept;
 }  // namespace detail
+
+// A message from another node as received by the calling process, for the
+// installed observer (a timeline draws it as the end of the sender's
+// arrow). A port reports every message taken from it, except a port a
+// library layer claimed (node::claim): such a layer passes its messages on
+// through a mailbox, and reports each where a process takes it from there.
+inline void report_taken(const message& m, int receiver) {
+    if (!m.failure && m.source != receiver && m.source >= 0)
+        csp::notify_message(csp::event::kind::message_received,
+                            {m.source, receiver, m.port, m.tag, m.body.size()});
+}
 
 enum class departures : std::uint8_t { last_sender, each };
 
@@ -62,7 +75,7 @@ public:
         // A credit was queued for the switch: let it go out now, not once
         // this process next blocks (a reader that never empties the port
         // would otherwise hold it back, and the sender with it).
-        if (core_ && detail::message_taken(*core_, m)) csp::yield();
+        if (core_ && detail::message_taken(*core_, m, report_)) csp::yield();
         return checked(std::move(m));
     }
     template <class T>
@@ -84,7 +97,7 @@ public:
     }
     // Every message leaving the port passes here, so its sender is credited.
     message taken(message m) const {
-        if (core_) detail::message_taken(*core_, m);
+        if (core_) detail::message_taken(*core_, m, report_);
         return m;
     }
 
@@ -98,6 +111,7 @@ private:
     csp::channel<message> channel_;
     csp::reader<message> in_;
     std::shared_ptr<detail::node_core> core_;
+    bool report_ = true;  // false for a claimed port: see report_taken
 };
 
 // A port as an alternation guard: on commit, the message (T = message) or its

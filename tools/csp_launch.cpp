@@ -1,7 +1,8 @@
 // csp-launch: runs N nodes of a program on this machine, like mpiexec -n N.
 //
 //   csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] [--nameserver HOST:PORT]
-//              [--transport auto|tcp|ucx] [--timeout SECONDS] [--no-prefix] [--] program [args...]
+//              [--transport auto|tcp|ucx] [--timeout SECONDS] [--no-prefix] [--trace FILE]
+//              [--] program [args...]
 //
 // It starts a nameserver of its own (unless --nameserver names one), then N
 // copies of the program with CSP_NAMESERVER, CSP_JOB, CSP_RANK, CSP_SIZE and
@@ -19,8 +20,13 @@
 // every node blocked, nothing in flight: net/deadlock_waves.hpp) is printed
 // here; the nodes' blocked processes fail with it, and csp-launch exits
 // non-zero (the first failure's status, or 3 if every node caught it). With
-// --timeout, a job still running after SECONDS is asked what each node's
-// processes are doing, that is printed, and the job is stopped (exit 124).
+// --timeout, a job still running after SECONDS is stopped (exit 124); a
+// deadlock is reported before that, within a second of it forming.
+//
+// --trace FILE: each node records a timeline (CSP_TRACE=FILE.rank<r>,
+// net/node_options.hpp), and once the job ends they are merged into FILE,
+// one Perfetto trace with the program's and the library's tracks of every
+// node and an arrow for each message between nodes (timeline_merge.hpp).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "csp/model/timeline_merge.hpp"
 #include "net/nameserver.hpp"
 
 extern char** environ;
@@ -53,7 +61,8 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
                  "csp-launch: %s\nusage: csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] "
-                 "[--nameserver HOST:PORT] [--transport auto|tcp|ucx] [--] program [args...]\n",
+                 "[--nameserver HOST:PORT] [--transport auto|tcp|ucx] [--timeout SECONDS] [--no-prefix] "
+                 "[--trace FILE] [--] program [args...]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -110,7 +119,12 @@ public:
 
 private:
     static void emit(const source& s, std::string_view line) {
-        std::string out = "[" + std::to_string(s.rank) + "] ";
+        // Built by appends: GCC 12 misreads "[" + to_string(...) (-Wrestrict).
+        std::string out;
+        out.reserve(line.size() + 16);
+        out += '[';
+        out += std::to_string(s.rank);
+        out += "] ";
         out.append(line);
         out += '\n';
         std::size_t at = 0;
@@ -178,12 +192,34 @@ private:
     bool done_ = false;
 };
 
+// The nodes' timelines into one; a node that wrote none (it was killed, or
+// made no node) is named and left out.
+void merge_traces(const std::string& file, int n) {
+    std::vector<std::string> parts;
+    for (int r = 0; r < n; ++r) {
+        const std::string part = file + ".rank" + std::to_string(r);
+        if (::access(part.c_str(), R_OK) == 0) parts.push_back(part);
+        else std::fprintf(stderr, "csp-launch: rank %d wrote no timeline (%s)\n", r, part.c_str());
+    }
+    if (parts.empty()) return;
+    try {
+        std::ofstream out(file);
+        const auto m = csp::model::merge_timelines(parts, out);
+        out.flush();
+        if (!out) throw std::runtime_error("cannot write " + file);
+        std::fprintf(stderr, "csp-launch: timeline of %zu nodes, %zu messages between them, in %s\n", m.nodes,
+                     m.messages, file.c_str());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "csp-launch: timeline: %s\n", e.what());
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     int n = 0;
     std::string job = "launch-" + std::to_string(::getpid());
-    std::string token, bind, transport;
+    std::string token, bind, transport, trace;
     bool prefix = true;
     std::optional<std::chrono::seconds> timeout;
     std::optional<csp::net::endpoint> external;
@@ -204,6 +240,7 @@ int main(int argc, char** argv) {
         else if (a == "--token") token = value();
         else if (a == "--bind") bind = value();
         else if (a == "--no-prefix") prefix = false;
+        else if (a == "--trace") trace = value();
         else if (a == "--timeout") {
             try {
                 const long t = std::stol(value());
@@ -258,7 +295,7 @@ int main(int argc, char** argv) {
     if (!transport.empty()) common.push_back("CSP_TRANSPORT=" + transport);
     auto overridden = [&](const char* entry) {
         const std::string_view e(entry);
-        if (e.starts_with("CSP_RANK=")) return true;
+        if (e.starts_with("CSP_RANK=") || (!trace.empty() && e.starts_with("CSP_TRACE="))) return true;
         for (const auto& c : common)
             if (e.substr(0, e.find('=') + 1) == std::string_view(c).substr(0, c.find('=') + 1)) return true;
         return false;
@@ -273,6 +310,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> env = inherited;
         env.insert(env.end(), common.begin(), common.end());
         env.push_back("CSP_RANK=" + std::to_string(r));
+        if (!trace.empty()) env.push_back("CSP_TRACE=" + trace + ".rank" + std::to_string(r));
         std::vector<char*> envp;
         for (auto& v : env) envp.push_back(v.data());
         envp.push_back(nullptr);
@@ -366,5 +404,6 @@ int main(int argc, char** argv) {
     }
     relay.finish(std::chrono::seconds(2));
     if (deadlocked && result == 0) result = 3;
+    if (!trace.empty()) merge_traces(trace, n);
     return result;
 }

@@ -124,6 +124,9 @@ void recorder::on_event(const csp::event& e) {
     case csp::event::kind::seq_begin:
     case csp::event::kind::seq_end:
         break;  // a seq runs in its process: its steps are already in order
+    case csp::event::kind::message_sent:
+    case csp::event::kind::message_received:
+        break;  // between nodes: a node's model holds its own network only
     }
 }
 

@@ -86,7 +86,9 @@ TEST_P(quiescence, abort_blocked_fails_every_blocked_program_process_with_the_re
         watcher.spawn(csp::proc("watcher",
                                 [&] {
                                     auto s = csp::sample_quiescence(5s);
-                                    if (s && s->quiet) EXPECT_TRUE(csp::abort_blocked("job-wide: everyone waits"));
+                                    if (s && s->quiet) {
+                                        EXPECT_TRUE(csp::abort_blocked("job-wide: everyone waits"));
+                                    }
                                 }),
                       csp::process_kind::daemon);
         auto wait_on = [&](csp::channel<int>& c) {

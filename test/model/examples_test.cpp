@@ -5,7 +5,9 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "model_fixture.hpp"
@@ -127,6 +129,50 @@ TEST(example_flags_over_tcp, each_node_of_the_ring_writes_its_own_trace) {
     for (int r = 0; r < 3; ++r) {
         const auto doc = boost::json::parse(slurp(dir / ("ring.json.rank" + std::to_string(r))));
         EXPECT_GT(doc.at("traceEvents").as_array().size(), 4u) << "rank " << r;
+    }
+    fs::remove_all(dir);
+}
+
+// csp-launch --trace: no flag in the program, one merged file, an arrow for
+// every message between nodes, each received after it was sent.
+TEST(example_flags_over_tcp, csp_launch_trace_merges_the_nodes_into_one_timeline_with_every_message) {
+    const fs::path dir = fs::temp_directory_path() / ("csp_launch_trace" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path file = dir / "job.json";
+    constexpr int nodes = 3, laps = 2;
+    const std::string out = model_test::run_command(std::string(CSP_LAUNCH) + " -n " + std::to_string(nodes) +
+                                                    " --trace " + file.string() + " " + RING + " " +
+                                                    std::to_string(laps) + " 2>&1; echo exit=$?");
+    EXPECT_NE(out.find("exit=0"), std::string::npos) << out;
+    // The token goes round laps times and once more to stop (not back to
+    // node 0 the last time), and every other node reports to node 0.
+    constexpr int expected = (laps + 1) * nodes - 1 + (nodes - 1);
+    EXPECT_NE(out.find("timeline of 3 nodes, " + std::to_string(expected) + " messages between them"),
+              std::string::npos) << out;
+
+    std::map<std::int64_t, std::pair<std::int64_t, double>> sends, receives;  // flow id -> (pid, ts)
+    std::set<std::string> groups;
+    const auto doc = boost::json::parse(slurp(file));
+    for (const auto& v : doc.at("traceEvents").as_array()) {
+        const auto& e = v.as_object();
+        if (e.at("ph") == "M" && e.at("name") == "process_name") groups.insert(std::string(e.at("args").at("name").as_string()));
+        if (!e.contains("cat") || e.at("cat") != "message" || e.at("ph") == "i") continue;
+        auto& side = e.at("ph") == "s" ? sends : receives;
+        side[e.at("id").as_int64()] = {e.at("pid").as_int64(), e.at("ts").to_number<double>()};
+    }
+    EXPECT_EQ(groups, (std::set<std::string>{"node 0", "node 0: library", "node 1", "node 1: library", "node 2",
+                                             "node 2: library"}));
+    EXPECT_EQ(sends.size(), std::size_t{expected});
+    ASSERT_EQ(receives.size(), sends.size());
+    for (const auto& [id, s] : sends) {
+        ASSERT_TRUE(receives.count(id)) << "flow " << id;
+        const auto& r = receives.at(id);
+        EXPECT_NE(s.first, r.first);
+        EXPECT_EQ(s.first % 2, 1) << "a send on a library track";
+        EXPECT_EQ(r.first % 2, 1) << "a receive on a library track";
+        // One host, one clock: only the nodes' start-time readings differ.
+        EXPECT_GE(r.second, s.second - 1000.0) << "flow " << id << " received before it was sent";
     }
     fs::remove_all(dir);
 }
