@@ -27,8 +27,9 @@ namespace csp {
 struct quiet_sample {
     bool quiet = false;
     std::uint64_t activity = 0;
-    // With `describe`, when quiet: one line per program process, as in a
-    // deadlock report ("process 'x' is blocked reading from channel 'y'").
+    // With `describe`: one line per program process, as in a deadlock
+    // report ("process 'x' is blocked reading from channel 'y'"), or
+    // "process 'x' is ready to run" for one not blocked (only when not quiet).
     std::vector<std::string> blocked;
 };
 

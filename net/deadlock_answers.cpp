@@ -76,6 +76,22 @@ bool deadlock_answers::handle(const std::vector<std::string>& w, const std::stri
         send_line("DESCRIBED " + wave + " " + (quiet ? "1" : "0") + " " + std::to_string(s ? s->activity : 0));
         return true;
     }
+    if (w[0] == "STATUS" && w.size() == 2) {
+        // Every program process, blocked or not, when the runtime idles; a
+        // runtime that never idles is computing.
+        const auto s = csp::sample_quiescence(sample_patience, true);
+        if (!s) send_line("STATE " + wave + " busy: a process kept computing for " +
+                          std::to_string(sample_patience.count()) + " ms");
+        else
+            for (auto text : s->blocked) {
+                if (text.size() > max_text) text = text.substr(0, max_text) + "...";
+                for (char& c : text)
+                    if (c == '\n' || c == '\r') c = ' ';
+                send_line("STATE " + wave + " " + text);
+            }
+        send_line("STATED " + wave);
+        return true;
+    }
     if (w[0] == "DEADLOCK" && w.size() == 3) {
         try {
             report_left_ = std::stoul(w[2]);

@@ -90,7 +90,9 @@ void tell_all(detail::tell_list& tell) {
 // belong to never completes, and the next one starts over.
 bool answer_waves(registry& reg, const std::string& line, const std::vector<std::string>& w,
                   const std::vector<std::pair<std::string, int>>& mine, const std::function<void(const std::string&)>& found) {
-    if (w.empty() || (w[0] != "QUIET" && w[0] != "BLOCKED" && w[0] != "DESCRIBED")) return false;
+    if (w.empty() || (w[0] != "QUIET" && w[0] != "BLOCKED" && w[0] != "DESCRIBED" && w[0] != "STATE" &&
+                      w[0] != "STATED"))
+        return false;
     if (mine.size() != 1 || w.size() < 2) return true;
     const auto& [job, rank] = mine.front();
     detail::tell_list tell;
@@ -102,6 +104,11 @@ bool answer_waves(registry& reg, const std::string& line, const std::vector<std:
             // The text is the rest of the line: "BLOCKED <wave> <text>".
             const auto at = line.find(' ', line.find(w[1]));
             reg.blocked(job, rank, wave, at == std::string::npos ? std::string() : line.substr(at + 1));
+        } else if (w[0] == "STATE") {
+            const auto at = line.find(' ', line.find(w[1]));
+            reg.state(job, rank, wave, at == std::string::npos ? std::string() : line.substr(at + 1));
+        } else if (w[0] == "STATED" && w.size() == 2) {
+            reg.stated(job, rank, wave);
         } else if (w[0] == "DESCRIBED" && w.size() == 4) {
             if (auto report = reg.described(job, rank, wave, w[2] == "1", std::stoull(w[3]), tell); report && found)
                 found(*report);
@@ -181,21 +188,57 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
 
 }  // namespace
 
+struct nameserver::status_desk {
+    std::mutex lock;
+    std::vector<std::string> asked;  // jobs whose nodes are to be asked
+    detail::registry* reg = nullptr;  // while serve() runs
+};
+
 void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready,
                        const std::function<void(const std::string&)>& found,
-                       std::chrono::milliseconds probe_every) {
+                       std::chrono::milliseconds probe_every, status_desk* desk) {
     endpoint bound;
     unique_fd listener = listen_on(bind, bound);
     ready(bound);
     registry reg;
     detail::sheddable strangers;  // clients that have not registered
     csp::process_group clients;
-    if (const auto every = probe_every; every.count() > 0)
-        clients.spawn(csp::proc("nameserver deadlock waves", [&reg, stop, every] {
+    if (desk) {
+        std::lock_guard lk(desk->lock);
+        desk->reg = &reg;
+    }
+    struct leave_desk {
+        status_desk* desk;
+        ~leave_desk() {
+            if (!desk) return;
+            std::lock_guard lk(desk->lock);
+            desk->reg = nullptr;
+        }
+    } leave{desk};
+    // The waves process: probes every job each `probe_every`, and passes on
+    // the status questions asked meanwhile (at least every 100 ms when there
+    // is a desk, even with probes off).
+    if (probe_every.count() > 0 || desk)
+        clients.spawn(csp::proc("nameserver deadlock waves", [&reg, stop, probe_every, desk] {
+            using namespace std::chrono;
+            const milliseconds tick = desk ? std::min(probe_every.count() > 0 ? probe_every : milliseconds(100),
+                                                      milliseconds(100))
+                                           : probe_every;
+            auto next_probe = steady_clock::now() + probe_every;
             detail::tell_list tell;
             bool ignored;
-            while (csp::select(csp::input(stop, ignored), csp::timeout(every)) == 1) {
-                reg.probe(tell);
+            while (csp::select(csp::input(stop, ignored), csp::timeout(tick)) == 1) {
+                if (probe_every.count() > 0 && steady_clock::now() >= next_probe) {
+                    reg.probe(tell);
+                    next_probe = steady_clock::now() + probe_every;
+                }
+                if (desk) {
+                    // Asked under the desk's lock, so status() never reads
+                    // the previous question's answers as this one's.
+                    std::lock_guard lk(desk->lock);
+                    for (const auto& job : desk->asked) reg.ask_status(job, tell);
+                    desk->asked.clear();
+                }
                 tell_all(tell);
             }
         }));
@@ -214,7 +257,31 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
     clients.wait();
 }
 
-nameserver::nameserver(endpoint bind, std::chrono::milliseconds probe_every) {
+std::vector<std::string> nameserver::status(const std::string& job, std::chrono::milliseconds patience) {
+    {
+        std::lock_guard lk(desk_->lock);
+        if (!desk_->reg) return {"the nameserver has stopped"};
+        desk_->asked.push_back(job);
+    }
+    // The registry's answer for this question replaces the last one's once
+    // the waves process asked: wait for it to be asked, then for answers.
+    const auto until = std::chrono::steady_clock::now() + patience;
+    std::vector<std::string> lines;
+    for (;;) {
+        bool asked, complete = false;
+        {
+            std::lock_guard lk(desk_->lock);
+            if (!desk_->reg) return {"the nameserver has stopped"};
+            asked = std::find(desk_->asked.begin(), desk_->asked.end(), job) == desk_->asked.end();
+            if (asked) lines = desk_->reg->status(job, complete);
+        }
+        if ((asked && complete) || std::chrono::steady_clock::now() >= until) return lines;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+nameserver::nameserver(endpoint bind, std::chrono::milliseconds probe_every)
+    : desk_(std::make_shared<status_desk>()) {
     std::promise<endpoint> bound;
     auto ready = bound.get_future();
     thread_ = std::thread([this, bind, probe_every, &bound] {
@@ -225,7 +292,7 @@ nameserver::nameserver(endpoint bind, std::chrono::milliseconds probe_every) {
                           std::lock_guard lk(found_lock_);
                           found_.push_back(report);
                       },
-                      probe_every);
+                      probe_every, desk_.get());
             });
         } catch (...) {
             try {

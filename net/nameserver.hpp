@@ -40,12 +40,22 @@ public:
     // The deadlock reports of the jobs served (deadlock_waves.hpp), oldest first.
     std::vector<std::string> deadlocks() const;
 
+    // What every process of `job` is doing, one line each ("node 1: process
+    // 'main' is blocked waiting for ...", "node 0: busy: ..."), asked of its
+    // nodes now and waited for up to `patience`; a node that did not answer
+    // in time says so. For csp-launch --timeout.
+    std::vector<std::string> status(const std::string& job, std::chrono::milliseconds patience);
+
+    // Where status() hands its questions to the serving processes, which
+    // alone may talk to the nodes.
+    struct status_desk;
+
     // Serves on the calling process until `stop` is poisoned; `ready` is
     // called with the bound address once connections are accepted, `found`
     // with each job-wide deadlock report.
     static void serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready,
                       const std::function<void(const std::string&)>& found = {},
-                      std::chrono::milliseconds probe_every = probe_interval());
+                      std::chrono::milliseconds probe_every = probe_interval(), status_desk* desk = nullptr);
 
     // How often every job is probed for a job-wide deadlock:
     // CSP_DEADLOCK_PROBE_MS (0 turns the detector off), else 500 ms.
@@ -54,6 +64,7 @@ public:
 private:
     mutable std::mutex found_lock_;
     std::vector<std::string> found_;
+    std::shared_ptr<status_desk> desk_;
     csp::channel<bool> stop_{"nameserver stop"};
     endpoint address_;
     std::thread thread_;

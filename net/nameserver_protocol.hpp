@@ -7,6 +7,12 @@
 //     <- GONE <rank>                             later, unasked, on that connection: another
 //                                                node of the job ended its registration (and
 //                                                right after OK, one per rank that ended before)
+//     <- PROBE, DESCRIBE, DEADLOCK               the job-wide deadlock detector's waves, unasked
+//                                                (deadlock_waves.hpp; the node answers QUIET,
+//                                                BLOCKED, DESCRIBED)
+//     <- STATUS <id>                             what are your processes doing? (csp-launch
+//                                                --timeout); the node answers STATE <id> <text>,
+//                                                one per program process, then STATED <id>
 //   LOOKUP <job> <rank> <wait_ms>                waits up to wait_ms (at most 10 minutes) for
 //                                                the rank to register
 //     -> AT <host> <port> | ERR <reason>

@@ -178,6 +178,53 @@ public:
         return report;
     }
 
+    // --- what a job's processes are doing (csp-launch --timeout) ----------
+    // Asks every node of `job` (STATUS <id>); false if no such job.
+    bool ask_status(const std::string& job, tell_list& tell) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end() || j->second.nodes.empty()) return false;
+        auto& st = j->second.status;
+        st = {st.id + 1, {}, {}};
+        for (const auto& [r, e] : j->second.nodes) tell.emplace_back(e.notes, "STATUS " + std::to_string(st.id));
+        return true;
+    }
+    void state(const std::string& job, int rank, std::uint64_t id, std::string text) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j == jobs_.end() || j->second.status.id != id || j->second.status.done.count(rank)) return;
+        if (j->second.status.lines[rank].size() < max_status_lines) j->second.status.lines[rank].push_back(std::move(text));
+    }
+    void stated(const std::string& job, int rank, std::uint64_t id) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j != jobs_.end() && j->second.status.id == id) j->second.status.done.insert(rank);
+    }
+    // The answers to the last STATUS so far, one line per process, "node r:
+    // ..." (a node that has not answered says so); complete: every node answered.
+    std::vector<std::string> status(const std::string& job, bool& complete) {
+        std::lock_guard lk(lock_);
+        complete = false;
+        auto j = jobs_.find(job);
+        if (j == jobs_.end()) return {"job '" + job + "' has no node registered"};
+        const auto& st = j->second.status;
+        std::vector<std::string> out;
+        complete = true;
+        for (const auto& [r, e] : j->second.nodes) {
+            const std::string node = "node " + std::to_string(r) + ": ";
+            if (!st.done.count(r)) {
+                complete = false;
+                out.push_back(node + "no answer (no process of it yields to let the node answer)");
+                continue;
+            }
+            const auto it = st.lines.find(r);
+            if (it == st.lines.end() || it->second.empty()) out.push_back(node + "no program process left");
+            else
+                for (const auto& l : it->second) out.push_back(node + l);
+        }
+        return out;
+    }
+
     std::string list(const std::string& job) {
         std::lock_guard lk(lock_);
         auto j = jobs_.find(job);
@@ -199,7 +246,13 @@ private:
         int first_free = 0;  // no rank below it is free
         std::set<int> gone;  // ranks whose registration ended while the job lasted (at most its size)
         deadlock_waves waves;
+        struct {
+            std::uint64_t id = 0;
+            std::map<int, std::vector<std::string>> lines;
+            std::set<int> done;
+        } status;  // the last STATUS asked
     };
+    static constexpr std::size_t max_status_lines = 1000;  // per node
     std::mutex lock_;
     std::map<std::string, job_entry> jobs_;
 };

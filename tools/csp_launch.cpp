@@ -20,8 +20,10 @@
 // every node blocked, nothing in flight: net/deadlock_waves.hpp) is printed
 // here; the nodes' blocked processes fail with it, and csp-launch exits
 // non-zero (the first failure's status, or 3 if every node caught it). With
-// --timeout, a job still running after SECONDS is stopped (exit 124); a
-// deadlock is reported before that, within a second of it forming.
+// --timeout, a job still running after SECONDS is asked what each node's
+// processes are doing (blocked on what, ready, or computing), that is
+// printed, and the job is stopped (exit 124). A deadlock is reported
+// before that, within a second of it forming.
 //
 // --trace FILE: each node records a timeline (CSP_TRACE=FILE.rank<r>,
 // net/node_options.hpp), and once the job ends they are merged into FILE,
@@ -373,8 +375,12 @@ int main(int argc, char** argv) {
             const auto now = steady::now();
             if (timeout && !term_at && now - started >= *timeout) {
                 if (result == 0) result = 124;
-                std::fprintf(stderr, "csp-launch: job %s still running after %lld s; stopping it\n", job.c_str(),
-                             static_cast<long long>(timeout->count()));
+                std::string what;
+                if (own)
+                    for (const auto& line : own->status(job, std::chrono::seconds(3))) what += "\n  " + line;
+                std::fprintf(stderr, "csp-launch: job %s still running after %lld s; stopping it%s%s\n", job.c_str(),
+                             static_cast<long long>(timeout->count()), what.empty() ? "" : ". Its processes:",
+                             what.c_str());
                 stop_others(std::chrono::seconds(0));
             }
             if (term_at && !kill_at && now >= *term_at) {

@@ -33,9 +33,13 @@ void runtime_core::serve_requests(std::vector<waiter*>& to_wake, bool externals)
     }
     if (sample_wanted_) {
         quiet_sample s{quiet, activity, {}};
-        if (quiet && sample_described_)
-            for (process_record* p = head_; p; p = p->next)
-                if (!p->daemon) describe_blocked(p, s.blocked.emplace_back());
+        if (sample_described_)
+            for (process_record* p = head_; p; p = p->next) {
+                if (p->daemon) continue;
+                const waiter* w = p->blocked_on.load(std::memory_order_acquire);
+                if (w != nullptr && w->is_waiting()) describe_blocked(p, s.blocked.emplace_back());
+                else s.blocked.push_back("process '" + p->label() + "' is ready to run");
+            }
         sample_ = std::move(s);
         sample_wanted_ = false;
     }

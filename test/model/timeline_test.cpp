@@ -155,7 +155,8 @@ TEST(timeline, shows_a_channel_a_daemon_used_on_the_library_tracks_only) {
             groups[v.at("pid").as_int64()] = std::string(v.at("args").at("name").as_string());
     EXPECT_EQ(groups, (std::map<std::int64_t, std::string>{{1, "processes"}, {2, "library"}}));
     for (const auto& v : p.doc.at("traceEvents").as_array()) {
-        if (v.at("ph") == "s" || v.at("ph") == "f")
+        if (v.at("ph") == "s" || v.at("ph") == "f") {
             EXPECT_EQ(std::string(v.at("name").as_string()), "channel 'mine'") << "an arrow on a library channel";
+        }
     }
 }

@@ -131,3 +131,21 @@ TEST(net_launcher, a_job_past_its_timeout_is_stopped_with_status_124) {
 }
 
 }  // namespace
+
+// Not a deadlock (node 0 computes), so only the timeout ends it, and then
+// the job says what every process was doing.
+TEST(net_launcher, a_timeout_prints_what_every_process_of_every_node_is_doing) {
+    std::string out;
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 --timeout 2 " + NET_TEST_PEER + " stuck", out), 124) << out;
+    EXPECT_NE(out.find("still running after 2 s; stopping it. Its processes:"), std::string::npos) << out;
+    for (int r = 1; r < 3; ++r)
+        EXPECT_NE(out.find("node " + std::to_string(r) + ": process 'main' is blocked reading from channel 'port 3"), std::string::npos)
+            << out;
+    // Node 0's computing process keeps its runtime from ever idling, or,
+    // sampled between two slices, is ready to run; its other process waits.
+    const bool busy = out.find("node 0: busy: a process kept computing") != std::string::npos;
+    const bool ready = out.find("node 0: process 'computing' is ready to run") != std::string::npos;
+    EXPECT_TRUE(busy || ready) << out;
+    if (ready) EXPECT_NE(out.find("node 0: process 'waiting' is blocked"), std::string::npos) << out;
+    EXPECT_EQ(out.find("deadlock"), std::string::npos) << out;
+}

@@ -15,6 +15,8 @@
 //   crossed        each node receives from the next on port 3, and nobody
 //                  sends: a job-wide deadlock (the error is not caught)
 //   busy MS        computes for MS milliseconds, printing nothing
+//   stuck          node 0 computes for ever in a process that yields; the
+//                  others wait on port 3 for a message from it
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -119,6 +121,25 @@ int main(int argc, char** argv) {
             std::printf("waiting for node %d\n", (self.rank() + 1) % self.size());
             std::fflush(stdout);
             self.open(3).receive<int>();
+        });
+        return 0;
+    }
+    if (argc == 2 && std::string(argv[1]) == "stuck") {
+        csp::run([] {
+            csp::net::node self;
+            if (self.rank() != 0) {
+                self.open(3).receive<int>();
+                return;
+            }
+            csp::par(csp::proc("computing", [] {
+                         std::uint64_t sum = 0;
+                         for (std::uint64_t i = 0;; ++i) {
+                             sum += i * i;
+                             asm volatile("" : "+r"(sum));  // computing, as far as the compiler knows
+                             if (i % 100000 == 0) csp::yield();
+                         }
+                     }),
+                     csp::proc("waiting", [&] { self.open(4).receive<int>(); }));
         });
         return 0;
     }
