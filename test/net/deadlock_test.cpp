@@ -3,11 +3,14 @@
 // process of every node; nodes that are merely slow are not.
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "csp/alt.hpp"
 #include "csp/process_group.hpp"
 #include "net/deadlock_waves.hpp"
+#include "net/nameserver_registry.hpp"
 #include "net_fixture.hpp"
 
 using namespace std::chrono_literals;
@@ -153,3 +156,42 @@ TEST(net_deadlock_waves, two_equal_quiet_balanced_waves_and_nothing_less_make_a_
 }
 
 }  // namespace
+
+// The STATUS question's bookkeeping: asked of every node, incomplete until
+// each answered, answers in rank order, a late answer to an older question
+// ignored.
+TEST(net_status, every_node_is_asked_and_its_answers_come_back_in_rank_order) {
+    csp::net::detail::registry reg;
+    std::vector<std::pair<std::string, int>> mine;
+    std::map<int, std::vector<std::string>> heard;
+    for (int r = 0; r < 2; ++r) {
+        const std::vector<std::string> w = {"REGISTER", "j", std::to_string(r), "2", "127.0.0.1", "1"};
+        ASSERT_EQ(reg.add(w, &heard, [&heard, r](const std::string& l) { heard[r].push_back(l); }, mine).rfind("OK", 0),
+                  0u);
+    }
+    csp::net::detail::tell_list tell;
+    EXPECT_FALSE(reg.ask_status("nobody", tell));
+    ASSERT_TRUE(reg.ask_status("j", tell));
+    ASSERT_TRUE(reg.ask_status("j", tell));  // a second question: id 2
+    for (auto& [sink, line] : tell) sink(line);
+    EXPECT_EQ(heard[0], (std::vector<std::string>{"STATUS 1", "STATUS 2"}));
+    EXPECT_EQ(heard[1], (std::vector<std::string>{"STATUS 1", "STATUS 2"}));
+
+    bool complete = true;
+    reg.state("j", 1, 1, "stale answer to question 1");
+    reg.stated("j", 1, 1);
+    reg.state("j", 1, 2, "process 'b' is blocked");
+    reg.stated("j", 1, 2);
+    EXPECT_EQ(reg.status("j", complete),
+              (std::vector<std::string>{"node 0: no answer (no process of it yields to let the node answer)",
+                                        "node 1: process 'b' is blocked"}));
+    EXPECT_FALSE(complete);
+    reg.state("j", 0, 2, "process 'a' is ready to run");
+    reg.state("j", 0, 2, "process 'c' is blocked");
+    reg.stated("j", 0, 2);
+    reg.state("j", 0, 2, "after it said it was done");
+    EXPECT_EQ(reg.status("j", complete),
+              (std::vector<std::string>{"node 0: process 'a' is ready to run", "node 0: process 'c' is blocked",
+                                        "node 1: process 'b' is blocked"}));
+    EXPECT_TRUE(complete);
+}
