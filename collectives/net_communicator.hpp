@@ -136,3 +136,6 @@ private:
 };
 
 }  // namespace csp::collectives
+
+// The common collectives of a net_communicator, compiled in the library.
+#include "collectives/net_instances.hpp"
