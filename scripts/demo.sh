@@ -11,6 +11,8 @@ echo "== pi: 4 nodes started by csp-launch, one allreduce over TCP =="
 ./build/tools/csp-launch -n 4 ./build/examples/pi
 echo "== heat: 4 nodes, rows on a grid, halo rows exchanged into place each step, an allreduce every 10 =="
 ./build/tools/csp-launch -n 4 ./build/examples/heat 512 500
+echo "== heat again, traced: one Perfetto timeline of the 4 nodes (open build/heat-trace.json in ui.perfetto.dev) =="
+./build/tools/csp-launch -n 4 --trace build/heat-trace.json ./build/examples/heat 128 50
 echo "== heat with a bug (odd ranks skip their exchange): the job-wide deadlock report =="
 ./build/tools/csp-launch -n 4 ./build/examples/heat 64 20 --forget-halo 2>&1 | grep -v "^\[" || true
 echo "== fit_loop: 4 nodes fitting a curve, an allreduce of the error vector each step =="
