@@ -16,6 +16,13 @@ constexpr auto sample_patience = std::chrono::milliseconds(100);
 // A blocked process's line is cut to fit the protocol's line limit.
 constexpr std::size_t max_text = max_line - 100;
 
+std::string one_line(std::string text) {
+    if (text.size() > max_text) text = text.substr(0, max_text) + "...";
+    for (char& c : text)
+        if (c == '\n' || c == '\r') c = ' ';
+    return text;
+}
+
 }  // namespace
 
 void deadlock_answers::send_line(std::string line) {
@@ -67,12 +74,7 @@ bool deadlock_answers::handle(const std::vector<std::string>& w, const std::stri
         const auto s = csp::sample_quiescence(sample_patience, true);
         const bool quiet = s && s->quiet;
         if (quiet)
-            for (auto text : s->blocked) {
-                if (text.size() > max_text) text = text.substr(0, max_text) + "...";
-                for (char& c : text)
-                    if (c == '\n' || c == '\r') c = ' ';
-                send_line("BLOCKED " + wave + " " + text);
-            }
+            for (const auto& text : s->blocked) send_line("BLOCKED " + wave + " " + one_line(text));
         send_line("DESCRIBED " + wave + " " + (quiet ? "1" : "0") + " " + std::to_string(s ? s->activity : 0));
         return true;
     }
@@ -83,12 +85,7 @@ bool deadlock_answers::handle(const std::vector<std::string>& w, const std::stri
         if (!s) send_line("STATE " + wave + " busy: a process kept computing for " +
                           std::to_string(sample_patience.count()) + " ms");
         else
-            for (auto text : s->blocked) {
-                if (text.size() > max_text) text = text.substr(0, max_text) + "...";
-                for (char& c : text)
-                    if (c == '\n' || c == '\r') c = ' ';
-                send_line("STATE " + wave + " " + text);
-            }
+            for (const auto& text : s->blocked) send_line("STATE " + wave + " " + one_line(text));
         send_line("STATED " + wave);
         return true;
     }
