@@ -100,13 +100,12 @@ bool answer_waves(registry& reg, const std::string& line, const std::vector<std:
         const std::uint64_t wave = std::stoull(w[1]);
         if (w[0] == "QUIET" && w.size() == 6) {
             reg.quiet(job, rank, wave, {w[2] == "1", std::stoull(w[3]), std::stoull(w[4]), std::stoull(w[5])}, tell);
-        } else if (w[0] == "BLOCKED") {
+        } else if (w[0] == "BLOCKED" || w[0] == "STATE") {
             // The text is the rest of the line: "BLOCKED <wave> <text>".
             const auto at = line.find(' ', line.find(w[1]));
-            reg.blocked(job, rank, wave, at == std::string::npos ? std::string() : line.substr(at + 1));
-        } else if (w[0] == "STATE") {
-            const auto at = line.find(' ', line.find(w[1]));
-            reg.state(job, rank, wave, at == std::string::npos ? std::string() : line.substr(at + 1));
+            std::string text = at == std::string::npos ? std::string() : line.substr(at + 1);
+            if (w[0] == "BLOCKED") reg.blocked(job, rank, wave, std::move(text));
+            else reg.state(job, rank, wave, std::move(text));
         } else if (w[0] == "STATED" && w.size() == 2) {
             reg.stated(job, rank, wave);
         } else if (w[0] == "DESCRIBED" && w.size() == 4) {
@@ -221,14 +220,14 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
     if (probe_every.count() > 0 || desk)
         clients.spawn(csp::proc("nameserver deadlock waves", [&reg, stop, probe_every, desk] {
             using namespace std::chrono;
-            const milliseconds tick = desk ? std::min(probe_every.count() > 0 ? probe_every : milliseconds(100),
-                                                      milliseconds(100))
-                                           : probe_every;
+            const bool probing = probe_every.count() > 0;
+            const milliseconds tick = !desk ? probe_every : probing ? std::min(probe_every, milliseconds(100))
+                                                                    : milliseconds(100);
             auto next_probe = steady_clock::now() + probe_every;
             detail::tell_list tell;
             bool ignored;
             while (csp::select(csp::input(stop, ignored), csp::timeout(tick)) == 1) {
-                if (probe_every.count() > 0 && steady_clock::now() >= next_probe) {
+                if (probing && steady_clock::now() >= next_probe) {
                     reg.probe(tell);
                     next_probe = steady_clock::now() + probe_every;
                 }
@@ -268,14 +267,15 @@ std::vector<std::string> nameserver::status(const std::string& job, std::chrono:
     const auto until = std::chrono::steady_clock::now() + patience;
     std::vector<std::string> lines;
     for (;;) {
-        bool asked, complete = false;
+        bool complete = false;
         {
             std::lock_guard lk(desk_->lock);
             if (!desk_->reg) return {"the nameserver has stopped"};
-            asked = std::find(desk_->asked.begin(), desk_->asked.end(), job) == desk_->asked.end();
-            if (asked) lines = desk_->reg->status(job, complete);
+            // Still in `asked`: the nodes have not been asked yet.
+            if (std::find(desk_->asked.begin(), desk_->asked.end(), job) == desk_->asked.end())
+                lines = desk_->reg->status(job, complete);
         }
-        if ((asked && complete) || std::chrono::steady_clock::now() >= until) return lines;
+        if (complete || std::chrono::steady_clock::now() >= until) return lines;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }

@@ -77,8 +77,7 @@ void timeline::on_event(const csp::event& e) {
     if (stopped_ || !e.process) return;
     switch (e.what) {
     case csp::event::kind::process_begin:
-        tracks_.push_back({e.process.name(), e.process.daemon()});
-        live_[e.process.key()] = {tracks_.size() - 1, t};
+        track_of(e, t);
         break;
     case csp::event::kind::process_end:
         if (auto it = live_.find(e.process.key()); it != live_.end()) {

@@ -77,7 +77,8 @@ private:
 
     void stop();
     double now() const;
-    // The track of the event's process, made at `t` when it began unseen.
+    // The track of the event's process; made at `t` when the process
+    // begins, or at its first event if it began before the timeline.
     std::size_t track_of(const csp::event& e, double t);
     void add_message(const csp::event& e, std::size_t track, double t);
     void write_entry(std::ostream& os, const entry& e) const;

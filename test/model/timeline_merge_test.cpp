@@ -95,7 +95,7 @@ TEST(timeline_merge, keeps_each_nodes_channel_arrows_apart) {
             c.writer().write(1);
             c.reader().read();
         });
-        const std::string file = (dir.path / ("n" + std::to_string(rank))).string();
+        const std::string file = (dir.path / "n").string() + std::to_string(rank);
         std::ofstream out(file);
         t.write(out);
         return file;
