@@ -8,6 +8,7 @@
 
 #include "csp/alt.hpp"
 #include "csp/process.hpp"
+#include "csp/timer.hpp"
 
 namespace csp::io::detail {
 
@@ -51,15 +52,17 @@ scheduler_stats scheduler::stats() const {
     return {table_.fds(), table_.armed(), handover_.polls(), handover_.pipe_wakes(), table_.delivered()};
 }
 
-// Requests served in a row before the scheduler polls once itself (body()).
+// Requests served in a row before the scheduler polls once itself, and
+// before it lets the other processes of its worker run (body()).
 constexpr unsigned requests_per_poll = 16;
+constexpr unsigned requests_per_turn = 64;
 
 void scheduler::body() {
     handover::events_guard events(handover_);
     csp::alternation alt;
     request r;
     std::vector<fd_event> found;
-    unsigned since_poll = 0;
+    unsigned since_poll = 0, since_yield = 0;
     try {
         for (;;) {
             if (alt.fair_select(csp::input(in_, r), events) == 0) {
@@ -78,6 +81,17 @@ void scheduler::body() {
                     backend_->wait(clock::time_point{}, found);
                     if (!found.empty()) table_.dispatch(found);
                     found.clear();
+                }
+                // A queue that never empties would keep this process running
+                // for ever: its worker would run nothing else, not even the
+                // timers of the processes whose requests fill the queue (they
+                // stopped, and the queue grew without bound). Between two turns
+                // each other process runs about once, and a wait sends two
+                // requests, so the queue drains while fewer than
+                // requests_per_turn / 2 processes flood it.
+                if (++since_yield >= requests_per_turn) {
+                    since_yield = 0;
+                    csp::yield();
                 }
             } else {
                 since_poll = 0;

@@ -1,5 +1,6 @@
 #include "iosched/watch.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -88,7 +89,19 @@ void watch::arm() {
     armed_ = true;
 }
 
+bool watch::ready_now(readiness& r) const {
+    if (registered_ || id_ == 0) return false;
+    pollfd p{fd_, static_cast<short>(in_), 0};
+    if (::poll(&p, 1, 0) != 1) return false;  // not ready, or EINTR: the scheduler will tell
+    // The scheduler's table filters the same way (registration_table::dispatch).
+    const short relevant = static_cast<short>(p.revents & (static_cast<short>(in_) | POLLERR | POLLHUP | POLLNVAL));
+    if (relevant == 0) return false;
+    r = readiness{fd_, relevant, readiness::status::ready, 0};
+    return true;
+}
+
 io_events watch::wait() {
+    if (readiness r; ready_now(r)) return take(r);
     arm();
     return take(reader_.read());
 }

@@ -18,6 +18,13 @@
 // the watch is "remove it". Readiness is poll's: level-triggered and only a
 // hint, so use non-blocking descriptors and treat EAGAIN as "wait again".
 //
+// The first wait of a watch asks the kernel directly (poll with no timeout)
+// before it registers: an fd that is ready already costs one system call and
+// no request. This is what keeps one-off waits (wait_for, fd_guard) live when
+// the scheduler is flooded: a wait that registers, times out and cancels
+// could otherwise always find its registration applied after its own timeout
+// and never see the fd ready, however long the data had been waiting.
+//
 // What a wait reports:
 //   read   POLLIN (data, end of file, or a pending error to read) -> io_events;
 //          otherwise POLLERR, POLLHUP or POLLNVAL -> io_error.
@@ -69,6 +76,9 @@ private:
     watch(scheduler_handle s, int fd, interest in, oneshot_tag);
 
     void arm();
+    // Before the first registration only: the fd's readiness now, from the
+    // kernel, if it has any for this watch's direction.
+    bool ready_now(readiness& r) const;
     io_events take(const readiness& r);
 
     scheduler_handle sched_;
@@ -89,6 +99,10 @@ public:
     watch_guard& operator=(const watch_guard&) = delete;
 
     bool try_complete() override {
+        if (w_->ready_now(r_)) {
+            *out_ = w_->take(r_);
+            return true;
+        }
         w_->arm();
         if (!input_.try_complete()) return false;
         *out_ = w_->take(r_);

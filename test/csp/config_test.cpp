@@ -1,9 +1,11 @@
 // The configuration convention (csp/config.hpp): invalid values name the
 // variable and what it accepts; defaults never read the environment; the
-// README's table lists exactly the variables of the header's table.
+// README's table lists exactly the variables of the header's table, and the
+// header's table exactly the variables the libraries and tools name.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -70,4 +72,34 @@ TEST(config, the_readme_table_lists_exactly_the_variables_of_the_header) {
     std::set<std::string> declared;
     for (const auto& v : csp::config::variables) declared.insert(std::string(v.name));
     EXPECT_EQ(documented, declared);
+}
+
+// Every "CSP_..." the libraries and tools spell in their sources is in the
+// table, and every variable of the table is spelled somewhere besides it: a
+// variable added to the code without a row (or a row left for a variable no
+// longer read) fails here, not in a user's surprise.
+TEST(config, the_header_table_lists_exactly_the_variables_the_sources_name) {
+    namespace fs = std::filesystem;
+    const fs::path root = CSP_SOURCE_DIR;
+    const std::regex literal(R"re("(CSP_[A-Z0-9_]+)")re");
+    std::set<std::string> named;
+    std::size_t files = 0;
+    for (const char* part : {"csp", "iosched", "net", "collectives", "dataflow", "tools"}) {
+        for (const auto& entry : fs::recursive_directory_iterator(root / part)) {
+            const auto ext = entry.path().extension();
+            if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp")) continue;
+            if (entry.path() == root / "csp" / "config.hpp") continue;
+            std::ifstream in(entry.path());
+            std::stringstream text;
+            text << in.rdbuf();
+            const std::string s = text.str();
+            for (auto it = std::sregex_iterator(s.begin(), s.end(), literal); it != std::sregex_iterator(); ++it)
+                named.insert((*it)[1]);
+            ++files;
+        }
+    }
+    ASSERT_GT(files, 50u) << "the source tree was not found under " << root;
+    std::set<std::string> declared;
+    for (const auto& v : csp::config::variables) declared.insert(std::string(v.name));
+    EXPECT_EQ(named, declared);
 }

@@ -132,6 +132,62 @@ TEST_P(io_stress, a_storm_of_requests_does_not_keep_the_scheduler_from_polling) 
     EXPECT_EQ(received.load(), long{consumers} * bytes_each);
 }
 
+// Regression (a_wait_on_a_ready_fd_never_depends_on_the_scheduler_keeping_up):
+// the storm above still hung now and then under AddressSanitizer on a loaded
+// machine: once the scheduler's queue was longer than a wait's timeout, every
+// registration was applied after its own wait had timed out, so no wait ever
+// saw its (long ready) fd. A fresh wait now asks the kernel first: a ready fd
+// is answered without the scheduler, which is flooded here on purpose by
+// processes registering and cancelling fds that never become ready. The flood
+// also found the scheduler never giving up its worker while requests kept
+// coming, so the timers of processes on that worker never fired.
+TEST_P(io_stress, a_wait_on_a_ready_fd_never_depends_on_the_scheduler_keeping_up) {
+    constexpr int consumers = 16, churners = 16, bytes_each = 50;
+    constexpr auto wait = std::chrono::microseconds(1);
+    std::vector<fd_pair> pairs(consumers), idle(churners);
+    std::atomic<long> received{0};
+    std::atomic<bool> done{false};
+    csp_test::run_watched([&] {
+        auto sched = start();
+        csp::par(
+            [&] {
+                // A timeout may have passed before the select suspends, and then
+                // it returns at once: the yields let the others run on one worker.
+                csp::par_for(churners, [&](std::size_t i) {
+                    while (!done.load()) {
+                        EXPECT_EQ(csp::select(csp::io::readable(idle[i].a()), csp::timeout(wait)), 1u);
+                        csp::yield();
+                    }
+                });
+            },
+            [&] {
+                csp::par_for(2 * consumers, [&](std::size_t k) {
+                    const std::size_t i = k / 2;
+                    if (k % 2 == 1) {
+                        for (int n = 0; n < bytes_each; ++n) {
+                            put_byte(pairs[i].b(), static_cast<char>(n));
+                            csp::sleep_for(std::chrono::microseconds(20));
+                        }
+                        return;
+                    }
+                    for (int n = 0; n < bytes_each;) {
+                        if (csp::select(csp::io::readable(pairs[i].a()), csp::timeout(wait)) != 0) {
+                            csp::yield();
+                            continue;
+                        }
+                        for (int b; (b = get_byte(pairs[i].a())) >= 0; ++n) {
+                            ASSERT_EQ(b, n % 256);
+                            received.fetch_add(1);
+                        }
+                    }
+                });
+                done = true;
+            });
+        EXPECT_TRUE(csp_test::set_empties(sched));
+    }, opts());
+    EXPECT_EQ(received.load(), long{consumers} * bytes_each);
+}
+
 CSP_ON_EVERY_IO_CONFIG(io_stress);
 
 }  // namespace

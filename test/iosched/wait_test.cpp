@@ -238,6 +238,39 @@ TEST_P(io_wait, a_plain_thread_can_wait_through_the_scheduler) {
     EXPECT_EQ(got, 'z');
 }
 
+// A first wait on an fd that is ready already is answered by the kernel:
+// no registration, no delivery, from a process, a select and a plain thread.
+TEST_P(io_wait, a_first_wait_on_a_ready_fd_asks_the_kernel_and_registers_nothing) {
+    fd_pair p;
+    std::vector<int> got;
+    csp_test::run_watched([&] {
+        auto sched = start();
+        const auto before = sched.stats();
+        put_byte(p.b(), 'a');
+        csp::io::wait_readable(p.a());
+        got.push_back(get_byte(p.a()));
+        put_byte(p.b(), 'b');
+        EXPECT_EQ(csp::select(csp::io::readable(p.a()), csp::timeout(10s)), 0u);
+        got.push_back(get_byte(p.a()));
+        put_byte(p.b(), 'c');
+        csp::io::watch w(p.a(), csp::io::interest::read);
+        EXPECT_TRUE(w.wait().readable());
+        got.push_back(get_byte(p.a()));
+        put_byte(p.b(), 'd');
+        std::thread([&, sched] {
+            csp::io::wait_readable(sched, p.a());
+            got.push_back(get_byte(p.a()));
+        }).join();
+        EXPECT_EQ(sched.stats().delivered, before.delivered);
+        EXPECT_EQ(sched.stats().fds, 0u);
+        // A writer whose peer is gone hears it the same way, without the scheduler.
+        p.close_b();
+        EXPECT_THROW(csp::io::wait_writable(p.a()), csp::io::io_error);
+        EXPECT_EQ(sched.stats().delivered, before.delivered);
+    }, opts());
+    EXPECT_EQ(got, (std::vector<int>{'a', 'b', 'c', 'd'}));
+}
+
 CSP_ON_EVERY_IO_CONFIG(io_wait);
 
 }  // namespace
