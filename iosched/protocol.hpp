@@ -28,6 +28,13 @@ enum class interest : short { read = POLLIN, write = POLLOUT };
 
 inline const char* describe(interest i) { return i == interest::read ? "read" : "write"; }
 
+// What of poll's revents concerns a waiter with interest `in`: its direction,
+// and errors, hang-ups and invalid fds, which every waiter must hear. The
+// scheduler's table and a watch's own first look filter alike.
+inline short relevant_events(short revents, interest in) {
+    return static_cast<short>(revents & (static_cast<short>(in) | POLLERR | POLLHUP | POLLNVAL));
+}
+
 // What poll reported for the descriptor, as the waiting process sees it.
 class io_events {
 public:

@@ -54,8 +54,7 @@ void registration_table::dispatch(const std::vector<fd_event>& events) {
         if (it == fds_.end()) continue;  // closed or cancelled since the poll
         for (registration& reg : it->second) {
             if (!reg.armed) continue;
-            const short relevant =
-                static_cast<short>(ev.revents & (static_cast<short>(reg.in) | POLLERR | POLLHUP | POLLNVAL));
+            const short relevant = relevant_events(ev.revents, reg.in);
             if (relevant) deliver(ev.fd, reg, readiness::status::ready, relevant);
         }
         update_interest(ev.fd, it->second);

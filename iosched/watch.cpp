@@ -93,8 +93,7 @@ bool watch::ready_now(readiness& r) const {
     if (registered_ || id_ == 0) return false;
     pollfd p{fd_, static_cast<short>(in_), 0};
     if (::poll(&p, 1, 0) != 1) return false;  // not ready, or EINTR: the scheduler will tell
-    // The scheduler's table filters the same way (registration_table::dispatch).
-    const short relevant = static_cast<short>(p.revents & (static_cast<short>(in_) | POLLERR | POLLHUP | POLLNVAL));
+    const short relevant = relevant_events(p.revents, in_);
     if (relevant == 0) return false;
     r = readiness{fd_, relevant, readiness::status::ready, 0};
     return true;

@@ -99,12 +99,10 @@ public:
     watch_guard& operator=(const watch_guard&) = delete;
 
     bool try_complete() override {
-        if (w_->ready_now(r_)) {
-            *out_ = w_->take(r_);
-            return true;
+        if (!w_->ready_now(r_)) {
+            w_->arm();
+            if (!input_.try_complete()) return false;
         }
-        w_->arm();
-        if (!input_.try_complete()) return false;
         *out_ = w_->take(r_);
         return true;
     }
