@@ -3,6 +3,9 @@
 //   commstime/csp, commstime/boost_fiber   ns per communication, one thread
 //   commstime/ratio                         csp / boost_fiber (target <= 0.5)
 //   select/2, select/8                      priority select, one of n ready
+//   buffered/csp, buffered/boost_fiber      ns per write + read through a buffer
+//   buffered/ratio                          that never runs dry (one process, so
+//                                           it never waits: a turn's cost)
 //   spawn/csp, spawn/boost_fiber, spawn/ratio  start and join one process
 //   commstime/csp_2_threads                 commstime on 2 workers (Go's peer:
 //                                           bench/runtime_vs_go)
@@ -118,6 +121,48 @@ void commstime_boost_fiber(benchmark::State& state) {
     const double per_comm = ns / (static_cast<double>(state.iterations()) * 4);
     state.counters["ns_per_comm"] = per_comm;
     bench::record("commstime/boost_fiber", per_comm);
+}
+
+// One process writes into a 64-slot buffer and reads back: no operation ever
+// waits, so the process runs in turns of tuning::ops_per_turn reads
+// (csp/detail/turn.hpp) and this measures what the turns cost. Boost.Fiber's
+// buffered_channel (a lock-free ring, which never yields) does the same.
+void buffered_csp(benchmark::State& state) {
+    double ns = 0;
+    csp::run([&] {
+        csp::channel<long> c(csp::buffer::fifo(64));
+        const auto w = c.writer();
+        const auto r = c.reader();
+        const auto start = clock_type::now();
+        long i = 0;
+        for (auto _ : state) {
+            w.write(i++);
+            benchmark::DoNotOptimize(r.read());
+        }
+        ns = elapsed_ns(start);
+    });
+    const double per_op = ns / static_cast<double>(state.iterations());
+    state.counters["ns_per_write_read"] = per_op;
+    bench::record("buffered/csp", per_op);
+}
+
+void buffered_boost_fiber(benchmark::State& state) {
+    double ns = 0;
+    boost::fibers::fiber f([&] {
+        boost::fibers::buffered_channel<long> c(64);
+        const auto start = clock_type::now();
+        long i = 0, v = 0;
+        for (auto _ : state) {
+            c.push(i++);
+            c.pop(v);
+            benchmark::DoNotOptimize(v);
+        }
+        ns = elapsed_ns(start);
+    });
+    f.join();
+    const double per_op = ns / static_cast<double>(state.iterations());
+    state.counters["ns_per_write_read"] = per_op;
+    bench::record("buffered/boost_fiber", per_op);
 }
 
 // One of n input guards is ready; the ready one is the last (priority select
@@ -347,6 +392,8 @@ void priority_latency(benchmark::State& state, std::size_t busy, bool prioritise
 BENCHMARK_CAPTURE(commstime_csp, csp, 1)->Name("commstime/csp")->UseRealTime();
 BENCHMARK(commstime_boost_fiber)->Name("commstime/boost_fiber")->UseRealTime();
 BENCHMARK_CAPTURE(commstime_csp, csp_2_threads, 2)->Name("commstime/csp_2_threads")->UseRealTime();
+BENCHMARK(buffered_csp)->Name("buffered/csp")->UseRealTime();
+BENCHMARK(buffered_boost_fiber)->Name("buffered/boost_fiber")->UseRealTime();
 BENCHMARK(select_n)->Name("select")->Arg(2)->Arg(8)->UseRealTime();
 BENCHMARK(spawn_csp)->Name("spawn/csp")->UseRealTime();
 BENCHMARK(spawn_boost_fiber)->Name("spawn/boost_fiber")->UseRealTime();
@@ -360,6 +407,7 @@ BENCHMARK(million_processes)->Name("million_processes")->Arg(1'000'000)->Iterati
 int main(int argc, char** argv) {
     bench::register_ratio("commstime/ratio", "commstime/csp", "commstime/boost_fiber");
     bench::register_ratio("spawn/ratio", "spawn/csp", "spawn/boost_fiber");
+    bench::register_ratio("buffered/ratio", "buffered/csp", "buffered/boost_fiber");
     // On machines with more cores, the CPU-bound networks also run on up to
     // nproc workers (1 and 2 are registered above).
     for (unsigned t = 4; t <= std::thread::hardware_concurrency(); t *= 2) {

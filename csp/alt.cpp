@@ -7,6 +7,7 @@
 
 #include "csp/error.hpp"
 #include "csp/observer.hpp"
+#include "csp/detail/turn.hpp"
 
 namespace csp::detail {
 namespace {
@@ -58,8 +59,6 @@ private:
     std::unique_ptr<wait_node[]> heap_;
 };
 
-}  // namespace
-
 // The protocol, in the order of guard.hpp:
 //  1. Try every enabled guard, starting at `first`. Nobody can see this
 //     alternation yet, so the first channel-like guard that completes is the
@@ -83,7 +82,7 @@ private:
 // ready between its enabling and that commit, and none was ready when enabled:
 // at the instant of the commit, no guard was ready. With one conditional guard
 // step 1's look was already such an instant, and steps 2-3 are skipped.
-std::size_t select_from(std::span<guard* const> guards, std::size_t first, select_order order) {
+std::size_t select_once(std::span<guard* const> guards, std::size_t first, select_order order) {
     const std::size_t n = guards.size();
     if (n == 0) throw usage_error("select: no guards to choose from (an empty list)");
     auto at = [&](std::size_t k) { return (first + k) % n; };
@@ -166,6 +165,17 @@ std::size_t select_from(std::span<guard* const> guards, std::size_t first, selec
         notify_chose(guards, i);
         return i;
     }
+}
+
+}  // namespace
+
+// Every select counts against its process's turn (turn.hpp): a loop of
+// selects that never wait, a polling loop above all, must still let its
+// worker switch.
+std::size_t select_from(std::span<guard* const> guards, std::size_t first, select_order order) {
+    const std::size_t chosen = select_once(guards, first, order);
+    count_turn_op();
+    return chosen;
 }
 
 }  // namespace csp::detail

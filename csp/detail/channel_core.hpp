@@ -27,6 +27,7 @@
 #include "csp/spinlock.hpp"
 #include "csp/detail/source_place.hpp"
 #include "csp/detail/thread_census.hpp"
+#include "csp/detail/turn.hpp"
 #include "csp/detail/wait_queue.hpp"
 
 namespace csp::detail {
@@ -186,6 +187,7 @@ public:
         if (take_locked(out)) {
             lock_.unlock();
             notify(event::kind::channel_read, this);
+            count_turn_op();  // turn.hpp: a read that never waits still ends its turn
             return std::move(*out);
         }
         waiter w;

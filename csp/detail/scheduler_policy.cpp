@@ -4,7 +4,10 @@
 #include <mutex>
 #include <utility>
 
+#include <boost/fiber/operations.hpp>
+
 #include "csp/detail/handoff.hpp"
+#include "csp/detail/turn.hpp"
 
 namespace csp::detail {
 
@@ -43,7 +46,25 @@ bool claim(context* ctx) noexcept {
     return parked;
 }
 
+// Starts the calling worker's next turn; true if the last one was given up
+// (end_turn), so the dispatcher is due.
+bool next_turn() noexcept {
+    this_thread_turn.ops = 0;
+    return std::exchange(this_thread_turn.ended, false);
+}
+
 }  // namespace
+
+// ---- turns (turn.hpp) ------------------------------------------------------------
+
+void end_turn() noexcept {
+    this_thread_turn.ops = 0;
+    // busy_poll_of_this_thread is set exactly while a policy of ours runs on
+    // this thread.
+    if (busy_poll_of_this_thread == nullptr || fiber::is_dispatcher(context::active())) return;
+    this_thread_turn.ended = true;
+    boost::this_fiber::yield();
+}
 
 // ---- hand-off (handoff.hpp) ----------------------------------------------------
 
@@ -85,8 +106,9 @@ void single_thread_policy::awakened(context* ctx) noexcept {
 
 context* single_thread_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
-    if (dispatcher_ &&
-        (ready_.empty() || busy_poll_.forced() || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
+    const bool turn_given_up = next_turn();
+    if (dispatcher_ && (ready_.empty() || busy_poll_.forced() || turn_given_up ||
+                        ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
         picks_since_dispatch_ = 0;
         return std::exchange(dispatcher_, nullptr);
     }
@@ -301,7 +323,9 @@ context* worker_policy::take_local() noexcept {
 context* worker_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
     picks_.store(picks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (dispatcher_ && (busy_poll_.forced() || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
+    const bool turn_given_up = next_turn();
+    if (dispatcher_ &&
+        (busy_poll_.forced() || turn_given_up || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
         picks_since_dispatch_ = 0;
         return std::exchange(dispatcher_, nullptr);
     }

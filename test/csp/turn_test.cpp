@@ -1,0 +1,150 @@
+// A process that never waits still gives up its worker now and then
+// (csp/detail/turn.hpp): a polling loop or a reader whose buffer never runs
+// dry must not keep a timer, a process woken from another thread, or a
+// higher priority from ever running. Each case bounds its busy loop, so that
+// without preemption it fails (the loop runs out) instead of hanging.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "helpers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Far more operations than a turn holds, and about a second of work, so a
+// loop that reaches it never let the other process run.
+constexpr std::uint64_t busy_limit = 20'000'000;
+
+class turn : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(turn, a_polling_select_loop_does_not_keep_a_timer_from_firing) {
+    std::atomic<bool> woke{false};
+    std::uint64_t polls = 0;
+    csp::channel<int> never;  // no writer ever writes: every select takes the skip
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    int v = 0;
+                    while (!woke.load(std::memory_order_relaxed) && polls < busy_limit) {
+                        EXPECT_EQ(csp::select(csp::input(never.reader(), v), csp::skip()), 1u);
+                        ++polls;
+                    }
+                },
+                [&] {
+                    csp::sleep_for(1ms);
+                    woke = true;
+                });
+        },
+        {.threads = GetParam()});
+    EXPECT_TRUE(woke.load());
+    EXPECT_LT(polls, busy_limit) << "the polling process never let the sleeper's timer fire";
+}
+
+// One process writes into a buffer and reads back what it wrote: every
+// operation completes at once, so nothing ever makes it wait.
+TEST_P(turn, a_reader_whose_buffer_never_empties_lets_a_sleeper_run) {
+    std::atomic<bool> woke{false};
+    std::uint64_t rounds = 0;
+    csp::channel<std::uint64_t> loop(csp::buffer::fifo(4));
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    const auto w = loop.writer();
+                    const auto r = loop.reader();
+                    w.write(0);
+                    while (!woke.load(std::memory_order_relaxed) && rounds < busy_limit) {
+                        w.write(rounds + 1);
+                        ASSERT_EQ(r.read(), rounds);  // every value, in order
+                        ++rounds;
+                    }
+                    EXPECT_EQ(r.read(), rounds);
+                },
+                [&] {
+                    csp::sleep_for(1ms);
+                    woke = true;
+                });
+        },
+        {.threads = GetParam()});
+    EXPECT_TRUE(woke.load());
+    EXPECT_LT(rounds, busy_limit) << "the reader never let the sleeper's timer fire";
+}
+
+// A plain thread keeps a buffer full; the process that drains it shares its
+// worker with a sleeper. Every value is counted.
+TEST_P(turn, a_reader_fed_from_a_plain_thread_lets_a_sleeper_run) {
+    constexpr std::uint64_t values = 200'000;
+    csp::channel<std::uint64_t> c(csp::buffer::fifo(4096));
+    std::atomic<bool> woke{false};
+    auto w = c.writer();
+    std::thread feeder([w = std::move(w)] {
+        for (std::uint64_t i = 0; i < values; ++i) w.write(i);
+        w.retire();
+    });
+    std::uint64_t next = 0;
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    const auto r = c.reader();
+                    csp_test::read_until<csp::retired_error>(r, [&](std::uint64_t v) {
+                        ASSERT_EQ(v, next);
+                        ++next;
+                    });
+                },
+                [&] {
+                    csp::sleep_for(200us);
+                    woke = true;
+                });
+        },
+        {.threads = GetParam()});
+    feeder.join();
+    EXPECT_EQ(next, values);
+    EXPECT_TRUE(woke.load());
+}
+
+// A process made ready from outside the runtime, at a higher priority than
+// the busy one, runs within a turn, not after the busy process ends.
+TEST_P(turn, a_high_priority_process_woken_from_a_plain_thread_preempts_a_busy_loop) {
+    csp::channel<int> go;
+    std::atomic<bool> ran{false};
+    std::atomic<bool> busy{false};
+    std::uint64_t polls = 0;
+    auto w = go.writer();
+    std::thread waker([w = std::move(w), &busy] {
+        while (!busy.load()) std::this_thread::sleep_for(100us);
+        w.write(1);
+    });
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    csp::this_process::set_priority(csp::priority_high);
+                    EXPECT_EQ(go.reader().read(), 1);
+                    ran = true;
+                },
+                [&] {
+                    csp::this_process::set_priority(csp::priority_low);
+                    csp::channel<int> never;
+                    int v = 0;
+                    busy = true;
+                    while (!ran.load(std::memory_order_relaxed) && polls < busy_limit) {
+                        (void)csp::select(csp::input(never.reader(), v), csp::skip());
+                        ++polls;
+                    }
+                });
+        },
+        {.threads = GetParam()});
+    waker.join();
+    EXPECT_TRUE(ran.load());
+    EXPECT_LT(polls, busy_limit) << "the woken high-priority process waited for the busy loop to end";
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, turn, ::testing::Values(std::size_t{1}, std::size_t{2}),
+                         [](const auto& info) { return std::to_string(info.param) + "_threads"; });
+
+}  // namespace
