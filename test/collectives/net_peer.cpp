@@ -131,14 +131,16 @@ int main(int argc, char** argv) {
     }
     if (argc > 1 && std::string(argv[1]) == "hybrid") {
         // A hybrid job: node k holds 2 + k % 2 ranks as fibers (uneven
-        // nodes); the grid runs over all of them, then again over the
-        // hierarchy's two levels inside it.
+        // nodes), or `hybrid F` F on every node; the grid runs over all of
+        // them, then again over the hierarchy's two levels inside it.
+        const int even = argc > 2 ? std::stoi(argv[2]) : 0;
+        auto fibers_of = [even](int node) { return even > 0 ? even : 2 + node % 2; };
         std::vector<std::string> wrong;
         csp::run([&] {
             csp::net::node self;
             {
-                cc::hybrid_job job(self, 2 + self.rank() % 2);
-                auto per_rank = job.run([](cc::hybrid_communicator& c) {
+                cc::hybrid_job job(self, fibers_of(self.rank()));
+                auto per_rank = job.run([&fibers_of](cc::hybrid_communicator& c) {
                     auto w = grid::check_all(c);
                     // Two levels by node: the fibers of each node, then one
                     // leader per node.
@@ -146,7 +148,7 @@ int main(int argc, char** argv) {
                     const long n = c.size();
                     if (cc::hierarchical::allreduce(h, long(c.rank() + 1), cc::sum{}) != n * (n + 1) / 2)
                         w.push_back("rank " + std::to_string(c.rank()) + ": hierarchical allreduce by node");
-                    if (h.local().size() != 2 + c.node() % 2)
+                    if (h.local().size() != fibers_of(c.node()))
                         w.push_back("rank " + std::to_string(c.rank()) + ": the node's ranks");
                     cc::hierarchical::local_barrier(h);
                     // Shared variables over the hybrid job.

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -74,6 +75,23 @@ TEST_P(net_hybrid, every_algorithm_over_fibers_of_several_nodes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(nodes, net_hybrid, ::testing::Values(1, 2, 3));
+
+// The hybrid grid with the same number of fibers on every node: 2 nodes of 3
+// fibers and 3 nodes of 2 (six ranks either way, split the two ways round).
+class net_hybrid_even : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(net_hybrid_even, every_algorithm_over_nodes_of_equal_fibers) {
+    const auto [nodes, fibers] = GetParam();
+    auto r = launch(nodes, "", "hybrid " + std::to_string(fibers));
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "hybrid ok"), static_cast<std::size_t>(nodes)) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(nodes_x_fibers, net_hybrid_even,
+                         ::testing::Values(std::pair{2, 3}, std::pair{3, 2}),
+                         [](const auto& info) {
+                             return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
+                         });
 
 // A rank of a hybrid job that throws fails every rank of every node (its
 // own node's at once, the others' when its node leaves): no rank hangs.
