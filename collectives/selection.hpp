@@ -18,9 +18,12 @@
 // The choice must be the same at every rank: it uses the group size, and
 // the message size only for collectives in which every rank passes a value
 // of the same size.
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -107,6 +110,25 @@ inline constexpr std::array<selection_rule, 29> default_rules{{
     {"put_get", "requests"},
 }};
 
+namespace detail {
+// Each default rule's algorithm, as its index in registry::every_algorithm,
+// found once at compile time: a call's choice compares no algorithm names.
+inline constexpr auto rule_algorithms = [] {
+    std::array<std::size_t, default_rules.size()> out{};
+    for (std::size_t i = 0; i < default_rules.size(); ++i) {
+        out[i] = registry::every_algorithm.size();
+        for (std::size_t k = 0; k < registry::every_algorithm.size(); ++k)
+            if (registry::every_algorithm[k].collective == default_rules[i].collective &&
+                registry::every_algorithm[k].name == default_rules[i].algorithm)
+                out[i] = k;
+    }
+    return out;
+}();
+static_assert(std::all_of(rule_algorithms.begin(), rule_algorithms.end(),
+                          [](std::size_t k) { return k < registry::every_algorithm.size(); }),
+              "a default selection rule names an algorithm the registry does not list");
+}  // namespace detail
+
 class selection {
 public:
     // What a call asks for.
@@ -136,8 +158,8 @@ public:
 
     // "collective=algorithm,..." (the CSP_COLLECTIVES syntax); throws
     // usage_error naming a malformed item or an unknown name.
-    static std::map<std::string, std::string> parse_overrides(std::string_view spec) {
-        std::map<std::string, std::string> out;
+    static std::map<std::string, std::string, std::less<>> parse_overrides(std::string_view spec) {
+        std::map<std::string, std::string, std::less<>> out;
         std::istringstream items{std::string(spec)};
         for (std::string item; std::getline(items, item, ',');) {
             if (item.empty()) continue;
@@ -156,27 +178,34 @@ public:
         validate(collective, algorithm);
         std::lock_guard lk(lock_);
         forced_[std::string(collective)] = std::string(algorithm);
+        any_forced_.store(true, std::memory_order_release);
     }
     void unforce(std::string_view collective) {
         std::lock_guard lk(lock_);
-        forced_.erase(std::string(collective));
+        if (auto it = forced_.find(collective); it != forced_.end()) forced_.erase(it);
+        any_forced_.store(!forced_.empty(), std::memory_order_release);
     }
     void unforce_all() {
         std::lock_guard lk(lock_);
         forced_.clear();
+        any_forced_.store(false, std::memory_order_release);
     }
 
+    // Called by every rank on every collective call: without overrides it
+    // takes no lock, allocates nothing and compares no algorithm names.
     std::string_view choose(const request& r) const {
-        {
+        if (any_forced_.load(std::memory_order_acquire)) {
             std::lock_guard lk(lock_);
-            if (auto it = forced_.find(std::string(r.collective)); it != forced_.end()) {
+            if (auto it = forced_.find(r.collective); it != forced_.end()) {
                 auto a = find(r.collective, it->second);
                 if (usable(*a, r)) return a->name;  // else fall back to the table
             }
         }
-        for (const auto& rule : default_rules) {
+        for (std::size_t i = 0; i < default_rules.size(); ++i) {
+            const selection_rule& rule = default_rules[i];
             if (rule.collective != r.collective || r.ranks > rule.max_ranks || r.bytes < rule.min_bytes) continue;
-            if (usable(*find(rule.collective, rule.algorithm), r)) return rule.algorithm;
+            const algorithm_info& a = registry::every_algorithm[detail::rule_algorithms[i]];
+            if (usable(a, r)) return a.name;
         }
         throw usage_error("no algorithm for collective \"" + std::string(r.collective) + "\"");
     }
@@ -201,7 +230,8 @@ public:
     }
 
 private:
-    explicit selection(std::map<std::string, std::string> forced) : forced_(std::move(forced)) {}
+    explicit selection(std::map<std::string, std::string, std::less<>> forced)
+        : forced_(std::move(forced)), any_forced_(!forced_.empty()) {}
 
     static void validate(std::string_view collective, std::string_view algorithm) {
         if (find(collective, algorithm)) return;
@@ -217,9 +247,9 @@ private:
     }
 
     // The overrides CSP_COLLECTIVES asks for (csp/config.hpp).
-    static std::map<std::string, std::string> from_environment() {
+    static std::map<std::string, std::string, std::less<>> from_environment() {
         auto spec = csp::config::text("CSP_COLLECTIVES");
-        return spec ? parse_overrides(*spec) : std::map<std::string, std::string>{};
+        return spec ? parse_overrides(*spec) : std::map<std::string, std::string, std::less<>>{};
     }
 
     static std::string pad(std::string_view s, std::size_t w) {
@@ -229,7 +259,8 @@ private:
     }
 
     mutable std::mutex lock_;
-    std::map<std::string, std::string> forced_;
+    std::map<std::string, std::string, std::less<>> forced_;  // under lock_
+    std::atomic<bool> any_forced_;                            // forced_ is not empty
 };
 
 namespace detail {

@@ -22,6 +22,7 @@
 //  - fail() makes every meeting, waiting or later, throw the error. A rank
 //    that failed cannot come to the barrier any more, so fail() resigns it:
 //    the others' phase completes without it, and they find the error.
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -106,12 +107,36 @@ private:
         std::vector<cell> sets[2];
     };
 
+    // A small number per type a board has ever carried, the same in every
+    // board of the program: its index into fast_.
+    static std::size_t next_type_number() noexcept {
+        static std::atomic<std::size_t> n{0};
+        return n.fetch_add(1, std::memory_order_relaxed);
+    }
+    template <class T>
+    static std::size_t type_number() noexcept {
+        static const std::size_t k = next_type_number();
+        return k;
+    }
+
+    // The slots for T. A type's slots are made once, under lock_, and never
+    // move or go away while the board lives, so after the first meeting
+    // with a type (of the first few types) every rank finds them with one
+    // load, without the lock.
     template <class T>
     std::vector<typename parts<T>::cell>& slots(std::size_t set) {
+        if (has_failed_.load(std::memory_order_acquire)) check_failed();
+        const std::size_t k = type_number<T>();
+        if (k < fast_.size())
+            if (slots_base* s = fast_[k].load(std::memory_order_acquire))
+                return static_cast<typed_slots<T>&>(*s).sets[set];
         std::lock_guard lk(lock_);
         if (failed_) std::rethrow_exception(failed_);
         auto& s = by_type_[std::type_index(typeid(T))];
-        if (!s) s = std::make_unique<typed_slots<T>>(size_);
+        if (!s) {
+            s = std::make_unique<typed_slots<T>>(size_);
+            if (k < fast_.size()) fast_[k].store(s.get(), std::memory_order_release);
+        }
         return static_cast<typed_slots<T>&>(*s).sets[set];
     }
 
@@ -125,7 +150,8 @@ private:
     std::size_t size_;
     csp::barrier sync_;
     std::mutex lock_;  // by_type_ and failed_
-    std::unordered_map<std::type_index, std::unique_ptr<slots_base>> by_type_;
+    std::unordered_map<std::type_index, std::unique_ptr<slots_base>> by_type_;  // owns every type's slots
+    std::array<std::atomic<slots_base*>, 16> fast_{};  // by type_number(), once made
     std::vector<const std::type_info*> types_[2];  // the type each rank passed, per set
     std::vector<std::uint64_t> meetings_;           // per rank, written by that rank only
     std::exception_ptr failed_;

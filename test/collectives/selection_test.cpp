@@ -68,6 +68,25 @@ TEST(selection, forcing_by_name_runs_that_algorithm) {
               std::vector<std::string>{"allreduce shared_memory"});
 }
 
+// choose() skips the overrides without a lock while none is in force, so
+// the flag that says so must follow every force and unforce.
+TEST(selection, unforcing_one_collective_keeps_the_others_overrides) {
+    forced_guard g;
+    auto& s = cc::selection::global();
+    s.force("allreduce", "reduce_broadcast");
+    s.force("barrier", "flat_sequential");
+    s.unforce("allreduce");
+    s.unforce("scan");  // not forced: changes nothing
+    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, true}), "flat_sequential");
+    EXPECT_EQ(s.choose({"allreduce", 4, 8, true, false, true}), "shared_memory");
+    s.unforce("barrier");
+    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, true}), "shared_memory");
+    s.force("barrier", "binomial");
+    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, true}), "binomial");
+    s.unforce_all();
+    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, true}), "shared_memory");
+}
+
 TEST(selection, a_forced_algorithm_that_cannot_apply_falls_back_to_the_table) {
     forced_guard g;
     cc::selection::global().force("reduce", "arrival");
