@@ -107,13 +107,16 @@ constexpr bool folds_in_place =
     requires(const Op& op, T& acc, const T& part) { op.fold_into(acc, part.begin()); };
 
 // acc = part_first ? op(part, acc) : op(acc, part), in place (no
-// allocation) for a vector and an op that folds element by element.
+// allocation) for a vector and an op that folds element by element, or for
+// an op that combines into its accumulator itself (op.combine_into).
 template <class Op, class T>
 void combine_into(const Op& op, T& acc, const T& part, bool part_first) {
     if constexpr (folds_in_place<Op, T>) {
         check_same_length(acc.size(), part.size());
         if (part_first) op.fold_before(acc, part.begin());
         else op.fold_into(acc, part.begin());
+    } else if constexpr (requires { op.combine_into(acc, part, part_first); }) {
+        op.combine_into(acc, part, part_first);
     } else {
         acc = part_first ? op(part, std::as_const(acc)) : op(std::as_const(acc), part);
     }

@@ -140,19 +140,37 @@ struct fused_op {
     bool commutes = true;
 
     block operator()(const block& a, const block& b) const {
-        if (block_kind(a) == block_mismatch) return a;
-        if (block_kind(b) == block_mismatch) return b;
-        const std::size_t n = slot_count(a);
-        if (a.size() != b.size() || slot_count(b) != n || !std::equal(a.begin(), a.begin() + 1 + 2 * n, b.begin()))
-            return mismatch(a, b);
         block out = a;
+        combine_into(out, b, false);
+        return out;
+    }
+
+    // acc = part_first ? (*this)(part, acc) : (*this)(acc, part), folding in
+    // acc's storage when the part comes second (operation.hpp's
+    // combine_into asks for this): a force point's reduction allocates no
+    // block per fold.
+    void combine_into(block& acc, const block& part, bool part_first) const {
+        if (part_first) {
+            acc = (*this)(part, acc);
+            return;
+        }
+        if (block_kind(acc) == block_mismatch) return;
+        if (block_kind(part) == block_mismatch) {
+            acc = part;
+            return;
+        }
+        const std::size_t n = slot_count(acc);
+        if (acc.size() != part.size() || slot_count(part) != n ||
+            !std::equal(acc.begin(), acc.begin() + 1 + 2 * n, part.begin())) {
+            acc = mismatch(acc, part);
+            return;
+        }
         std::size_t at = 1 + 2 * n;
         for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t words = a[2 + 2 * i];
-            (*kinds)[i]->fold(out.data() + at, b.data() + at, words);
+            const std::size_t words = acc[2 + 2 * i];
+            (*kinds)[i]->fold(acc.data() + at, part.data() + at, words);
             at += words;
         }
-        return out;
     }
 
     static block mismatch(const block& a, const block& b) {
