@@ -30,10 +30,14 @@
 namespace csp::collectives {
 
 namespace detail {
-template <class C>
-std::string_view choose(const C& comm, std::string_view collective, std::size_t bytes = 0, bool commuting = true,
-                        bool elementwise = false) {
-    return selection::global().choose({collective, comm.size(), bytes, commuting, elementwise, shares_memory(comm)});
+// The algorithm of `List` (a registry list) the table chooses for this call.
+template <class List, class C>
+std::string_view choose(const C& comm, std::size_t bytes = 0, bool commuting = true, bool elementwise = false) {
+    static constexpr std::string_view collective = List::infos[0].collective;
+    static constexpr rule_range rules = rules_of(collective);
+    static_assert(rules.first < rules.last, "a collective without a rule in the selection table");
+    return selection::global().choose({collective, comm.size(), bytes, commuting, elementwise, shares_memory(comm)},
+                                      rules);
 }
 }  // namespace detail
 
@@ -41,58 +45,58 @@ template <class C, class T>
 T broadcast(C& comm, T value, int root = 0, stream s = {}) {
     // The size is the root's alone, so it cannot choose: the table picks by
     // group size, and whether the value is a vector (the same everywhere).
-    return registry::broadcast::run(detail::choose(comm, "broadcast", 0, true, detail::is_vector<T>::value), comm,
+    return registry::broadcast::run(detail::choose<registry::broadcast>(comm, 0, true, detail::is_vector<T>::value), comm,
                                     std::move(value), root, s);
 }
 
 template <class C, class T, class Op>
 std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    const auto a = detail::choose(comm, "reduce", detail::byte_size(value), commutes(op));
+    const auto a = detail::choose<registry::reduce>(comm, detail::byte_size(value), commutes(op));
     return registry::reduce::run(a, comm, std::move(value), op, root, s);
 }
 
 template <class C, class T, class Op>
 T allreduce(C& comm, T value, const Op& op, stream s = {}) {
-    const auto a = detail::choose(comm, "allreduce", detail::byte_size(value), commutes(op),
+    const auto a = detail::choose<registry::allreduce>(comm, detail::byte_size(value), commutes(op),
                                   detail::is_vector<T>::value && acts_elementwise(op));
     return registry::allreduce::run(a, comm, std::move(value), op, s);
 }
 
 template <class C>
 void barrier(C& comm, stream s = {}) {
-    registry::barrier::run(detail::choose(comm, "barrier"), comm, s);
+    registry::barrier::run(detail::choose<registry::barrier>(comm), comm, s);
 }
 
 template <class C, class T>
 std::optional<std::vector<T>> gather(C& comm, T value, int root = 0, stream s = {}) {
-    return registry::gather::run(detail::choose(comm, "gather"), comm, std::move(value), root, s);
+    return registry::gather::run(detail::choose<registry::gather>(comm), comm, std::move(value), root, s);
 }
 
 template <class C, class T>
 std::vector<T> allgather(C& comm, T value, stream s = {}) {
-    const auto a = detail::choose(comm, "allgather", detail::byte_size(value));
+    const auto a = detail::choose<registry::allgather>(comm, detail::byte_size(value));
     return registry::allgather::run(a, comm, std::move(value), s);
 }
 
 template <class C, class T>
 T scatter(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
-    return registry::scatter::run(detail::choose(comm, "scatter"), comm, std::move(values), root, s);
+    return registry::scatter::run(detail::choose<registry::scatter>(comm), comm, std::move(values), root, s);
 }
 
 template <class C, class T>
 std::vector<T> alltoall(C& comm, std::vector<T> values, stream s = {}) {
-    return registry::alltoall::run(detail::choose(comm, "alltoall"), comm, std::move(values), s);
+    return registry::alltoall::run(detail::choose<registry::alltoall>(comm), comm, std::move(values), s);
 }
 
 template <class C, class T, class Op>
 T scan(C& comm, T value, const Op& op, stream s = {}) {
-    const auto a = detail::choose(comm, "scan", detail::byte_size(value), commutes(op));
+    const auto a = detail::choose<registry::scan>(comm, detail::byte_size(value), commutes(op));
     return registry::scan::run(a, comm, std::move(value), op, s);
 }
 
 template <class C, class T, class Op>
 std::optional<T> exscan(C& comm, T value, const Op& op, stream s = {}) {
-    const auto a = detail::choose(comm, "exscan", detail::byte_size(value), commutes(op));
+    const auto a = detail::choose<registry::exscan>(comm, detail::byte_size(value), commutes(op));
     return registry::exscan::run(a, comm, std::move(value), op, s);
 }
 
@@ -100,7 +104,7 @@ std::optional<T> exscan(C& comm, T value, const Op& op, stream s = {}) {
 // (reduce_scatter.hpp).
 template <class C, class V, class Op>
 V reduce_scatter(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) {
-    const auto a = detail::choose(comm, "reduce_scatter", detail::byte_size(values), commutes(op));
+    const auto a = detail::choose<registry::reduce_scatter>(comm, detail::byte_size(values), commutes(op));
     return registry::reduce_scatter::run(a, comm, std::move(values), counts, op, s);
 }
 
@@ -119,7 +123,7 @@ V reduce_scatter_block(C& comm, V values, const Op& op, stream s = {}) {
 // The value of rank `from` (exchange.hpp).
 template <class C, class T>
 T put_get(C& comm, T value, int from, stream s = {}) {
-    return registry::put_get::run(detail::choose(comm, "put_get"), comm, std::move(value), from, s);
+    return registry::put_get::run(detail::choose<registry::put_get>(comm), comm, std::move(value), from, s);
 }
 
 }  // namespace csp::collectives

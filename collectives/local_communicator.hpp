@@ -12,6 +12,7 @@
 // the other ranks' receives throw instead of waiting forever, and then
 // rethrows it.
 #include <any>
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <exception>
@@ -55,10 +56,15 @@ public:
     }
 
     // The shared board of stream `id` (shared_board.hpp), made on first use.
+    // A board lives as long as the group, so the default stream's, asked
+    // for on every collective call, is found with one load once made.
     shared_board& board(std::uint32_t id) {
+        if (id == 0)
+            if (shared_board* b = default_board_.load(std::memory_order_acquire)) return *b;
         std::lock_guard lk(boards_lock_);
         auto& b = boards_[id];
         if (!b) b = std::make_unique<shared_board>(size(), failed_);
+        if (id == 0) default_board_.store(b.get(), std::memory_order_release);
         return *b;
     }
 
@@ -72,6 +78,7 @@ private:
     std::deque<context_pool> contexts_;
     std::mutex boards_lock_;  // boards_ and failed_
     std::unordered_map<std::uint32_t, std::unique_ptr<shared_board>> boards_;
+    std::atomic<shared_board*> default_board_{nullptr};  // boards_[0], once made
     std::exception_ptr failed_;
 };
 

@@ -127,6 +127,31 @@ inline constexpr auto rule_algorithms = [] {
 static_assert(std::all_of(rule_algorithms.begin(), rule_algorithms.end(),
                           [](std::size_t k) { return k < registry::every_algorithm.size(); }),
               "a default selection rule names an algorithm the registry does not list");
+
+// The rules of one collective: default_rules[first, last).
+struct rule_range {
+    std::size_t first = 0;
+    std::size_t last = 0;
+};
+constexpr rule_range rules_of(std::string_view collective) {
+    rule_range r{default_rules.size(), default_rules.size()};
+    for (std::size_t i = 0; i < default_rules.size(); ++i) {
+        if (default_rules[i].collective != collective) continue;
+        if (r.first == default_rules.size()) r.first = i;
+        r.last = i + 1;
+    }
+    return r;
+}
+// The table lists each collective's rules together, so a range holds them all
+// and nothing else.
+static_assert([] {
+    for (const auto& rule : default_rules) {
+        const rule_range r = rules_of(rule.collective);
+        for (std::size_t i = r.first; i < r.last; ++i)
+            if (default_rules[i].collective != rule.collective) return false;
+    }
+    return true;
+}(), "the default selection rules of one collective must be listed together");
 }  // namespace detail
 
 class selection {
@@ -191,9 +216,12 @@ public:
         any_forced_.store(false, std::memory_order_release);
     }
 
-    // Called by every rank on every collective call: without overrides it
-    // takes no lock, allocates nothing and compares no algorithm names.
-    std::string_view choose(const request& r) const {
+    std::string_view choose(const request& r) const { return choose(r, detail::rules_of(r.collective)); }
+
+    // Called by every rank on every collective call (dispatch.hpp, with the
+    // collective's rules found at compile time): without overrides it takes
+    // no lock, allocates nothing and compares no names.
+    std::string_view choose(const request& r, detail::rule_range rules) const {
         if (any_forced_.load(std::memory_order_acquire)) {
             std::lock_guard lk(lock_);
             if (auto it = forced_.find(r.collective); it != forced_.end()) {
@@ -201,9 +229,9 @@ public:
                 if (usable(*a, r)) return a->name;  // else fall back to the table
             }
         }
-        for (std::size_t i = 0; i < default_rules.size(); ++i) {
+        for (std::size_t i = rules.first; i < rules.last; ++i) {
             const selection_rule& rule = default_rules[i];
-            if (rule.collective != r.collective || r.ranks > rule.max_ranks || r.bytes < rule.min_bytes) continue;
+            if (r.ranks > rule.max_ranks || r.bytes < rule.min_bytes) continue;
             const algorithm_info& a = registry::every_algorithm[detail::rule_algorithms[i]];
             if (usable(a, r)) return a.name;
         }
