@@ -38,6 +38,7 @@
 
 #include "collectives/tag.hpp"
 #include "csp/channel.hpp"
+#include "csp/preemption.hpp"
 #include "csp/wait_note.hpp"
 
 namespace csp::collectives {
@@ -72,6 +73,9 @@ public:
     // from anyone) with `tag` is here; throws the source's stored failure
     // when no such message came before it.
     envelope take(int source, std::uint64_t tag) {
+        // A message that arrived already is taken without a switch, so a
+        // receive is a preemption point (before the lock is taken).
+        csp::preemption_point();
         std::unique_lock lk(lock_);
         for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
             if (it->tag != tag || (source != any_source && it->source != source)) continue;

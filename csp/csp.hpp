@@ -7,6 +7,7 @@
 #include "csp/error.hpp"
 #include "csp/guard.hpp"
 #include "csp/observer.hpp"
+#include "csp/preemption.hpp"
 #include "csp/process.hpp"
 #include "csp/runtime.hpp"
 #include "csp/timer.hpp"

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "csp/preemption.hpp"
+
 namespace csp::io {
 
 namespace {
@@ -100,6 +102,10 @@ bool watch::ready_now(readiness& r) const {
 }
 
 io_events watch::wait() {
+    // An fd that is ready already is answered without a switch, so the
+    // wait is a preemption point (before the look: a yield after it could
+    // let another process drain the fd first).
+    csp::preemption_point();
     if (readiness r; ready_now(r)) return take(r);
     arm();
     return take(reader_.read());
@@ -133,3 +139,4 @@ io_events watch::take(const readiness& r) {
 }
 
 }  // namespace csp::io
+

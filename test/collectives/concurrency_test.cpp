@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "collectives/collectives.hpp"
+#include "collectives/mailbox.hpp"
 #include "csp/runtime.hpp"
+#include "csp/timer.hpp"
 
 namespace cc = csp::collectives;
 
@@ -177,4 +180,33 @@ TEST(local_group, a_type_mismatch_is_named) {
             EXPECT_NE(std::string(e.what()).find("same type"), std::string::npos) << e.what();
         }
     });
+}
+
+// A receive that finds its message already there does not switch; a loop of
+// them (here one process feeding its own mailbox) must still let the other
+// processes of its worker run (csp/preemption.hpp). Every message counted.
+TEST(mailbox_turns, a_loop_of_receives_that_never_wait_lets_a_sleeper_run) {
+    constexpr long limit = 5'000'000;
+    for (std::size_t threads : {1u, 2u}) {
+        cc::mailbox<long> box;
+        std::atomic<bool> woke{false};
+        long received = 0;
+        csp::run([&] {
+            csp::par(
+                [&] {
+                    while (!woke.load(std::memory_order_relaxed) && received < limit) {
+                        box.deliver(0, 7, received);
+                        ASSERT_EQ(box.take(0, 7).body, received);
+                        ++received;
+                    }
+                },
+                [&] {
+                    csp::sleep_for(std::chrono::milliseconds(1));
+                    woke = true;
+                });
+        }, {.threads = threads});
+        EXPECT_TRUE(woke.load()) << threads << " threads";
+        EXPECT_LT(received, limit) << threads << " threads: the receiving loop never let the sleeper run";
+        EXPECT_EQ(box.unclaimed(), 0u);
+    }
 }

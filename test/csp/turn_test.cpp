@@ -144,7 +144,7 @@ TEST_P(turn, a_high_priority_process_woken_from_a_plain_thread_preempts_a_busy_l
     EXPECT_LT(polls, busy_limit) << "the woken high-priority process waited for the busy loop to end";
 }
 
-INSTANTIATE_TEST_SUITE_P(workers, turn, ::testing::Values(std::size_t{1}, std::size_t{2}),
+INSTANTIATE_TEST_SUITE_P(workers, turn, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}),
                          [](const auto& info) { return std::to_string(info.param) + "_threads"; });
 
 }  // namespace

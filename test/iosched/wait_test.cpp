@@ -271,6 +271,33 @@ TEST_P(io_wait, a_first_wait_on_a_ready_fd_asks_the_kernel_and_registers_nothing
     EXPECT_EQ(got, (std::vector<int>{'a', 'b', 'c', 'd'}));
 }
 
+// A wait on an fd that is ready already is answered without a switch; a
+// loop of them must still let the other processes of its worker run
+// (csp/preemption.hpp). The byte is never read, so the fd stays readable.
+TEST_P(io_wait, a_loop_of_waits_on_a_ready_fd_lets_a_sleeper_run) {
+    constexpr int limit = 2'000'000;  // far more than a turn, about a second of polls
+    fd_pair p;
+    std::atomic<bool> woke{false};
+    int waits = 0;
+    csp_test::run_watched([&] {
+        auto sched = start();
+        put_byte(p.b(), 'x');
+        csp::par(
+            [&] {
+                while (!woke.load(std::memory_order_relaxed) && waits < limit) {
+                    csp::io::wait_readable(p.a());
+                    ++waits;
+                }
+            },
+            [&] {
+                csp::sleep_for(1ms);
+                woke = true;
+            });
+    }, opts());
+    EXPECT_TRUE(woke.load());
+    EXPECT_LT(waits, limit) << "the waiting loop never let the sleeper's timer fire";
+}
+
 CSP_ON_EVERY_IO_CONFIG(io_wait);
 
 }  // namespace
