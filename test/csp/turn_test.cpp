@@ -20,57 +20,54 @@ constexpr std::uint64_t busy_limit = 20'000'000;
 
 class turn : public ::testing::TestWithParam<std::size_t> {};
 
-TEST_P(turn, a_polling_select_loop_does_not_keep_a_timer_from_firing) {
+// Runs busy(woke) beside a process that sleeps 1 ms and then sets woke, on
+// `threads` workers; returns how many rounds busy made (it stops at woke or
+// busy_limit).
+template <class Busy>
+std::uint64_t rounds_beside_a_sleeper(std::size_t threads, Busy busy) {
     std::atomic<bool> woke{false};
-    std::uint64_t polls = 0;
-    csp::channel<int> never;  // no writer ever writes: every select takes the skip
+    std::uint64_t rounds = 0;
     csp_test::run_watched(
         [&] {
-            csp::par(
-                [&] {
-                    int v = 0;
-                    while (!woke.load(std::memory_order_relaxed) && polls < busy_limit) {
-                        EXPECT_EQ(csp::select(csp::input(never.reader(), v), csp::skip()), 1u);
-                        ++polls;
-                    }
-                },
-                [&] {
-                    csp::sleep_for(1ms);
-                    woke = true;
-                });
+            csp::par([&] { rounds = busy(woke); },
+                     [&] {
+                         csp::sleep_for(1ms);
+                         woke = true;
+                     });
         },
-        {.threads = GetParam()});
+        {.threads = threads});
     EXPECT_TRUE(woke.load());
+    return rounds;
+}
+
+TEST_P(turn, a_polling_select_loop_does_not_keep_a_timer_from_firing) {
+    csp::channel<int> never;  // no writer ever writes: every select takes the skip
+    const auto polls = rounds_beside_a_sleeper(GetParam(), [&](const std::atomic<bool>& woke) {
+        std::uint64_t n = 0;
+        int v = 0;
+        for (; !woke.load(std::memory_order_relaxed) && n < busy_limit; ++n)
+            EXPECT_EQ(csp::select(csp::input(never.reader(), v), csp::skip()), 1u);
+        return n;
+    });
     EXPECT_LT(polls, busy_limit) << "the polling process never let the sleeper's timer fire";
 }
 
 // One process writes into a buffer and reads back what it wrote: every
 // operation completes at once, so nothing ever makes it wait.
 TEST_P(turn, a_reader_whose_buffer_never_empties_lets_a_sleeper_run) {
-    std::atomic<bool> woke{false};
-    std::uint64_t rounds = 0;
     csp::channel<std::uint64_t> loop(csp::buffer::fifo(4));
-    csp_test::run_watched(
-        [&] {
-            csp::par(
-                [&] {
-                    const auto w = loop.writer();
-                    const auto r = loop.reader();
-                    w.write(0);
-                    while (!woke.load(std::memory_order_relaxed) && rounds < busy_limit) {
-                        w.write(rounds + 1);
-                        ASSERT_EQ(r.read(), rounds);  // every value, in order
-                        ++rounds;
-                    }
-                    EXPECT_EQ(r.read(), rounds);
-                },
-                [&] {
-                    csp::sleep_for(1ms);
-                    woke = true;
-                });
-        },
-        {.threads = GetParam()});
-    EXPECT_TRUE(woke.load());
+    const auto rounds = rounds_beside_a_sleeper(GetParam(), [&](const std::atomic<bool>& woke) {
+        const auto w = loop.writer();
+        const auto r = loop.reader();
+        std::uint64_t n = 0;
+        w.write(0);
+        for (; !woke.load(std::memory_order_relaxed) && n < busy_limit; ++n) {
+            w.write(n + 1);
+            EXPECT_EQ(r.read(), n);  // every value, in order
+        }
+        EXPECT_EQ(r.read(), n);
+        return n;
+    });
     EXPECT_LT(rounds, busy_limit) << "the reader never let the sleeper's timer fire";
 }
 
