@@ -52,17 +52,15 @@ scheduler_stats scheduler::stats() const {
     return {table_.fds(), table_.armed(), handover_.polls(), handover_.pipe_wakes(), table_.delivered()};
 }
 
-// Requests served in a row before the scheduler polls once itself, and
-// before it lets the other processes of its worker run (body()).
+// Requests served in a row before the scheduler polls once itself (body()).
 constexpr unsigned requests_per_poll = 16;
-constexpr unsigned requests_per_turn = 64;
 
 void scheduler::body() {
     handover::events_guard events(handover_);
     csp::alternation alt;
     request r;
     std::vector<fd_event> found;
-    unsigned since_poll = 0, since_yield = 0;
+    unsigned since_poll = 0;
     try {
         for (;;) {
             if (alt.fair_select(csp::input(in_, r), events) == 0) {
@@ -82,17 +80,10 @@ void scheduler::body() {
                     if (!found.empty()) table_.dispatch(found);
                     found.clear();
                 }
-                // A queue that never empties would keep this process running
-                // for ever: its worker would run nothing else, not even the
-                // timers of the processes whose requests fill the queue (they
-                // stopped, and the queue grew without bound). Between two turns
-                // each other process runs about once, and a wait sends two
-                // requests, so the queue drains while fewer than
-                // requests_per_turn / 2 processes flood it.
-                if (++since_yield >= requests_per_turn) {
-                    since_yield = 0;
-                    csp::yield();
-                }
+                // A queue that never empties never makes this process wait;
+                // the core's turns (csp/detail/turn.hpp) still make it give
+                // up its worker, so the timers of the processes whose requests
+                // fill the queue fire, and their floods stop.
             } else {
                 since_poll = 0;
                 auto& results = handover_.results();
