@@ -265,10 +265,7 @@ private:
             s.words = s.var ? s.var->contribution_words() : s.orphan.size();
             words += s.words;
         }
-        // The last reduction's block, reused: in a one-process group the
-        // allreduce folds into the block it was given and hands it back.
-        detail::block b = std::move(spare_);
-        b.assign(words, 0);
+        detail::block b(words);
         b[0] = (detail::block_fused << 32) | n;
         kinds_.resize(n);
         bool commutes = true;
@@ -316,7 +313,6 @@ private:
             at += s.words;
         }
         in_flight_.clear();
-        spare_ = std::move(result);
         ++stats_.reductions;
         stats_.slots_reduced += n;
         if (record_) {
@@ -377,7 +373,6 @@ private:
     std::vector<slot> pending_;     // slots in first-update order
     std::vector<slot> in_flight_;   // the running reduction's, in id order
     std::vector<const detail::slot_kind*> kinds_;  // in_flight_'s kinds
-    detail::block spare_;                          // storage for the next force point's block
     std::uint64_t updates_at_force_ = 0;  // stats_.updates at the last force point
     std::uint32_t next_id_ = 0;
     std::map<std::uint32_t, std::string> names_;
