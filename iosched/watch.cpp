@@ -102,11 +102,14 @@ bool watch::ready_now(readiness& r) const {
 }
 
 io_events watch::wait() {
-    // An fd that is ready already is answered without a switch, so the
-    // wait is a preemption point (before the look: a yield after it could
-    // let another process drain the fd first).
-    csp::preemption_point();
-    if (readiness r; ready_now(r)) return take(r);
+    if (!registered_) {
+        // A first wait on an fd that is ready already is answered without a
+        // switch, so it is a preemption point (before the look: a yield after
+        // it could let another process drain the fd first). Later waits read
+        // the scheduler's channel, which counts by itself.
+        csp::preemption_point();
+        if (readiness r; ready_now(r)) return take(r);
+    }
     arm();
     return take(reader_.read());
 }
@@ -139,4 +142,3 @@ io_events watch::take(const readiness& r) {
 }
 
 }  // namespace csp::io
-
