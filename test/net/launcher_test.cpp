@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -117,6 +119,26 @@ TEST(net_launcher, each_line_is_prefixed_with_its_rank_unless_asked_not_to) {
     out.clear();
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 --no-prefix sh -c 'echo plain'", out), 0) << out;
     EXPECT_EQ(out, "plain\nplain\n");
+}
+
+// The benchmark scripts read their figures from csp-launch's output, so
+// every launch in them must ask for lines without the [rank] prefix (they
+// matched nothing, and shared_vs_mpi failed, when the prefix came in).
+TEST(net_launcher, the_bench_scripts_launch_without_the_rank_prefix) {
+    std::size_t launches = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(CSP_SOURCE_DIR) + "/bench")) {
+        if (!entry.is_regular_file() || entry.path().has_extension()) continue;  // scripts have none
+        std::ifstream in(entry.path());
+        int n = 0;
+        for (std::string line; std::getline(in, line);) {
+            ++n;
+            if (line.find("build/tools/csp-launch -n") == std::string::npos) continue;
+            ++launches;
+            EXPECT_NE(line.find("--no-prefix"), std::string::npos)
+                << entry.path().filename().string() << ":" << n << " launches without --no-prefix: " << line;
+        }
+    }
+    EXPECT_GE(launches, 5u);  // the scan found the scripts
 }
 
 TEST(net_launcher, a_job_past_its_timeout_is_stopped_with_status_124) {
