@@ -1,6 +1,8 @@
 // Links over UCX (net/ucx_transport.hpp): which transport a link takes, and
 // what it carries. The rest of test/net runs over UCX too (automatic is the
 // default in a build with UCX) and again over TCP (ctest's tcp/ copies).
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -70,6 +72,12 @@ TEST(net_ucx, large_messages_arrive_intact_on_one_and_two_workers) {
                         good += same;
                     }
                     self.send(0, 3, good);
+                    // This node counts the link once its own side of the UCX
+                    // wire-up is done, which may come after the peer's frames,
+                    // already sent over UCX, were taken here.
+                    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                    while (self.stats().links_over_ucx == 0 && std::chrono::steady_clock::now() < until)
+                        csp::sleep_for(std::chrono::milliseconds(1));
                     EXPECT_EQ(self.stats().links_over_ucx, 1u);
                 }
             },
