@@ -198,7 +198,8 @@ public:
     // the same initial value.
     explicit shared(shared_group& g, T initial = T{}, std::string name = {}) : value_(std::move(initial)) {
         group_ = &g;
-        id_ = g.enrol(name, detail::kind_of<T, Op>());
+        kind_ = &detail::kind_of<T, Op>();
+        id_ = g.enrol(name, *kind_);
     }
     // A new variable holding an expression's value (and its contributions).
     shared(const lazy<T, Op>& e) : shared(*e.terms_[0].var->group_) { *this = e; }
@@ -206,6 +207,7 @@ public:
     shared(const shared& o) : shared(*o.group_) { *this = o; }
     shared(shared&& o) noexcept : detail::shared_slot_owner() {
         group_ = o.group_;
+        kind_ = o.kind_;
         std::lock_guard lk(group_->lock_);
         take(o);
     }
@@ -246,7 +248,7 @@ public:
         value_ = std::move(*base);
         if (acc) {
             acc_ = std::move(acc);
-            if (state_ != state::pending) g.add_slot(*this, detail::kind_of<T, Op>());
+            if (state_ != state::pending) g.add_slot(*this);
         } else if (state_ == state::pending) {
             g.orphan(*this);  // the other ranks reduce it too; its result goes nowhere
             state_ = state::resolved;
@@ -294,7 +296,7 @@ private:
             detail::combine_into(Op{}, *acc_, a, false);
         } else {
             acc_ = a;
-            g.add_slot(*this, detail::kind_of<T, Op>());
+            g.add_slot(*this);
         }
         ++g.stats_.updates;
     }

@@ -92,6 +92,7 @@ protected:
     virtual void resolve(const word* reduced, std::size_t words) = 0;
 
     shared_group* group_ = nullptr;
+    const slot_kind* kind_ = nullptr;  // its (T, Op)
     std::uint32_t id_ = 0;
     state state_ = state::resolved;
     std::size_t slot_ = 0;  // index in the group's pending or in-flight slots
@@ -207,10 +208,10 @@ private:
     }
 
     // Under lock_: makes `v` pending in a new slot.
-    void add_slot(owner& v, const detail::slot_kind& k) {
+    void add_slot(owner& v) {
         v.state_ = owner::state::pending;
         v.slot_ = pending_.size();
-        pending_.push_back({&v, v.id_, &k, {}});
+        pending_.push_back({&v, v.id_, v.kind_, {}});
     }
 
     // Under lock_: `from`'s slot (pending or in flight) now belongs to `to`.
@@ -265,9 +266,13 @@ private:
             s.words = s.var ? s.var->contribution_words() : s.orphan.size();
             words += s.words;
         }
-        detail::block b(words);
+        // The last force point's block, so that a force point allocates
+        // nothing once the group has reduced a block of this size.
+        detail::block b = std::move(spare_);
+        b.resize(words);
         b[0] = (detail::block_fused << 32) | n;
-        kinds_.resize(n);
+        runs_.clear();
+        const detail::slot_kind* last = nullptr;
         bool commutes = true;
         std::size_t at = 1 + 2 * n;
         for (std::size_t i = 0; i < n; ++i) {
@@ -282,7 +287,9 @@ private:
                 std::copy(s.orphan.begin(), s.orphan.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
             }
             at += s.words;
-            kinds_[i] = s.kind;
+            if (s.kind == last && s.kind->joins) runs_.back().words += s.words;
+            else runs_.push_back({s.kind->fold, s.words});
+            last = s.kind;
             commutes = commutes && s.kind->commutes;
         }
         const std::size_t updates = stats_.updates - std::exchange(updates_at_force_, stats_.updates);
@@ -290,7 +297,7 @@ private:
 
         detail::block result;
         try {
-            result = reduce_(std::move(b), detail::fused_op{&kinds_, commutes});
+            result = reduce_(std::move(b), detail::fused_op{&runs_, commutes});
             if (detail::block_kind(result) == detail::block_mismatch) throw usage_error(mismatch_message(result));
             if (detail::block_kind(result) != detail::block_fused || result.size() != words)
                 throw csp::error("shared variables: a force point's reduction returned a malformed block");
@@ -313,6 +320,7 @@ private:
             at += s.words;
         }
         in_flight_.clear();
+        spare_ = std::move(result);
         ++stats_.reductions;
         stats_.slots_reduced += n;
         if (record_) {
@@ -372,7 +380,8 @@ private:
     csp::channel<int> wake_{csp::buffer::unbounded()};
     std::vector<slot> pending_;     // slots in first-update order
     std::vector<slot> in_flight_;   // the running reduction's, in id order
-    std::vector<const detail::slot_kind*> kinds_;  // in_flight_'s kinds
+    std::vector<detail::fold_run> runs_;  // how in_flight_'s block folds
+    detail::block spare_;                 // storage for the next block
     std::uint64_t updates_at_force_ = 0;  // stats_.updates at the last force point
     std::uint32_t next_id_ = 0;
     std::map<std::uint32_t, std::string> names_;

@@ -44,11 +44,17 @@ inline constexpr word block_mismatch = 2;
 
 // How one (element type, op) pair travels and folds.
 struct slot_kind {
+    using fold_fn = void (*)(word* acc, const word* part, std::size_t words);
     std::uint32_t code;
     std::string label;  // "sum<double>", for error messages
     bool commutes;
     // acc = acc op part over `words` payload words.
-    void (*fold)(word* acc, const word* part, std::size_t words);
+    fold_fn fold;
+    // Whether fold works element by element, so that the payloads of
+    // adjacent slots of this kind fold as one (a number's slot, or a vector
+    // with an element-wise op): a force point then folds each run of such
+    // slots with one call (fused_op::runs).
+    bool joins;
 };
 
 template <class E>
@@ -100,13 +106,20 @@ inline std::uint32_t fnv1a(std::string_view s) {
     return h;
 }
 
+// Whether slots of (T, Op) fold element by element (slot_kind::joins).
+template <class T, class Op>
+constexpr bool folds_by_element =
+    !is_vector<T>::value || requires { requires static_cast<bool>(Op::elementwise); };
+
 template <class T, class Op>
 void fold_slot(word* acc, const word* part, std::size_t words) {
     const Op op{};
-    if constexpr (is_vector<T>::value && requires { requires static_cast<bool>(Op::elementwise); }) {
-        // Element by element, in place: no vector is built.
-        using E = typename T::value_type;
-        for (std::size_t i = 0; i < words; i += words_per<E>) store(acc + i, op(load<E>(acc + i), load<E>(part + i)));
+    if constexpr (folds_by_element<T, Op>) {
+        // Element by element, in place, over one slot's payload or a run of
+        // them: no vector is built.
+        using E = typename element<T>::type;
+        for (std::size_t i = 0; i < words; i += words_per<E>)
+            store(acc + i, static_cast<E>(op(load<E>(acc + i), load<E>(part + i))));
     } else {
         pack(acc, static_cast<T>(op(unpack<T>(acc, words), unpack<T>(part, words))));
     }
@@ -118,7 +131,7 @@ const slot_kind& kind_of() {
         std::string label = type_name<Op>() + "<" + type_name<T>() + ">";
         const auto cut = label.rfind("::", label.find('<'));
         if (cut != std::string::npos && label.starts_with("csp::collectives::")) label = label.substr(cut + 2);
-        return slot_kind{fnv1a(label), label, commutes(Op{}), &fold_slot<T, Op>};
+        return slot_kind{fnv1a(label), label, commutes(Op{}), &fold_slot<T, Op>, folds_by_element<T, Op>};
     }();
     return k;
 }
@@ -133,10 +146,18 @@ inline std::vector<word> descriptors_of(const block& b) {
     return {b.begin() + 1, b.begin() + 1 + static_cast<std::ptrdiff_t>(2 * n)};
 }
 
-// The allreduce op over fused blocks. `kinds` are this rank's slots' kinds
-// in block order: a peer's block with the same descriptors has the same.
+// One fold of a fused block's payload: `words` words from where the
+// previous run ended, folded with one call.
+struct fold_run {
+    slot_kind::fold_fn fold;
+    std::size_t words;
+};
+
+// The allreduce op over fused blocks. `runs` cover this rank's payload in
+// block order (slot_runs): a peer's block with the same descriptors has the
+// same layout, so they fold it too.
 struct fused_op {
-    const std::vector<const slot_kind*>* kinds = nullptr;
+    const std::vector<fold_run>* runs = nullptr;
     bool commutes = true;
 
     block operator()(const block& a, const block& b) const {
@@ -165,11 +186,12 @@ struct fused_op {
             acc = mismatch(acc, part);
             return;
         }
-        std::size_t at = 1 + 2 * n;
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t words = acc[2 + 2 * i];
-            (*kinds)[i]->fold(acc.data() + at, part.data() + at, words);
-            at += words;
+        word* a = acc.data() + 1 + 2 * n;
+        const word* b = part.data() + 1 + 2 * n;
+        for (const fold_run& r : *runs) {
+            r.fold(a, b, r.words);
+            a += r.words;
+            b += r.words;
         }
     }
 

@@ -33,6 +33,15 @@ struct abs_max {
     static constexpr bool commutes = true;
     double operator()(double a, double b) const { return std::abs(a) >= std::abs(b) ? a : b; }
 };
+// A fusible op on whole vectors (not element by element): the
+// lexicographically larger one.
+struct lex_max {
+    static constexpr bool fusible = true;
+    static constexpr bool commutes = true;
+    std::vector<double> operator()(const std::vector<double>& a, const std::vector<double>& b) const {
+        return a >= b ? a : b;
+    }
+};
 // A user op that does not say it may be fused.
 struct plain_op {
     double operator()(double a, double b) const { return a + b; }
@@ -235,6 +244,45 @@ TEST(shared_fusion, fused_results_equal_separate_allreduces_for_every_op) {
         EXPECT_EQ(lo.get(), std::min(1000L, cc::allreduce(c, v, cc::minimum{})));
         EXPECT_EQ(hi.get(), std::max(-1000L, cc::allreduce(c, v, cc::maximum{})));
         EXPECT_EQ(x.get(), cc::allreduce(c, v, cc::bit_xor{}));
+    });
+}
+
+// A force point folds each run of adjacent slots of one element-wise kind
+// with one call; slots of other kinds, and a vector op that is not
+// element-wise, end a run. Every slot must still get its own result.
+TEST(shared_fusion, adjacent_slots_of_one_kind_fold_as_one_run_and_other_kinds_split_runs) {
+    on_ranks(3, [](auto& c) {
+        const int r = c.rank();
+        cc::shared_group g(c);
+        cc::shared<double> a(g, 1.0), b(g, 2.0);                          // one run
+        cc::shared<double, cc::maximum> m(g, -5.0);                       // splits it
+        cc::shared<double> d(g);                                          // a new run
+        cc::shared<std::int32_t> i1(g, 10), i2(g, 20);                    // another kind: padded words
+        cc::shared<std::vector<double>> v1(g, {0, 0}), v2(g, {1, 1, 1});  // element-wise vectors, one run
+        cc::shared<std::vector<double>, lex_max> w(g, {0.0, 0.0});        // not element-wise
+        cc::shared<std::vector<double>> v3(g, {5});
+        a += r;
+        b += 10.0 * r;
+        m.contribute(r == 1 ? 7.0 : -r);
+        d -= r;
+        i1 += r;
+        i2 += -2 * r;
+        v1 += std::vector<double>{double(r), 2.0 * r};
+        v2 += std::vector<double>{1, double(r), 0};
+        w.contribute({double(r % 2), double(r)});
+        v3 += std::vector<double>{double(r * r)};
+        EXPECT_EQ(a.get(), 1.0 + 3.0);
+        EXPECT_EQ(b.get(), 2.0 + 30.0);
+        EXPECT_EQ(m.get(), 7.0);
+        EXPECT_EQ(d.get(), -3.0);
+        EXPECT_EQ(i1.get(), 13);
+        EXPECT_EQ(i2.get(), 14);
+        EXPECT_EQ(v1.get(), (std::vector<double>{3, 6}));
+        EXPECT_EQ(v2.get(), (std::vector<double>{4, 4, 1}));
+        EXPECT_EQ(w.get(), (std::vector<double>{1, 1}));  // rank 1's {1, 1} is the largest
+        EXPECT_EQ(v3.get(), (std::vector<double>{10}));
+        EXPECT_EQ(g.statistics().reductions, 1u);
+        EXPECT_EQ(g.statistics().slots_reduced, 10u);
     });
 }
 
