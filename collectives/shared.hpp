@@ -249,6 +249,7 @@ public:
         if (acc) {
             acc_ = std::move(acc);
             if (state_ != state::pending) g.add_slot(*this);
+            else if constexpr (detail::is_vector<T>::value) g.resized(*this);
         } else if (state_ == state::pending) {
             g.orphan(*this);  // the other ranks reduce it too; its result goes nowhere
             state_ = state::resolved;

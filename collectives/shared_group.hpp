@@ -168,9 +168,9 @@ private:
     struct slot {
         owner* var;                     // null once the variable is gone
         std::uint32_t id;
+        std::uint32_t orphan;           // 1 + its index in orphans_ once gone while pending, else 0
         const detail::slot_kind* kind;
-        detail::block orphan;           // a gone variable's contribution
-        std::size_t words = 0;          // its payload, while in flight
+        std::size_t words;              // its payload (kept by add_slot and resized)
     };
 
     template <class T, class Op>
@@ -211,8 +211,11 @@ private:
     void add_slot(owner& v) {
         v.state_ = owner::state::pending;
         v.slot_ = pending_.size();
-        pending_.push_back({&v, v.id_, v.kind_, {}});
+        pending_.push_back({&v, v.id_, 0, v.kind_, v.contribution_words()});
     }
+    // Under lock_: pending `v`'s contribution has a new length (a vector
+    // variable assigned an expression of another length).
+    void resized(owner& v) { pending_[v.slot_].words = v.contribution_words(); }
 
     // Under lock_: `from`'s slot (pending or in flight) now belongs to `to`.
     void move_slot(owner& from, owner& to) {
@@ -226,8 +229,9 @@ private:
         auto& list = v.state_ == owner::state::in_flight ? in_flight_ : pending_;
         slot& s = list[v.slot_];
         if (v.state_ == owner::state::pending) {
-            s.orphan.resize(v.contribution_words());
-            v.pack_contribution(s.orphan.data());
+            orphans_.emplace_back(s.words);
+            v.pack_contribution(orphans_.back().data());
+            s.orphan = static_cast<std::uint32_t>(orphans_.size());
         }
         s.var = nullptr;
     }
@@ -262,10 +266,7 @@ private:
             std::sort(in_flight_.begin(), in_flight_.end(), by_id);
         const std::size_t n = in_flight_.size();
         std::size_t words = 1 + 2 * n;
-        for (slot& s : in_flight_) {
-            s.words = s.var ? s.var->contribution_words() : s.orphan.size();
-            words += s.words;
-        }
+        for (const slot& s : in_flight_) words += s.words;
         // The last force point's block, so that a force point allocates
         // nothing once the group has reduced a block of this size.
         detail::block b = std::move(spare_);
@@ -284,7 +285,8 @@ private:
                 s.var->state_ = owner::state::in_flight;
                 s.var->slot_ = i;
             } else {
-                std::copy(s.orphan.begin(), s.orphan.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
+                const detail::block& o = orphans_[s.orphan - 1];
+                std::copy(o.begin(), o.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
             }
             at += s.words;
             if (s.kind == last && s.kind->joins) runs_.back().words += s.words;
@@ -292,6 +294,7 @@ private:
             last = s.kind;
             commutes = commutes && s.kind->commutes;
         }
+        orphans_.clear();  // every orphan's slot is in in_flight_, packed
         const std::size_t updates = stats_.updates - std::exchange(updates_at_force_, stats_.updates);
         lk.unlock();
 
@@ -380,6 +383,7 @@ private:
     csp::channel<int> wake_{csp::buffer::unbounded()};
     std::vector<slot> pending_;     // slots in first-update order
     std::vector<slot> in_flight_;   // the running reduction's, in id order
+    std::vector<detail::block> orphans_;  // contributions of pending_'s gone variables
     std::vector<detail::fold_run> runs_;  // how in_flight_'s block folds
     detail::block spare_;                 // storage for the next block
     std::uint64_t updates_at_force_ = 0;  // stats_.updates at the last force point

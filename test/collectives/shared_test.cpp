@@ -286,6 +286,26 @@ TEST(shared_fusion, adjacent_slots_of_one_kind_fold_as_one_run_and_other_kinds_s
     });
 }
 
+// A pending vector variable assigned an expression of another length keeps
+// its slot; the slot's payload takes the new length (and nothing is written
+// past it).
+TEST(shared_fusion, a_pending_vector_assigned_another_length_reduces_the_new_length) {
+    on_ranks(3, [](auto& c) {
+        const double r = c.rank();
+        cc::shared_group g(c);
+        cc::shared<std::vector<double>> x(g, std::vector<double>{0, 0});
+        cc::shared<std::vector<double>> y(g, std::vector<double>{1, 1, 1, 1, 1});
+        cc::shared<double> after(g);
+        x += std::vector<double>{r, r};                          // pending, 2 elements
+        x = y + std::vector<double>{r, 0, 0, 0, 2 * r};          // pending, 5 elements
+        after += r;
+        EXPECT_EQ(x.get(), (std::vector<double>{4, 1, 1, 1, 7}));
+        EXPECT_EQ(after.get(), 3.0);
+        EXPECT_EQ(y.get(), (std::vector<double>{1, 1, 1, 1, 1}));
+        EXPECT_EQ(g.statistics().reductions, 1u);
+    });
+}
+
 TEST(shared_fusion, flush_resolves_everything_and_sizes_one_to_eight_agree) {
     for (int n : {1, 2, 3, 5, 8}) {
         on_ranks(n, [n](auto& c) {
