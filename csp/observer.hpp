@@ -85,17 +85,21 @@ struct offer {
 };
 
 // A message between two nodes of a job (net/), as a node reports it to the
-// observer: the k-th message_sent and the k-th message_received with one
-// (from, to, port, tag) are the same message, because a link between two
-// nodes keeps their order and a port hands out one source's messages of a
-// tag in that order. (Two processes of one node sending with the same
-// port and tag at the same moment, or taking them, can swap two pairs.)
+// observer. A message sent while its node was observed carries the number
+// its sender gave it (1..65535, cyclically): its send and its receive are
+// the events with one (from, to, sequence), taken in order of occurrence
+// (the same sequence comes round again only after 65,535 more sends), even
+// when several processes send and take with one port and tag at once.
+// Without a sequence (0: the sender was not observed), the k-th
+// message_sent and the k-th message_received with one (from, to, port,
+// tag) are the same message, as a link keeps its order.
 struct message_ref {
     int from = 0;  // the sending node's rank
     int to = 0;    // the receiving node's rank
     std::uint32_t port = 0;
     std::uint64_t tag = 0;
     std::size_t bytes = 0;
+    std::uint16_t sequence = 0;
 };
 
 struct event {
@@ -156,6 +160,10 @@ inline void notify_chose(std::span<guard* const> guards, std::size_t chosen) {
 // For the layer that moves messages between nodes: reports one, from the
 // calling process, to the installed observer (one load when there is none).
 void notify_message_slow(observer* o, event::kind what, const message_ref& m);
+// Whether an observer is installed: a caller may skip preparing an event
+// nobody receives.
+inline bool observed() noexcept { return detail::installed_observer.load(std::memory_order_relaxed) != nullptr; }
+
 inline void notify_message(event::kind what, const message_ref& m) {
     if (observer* o = detail::installed_observer.load(std::memory_order_acquire)) [[unlikely]]
         notify_message_slow(o, what, m);

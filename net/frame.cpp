@@ -21,9 +21,10 @@ std::string hex(std::uint32_t v) {
 }  // namespace
 
 header header::data(std::uint32_t source, std::uint32_t port, std::uint64_t tag, std::uint32_t length,
-                    std::uint32_t type) noexcept {
+                    std::uint32_t type, std::uint16_t sequence) noexcept {
     header h;
     h.op = opcode::data;
+    h.sequence = sequence;
     h.source = source;
     h.port = port;
     h.type = type;
@@ -72,7 +73,7 @@ void header::encode(std::byte* out) const noexcept {
     put<std::uint32_t>(out + 0, magic);
     put<std::uint8_t>(out + 4, current_version);
     put<std::uint8_t>(out + 5, static_cast<std::uint8_t>(op));
-    put<std::uint16_t>(out + 6, 0);
+    put<std::uint16_t>(out + 6, op == opcode::data ? sequence : std::uint16_t{0});
     put<std::uint32_t>(out + 8, length);
     put<std::uint32_t>(out + 12, source);
     put<std::uint32_t>(out + 16, port);
@@ -91,7 +92,9 @@ header header::decode(const std::byte* in, std::size_t max_length) {
     if (op < 1 || op > 10) throw frame_error("malformed frame: unknown opcode " + std::to_string(op));
     header h;
     h.op = static_cast<opcode>(op);
-    if (const auto flags = get<std::uint16_t>(in + 6))
+    const auto flags = get<std::uint16_t>(in + 6);
+    if (h.op == opcode::data) h.sequence = flags;
+    else if (flags != 0)
         throw frame_error("malformed " + std::string(describe(h.op)) + " frame: flags " + hex(flags) +
                           " set (reserved, must be 0)");
     h.length = get<std::uint32_t>(in + 8);

@@ -4,11 +4,16 @@
 //   offset size field     value
 //   ------ ---- --------- ------------------------------------------------------
 //     0     4   magic     0x4E505343, the bytes "CSPN"
-//     4     1   version   4; any other value closes the connection
+//     4     1   version   5; any other value closes the connection
 //     5     1   opcode    1 data, 2 hello, 3 welcome, 4 refuse, 5 goodbye,
 //                         6 challenge, 7 proof, 8 credit, 9 ask_credit,
 //                         10 transports
-//     6     2   flags     0 (reserved; any other value closes the connection)
+//     6     2   sequence  data frames: the message's number among its sender's
+//                         data frames, 1..65535 cyclically, while the sender
+//                         is observed (a timeline joins a message's send to
+//                         its receive by it, observer.hpp); else 0. Other
+//                         frames: 0 (reserved flags; any other value closes
+//                         the connection)
 //     8     4   length    payload bytes; checked against the receiver's maximum
 //                         before anything is allocated
 //    12     4   source    rank of the sending node
@@ -48,7 +53,7 @@ enum class opcode : std::uint8_t {
 
 struct header {
     static constexpr std::uint32_t magic = 0x4E505343;
-    static constexpr std::uint8_t current_version = 4;
+    static constexpr std::uint8_t current_version = 5;
     static constexpr std::size_t size = 32;
 
     opcode op = opcode::data;
@@ -57,10 +62,11 @@ struct header {
     std::uint32_t port = 0;
     std::uint32_t type = 0;
     std::uint64_t tag = 0;
+    std::uint16_t sequence = 0;  // data frames only
 
     // The frames there are, by name: every frame is built through these.
     static header data(std::uint32_t source, std::uint32_t port, std::uint64_t tag, std::uint32_t length,
-                       std::uint32_t type = 0) noexcept;
+                       std::uint32_t type = 0, std::uint16_t sequence = 0) noexcept;
     static header hello(std::uint32_t source, std::uint32_t length) noexcept;
     static header welcome(std::uint32_t source, std::uint32_t length) noexcept;
     static header refuse(std::uint32_t source, std::uint32_t length) noexcept;

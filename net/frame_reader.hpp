@@ -78,7 +78,7 @@ public:
                 begin_ += header::size;
                 continue;
             }
-            message m{static_cast<int>(h.source), h.port, h.tag, {}, h.type, {}};
+            message m{static_cast<int>(h.source), h.port, h.tag, {}, h.type, {}, h.sequence};
             std::byte* dst;
             m.body = payload::allocate(h.length, dst);
             const std::size_t have = end_ - begin_ - header::size;

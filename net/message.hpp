@@ -69,6 +69,10 @@ struct message {
     // Set when this entry reports a peer's failure instead of carrying data;
     // ports throw it (port.hpp).
     std::shared_ptr<const peer_error> failure;
+
+    // The sender's number for it (frame.hpp), for timelines; 0 if the
+    // sender was not observed.
+    std::uint16_t sequence = 0;
 };
 
 }  // namespace csp::net

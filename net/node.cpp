@@ -269,10 +269,14 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     if (to != core_->rank && core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
         return send_status::window_full;
     core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
-    if (to != core_->rank) csp::notify_message(csp::event::kind::message_sent, {core_->rank, to, to_port, tag, body.size()});
+    std::uint16_t sequence = 0;
+    if (to != core_->rank && csp::observed()) {
+        sequence = core_->next_sequence();
+        csp::notify_message(csp::event::kind::message_sent, {core_->rank, to, to_port, tag, body.size(), sequence});
+    }
     detail::send_request r{to, {}};
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
-                                static_cast<std::uint32_t>(body.size()), type);
+                                static_cast<std::uint32_t>(body.size()), type, sequence);
     r.frame.body = std::move(body);
 #if CSP_WITH_UCX
     if (core_->ucx && to != core_->rank && sent_direct(*core_, to_switch_, r)) return send_status::sent;

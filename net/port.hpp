@@ -59,7 +59,7 @@ bool message_taken(node_core& core, const message& m, bool report) noexcept;
 inline void report_taken(const message& m, int receiver) {
     if (!m.failure && m.source != receiver && m.source >= 0)
         csp::notify_message(csp::event::kind::message_received,
-                            {m.source, receiver, m.port, m.tag, m.body.size()});
+                            {m.source, receiver, m.port, m.tag, m.body.size(), m.sequence});
 }
 
 enum class departures : std::uint8_t { last_sender, each };

@@ -75,7 +75,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 try {
                     switch (f.head.op) {
                         case opcode::data:
-                            ports.deliver(message{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}});
+                            ports.deliver(message{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}, f.head.sequence});
                             break;
                         case opcode::credit:
                             core->traffic_in.fetch_add(f.head.tag, std::memory_order_relaxed);

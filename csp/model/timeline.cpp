@@ -58,13 +58,18 @@ std::size_t timeline::track_of(const csp::event& e, double t) {
 void timeline::add_message(const csp::event& e, std::size_t track, double t) {
     const csp::message_ref& m = *e.message;
     const bool sent = e.what == csp::event::kind::message_sent;
-    auto& [s, r] = message_counts_[{m.from, m.to, m.port, m.tag}];
+    // The key both ends of the message compute (observer.hpp, message_ref):
+    // from.to.s<sequence>.k, or from.to.port.tag.k without a sequence.
+    auto& [s, r] = m.sequence != 0 ? sequence_counts_[{m.from, m.to, m.sequence}]
+                                   : message_counts_[{m.from, m.to, m.port, m.tag}];
     const std::uint64_t k = sent ? s++ : r++;
     (sent ? sent_ : received_)++;
     std::string what = sent ? "send to node " + std::to_string(m.to) : "receive from node " + std::to_string(m.from);
     what += " (port " + hex(m.port) + ", tag " + hex(m.tag) + ", " + std::to_string(m.bytes) + " bytes)";
-    std::string key = std::to_string(m.from) + "." + std::to_string(m.to) + "." + std::to_string(m.port) + "." +
-                      std::to_string(m.tag) + "." + std::to_string(k);
+    std::string key = std::to_string(m.from) + "." + std::to_string(m.to) + "." +
+                      (m.sequence != 0 ? "s" + std::to_string(m.sequence)
+                                       : std::to_string(m.port) + "." + std::to_string(m.tag)) +
+                      "." + std::to_string(k);
     entries_.push_back({.phase = 'i', .us = t, .track = track, .name = what});
     entries_.push_back({.phase = sent ? 's' : 'f', .us = t, .track = track, .name = "message",
                         .flow = first_message_flow + sent_ + received_, .message = std::move(key)});

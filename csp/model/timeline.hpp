@@ -95,6 +95,8 @@ private:
     std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> counts_;  // channel -> (writes, reads)
     std::set<std::uint64_t> library_channels_;                                  // channels a daemon used
     std::map<message_key, std::pair<std::uint64_t, std::uint64_t>> message_counts_;  // (sent, received)
+    // The same for messages with a sequence, keyed by (from, to, sequence).
+    std::map<std::tuple<int, int, std::uint16_t>, std::pair<std::uint64_t, std::uint64_t>> sequence_counts_;
     std::size_t writes_ = 0, reads_ = 0, sent_ = 0, received_ = 0;
 };
 

@@ -147,6 +147,13 @@ struct node_core {
     std::atomic<std::uint64_t> traffic_out{0};
     std::atomic<std::uint64_t> traffic_in{0};
 
+    // The next observed data frame's sequence (frame.hpp): 1..65535,
+    // cyclically, unique among any 65,535 consecutive observed sends.
+    std::uint16_t next_sequence() noexcept {
+        return static_cast<std::uint16_t>(1 + sequences.fetch_add(1, std::memory_order_relaxed) % 65535);
+    }
+    std::atomic<std::uint32_t> sequences{0};
+
     // Counters for node::stats() (relaxed).
     std::atomic<std::size_t> links_up{0};
     std::atomic<std::size_t> links_made{0};      // by connecting

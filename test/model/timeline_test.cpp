@@ -112,6 +112,26 @@ TEST(timeline, draws_messages_between_nodes_keyed_by_sender_receiver_port_tag_an
     EXPECT_EQ(p.messages, keys);
 }
 
+// A message with a sender's sequence is keyed by (from, to, sequence) and
+// its occurrence, whatever its port and tag and whatever the order of other
+// messages' events: the key the other node computes for the same message.
+TEST(timeline, keys_a_message_with_a_sequence_by_sender_receiver_and_sequence) {
+    csp::model::timeline t(1);
+    csp::run([] {
+        csp::notify_message(csp::event::kind::message_sent, {1, 2, 7, 9, 16, 5});
+        csp::notify_message(csp::event::kind::message_sent, {1, 2, 7, 9, 16, 4});
+        csp::notify_message(csp::event::kind::message_sent, {1, 2, 8, 3, 16, 5});  // sequence 5 came round again
+        csp::notify_message(csp::event::kind::message_received, {0, 1, 7, 9, 24, 65535});
+        csp::notify_message(csp::event::kind::message_received, {0, 1, 7, 9, 24, 0});  // sender not observed
+    });
+    std::ostringstream os;
+    t.write(os);
+    const parsed p = parse(os.str());
+    const std::map<std::string, std::pair<int, int>> keys = {
+        {"1.2.s5.0", {1, 0}}, {"1.2.s4.0", {1, 0}}, {"1.2.s5.1", {1, 0}}, {"0.1.s65535.0", {0, 1}}, {"0.1.7.9.0", {0, 1}}};
+    EXPECT_EQ(p.messages, keys);
+}
+
 TEST(timeline, gives_a_process_that_began_before_it_a_track_that_ends_when_it_stops) {
     csp::run([] {
         csp::model::timeline t;  // made inside the process: its begin was missed

@@ -157,3 +157,26 @@ TEST(frame_reader, a_stream_that_ends_inside_a_frame_says_how_far_it_got) {
     feed(body_cut, std::vector<std::byte>(whole.begin(), whole.end() - 2), 100);
     EXPECT_NE(body_cut.unfinished().find("truncated frame"), std::string::npos) << body_cut.unfinished();
 }
+
+// A data frame's sequence (the header's bytes 6-7) reaches its message; in a
+// control frame the same bytes are reserved flags and must be 0.
+TEST(frame_reader, a_data_frames_sequence_reaches_its_message_and_control_frames_keep_flags_zero) {
+    std::vector<std::byte> stream = frame(net::header::data(peer, 4, 1, 2, 0, 0xbeef), "hi");
+    append(stream, data(4, 2, "no sequence"));
+    net::frame_reader r(1 << 20, peer);
+    const auto got = feed(r, stream, 5);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].sequence, 0xbeef);
+    EXPECT_EQ(text(got[0]), "hi");
+    EXPECT_EQ(got[1].sequence, 0);
+
+    std::vector<std::byte> credit = frame(net::header::credit(peer, 10));
+    credit[6] = std::byte{1};
+    net::frame_reader r2(1 << 20, peer);
+    try {
+        (void)feed(r2, credit, 64);
+        ADD_FAILURE() << "a credit frame with flags set was accepted";
+    } catch (const net::frame_error& e) {
+        EXPECT_NE(std::string(e.what()).find("flags 0x00000001 set"), std::string::npos) << e.what();
+    }
+}

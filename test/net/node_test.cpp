@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <cstdlib>
 #include <span>
 #include <string>
@@ -501,3 +502,72 @@ TEST(net_departures, a_node_closing_while_a_peer_never_registered_waits_only_its
         EXPECT_TRUE(net_test::has_fault(self, "lost node 1 of job 'never'")) << ::testing::PrintToString(self.faults());
     });
 }
+
+namespace {
+
+// Every message event any node of this test process reports.
+class message_log final : public csp::observer {
+public:
+    struct entry {
+        bool sent;
+        csp::message_ref m;
+    };
+    void on_event(const csp::event& e) override {
+        if (e.message == nullptr) return;
+        std::lock_guard lk(lock_);
+        entries_.push_back({e.what == csp::event::kind::message_sent, *e.message});
+    }
+    std::vector<entry> entries() const {
+        std::lock_guard lk(lock_);
+        return entries_;
+    }
+
+private:
+    mutable std::mutex lock_;
+    std::vector<entry> entries_;
+};
+
+// Regression: a timeline joined the k-th send to the k-th receive of one
+// (from, to, port, tag), counted where each process reported it; with
+// several processes sending with one port and tag at once on two worker
+// threads (or taking from one port at once) the counted order was not the
+// link's, and arrows joined the wrong pairs. Each data frame now carries
+// its sender's sequence, and both ends report it: joined by (from, to,
+// sequence), every pair is one message (each has its own size here).
+TEST(net_node, a_sequence_joins_each_send_to_its_receive_under_concurrent_senders_and_takers) {
+    csp::net::nameserver ns;
+    message_log log;
+    csp::observer* before = csp::set_observer(&log);
+    constexpr int senders = 4, per_sender = 300;
+    run_nodes(ns, "sequence", 2, [&](csp::net::node& self) {
+        if (self.rank() == 0) {
+            csp::par_for(senders, [&](std::size_t i) {
+                for (int j = 0; j < per_sender; ++j)
+                    self.send(1, 7, std::vector<char>(1 + i * per_sender + static_cast<std::size_t>(j), 'x'), 42);
+            });
+        } else {
+            auto inbox = self.open(7);
+            csp::par_for(senders, [&](std::size_t) {
+                for (int j = 0; j < per_sender; ++j) (void)inbox.receive<std::vector<char>>();
+            });
+        }
+    }, 2);
+    csp::set_observer(before);
+
+    std::map<std::uint16_t, std::pair<std::vector<std::size_t>, std::vector<std::size_t>>> by_sequence;
+    std::size_t sends = 0, receives = 0;
+    for (const auto& [sent, m] : log.entries()) {
+        if (m.port != 7) continue;
+        ASSERT_NE(m.sequence, 0) << "an observed node's message without a sequence";
+        auto& ends = by_sequence[m.sequence];
+        (sent ? ends.first : ends.second).push_back(m.bytes);
+        ++(sent ? sends : receives);
+    }
+    EXPECT_EQ(sends, std::size_t{senders * per_sender});
+    EXPECT_EQ(receives, std::size_t{senders * per_sender});
+    ASSERT_EQ(by_sequence.size(), std::size_t{senders * per_sender});
+    for (const auto& [seq, ends] : by_sequence)
+        EXPECT_EQ(ends.first, ends.second) << "sequence " << seq << " joins a send to another message's receive";
+}
+
+}  // namespace
