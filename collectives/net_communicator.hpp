@@ -51,22 +51,10 @@ class net_communicator {
 public:
     static constexpr net::port_id default_port = 0x434f4c4c;  // "COLL"
 
-    explicit net_communicator(net::node& n, net::port_id port = default_port) : node_(&n), port_id_(port) {
-        if (n.size() < 1) throw usage_error("net_communicator: the node's job size is unknown");
-        // A daemon: it waits for the network by design, so it is neither in
-        // a deadlock report nor failed by one; the receives it feeds are.
-        pump_.spawn(csp::proc("collectives pump", [this, port = n.claim(port, "net_communicator", net::departures::each)] {
-                        run_pump(port);
-                    }),
-                    csp::process_kind::daemon);
-    }
+    explicit net_communicator(net::node& n, net::port_id port = default_port);
     net_communicator(const net_communicator&) = delete;
     net_communicator& operator=(const net_communicator&) = delete;
-    ~net_communicator() {
-        node_->deliver_here(port_id_, std::uint8_t{0}, stop_tag);
-        pump_.wait();
-        node_->release(port_id_);
-    }
+    ~net_communicator();
 
     int rank() const { return node_->rank(); }
     int size() const { return node_->size(); }
@@ -109,23 +97,10 @@ private:
 
     // The pump takes messages from the claimed port unreported: a message
     // is the calling process's once it leaves the mailbox (net::report_taken).
-    mailbox<net::message>::envelope take(int from, std::uint64_t bits) {
-        auto e = box_.take(from, bits);
-        net::report_taken(e.body, rank());
-        return e;
-    }
-
-    void run_pump(net::port port) {
-        for (;;) {
-            try {
-                net::message m = port.receive();
-                if (m.tag == stop_tag && m.source == rank()) return;
-                box_.deliver(m.source, m.tag, std::move(m));
-            } catch (const net::peer_error& e) {
-                box_.fail(e.peer(), std::current_exception());
-            }
-        }
-    }
+    // (net_communicator.cpp, like the constructor and the destructor: a
+    // program's files need not compile the pump, the mailbox or a process.)
+    mailbox<net::message>::envelope take(int from, std::uint64_t bits);
+    void run_pump(net::port port);
 
     net::node* node_;
     net::port_id port_id_;
@@ -134,6 +109,9 @@ private:
     context_pool contexts_;
     csp::process_group pump_;
 };
+
+// Compiled once in the library (net_communicator.cpp).
+extern template class mailbox<net::message>;
 
 }  // namespace csp::collectives
 

@@ -10,11 +10,8 @@
 
 namespace csp {
 
-inline std::string demangle(const char* abi_name) {
-    int status = 0;
-    std::unique_ptr<char, void (*)(void*)> s(abi::__cxa_demangle(abi_name, nullptr, nullptr, &status), std::free);
-    return status == 0 && s ? std::string(s.get()) : std::string(abi_name);
-}
+// (type_name.cpp)
+std::string demangle(const char* abi_name);
 
 inline std::string type_name(const std::type_info& t) { return demangle(t.name()); }
 

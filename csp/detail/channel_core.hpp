@@ -43,12 +43,8 @@ public:
 
     // "channel 'results'", or for an unnamed channel its number and where the
     // program made it: "channel#12 (made at farm.cpp:40)".
-    std::string label() const {
-        if (!name_.empty()) return "channel '" + name_ + "'";
-        std::string l = "channel#" + std::to_string(id_);
-        if (made_at_.line() != 0) l.append(" (made at ").append(source_place(made_at_)).append(")");
-        return l;
-    }
+    // (The error paths below are compiled once, in channel_base.cpp.)
+    std::string label() const;
     // Where the channel was made (line 0 if unknown).
     const std::source_location& made_at() const noexcept { return made_at_; }
     const std::string& name() const noexcept { return name_; }
@@ -82,12 +78,9 @@ protected:
         return counter.fetch_add(1, std::memory_order_relaxed) + 1;
     }
 
-    [[noreturn]] void throw_poisoned() const { throw poisoned_error(label()); }
-    retired_error retired_error_for(side s) const {
-        return retired_error(label() + (s == reading ? ": every writer has retired"
-                                                     : ": every reader has retired"));
-    }
-    [[noreturn]] void throw_retired(side s) const { throw retired_error_for(s); }
+    [[noreturn]] void throw_poisoned() const;
+    retired_error retired_error_for(side s) const;
+    [[noreturn]] void throw_retired(side s) const;
 
     // Side `s` was declared single and a process other than `self` waits on it.
     bool single_side_busy(side s, const waiter* self) const {
@@ -96,10 +89,7 @@ protected:
                                 : (share_ == sharing::one_to_one || share_ == sharing::one_to_any);
         return single && (s == reading ? readers_ : writers_).has_waiting_other(self);
     }
-    usage_error single_side_error(side s) const {
-        return usage_error(label() + " has a single " + (s == reading ? "reader" : "writer") +
-                           " but two processes wait to " + (s == reading ? "read" : "write"));
-    }
+    usage_error single_side_error(side s) const;
     void check_single(side s, const waiter* self) const {
         if (single_side_busy(s, self)) throw single_side_error(s);
     }
@@ -109,14 +99,7 @@ protected:
         return poisoned_ || retired_[s == reading ? writing : reading] || single_side_busy(s, self);
     }
     // Throws the reason must_refuse() found, releasing lock_ first.
-    [[noreturn]] void refuse_and_unlock(side s) {
-        const bool poisoned = poisoned_;
-        const bool retired = retired_[s == reading ? writing : reading];
-        lock_.unlock();
-        if (poisoned) throw poisoned_error(label());
-        if (retired) throw_retired(s);
-        throw single_side_error(s);
-    }
+    [[noreturn]] void refuse_and_unlock(side s);
 
 public:
     // One side of this channel as a wait_site (for plain reads and writes,
@@ -124,10 +107,8 @@ public:
     class site final : public wait_site {
     public:
         site(const channel_base* ch, side s) : ch_(ch), side_(s) {}
-        void describe(std::string& out) const override {
-            out.append(side_ == reading ? "reading from " : "writing to ").append(ch_->label());
-        }
-        bool reachable_from_outside() const override { return ch_->reachable_from_outside(); }
+        void describe(std::string& out) const override;
+        bool reachable_from_outside() const override;
 
     private:
         const channel_base* ch_;

@@ -7,6 +7,22 @@
 
 namespace csp::detail {
 
+std::string runtime_core::deadlock_report() const {
+    std::lock_guard lk(registry_mutex_);
+    return report_;
+}
+
+void runtime_core::stop_services() {
+    std::vector<std::shared_ptr<csp::service>> all;
+    {
+        std::lock_guard lk(services_mutex_);
+        services_stopped_ = true;
+        for (auto& [k, s] : services_) all.push_back(s);
+    }
+    for (auto& s : all) s->stop();
+    for (auto& s : all) s->join();
+}
+
 void runtime_core::describe_blocked(process_record* p, std::string& out) const {
     out.append("process '").append(p->label()).append("' is blocked ");
     // A library call's note says more than its anonymous channel would.

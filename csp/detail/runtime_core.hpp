@@ -104,10 +104,7 @@ public:
     std::optional<bool> abort_outcome();
 
     // The report of the last deadlock found in this runtime (empty if none).
-    std::string deadlock_report() const {
-        std::lock_guard lk(registry_mutex_);
-        return report_;
-    }
+    std::string deadlock_report() const;
 
     // Worker policies to poke when the deadlock condition may have changed
     // without any fiber running (an external party left). The policies remove
@@ -142,16 +139,7 @@ public:
 
     // Stops every service and waits for them; called by run() after the root
     // process returned. The services' objects live on until the runtime does.
-    void stop_services() {
-        std::vector<std::shared_ptr<csp::service>> all;
-        {
-            std::lock_guard lk(services_mutex_);
-            services_stopped_ = true;
-            for (auto& [k, s] : services_) all.push_back(s);
-        }
-        for (auto& s : all) s->stop();
-        for (auto& s : all) s->join();
-    }
+    void stop_services();
 
     // Wakes of this runtime's processes by threads that are not its workers,
     // through Boost's wake (a process in a timed wait): Boost makes the

@@ -2,6 +2,13 @@
 
 namespace csp::detail {
 
+void join_state::describe(std::string& out) const {
+    out.append("waiting for ")
+        .append(std::to_string(remaining_))
+        .append(remaining_ == 1 ? " child process" : " child processes")
+        .append(" to finish");
+}
+
 process_record* begin_process(void* storage, join_state* join, std::size_t index, int prio, std::string* name,
                               void* frame) {
     const family& kin = join->kin;

@@ -113,12 +113,7 @@ public:
         return remaining_ == 0;
     }
 
-    void describe(std::string& out) const override {
-        out.append("waiting for ")
-            .append(std::to_string(remaining_))
-            .append(remaining_ == 1 ? " child process" : " child processes")
-            .append(" to finish");
-    }
+    void describe(std::string& out) const override;  // spawn.cpp
 
 private:
 
