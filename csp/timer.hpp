@@ -7,6 +7,7 @@
 
 #include <boost/fiber/operations.hpp>
 
+#include "csp/detail/turn.hpp"
 #include "csp/waiter.hpp"
 
 namespace csp {
@@ -18,8 +19,20 @@ void sleep_for(std::chrono::duration<Rep, Period> d) {
     boost::this_fiber::sleep_for(d);
 }
 
-// Let other ready processes run.
-inline void yield() { boost::this_fiber::yield(); }
+// Let other ready processes run. Returns whether another process ran before
+// the caller did again; false if the caller was the only process ready, so
+// that a polling loop can tell "nothing else to do here" (and give up its
+// core to other programs) from "others had work".
+inline bool yield() {
+    detail::turn_state* const before = detail::this_thread_turn_state();
+    const std::uint64_t picks = before->picks;
+    boost::this_fiber::yield();
+    // Resumed by another worker: others ran meanwhile. On the same worker,
+    // the caller's own pick is one (the policies count processes they pick,
+    // not Boost's dispatcher); any other came between.
+    detail::turn_state* const after = detail::this_thread_turn_state();
+    return after != before || after->picks - picks > 1;
+}
 
 // yield(), and before the caller runs again the runtime looks for events of
 // its event sources (the IO scheduler's descriptors: sockets, UCX) without

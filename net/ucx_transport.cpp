@@ -109,8 +109,11 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 // keeps its core delays the very peer whose message it waits
                 // for, while a reply that comes within microseconds should
                 // not pay a system call per look.
-                csp::yield();
-                if (now - last_activity >= ucx_spin_alone) std::this_thread::yield();
+                // Only when nothing else of this node was ready: a node whose
+                // processes have work (a task graph computing between
+                // arrivals) keeps its core.
+                const bool others_ran = csp::yield();
+                if (!others_ran && now - last_activity >= ucx_spin_alone) std::this_thread::yield();
                 continue;
             }
             csp::io::io_events ev;

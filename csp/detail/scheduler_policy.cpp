@@ -66,6 +66,8 @@ void end_turn() noexcept {
     boost::this_fiber::yield();
 }
 
+turn_state* this_thread_turn_state() noexcept { return &this_thread_turn; }
+
 // ---- hand-off (handoff.hpp) ----------------------------------------------------
 
 void park(context* self, process_record* rec) noexcept {
@@ -113,6 +115,7 @@ context* single_thread_policy::pick_next() noexcept {
         return std::exchange(dispatcher_, nullptr);
     }
     if (ready_.empty()) return nullptr;
+    ++this_thread_turn.picks;
     return ready_.pop();
 }
 
@@ -338,6 +341,7 @@ context* worker_policy::pick_next() noexcept {
     // Through the scheduler, not context::active(): the active fiber may be
     // one that has just detached itself to park.
     if (!fiber::is_pinned(ctx)) sched_->attach_worker_context(ctx);
+    ++this_thread_turn.picks;
     return ctx;
 }
 

@@ -22,6 +22,8 @@
 //    lock (iosched's request queue, collectives' mailbox).
 //  - Only a process of a runtime yields. A plain thread is preempted by the
 //    kernel, and Boost's dispatcher (inside its own round) never yields.
+#include <cstdint>
+
 #include "csp/detail/tuning.hpp"
 
 namespace csp::detail {
@@ -29,8 +31,14 @@ namespace csp::detail {
 struct turn_state {
     unsigned ops = 0;     // reads and selects completed since the last pick
     bool ended = false;   // a process gave up its turn: dispatch before the next pick
+    std::uint64_t picks = 0;  // processes this worker's policy picked so far (csp::yield)
 };
 inline thread_local turn_state this_thread_turn;
+
+// The calling thread's turn state, found anew by a call the compiler cannot
+// see through: a fiber may resume on another thread after a switch, and a
+// thread-local's address computed before it would be the old thread's.
+turn_state* this_thread_turn_state() noexcept;
 
 // Yields the caller's worker if the caller is a process (scheduler_policy.cpp).
 void end_turn() noexcept;

@@ -141,6 +141,42 @@ TEST_P(turn, a_high_priority_process_woken_from_a_plain_thread_preempts_a_busy_l
     EXPECT_LT(polls, busy_limit) << "the woken high-priority process waited for the busy loop to end";
 }
 
+// csp::yield() says whether anything else ran before the caller did again:
+// a polling loop gives up its core to other programs only when its own
+// runtime had nothing else to do (the UCX progress loop does).
+TEST(yield, says_whether_another_process_ran_before_the_caller_again) {
+    int alone_false = 0, beside_true = 0;
+    csp_test::run_watched([&] {
+        // Alone: false, but for the runtime's own round now and then.
+        for (int i = 0; i < 1000; ++i) alone_false += csp::yield() ? 0 : 1;
+        // Beside a process that keeps yielding: it runs between every time.
+        csp::par([&] { for (int i = 0; i < 1000; ++i) beside_true += csp::yield() ? 1 : 0; },
+                 [] { for (int i = 0; i < 3000; ++i) (void)csp::yield(); });
+    });
+    EXPECT_GE(alone_false, 900);
+    EXPECT_EQ(beside_true, 1000);
+}
+
+// On several workers the answer is true whenever the other process ran in
+// between, also when the caller resumes on another worker.
+TEST(yield, is_true_on_two_workers_while_another_process_yields_beside) {
+    std::atomic<int> others{0};
+    int saw_others = 0;
+    csp_test::run_watched(
+        [&] {
+            csp::par([&] { for (int i = 0; i < 2000; ++i) saw_others += csp::yield() ? 1 : 0; },
+                     [&] {
+                         for (int i = 0; i < 6000; ++i) {
+                             others.fetch_add(1, std::memory_order_relaxed);
+                             (void)csp::yield();
+                         }
+                     });
+        },
+        {.threads = 2});
+    EXPECT_EQ(others.load(), 6000);
+    EXPECT_GT(saw_others, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(workers, turn, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}),
                          [](const auto& info) { return std::to_string(info.param) + "_threads"; });
 
