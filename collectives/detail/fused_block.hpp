@@ -154,8 +154,8 @@ struct fold_run {
 };
 
 // The allreduce op over fused blocks. `runs` cover this rank's payload in
-// block order (slot_runs): a peer's block with the same descriptors has the
-// same layout, so they fold it too.
+// block order (shared_group::force plans them): a peer's block with the
+// same descriptors has the same layout, so they fold it too.
 struct fused_op {
     const std::vector<fold_run>* runs = nullptr;
     bool commutes = true;
