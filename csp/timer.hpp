@@ -24,6 +24,7 @@ void sleep_for(std::chrono::duration<Rep, Period> d) {
 // that a polling loop can tell "nothing else to do here" (and give up its
 // core to other programs) from "others had work".
 inline bool yield() {
+    if (detail::lone_yield()) return false;
     detail::turn_state* const before = detail::this_thread_turn_state();
     const std::uint64_t picks = before->picks;
     boost::this_fiber::yield();

@@ -20,6 +20,8 @@ namespace {
 // own thread). hand_off() reads it once per call: a fiber may move between
 // threads, so nothing may keep its address across a suspension.
 thread_local worker_policy* this_thread_worker = nullptr;
+// Likewise the one-thread policy running on this thread, if any.
+thread_local single_thread_policy* this_thread_single = nullptr;
 
 // A non-blocking poll of the runtime's idle poller, if it is time for one.
 // Costs one atomic load when the runtime has no poller.
@@ -68,6 +70,11 @@ void end_turn() noexcept {
 
 turn_state* this_thread_turn_state() noexcept { return &this_thread_turn; }
 
+bool lone_yield() noexcept {
+    single_thread_policy* p = this_thread_single;
+    return p != nullptr && p->lone_yield();
+}
+
 // ---- hand-off (handoff.hpp) ----------------------------------------------------
 
 void park(context* self, process_record* rec) noexcept {
@@ -93,11 +100,13 @@ single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt), idle_(1,
     idle_.attach(*this);
     rt_->add_idle_hook([](void* p) { static_cast<idle_protocol*>(p)->wake_all(); }, &idle_);
     one_thread_policy = this;
+    this_thread_single = this;
     busy_poll_of_this_thread = &busy_poll_;
 }
 
 single_thread_policy::~single_thread_policy() {
     if (one_thread_policy == this) one_thread_policy = nullptr;
+    if (this_thread_single == this) this_thread_single = nullptr;
     if (busy_poll_of_this_thread == &busy_poll_) busy_poll_of_this_thread = nullptr;
 }
 
@@ -112,11 +121,24 @@ context* single_thread_policy::pick_next() noexcept {
     if (dispatcher_ && (ready_.empty() || busy_poll_.forced() || turn_given_up ||
                         ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
         picks_since_dispatch_ = 0;
+        woken_remotely_.store(false, std::memory_order_relaxed);
         return std::exchange(dispatcher_, nullptr);
     }
     if (ready_.empty()) return nullptr;
     ++this_thread_turn.picks;
     return ready_.pop();
+}
+
+bool single_thread_policy::lone_yield() noexcept {
+    // The caller is running, so it is a process or the thread's main context,
+    // never the dispatcher (which does not yield).
+    if (!ready_.empty() || busy_poll_.forced() || woken_remotely_.load(std::memory_order_relaxed) ||
+        ++lone_yields_ >= tuning::dispatch_interval) {
+        lone_yields_ = 0;
+        return false;
+    }
+    this_thread_turn.ops = 0;  // as if picked again: a new turn
+    return true;
 }
 
 bool single_thread_policy::has_ready_fibers() const noexcept {
@@ -125,7 +147,10 @@ bool single_thread_policy::has_ready_fibers() const noexcept {
 
 void single_thread_policy::suspend_until(time_point const& t) noexcept { idle_.idle(*this, t); }
 
-void single_thread_policy::notify() noexcept { idle_.notify(*this); }
+void single_thread_policy::notify() noexcept {
+    woken_remotely_.store(true, std::memory_order_relaxed);
+    idle_.notify(*this);
+}
 
 // ---- shared ready queue -------------------------------------------------------
 

@@ -100,12 +100,26 @@ public:
     void suspend_until(std::chrono::steady_clock::time_point const& t) noexcept override;
     void notify() noexcept override;
 
+    // csp::yield() by the calling process when no other process is ready:
+    // true if it may go on at once, without the two switches and the clock
+    // read of a round through Boost's dispatcher. False when a process was
+    // woken from another thread since the dispatcher last ran (notify()),
+    // when a poll is forced, and on every tuning::dispatch_interval-th lone
+    // yield, so that expired timers and the busy poll wait no longer than
+    // they do behind a running network.
+    bool lone_yield() noexcept;
+
 private:
     bool has_work() const noexcept override { return has_ready_fibers(); }
 
     ready_queue ready_;
     boost::fibers::context* dispatcher_ = nullptr;
     unsigned picks_since_dispatch_ = 0;
+    unsigned lone_yields_ = 0;
+    // Set by notify() (after Boost queued a process woken from another
+    // thread), cleared when the dispatcher is picked, before it moves those
+    // processes into ready_.
+    std::atomic<bool> woken_remotely_{false};
     runtime_core* rt_;
     busy_poll_clock busy_poll_;
     idle_protocol idle_;

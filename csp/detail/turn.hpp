@@ -43,6 +43,10 @@ turn_state* this_thread_turn_state() noexcept;
 // Yields the caller's worker if the caller is a process (scheduler_policy.cpp).
 void end_turn() noexcept;
 
+// csp::yield()'s shortcut: true if the caller is alone on a one-thread
+// runtime and may go on at once (single_thread_policy::lone_yield).
+bool lone_yield() noexcept;
+
 inline void count_turn_op() noexcept {
     if (++this_thread_turn.ops >= tuning::ops_per_turn) [[unlikely]] end_turn();
 }

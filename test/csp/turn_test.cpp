@@ -177,6 +177,53 @@ TEST(yield, is_true_on_two_workers_when_more_processes_than_workers_yield) {
     EXPECT_GT(saw_others.load(), 0);
 }
 
+// A yield with nothing else ready returns at once (the one-thread policy's
+// shortcut), but a sleeping process's timer and a process woken from a
+// plain thread still get their turn: a loop that yields until they act
+// ends, and the yields made while it was alone said so.
+TEST(yield, a_lone_yield_still_lets_a_timer_fire) {
+    bool woke = false;
+    std::uint64_t alone = 0, yields = 0;
+    csp_test::run_watched([&] {
+        csp::par(
+            [&] {
+                csp::sleep_for(std::chrono::milliseconds(2));
+                woke = true;
+            },
+            [&] {
+                while (!woke && yields < busy_limit) {
+                    ++yields;
+                    alone += csp::yield() ? 0 : 1;
+                }
+            });
+    });
+    EXPECT_TRUE(woke);
+    EXPECT_GT(yields, 100);
+    EXPECT_GE(alone + 2, yields);  // others ran at most twice: the sleeper's start and its wake
+}
+
+TEST(yield, a_lone_yield_still_lets_a_process_woken_from_another_thread_run) {
+    constexpr int messages = 200;
+    int got = 0;
+    csp_test::run_watched([&] {
+        csp::channel<int> c;
+        bool done = false;
+        std::thread outside([w = c.writer()] {
+            for (int i = 0; i < messages; ++i) w.write(i);
+        });
+        csp::par(
+            [&, r = c.reader()] {
+                for (int i = 0; i < messages; ++i) got += r.read() == i ? 1 : 0;
+                done = true;
+            },
+            [&] {
+                for (std::uint64_t i = 0; !done && i < busy_limit; ++i) (void)csp::yield();
+            });
+        outside.join();
+    });
+    EXPECT_EQ(got, messages);
+}
+
 INSTANTIATE_TEST_SUITE_P(workers, turn, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}),
                          [](const auto& info) { return std::to_string(info.param) + "_threads"; });
 
