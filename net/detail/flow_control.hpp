@@ -34,6 +34,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "csp/spinlock.hpp"
 #include "net/auth.hpp"
 #include "net/errors.hpp"
 
@@ -104,7 +105,9 @@ private:
 
     const std::uint32_t window_;
     const signal_fn signal_;
-    mutable std::mutex lock_;
+    // Taken twice per message (the sender's admit, the receiver's taken):
+    // a spinlock, whose unlock is a plain store. Nothing waits under it.
+    mutable csp::spinlock lock_;
     std::unordered_map<int, peer_state> peers_;
     std::string closed_;  // why sends fail after close(); empty while open
 };
