@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "csp/alt.hpp"
@@ -48,9 +49,10 @@ constexpr std::chrono::microseconds in_flight_poll{50};
 constexpr std::chrono::microseconds ucx_spin{50};
 // How long of that the spin keeps its core before it yields it between looks.
 constexpr std::chrono::microseconds ucx_spin_alone{5};
-// A look without traffic takes 50-100 ns, and reading the clock 20-40 of
-// them on a virtual machine: an idle look reads it only once per this many,
-// which makes the spin's limits this many looks coarser (well under 1 us).
+// A look takes 50-100 ns, and reading the clock 20-60 of them on a virtual
+// machine: the loop reads it once per this many looks (never because a
+// message came), which makes the spin's limits this many looks coarser
+// (well under 1 us).
 constexpr unsigned looks_per_clock_read = 8;
 
 void run_ucx_progress(std::shared_ptr<node_core> core) {
@@ -65,6 +67,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
         auto now = std::chrono::steady_clock::now();
         auto last_activity = now;
         unsigned looks = 0;
+        bool recent = false;  // traffic since the clock was last read: last_activity is due to move
         for (;;) {
             // Spin (progress, let the node's other processes run, progress
             // again) while something happened within ucx_spin: a reply that
@@ -74,14 +77,11 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             if (++looks >= looks_per_clock_read) {
                 looks = 0;
                 now = std::chrono::steady_clock::now();
+                if (std::exchange(recent, false)) last_activity = now;
             }
-            const bool spinning = now - last_activity < ucx_spin;
+            const bool spinning = recent || now - last_activity < ucx_spin;
             const auto [armed, active] = w.progress(frames, faults, !spinning);
-            if (active) {
-                now = std::chrono::steady_clock::now();
-                last_activity = now;
-                looks = 0;
-            }
+            recent = recent || active;
             // Each peer's frames in order: messages into their ports, the
             // flow control's frames after the messages that came before.
             for (auto& [peer, f] : frames) {
@@ -127,7 +127,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 // processes have work (a task graph computing between
                 // arrivals) keeps its core.
                 const bool others_ran = csp::yield();
-                if (!others_ran && now - last_activity >= ucx_spin_alone) std::this_thread::yield();
+                if (!others_ran && !recent && now - last_activity >= ucx_spin_alone) std::this_thread::yield();
                 continue;
             }
             csp::io::io_events ev;
