@@ -48,6 +48,7 @@
 #include "csp/channel.hpp"
 #include "csp/config.hpp"
 #include "csp/process.hpp"
+#include "csp/runtime_lock.hpp"
 
 namespace csp::collectives {
 
@@ -101,24 +102,8 @@ protected:
 };
 
 // The group's lock: a mutex when the runtime has several worker threads,
-// nothing with one (its processes never overlap, and nothing done under
-// the lock blocks or yields), so an update costs what an addition does.
-class group_lock {
-public:
-    explicit group_lock(bool real) : real_(real) {}
-    // Whether it locks at all (false: the runtime has one worker thread).
-    bool real() const noexcept { return real_; }
-    void lock() {
-        if (real_) m_.lock();
-    }
-    void unlock() {
-        if (real_) m_.unlock();
-    }
-
-private:
-    const bool real_;
-    std::mutex m_;
-};
+// nothing with one, so an update costs what an addition does.
+using group_lock = csp::runtime_lock<std::mutex>;
 
 }  // namespace detail
 
@@ -129,7 +114,7 @@ public:
         : rank_(comm.rank()),
           size_(comm.size()),
           options_(options),
-          lock_(this_process::runtime_threads() != 1) {
+          lock_(detail::group_lock::needed_here()) {
         reduce_ = [&comm, s](detail::block b, const detail::fused_op& op) { return allreduce(comm, std::move(b), op, s); };
         if constexpr (requires(std::size_t n) { comm.record_fusion(n, n); })
             record_ = [&comm](std::size_t updates, std::size_t slots) { comm.record_fusion(updates, slots); };

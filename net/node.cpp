@@ -142,7 +142,7 @@ void node::start_ucx(transport_kind transport) {
     if (transport == transport_kind::tcp) return;
 #if CSP_WITH_UCX
     try {
-        core_->ucx = std::make_shared<detail::ucx_worker>();
+        core_->ucx = std::make_shared<detail::ucx_worker>(csp::runtime_lock<csp::spinlock>::needed_here());
     } catch (const net_error& e) {
         if (transport == transport_kind::ucx) throw net_error(std::string("CSP_TRANSPORT=ucx: ") + e.what());
         core_->log_fault(std::string("links use TCP: ") + e.what());

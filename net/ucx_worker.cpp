@@ -135,10 +135,11 @@ struct ucx_worker::sending {
     bool part_done() noexcept { return --parts == 0; }
 };
 
-ucx_worker::ucx_worker()
+ucx_worker::ucx_worker(bool threaded)
     : impl_(std::make_unique<impl>()),
       blocks_(std::make_shared<block_cache>()),
-      packing_(std::make_unique_for_overwrite<std::byte[]>(pack_max)) {
+      packing_(std::make_unique_for_overwrite<std::byte[]>(pack_max)),
+      lock_(threaded) {
     ucp_config_t* config = nullptr;
     check("reading the configuration", ucp_config_read(nullptr, nullptr, &config));
     ucp_params_t params{};

@@ -20,8 +20,9 @@
 //   - the transport registers and forgets peers.
 // The worker is made in UCS_THREAD_MODE_SERIALIZED: every UCX call is made
 // under lock_, since the node's processes may run on several workers of a
-// multi-thread runtime. UCX callbacks run inside those calls, so they only
-// mark completions and never take lock_.
+// multi-thread runtime (with one worker thread lock_ costs nothing). UCX
+// callbacks run inside those calls, so they only mark completions and never
+// take lock_.
 //
 // Lifetime: per-peer records live as long as the worker (a late completion
 // may still name one); the worker closes every endpoint before it goes.
@@ -36,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "csp/runtime_lock.hpp"
 #include "csp/spinlock.hpp"
 #include "net/frame.hpp"
 #include "net/message.hpp"
@@ -53,7 +55,9 @@ public:
     };
 
     // Makes the worker; throws net_error saying why UCX cannot be used.
-    ucx_worker();
+    // `threaded`: the node's runtime has several worker threads (or is not
+    // known), so calls into the worker take a real lock.
+    explicit ucx_worker(bool threaded);
     ~ucx_worker();
     ucx_worker(const ucx_worker&) = delete;
     ucx_worker& operator=(const ucx_worker&) = delete;
@@ -150,11 +154,12 @@ private:
     std::unique_ptr<impl> impl_;
     std::shared_ptr<block_cache> blocks_;
     std::unique_ptr<std::byte[]> packing_;  // under lock_ (sent_at_once_locked)
-    // Every UCX call (see the header comment). A spinlock: a progress loop
-    // takes it on every look, and std::mutex's uncontended lock and unlock
-    // cost two atomic read-modify-writes and two calls where this costs one
-    // exchange and one store.
-    csp::spinlock lock_;
+    // Every UCX call (see the header comment). A progress loop takes it on
+    // every look: with one worker thread it is no lock at all (a node is
+    // used by the processes of one runtime), with several a spinlock, whose
+    // uncontended lock and unlock are one exchange and one store where
+    // std::mutex's are two atomic read-modify-writes.
+    csp::runtime_lock<csp::spinlock> lock_;
     std::unordered_map<int, peer_state> peers_;
     std::size_t pending_ = 0;  // receive records in all peers' `pending`; under lock_
     // Per peer: data frames on the long path (send_direct). Apart from

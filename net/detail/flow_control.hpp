@@ -34,6 +34,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "csp/runtime_lock.hpp"
 #include "csp/spinlock.hpp"
 #include "net/auth.hpp"
 #include "net/errors.hpp"
@@ -53,7 +54,10 @@ public:
     // ask_credit when `bytes` is 0. Called outside the lock; must not block.
     using signal_fn = std::function<void(int peer, std::uint64_t bytes)>;
 
-    flow_control(std::uint32_t window, signal_fn signal) : window_(window), signal_(std::move(signal)) {}
+    // `threaded`: the node's runtime has several worker threads (or is not
+    // known), so the lock is real.
+    flow_control(std::uint32_t window, signal_fn signal, bool threaded = true)
+        : window_(window), signal_(std::move(signal)), lock_(threaded) {}
 
     // --- sender side ------------------------------------------------------
     // Admits a frame of `payload_bytes` to `peer`. With `wait`, blocks the
@@ -106,8 +110,10 @@ private:
     const std::uint32_t window_;
     const signal_fn signal_;
     // Taken twice per message (the sender's admit, the receiver's taken):
-    // a spinlock, whose unlock is a plain store. Nothing waits under it.
-    mutable csp::spinlock lock_;
+    // no lock with one worker thread (a node is used by the processes of one
+    // runtime), else a spinlock, whose unlock is a plain store. Nothing
+    // waits under it.
+    mutable csp::runtime_lock<csp::spinlock> lock_;
     std::unordered_map<int, peer_state> peers_;
     std::string closed_;  // why sends fail after close(); empty while open
 };

@@ -88,15 +88,19 @@ using ucx_news = csp::channel<std::string>;
 
 struct node_core {
     // Credit frames and asks go to the switch, which queues them on the link.
+    // Made by a process of the node's runtime (node's constructor).
     explicit node_core(std::uint32_t window = node_options{}.window)
-        : flow(window, [this](int peer, std::uint64_t bytes) {
-              try {
-                  traffic_out.fetch_add(bytes ? bytes : 1, std::memory_order_relaxed);
-                  to_switch.writer().write(flow_signal{peer, bytes});
-              } catch (const csp::error&) {
-                  // the node is closing: no credit is needed any more
-              }
-          }) {}
+        : flow(
+              window,
+              [this](int peer, std::uint64_t bytes) {
+                  try {
+                      traffic_out.fetch_add(bytes ? bytes : 1, std::memory_order_relaxed);
+                      to_switch.writer().write(flow_signal{peer, bytes});
+                  } catch (const csp::error&) {
+                      // the node is closing: no credit is needed any more
+                  }
+              },
+              csp::runtime_lock<csp::spinlock>::needed_here()) {}
 
     node_options options;
     int rank = -1;
