@@ -68,6 +68,7 @@ node_options node_options::from_environment() {
         o.liveness_timeout = std::chrono::milliseconds(*l);
     if (auto k = csp::config::choice("CSP_KEEP_FREED_MEMORY", {"0", "1"})) o.keep_freed_memory = *k == "1";
     if (auto t = text("CSP_TRACE")) o.trace = *t;
+    o.local_size = env_int({"CSP_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 0);
     return o;
 }
 

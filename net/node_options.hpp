@@ -20,6 +20,8 @@
 //   CSP_KEEP_FREED_MEMORY  0 or 1 (default 1): see keep_freed_memory
 //   CSP_TRACE       a file for this node's timeline (see trace below;
 //                   csp-launch --trace sets it per node)
+//   CSP_LOCAL_SIZE  how many ranks of the job run on this host (csp-launch
+//                   sets it; else OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS)
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -85,6 +87,14 @@ struct node_options {
     // when it is made until close(), and writes it to this file then.
     // csp-launch --trace merges the nodes' files into one (timeline_merge.hpp).
     std::string trace;
+
+    // How many ranks of the job run on this host; 0: unknown. With more than
+    // the host's hardware threads (oversubscribed), an idle node's UCX
+    // progress gives its core to the host's other processes at every look
+    // instead of keeping it for a few microseconds first: a rank that spins
+    // on a core another rank needs delays the very message it waits for
+    // (Open MPI turns on mpi_yield_when_idle by the same rule).
+    int local_size = 0;
 
     // Options from the variables above; usage_error naming a malformed one.
     static node_options from_environment();

@@ -47,8 +47,15 @@ constexpr std::chrono::microseconds in_flight_poll{50};
 // How long the progress process keeps polling after the last thing it saw
 // happen, before it sleeps (like the IO scheduler's spin).
 constexpr std::chrono::microseconds ucx_spin{50};
-// How long of that the spin keeps its core before it yields it between looks.
+// How long of that the spin keeps its core before it yields it between looks
+// (at once on an oversubscribed host: node_options::local_size).
 constexpr std::chrono::microseconds ucx_spin_alone{5};
+
+// Whether more ranks of the job run on this host than it has hardware threads.
+bool oversubscribed(const node_options& o) {
+    const unsigned cores = std::thread::hardware_concurrency();
+    return cores != 0 && o.local_size > static_cast<int>(cores);
+}
 // A look takes 50-100 ns, and reading the clock 20-60 of them on a virtual
 // machine: the loop reads it once per this many looks (never because a
 // message came), which makes the spin's limits this many looks coarser
@@ -64,6 +71,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
     node_core::port_writers ports(*core);
     try {
         csp::io::watch events(w.event_fd(), csp::io::interest::read);
+        const auto keep_core = oversubscribed(core->options) ? std::chrono::microseconds(0) : ucx_spin_alone;
         auto now = std::chrono::steady_clock::now();
         auto last_activity = now;
         unsigned looks = 0;
@@ -118,16 +126,17 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 // (Each look of the clock's: the check takes the channel's lock.)
                 if (looks == 0 && core->stop.poisoned()) return;
                 // Other processes of the node first; once the spin has gone
-                // on for a while, other threads of the machine too: with more
-                // nodes than cores (ranks of a job on one host) a spin that
-                // keeps its core delays the very peer whose message it waits
-                // for, while a reply that comes within microseconds should
-                // not pay a system call per look.
+                // on for a while (at once on an oversubscribed host), other
+                // threads of the machine too: with more nodes than cores a
+                // spin that keeps its core delays the very peer whose message
+                // it waits for, while a reply that comes within microseconds
+                // should not pay a system call per look.
                 // Only when nothing else of this node was ready: a node whose
                 // processes have work (a task graph computing between
                 // arrivals) keeps its core.
                 const bool others_ran = csp::yield();
-                if (!others_ran && !recent && now - last_activity >= ucx_spin_alone) std::this_thread::yield();
+                if (!others_ran && (keep_core.count() == 0 || (!recent && now - last_activity >= keep_core)))
+                    std::this_thread::yield();
                 continue;
             }
             csp::io::io_events ev;

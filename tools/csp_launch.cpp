@@ -5,8 +5,8 @@
 //              [--] program [args...]
 //
 // It starts a nameserver of its own (unless --nameserver names one), then N
-// copies of the program with CSP_NAMESERVER, CSP_JOB, CSP_RANK, CSP_SIZE and
-// CSP_TOKEN set (CSP_BIND too, with --bind; CSP_TRANSPORT with --transport:
+// copies of the program with CSP_NAMESERVER, CSP_JOB, CSP_RANK, CSP_SIZE,
+// CSP_LOCAL_SIZE (N: every rank runs here) and CSP_TOKEN set (CSP_BIND too, with --bind; CSP_TRANSPORT with --transport:
 // without it, nodes use UCX between them where the build has it, as
 // CSP_TRANSPORT=auto says); csp::net::node reads them. The
 // token is random unless given. If a node fails, the others are stopped
@@ -291,8 +291,10 @@ int main(int argc, char** argv) {
     // (getenv), and setenv under a concurrent getenv is a data race that can
     // crash (it did, under ASan). This process's own environment is never
     // changed.
+    // Every rank runs on this host: CSP_LOCAL_SIZE is the job's size.
     std::vector<std::string> common = {"CSP_NAMESERVER=" + ns_at.str(), "CSP_JOB=" + job,
-                                       "CSP_SIZE=" + std::to_string(n), "CSP_TOKEN=" + token};
+                                       "CSP_SIZE=" + std::to_string(n), "CSP_LOCAL_SIZE=" + std::to_string(n),
+                                       "CSP_TOKEN=" + token};
     if (!bind.empty()) common.push_back("CSP_BIND=" + bind);
     if (!transport.empty()) common.push_back("CSP_TRANSPORT=" + transport);
     auto overridden = [&](const char* entry) {

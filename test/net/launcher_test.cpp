@@ -31,12 +31,12 @@ TEST(net_launcher, runs_a_ring_of_four_processes) {
 TEST(net_launcher, gives_each_node_its_rank_size_job_and_token) {
     std::string out;
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 --job envjob --token tok sh -c "
-                  "'echo \"$CSP_RANK/$CSP_SIZE $CSP_JOB $CSP_TOKEN ${CSP_NAMESERVER%:*}\"'",
+                  "'echo \"$CSP_RANK/$CSP_SIZE/$CSP_LOCAL_SIZE $CSP_JOB $CSP_TOKEN ${CSP_NAMESERVER%:*}\"'",
                   out),
               0)
         << out;
     for (int r = 0; r < 3; ++r)
-        EXPECT_NE(out.find(std::to_string(r) + "/3 envjob tok 127.0.0.1"), std::string::npos) << out;
+        EXPECT_NE(out.find(std::to_string(r) + "/3/3 envjob tok 127.0.0.1"), std::string::npos) << out;
 }
 
 // --transport reaches every node as CSP_TRANSPORT, and a ring runs on each.

@@ -217,6 +217,27 @@ TEST(net_ucx, a_build_without_ucx_refuses_to_require_it_by_name) {
 
 #endif
 
+// How many ranks share the host (which decides whether an idle UCX spin
+// keeps its core): csp-launch's CSP_LOCAL_SIZE first, then Open MPI's; 0
+// when neither is set; a malformed value is refused by name. No thread runs
+// beside the setenv calls.
+TEST(net_ucx, node_options_read_how_many_ranks_share_the_host) {
+    EXPECT_EQ(csp::net::node_options::from_environment().local_size, 0);
+    ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "6", 1);
+    EXPECT_EQ(csp::net::node_options::from_environment().local_size, 6);
+    ::setenv("CSP_LOCAL_SIZE", "12", 1);
+    EXPECT_EQ(csp::net::node_options::from_environment().local_size, 12);
+    ::setenv("CSP_LOCAL_SIZE", "many", 1);
+    try {
+        (void)csp::net::node_options::from_environment();
+        ADD_FAILURE() << "CSP_LOCAL_SIZE=many was accepted";
+    } catch (const csp::usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("CSP_LOCAL_SIZE"), std::string::npos) << e.what();
+    }
+    ::unsetenv("CSP_LOCAL_SIZE");
+    ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+}
+
 // CSP_TRANSPORT with a value that is none of the three is refused by name.
 // The variable is set before the nameserver's thread starts and cleared after
 // it ends: setenv beside a running thread's getenv is a data race.
