@@ -68,7 +68,8 @@ void standard_set(C& comm) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         const int k = iterations_for(bytes);
         const std::string chosen =
-            "table:" + std::string(cc::selection::global().choose({"allreduce", comm.size(), bytes, true, true}));
+            "table:" + std::string(cc::selection::global().choose(
+                           {"allreduce", comm.size(), bytes, true, true, false, cc::detail::link_level_of(comm)}));
         report(comm, "allreduce", chosen.c_str(), bytes,
                time_per_op(comm, k, [&] { cc::allreduce(comm, v, cc::sum{}); }));
         cc::registry::allreduce::for_each([&](auto algorithm) {

@@ -36,8 +36,8 @@ std::string_view choose(const C& comm, std::size_t bytes = 0, bool commuting = t
     static constexpr std::string_view collective = List::infos[0].collective;
     static constexpr rule_range rules = rules_of(collective);
     static_assert(rules.first < rules.last, "a collective without a rule in the selection table");
-    return selection::global().choose({collective, comm.size(), bytes, commuting, elementwise, shares_memory(comm)},
-                                      rules);
+    return selection::global().choose(
+        {collective, comm.size(), bytes, commuting, elementwise, shares_memory(comm), link_level_of(comm)}, rules);
 }
 }  // namespace detail
 

@@ -26,6 +26,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/context_pool.hpp"
 #include "collectives/mailbox.hpp"
+#include "collectives/selection.hpp"
 #include "collectives/tag.hpp"
 #include "csp/process_group.hpp"
 #include "net/node.hpp"
@@ -58,6 +59,10 @@ public:
 
     int rank() const { return node_->rank(); }
     int size() const { return node_->size(); }
+    // Processes of one host over shared memory, or a network (selection.hpp).
+    csp::collectives::link_level link_level() const {
+        return node_->shares_host_memory() ? link_level::host : link_level::network;
+    }
 
     template <class T>
     void send(int to, tag t, T value) {

@@ -22,6 +22,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <limits>
@@ -41,11 +42,17 @@
 
 namespace csp::collectives {
 
+// Where a communicator's messages go: between processes of one host over
+// shared memory (UCX), or over a network (TCP, also between processes of one
+// host). Ranks of one address space are told apart by shares_memory.
+enum class link_level : std::uint8_t { any, host, network };
+
 struct selection_rule {
     std::string_view collective;
     std::string_view algorithm;
     int max_ranks = std::numeric_limits<int>::max();
     std::size_t min_bytes = 0;
+    link_level level = link_level::any;  // any: whatever the communicator's
 };
 
 inline constexpr int any_size = std::numeric_limits<int>::max();
@@ -57,7 +64,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 29> default_rules{{
+inline constexpr std::array<selection_rule, 30> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -77,6 +84,13 @@ inline constexpr std::array<selection_rule, 29> default_rules{{
     // ms against the ring's 28.6 and 50.1. (The ring had replaced the tree
     // from 1 MiB: 2.2-3.0 ms against 5.8 at 2 ranks, 22.0 against 27.1 at 8.)
     {"allreduce", "rabenseifner", any_size, 64 * 1024},
+    // Processes of one host over shared memory, below 64 KiB: the
+    // butterfly. A hop costs about 0.25 us there, so its log2 n rounds beat
+    // the tree's 2 log2 n even with more ranks than cores (UCX, 2 / 4 / 8
+    // ranks on 2 cores, 8 B, bench/collectives_vs_mpi 2026-11-27: 0.56 /
+    // 5.7 / 20.9 us against reduce_broadcast's 1.0 / 14.2 / 26.4; at 64 KiB
+    // Rabenseifner's, above, took 8.9 / 45 / 114 against its 12.6 / 60 / 166).
+    {"allreduce", "butterfly", any_size, 0, link_level::host},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
     {"allreduce", "reduce_broadcast"},
@@ -164,6 +178,7 @@ public:
         bool commuting_op;
         bool elementwise = false;  // a vector, and an op that acts element by element
         bool shared_memory = false;  // the ranks share one address space (shared_board.hpp)
+        link_level level = link_level::network;  // where the messages go (link_level_of)
     };
 
     static selection& global() {
@@ -232,6 +247,7 @@ public:
         for (std::size_t i = rules.first; i < rules.last; ++i) {
             const selection_rule& rule = default_rules[i];
             if (r.ranks > rule.max_ranks || r.bytes < rule.min_bytes) continue;
+            if (rule.level != link_level::any && rule.level != r.level) continue;
             const algorithm_info& a = registry::every_algorithm[detail::rule_algorithms[i]];
             if (usable(a, r)) return a.name;
         }
@@ -240,18 +256,19 @@ public:
 
     // The table and the overrides in force.
     void print_table(std::ostream& os) const {
-        os << "collective      algorithm           ranks     bytes       op                       ranks share memory\n";
+        os << "collective      algorithm           ranks     bytes       level     op                       ranks share memory\n";
         for (const auto& rule : default_rules) {
             std::ostringstream ranks, bytes;
             ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
             bytes << (rule.min_bytes == 0 ? std::string("any") : ">= " + std::to_string(rule.min_bytes));
+            const char* level = rule.level == link_level::host ? "host" : rule.level == link_level::network ? "network" : "any";
             const auto a = *find(rule.collective, rule.algorithm);
             const std::string op = a.needs_commuting_op && a.needs_elementwise ? "commuting, element-wise"
                                    : a.needs_commuting_op                      ? "commuting"
                                    : a.needs_elementwise                       ? "element-wise"
                                                                                : "any";
             os << pad(rule.collective, 16) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 12)
-               << (a.needs_shared_memory ? pad(op, 25) + "yes" : op) << '\n';
+               << pad(level, 10) << (a.needs_shared_memory ? pad(op, 25) + "yes" : op) << '\n';
         }
         std::lock_guard lk(lock_);
         for (const auto& [c, a] : forced_) os << "forced: " << c << " = " << a << '\n';
@@ -292,6 +309,13 @@ private:
 };
 
 namespace detail {
+
+// Where `comm`'s messages go: its own answer (link_level()), else network.
+template <class C>
+link_level link_level_of(const C& comm) {
+    if constexpr (requires { comm.link_level(); }) return comm.link_level();
+    else return link_level::network;
+}
 
 template <class T> struct is_std_vector : std::false_type {};
 template <class U, class A> struct is_std_vector<std::vector<U, A>> : std::true_type {};

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "collectives/communicator.hpp"
+#include "collectives/selection.hpp"
 #include "collectives/shared_board.hpp"
 
 namespace csp::collectives {
@@ -110,6 +111,11 @@ public:
         requires requires(const C& c) { c.shares_memory(); }
     {
         return inner_->shares_memory();
+    }
+    csp::collectives::link_level link_level() const
+        requires requires(const C& c) { c.link_level(); }
+    {
+        return inner_->link_level();
     }
 
     template <class T>

@@ -139,6 +139,10 @@ node::node(node_options o) {
                   csp::process_kind::daemon);
 }
 
+bool node::shares_host_memory() const noexcept {
+    return core_->ucx != nullptr && core_->size > 1 && core_->options.local_size >= core_->size;
+}
+
 void node::start_ucx(transport_kind transport) {
     if (transport == transport_kind::tcp) return;
 #if CSP_WITH_UCX

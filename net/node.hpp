@@ -64,6 +64,10 @@ public:
     int rank() const noexcept { return core_->rank; }
     int size() const noexcept { return core_->size; }
     const std::string& job() const noexcept { return core_->options.job; }
+    // Whether every rank of the job runs on this host (node_options::
+    // local_size) and this node links over UCX: its messages go through
+    // shared memory, which the collectives' table tells from a network.
+    bool shares_host_memory() const noexcept;
     // Where this node accepts connections.
     endpoint address() const { return core_->address; }
 

@@ -125,6 +125,26 @@ TEST(selection, unknown_names_are_refused_with_the_choices) {
     EXPECT_EQ(parsed.at("barrier"), "flat_sequential");
 }
 
+// The level column: processes of one host over shared memory take the
+// butterfly below 64 KiB where a network takes the tree from 8 ranks, and
+// Rabenseifner's from 64 KiB at either level.
+TEST(selection, the_table_chooses_by_link_level) {
+    auto& s = cc::selection::global();
+    using cc::link_level;
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, false, link_level::network}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, false, link_level::host}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 8, 32 * 1024, true, false, false, link_level::host}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 8, 32 * 1024, true, false, false, link_level::network}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true, false, link_level::host}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, true, link_level::host}), "shared_memory");
+    // A communicator that does not say is a network.
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
+    std::ostringstream os;
+    s.print_table(os);
+    EXPECT_NE(os.str().find("allreduce       butterfly           any       any         host"), std::string::npos)
+        << os.str();
+}
+
 TEST(selection, prints_the_effective_table) {
     forced_guard g;
     cc::selection::global().force("barrier", "flat_sequential");

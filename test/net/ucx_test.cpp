@@ -181,6 +181,36 @@ TEST(net_ucx, a_node_that_offers_tcp_only_gets_tcp_links) {
     EXPECT_EQ(over_ucx[1], 0u);
 }
 
+// A job all of whose ranks run on this host, linked over UCX, shares host
+// memory (the collectives' table then reads the host level); a node that
+// does not know its host's ranks, or links over TCP, does not.
+TEST(net_ucx, nodes_of_one_host_over_ucx_share_host_memory_and_others_do_not) {
+    csp::net::nameserver ns;
+    struct setting {
+        int local_size;
+        csp::net::transport_kind transport;
+        bool expected;
+    };
+    int i = 0;
+    for (const setting& s : {setting{2, csp::net::transport_kind::ucx, true},
+                             setting{0, csp::net::transport_kind::ucx, false},
+                             setting{1, csp::net::transport_kind::ucx, false},
+                             setting{2, csp::net::transport_kind::tcp, false}}) {
+        std::vector<int> shares(2, -1);
+        run_nodes(
+            ns, "ucx-host-" + std::to_string(i++), 2,
+            [&](csp::net::node& self) {
+                shares[static_cast<std::size_t>(self.rank())] = self.shares_host_memory() ? 1 : 0;
+            },
+            1, [&](int, csp::net::node_options& o) {
+                o.local_size = s.local_size;
+                o.transport = s.transport;
+            });
+        EXPECT_EQ(shares[0], s.expected ? 1 : 0) << "local_size " << s.local_size;
+        EXPECT_EQ(shares[1], s.expected ? 1 : 0) << "local_size " << s.local_size;
+    }
+}
+
 // A node that requires UCX refuses a peer that offers TCP only, naming why;
 // the peer hears of the link's loss too.
 TEST(net_ucx, a_node_that_requires_ucx_names_a_peer_that_offers_tcp_only) {
