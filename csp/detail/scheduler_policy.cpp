@@ -79,7 +79,16 @@ bool lone_yield() noexcept {
 
 void park(context* self, process_record* rec) noexcept {
     boost::fibers::scheduler* s = self->get_scheduler();
-    boost::fibers::detail::spinlock_lock lk(rec->park_lock);
+    // The lock's holder object lives on this thread, not on the fiber's
+    // stack. Boost releases park_lock inside the switch and then writes the
+    // holder (unique_lock::unlock clears its owns flag after unlocking). Once
+    // park_lock is free another worker may claim this fiber and run it on,
+    // so a holder on the fiber's stack could be written by this thread after
+    // the fiber had reused that slot: a later park's holder then looked
+    // unlocked, and Boost's unlock threw EPERM (operation not permitted). The
+    // next park on this thread starts only after this switch has finished.
+    thread_local boost::fibers::detail::spinlock_lock lk;
+    lk = boost::fibers::detail::spinlock_lock(rec->park_lock);
     rec->parked = true;
     // Detached, the fiber belongs to no thread until a worker claims it; the
     // lock is released by Boost once the switch away has saved its context.
