@@ -123,7 +123,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             for (auto& [peer, why] : faults) tell(*core, peer, why.empty() ? "broken UCX stream" : why);
             faults.clear();
             if (!armed) {
-                // (Each look of the clock's: the check takes the channel's lock.)
+                // Only at a clock read: the check takes the channel's lock.
                 if (looks == 0 && core->stop.poisoned()) return;
                 // Other processes of the node first; once the spin has gone
                 // on for a while (at once on an oversubscribed host), other
