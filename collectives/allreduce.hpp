@@ -39,13 +39,16 @@
 //                     under a model recorder) it runs reduce_broadcast.
 #include <algorithm>
 #include <cstddef>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "collectives/allgather.hpp"
 #include "collectives/broadcast.hpp"
 #include "collectives/reduce.hpp"
+#include "collectives/receive_view.hpp"
 #include "collectives/reduce_scatter.hpp"
 #include "collectives/schedule.hpp"
 #include "collectives/shared_board.hpp"
@@ -146,13 +149,17 @@ struct allreduce_rabenseifner_fn {
             // Block b of p2 is elements [edge(b), edge(b + 1)).
             auto edge = [&](int b) { return static_cast<std::ptrdiff_t>(length * static_cast<std::size_t>(b) / p2); };
             auto blocks = [&](int lo, int hi) { return T(value.begin() + edge(lo), value.begin() + edge(hi)); };
-            auto expect_length = [&](const T& got, int lo, int hi, int from) {
-                if (got.size() != static_cast<std::size_t>(edge(hi) - edge(lo)))
+            auto expect_length = [&](std::size_t got, int lo, int hi, int from) {
+                if (got != static_cast<std::size_t>(edge(hi) - edge(lo)))
                     throw usage_error("allreduce rabenseifner: rank " + std::to_string(from) + " sent " +
-                                      std::to_string(got.size()) + " elements where " +
-                                      std::to_string(edge(hi) - edge(lo)) +
+                                      std::to_string(got) + " elements where " + std::to_string(edge(hi) - edge(lo)) +
                                       " were due; do all ranks pass vectors of one length?");
             };
+            // A received block is folded, or copied, straight into `value`
+            // from where it arrived (receive_view.hpp) when the op folds in
+            // place; otherwise it is received as a vector first.
+            using E = typename T::value_type;
+            constexpr bool in_place = detail::folds_in_place<Op, T> && std::is_same_v<T, std::vector<E>>;
             int lo = 0, hi = p2;  // the blocks this rank holds a part of
             std::uint8_t step = 1;
             for (int d = p2 / 2; d >= 1; d /= 2, ++step) {  // reduce_scatter: halve the window
@@ -161,18 +168,30 @@ struct allreduce_rabenseifner_fn {
                 comm.send(rank_of(partner), t.step(step), keep_low ? blocks(mid, hi) : blocks(lo, mid));
                 if (keep_low) hi = mid;
                 else lo = mid;
-                const T got = comm.template receive<T>(rank_of(partner), t.step(step));
-                expect_length(got, lo, hi, rank_of(partner));
-                T mine = blocks(lo, hi);
-                detail::combine_into(op, mine, got, !keep_low);
-                std::copy(mine.begin(), mine.end(), value.begin() + edge(lo));
+                if constexpr (in_place) {
+                    receive_view<E>(comm, rank_of(partner), t.step(step), [&](std::span<const E> got) {
+                        expect_length(got.size(), lo, hi, rank_of(partner));
+                        std::span<E> mine(value.data() + edge(lo), got.size());
+                        if (keep_low) op.fold_into(mine, got.begin());  // the lower ranks' part first
+                        else op.fold_before(mine, got.begin());
+                    });
+                } else {
+                    const T got = comm.template receive<T>(rank_of(partner), t.step(step));
+                    expect_length(got.size(), lo, hi, rank_of(partner));
+                    T mine = blocks(lo, hi);
+                    detail::combine_into(op, mine, got, !keep_low);
+                    std::copy(mine.begin(), mine.end(), value.begin() + edge(lo));
+                }
             }
             for (int d = 1; d < p2; d *= 2, ++step) {  // allgather: double it
                 const int partner = v ^ d, plo = lo ^ d, phi = plo + d;
                 comm.send(rank_of(partner), t.step(step), blocks(lo, hi));
-                const T got = comm.template receive<T>(rank_of(partner), t.step(step));
-                expect_length(got, plo, phi, rank_of(partner));
-                std::copy(got.begin(), got.end(), value.begin() + edge(plo));
+                auto place = [&](const auto& got) {
+                    expect_length(got.size(), plo, phi, rank_of(partner));
+                    std::copy(got.begin(), got.end(), value.begin() + edge(plo));
+                };
+                if constexpr (in_place) receive_view<E>(comm, rank_of(partner), t.step(step), place);
+                else place(comm.template receive<T>(rank_of(partner), t.step(step)));
                 lo = std::min(lo, plo), hi = std::max(hi, phi);
             }
             if (me < 2 * extra) comm.send(me - 1, t.step(step), value);

@@ -22,5 +22,6 @@
 #include "collectives/hierarchy.hpp"
 #include "collectives/local_communicator.hpp"
 #include "collectives/neighbours.hpp"
+#include "collectives/receive_view.hpp"
 #include "collectives/shared.hpp"
 #include "collectives/trace.hpp"

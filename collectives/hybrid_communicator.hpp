@@ -181,6 +181,12 @@ public:
         detail::check_rank(from, size(), "receive from");
         return take(from, t).body.into(out);
     }
+    template <class E, class F>
+    decltype(auto) receive_view(int from, tag t, F&& f) {
+        detail::check_rank(from, size(), "receive from");
+        const auto m = take(from, t);
+        return std::forward<F>(f)(m.body.template elements<E>());
+    }
     template <class T>
     received<T> receive_any(tag t) {
         auto m = take(any_source, t);

@@ -84,6 +84,13 @@ public:
         detail::check_rank(from, size(), "receive from");
         return take(from, t.bits()).body.into(out);
     }
+    // f(elements) where they arrived, without copying them (receive_view.hpp).
+    template <class E, class F>
+    decltype(auto) receive_view(int from, tag t, F&& f) {
+        detail::check_rank(from, size(), "receive from");
+        const auto m = take(from, t.bits());
+        return std::forward<F>(f)(m.body.template elements<E>());
+    }
     template <class T>
     received<T> receive_any(tag t) {
         auto m = take(any_source, t.bits());

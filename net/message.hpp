@@ -43,19 +43,26 @@ struct message {
     template <class U>
     std::span<const U> view() const { return net::view<U>(body); }
 
-    // The value, sent as a std::vector<E> (or a std::span of E), copied into
-    // the caller's buffer: no allocation. Returns how many elements came;
-    // decode_error if it was sent as another type or has more than fit.
+    // The elements of a value sent as a std::vector<E> (or a std::span of
+    // E), where they arrived: no copy, valid while this message lives.
+    // decode_error if it was sent as another type.
+    template <class E>
+        requires is_raw_v<E>
+    std::span<const E> elements() const {
+        using V = std::vector<E>;
+        if (type != 0 && type != type_fingerprint<V>())
+            throw decode_error("a message sent as " + type_name_of(type) + " (from node " + std::to_string(source) +
+                               " to port " + std::to_string(port) + ") cannot be received as elements of " +
+                               type_name<E>() + ": that takes a " + type_name<V>() + " or a span of them");
+        return net::view<E>(body);
+    }
+
+    // The same copied into the caller's buffer: no allocation. Returns how
+    // many elements came; decode_error also if more came than fit.
     template <class E>
         requires is_raw_v<E>
     std::size_t into(std::span<E> out) const {
-        using V = std::vector<std::remove_cv_t<E>>;
-        if (type != 0 && type != type_fingerprint<V>())
-            throw decode_error("a message sent as " + type_name_of(type) + " (from node " + std::to_string(source) +
-                               " to port " + std::to_string(port) + ") cannot be received into a buffer of " +
-                               type_name<std::remove_cv_t<E>>() + ": that takes a " + type_name<V>() +
-                               " or a span of them");
-        const auto in = net::view<std::remove_cv_t<E>>(body);
+        const auto in = elements<std::remove_cv_t<E>>();
         if (in.size() > out.size())
             throw decode_error("a message of " + std::to_string(in.size()) + " " + type_name<std::remove_cv_t<E>>() +
                                " (from node " + std::to_string(source) + " to port " + std::to_string(port) +

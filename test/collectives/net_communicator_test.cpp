@@ -1,10 +1,13 @@
 // A net_communicator on a node of its own: the port it owns, and a job of one.
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
+#include <vector>
 
 #include "collectives/collectives.hpp"
 #include "collectives/net_communicator.hpp"
+#include "collectives/receive_view.hpp"
 #include "csp/runtime.hpp"
 #include "net/net.hpp"
 
@@ -50,6 +53,36 @@ TEST(net_communicator_port, a_port_the_program_opened_cannot_be_claimed) {
         auto mine = self.open(77);
         const auto e = error_of([&] { cc::net_communicator comm(self, 77); });
         EXPECT_NE(e.find("the program opened it"), std::string::npos) << e;
+        self.close();
+    });
+}
+
+// receive_view hands a received vector's elements over where they arrived,
+// and names the types when the message carried another.
+TEST(net_communicator_port, receive_view_passes_a_vectors_elements_in_place_and_refuses_another_type) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        {
+            cc::net_communicator comm(self);
+            const cc::tag t = comm.next_tag();
+            comm.send(0, t, std::vector<double>{1.5, 2.5, 3.5});
+            const double sum = cc::receive_view<double>(comm, 0, t, [](std::span<const double> got) {
+                EXPECT_EQ(got.size(), 3u);
+                double s = 0;
+                for (double x : got) s += x;
+                return s;
+            });
+            EXPECT_EQ(sum, 7.5);
+            const cc::tag u = comm.next_tag();
+            comm.send(0, u, std::vector<int>{1, 2});
+            try {
+                cc::receive_view<double>(comm, 0, u, [](std::span<const double>) {});
+                ADD_FAILURE() << "a vector of int was viewed as doubles";
+            } catch (const csp::net::decode_error& e) {
+                EXPECT_NE(std::string(e.what()).find("cannot be received as elements of double"), std::string::npos)
+                    << e.what();
+            }
+        }
         self.close();
     });
 }

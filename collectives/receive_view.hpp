@@ -1,0 +1,32 @@
+#pragma once
+// Receiving a vector's elements where they arrived.
+//
+//   cc::receive_view<double>(comm, from, t, [&](std::span<const double> got) {
+//       op.fold_into(std::span<double>(mine), got.begin());   // no copy of `got`
+//   });
+//
+// Calls f(std::span<const E>) with the elements of a std::vector<E> (or span
+// of E) sent with tag `t`, and returns what f returns. Communicators whose
+// messages are bytes (net, hybrid) pass the received message's own bytes;
+// the span is valid only inside f. Any other receives the vector and passes
+// its elements. For algorithms that fold or copy a received block straight
+// into their own buffer instead of decoding it into a new vector first.
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+
+namespace csp::collectives {
+
+template <class E, class C, class F>
+decltype(auto) receive_view(C& comm, int from, tag t, F&& f) {
+    if constexpr (requires { comm.template receive_view<E>(from, t, f); }) {
+        return comm.template receive_view<E>(from, t, std::forward<F>(f));
+    } else {
+        const auto v = comm.template receive<std::vector<E>>(from, t);
+        return std::forward<F>(f)(std::span<const E>(v));
+    }
+}
+
+}  // namespace csp::collectives
