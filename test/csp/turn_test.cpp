@@ -180,7 +180,13 @@ TEST(yield, is_true_on_two_workers_when_more_processes_than_workers_yield) {
 // A yield with nothing else ready returns at once (the one-thread policy's
 // shortcut), but a sleeping process's timer and a process woken from a
 // plain thread still get their turn: a loop that yields until they act
-// ends, and the yields made while it was alone said so.
+// ends, and the yields made while it was alone said so. The loops are
+// bounded by time, not by a count: a lone yield takes a few nanoseconds, so
+// busy_limit of them is over before a loaded machine's plain thread has
+// written its messages, and the runtime then rightly calls the reader's
+// wait a deadlock.
+constexpr auto give_up_after = 10s;
+
 TEST(yield, a_lone_yield_still_lets_a_timer_fire) {
     bool woke = false;
     std::uint64_t alone = 0, yields = 0;
@@ -191,7 +197,8 @@ TEST(yield, a_lone_yield_still_lets_a_timer_fire) {
                 woke = true;
             },
             [&] {
-                while (!woke && yields < busy_limit) {
+                const auto give_up = std::chrono::steady_clock::now() + give_up_after;
+                while (!woke && std::chrono::steady_clock::now() < give_up) {
                     ++yields;
                     alone += csp::yield() ? 0 : 1;
                 }
@@ -208,7 +215,7 @@ TEST(yield, a_lone_yield_still_lets_a_process_woken_from_another_thread_run) {
     csp_test::run_watched([&] {
         csp::channel<int> c;
         bool done = false;
-        std::thread outside([w = c.writer()] {
+        std::jthread outside([w = c.writer()] {
             for (int i = 0; i < messages; ++i) w.write(i);
         });
         csp::par(
@@ -217,7 +224,8 @@ TEST(yield, a_lone_yield_still_lets_a_process_woken_from_another_thread_run) {
                 done = true;
             },
             [&] {
-                for (std::uint64_t i = 0; !done && i < busy_limit; ++i) (void)csp::yield();
+                const auto give_up = std::chrono::steady_clock::now() + give_up_after;
+                while (!done && std::chrono::steady_clock::now() < give_up) (void)csp::yield();
             });
         outside.join();
     });
