@@ -20,8 +20,6 @@ namespace {
 // own thread). hand_off() reads it once per call: a fiber may move between
 // threads, so nothing may keep its address across a suspension.
 thread_local worker_policy* this_thread_worker = nullptr;
-// Likewise the one-thread policy running on this thread, if any.
-thread_local single_thread_policy* this_thread_single = nullptr;
 
 // A non-blocking poll of the runtime's idle poller, if it is time for one.
 // Costs one atomic load when the runtime has no poller.
@@ -71,7 +69,8 @@ void end_turn() noexcept {
 turn_state* this_thread_turn_state() noexcept { return &this_thread_turn; }
 
 bool lone_yield() noexcept {
-    single_thread_policy* p = this_thread_single;
+    // one_thread_policy (runtime_core.hpp) is only ever a single_thread_policy.
+    auto* p = static_cast<single_thread_policy*>(one_thread_policy);
     return p != nullptr && p->lone_yield();
 }
 
@@ -109,13 +108,11 @@ single_thread_policy::single_thread_policy(runtime_core* rt) : rt_(rt), idle_(1,
     idle_.attach(*this);
     rt_->add_idle_hook([](void* p) { static_cast<idle_protocol*>(p)->wake_all(); }, &idle_);
     one_thread_policy = this;
-    this_thread_single = this;
     busy_poll_of_this_thread = &busy_poll_;
 }
 
 single_thread_policy::~single_thread_policy() {
     if (one_thread_policy == this) one_thread_policy = nullptr;
-    if (this_thread_single == this) this_thread_single = nullptr;
     if (busy_poll_of_this_thread == &busy_poll_) busy_poll_of_this_thread = nullptr;
 }
 
