@@ -9,11 +9,14 @@
 //                     each, n-1 rounds: every rank sends and receives n-1
 //                     values once, where the broadcast above sends the whole
 //                     vector down a tree (for large values).
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "collectives/broadcast.hpp"
 #include "collectives/gather.hpp"
+#include "collectives/receive_view.hpp"
+#include "collectives/relay.hpp"
 
 namespace csp::collectives {
 
@@ -40,12 +43,26 @@ struct allgather_ring_fn {
         detail::announce(comm, info, t);
         std::vector<T> all(static_cast<std::size_t>(n));
         all[static_cast<std::size_t>(me)] = std::move(value);
+        const int next = (me + 1) % n, prev = (me + n - 1) % n;
         // One tag throughout: each rank hears only from r-1, in send order.
-        for (int k = 0; k < n - 1; ++k) {
-            const auto out = static_cast<std::size_t>(((me - k) % n + n) % n);
-            const auto in = static_cast<std::size_t>(((me - k - 1) % n + n) % n);
-            comm.send((me + 1) % n, t, all[out]);
-            all[in] = comm.template receive<T>((me + n - 1) % n, t);
+        if constexpr (detail::element_vector<T>) {
+            // What arrives in step k is what goes out in step k+1: relayed
+            // as it came, and copied once, into its place.
+            using E = typename T::value_type;
+            if (n > 1) comm.send(next, t, all[static_cast<std::size_t>(me)]);
+            for (int k = 0; k < n - 1; ++k) {
+                auto& in = all[static_cast<std::size_t>(((me - k - 1) % n + n) % n)];
+                auto keep = [&in](std::span<const E> got) { in.assign(got.begin(), got.end()); };
+                if (k < n - 2) relay<E>(comm, prev, next, t, keep);
+                else receive_view<E>(comm, prev, t, keep);
+            }
+        } else {
+            for (int k = 0; k < n - 1; ++k) {
+                const auto out = static_cast<std::size_t>(((me - k) % n + n) % n);
+                const auto in = static_cast<std::size_t>(((me - k - 1) % n + n) % n);
+                comm.send(next, t, all[out]);
+                all[in] = comm.template receive<T>(prev, t);
+            }
         }
         return all;
     }

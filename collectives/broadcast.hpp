@@ -21,6 +21,7 @@
 //             it out. Elsewhere it runs binomial.
 #include <algorithm>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,8 @@
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/receive_view.hpp"
+#include "collectives/relay.hpp"
 #include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
 
@@ -101,9 +104,17 @@ struct broadcast_pipeline_fn {
             T out;
             out.reserve(length);
             while (out.size() < length) {
-                T segment = comm.template receive<T>(prev, t);
-                out.insert(out.end(), segment.begin(), segment.end());
-                if (!last) comm.send(next, t, std::move(segment));
+                if constexpr (detail::element_vector<T>) {
+                    // Passed on as it came, copied once, into `out`.
+                    using E = typename T::value_type;
+                    auto keep = [&out](std::span<const E> got) { out.insert(out.end(), got.begin(), got.end()); };
+                    if (!last) relay<E>(comm, prev, next, t, keep);
+                    else receive_view<E>(comm, prev, t, keep);
+                } else {
+                    T segment = comm.template receive<T>(prev, t);
+                    out.insert(out.end(), segment.begin(), segment.end());
+                    if (!last) comm.send(next, t, std::move(segment));
+                }
             }
             return out;
         }

@@ -23,5 +23,6 @@
 #include "collectives/local_communicator.hpp"
 #include "collectives/neighbours.hpp"
 #include "collectives/receive_view.hpp"
+#include "collectives/relay.hpp"
 #include "collectives/shared.hpp"
 #include "collectives/trace.hpp"

@@ -91,6 +91,25 @@ public:
         const auto m = take(from, t.bits());
         return std::forward<F>(f)(m.body.template elements<E>());
     }
+    // f(elements) of a vector from `from`, whose message goes on to `to` as
+    // it arrived, its bytes shared (relay.hpp). Sent before f runs, so the
+    // next hop starts while this one copies.
+    template <class E, class F>
+    void relay(int from, int to, tag t, F&& f) {
+        detail::check_rank(from, size(), "receive from");
+        detail::check_rank(to, size(), "send to");
+        const auto m = take(from, t.bits());
+        const auto got = m.body.template elements<E>();  // a wrong type goes no further
+        if (to == rank()) {
+            net::message copy = m.body;
+            copy.source = to;
+            copy.tag = t.bits();
+            box_.deliver(to, t.bits(), std::move(copy));
+        } else {
+            node_->forward(to, port_id_, m.body, t.bits());
+        }
+        std::forward<F>(f)(got);
+    }
     template <class T>
     received<T> receive_any(tag t) {
         auto m = take(any_source, t.bits());

@@ -290,6 +290,13 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     return send_status::sent;
 }
 
+void node::forward(int to, port_id to_port, const message& m, std::uint64_t tag) {
+    if (m.failure)
+        throw usage_error("forward of a port's failure report (" + std::string(m.failure->what()) +
+                          "): only a message that carries data can be sent on");
+    post(to, to_port, tag, m.body, m.type, true);
+}
+
 namespace detail {
 
 bool message_taken(node_core& core, const message& m, bool report) noexcept {

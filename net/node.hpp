@@ -101,6 +101,13 @@ public:
         return post(to, to_port, tag, encode(value), wire_type<T>(), false);
     }
 
+    // Sends a received message on to port `to_port` of node `to`, as it
+    // arrived: its bytes are shared with `m`, neither copied nor decoded, and
+    // it keeps the type it was sent as. For a process that routes or relays
+    // (a ring, a chain, a tree) without looking inside. The send() errors,
+    // and usage_error for an entry that reports a peer's failure.
+    void forward(int to, port_id to_port, const message& m, std::uint64_t tag);
+
     // Puts a message from this node straight into its own port `to_port`,
     // bypassing the switch (so not ordered with send() to self). Works on a
     // closed node too: it is how a process waiting on a port is woken.

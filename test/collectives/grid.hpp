@@ -173,6 +173,20 @@ std::vector<std::string> check_all(C& c) {
     std::vector<std::string> everyone;
     for (int r = 0; r < n; ++r) everyone.push_back(text_of(r, 2));
     cc::registry::allgather::for_each([&](auto a) { expect(a(c, text_of(me, 2)) == everyone, name_of(a)); });
+    // Vectors of numbers, which the ring allgather and the pipelined
+    // broadcast relay as they arrived (relay.hpp); 20,000 of them are three
+    // of the pipeline's segments.
+    for (std::size_t len : {0u, 3u, 20000u}) {
+        const std::string sz = " numbers len " + std::to_string(len);
+        std::vector<std::vector<std::int64_t>> all;
+        for (int r = 0; r < n; ++r) all.push_back(numbers_of(r, len));
+        cc::registry::allgather::for_each([&](auto a) { expect(a(c, numbers_of(me, len)) == all, name_of(a) + sz); });
+        const int root = n - 1;
+        const auto mine = me == root ? numbers_of(root, len) : std::vector<std::int64_t>{};
+        cc::registry::broadcast::for_each([&](auto a) {
+            expect(a(c, mine, root) == numbers_of(root, len), name_of(a) + " root " + std::to_string(root) + sz);
+        });
+    }
     std::vector<int> out, want;
     for (int j = 0; j < n; ++j) out.push_back(me * 100 + j), want.push_back(j * 100 + me);
     cc::registry::alltoall::for_each([&](auto a) { expect(a(c, out) == want, name_of(a)); });

@@ -1,6 +1,7 @@
 // A net_communicator on a node of its own: the port it owns, and a job of one.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "collectives/collectives.hpp"
 #include "collectives/net_communicator.hpp"
 #include "collectives/receive_view.hpp"
+#include "collectives/relay.hpp"
 #include "csp/runtime.hpp"
 #include "net/net.hpp"
 
@@ -82,6 +84,31 @@ TEST(net_communicator_port, receive_view_passes_a_vectors_elements_in_place_and_
                 EXPECT_NE(std::string(e.what()).find("cannot be received as elements of double"), std::string::npos)
                     << e.what();
             }
+        }
+        self.close();
+    });
+}
+
+// relay passes a vector on as it arrived and hands f its elements; a
+// message of another type goes no further.
+TEST(net_communicator_port, relay_passes_a_vector_on_and_refuses_another_type) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        {
+            cc::net_communicator comm(self);
+            const cc::tag t = comm.next_tag();
+            comm.send(0, t, std::vector<std::int64_t>{4, 5, 6});
+            std::vector<std::int64_t> seen;
+            cc::relay<std::int64_t>(comm, 0, 0, t, [&](std::span<const std::int64_t> got) {
+                seen.assign(got.begin(), got.end());
+            });
+            EXPECT_EQ(seen, (std::vector<std::int64_t>{4, 5, 6}));
+            EXPECT_EQ(comm.receive<std::vector<std::int64_t>>(0, t), (std::vector<std::int64_t>{4, 5, 6}));
+            const cc::tag u = comm.next_tag();
+            comm.send(0, u, std::vector<int>{1, 2});
+            EXPECT_THROW(cc::relay<std::int64_t>(comm, 0, 0, u, [](std::span<const std::int64_t>) {}),
+                         csp::net::decode_error);
+            EXPECT_EQ(comm.unclaimed(), 0u);
         }
         self.close();
     });

@@ -169,6 +169,48 @@ TEST(net_node, messages_between_two_nodes_arrive_in_order_on_every_port) {
     });
 }
 
+// A relaying node sends a message on as it arrived: the next node receives
+// it with the relay's rank and tag and the type it was first sent as.
+TEST(net_node, a_forwarded_message_keeps_its_value_and_type) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "forward", 3, [&](csp::net::node& self) {
+        auto inbox = self.open(4);
+        if (self.rank() == 0) {
+            self.send(1, 4, std::vector<double>{0.5, 1.5, 2.5}, 11);
+            self.send(1, 4, reading{"probe", {3.0}}, 12);
+        } else if (self.rank() == 1) {
+            for (int i = 0; i < 2; ++i) {
+                const csp::net::message m = inbox.receive();
+                self.forward(2, 4, m, m.tag + 100);
+                if (i == 1) self.forward(1, 4, m, 7);  // to itself
+            }
+            const auto back = inbox.receive();
+            EXPECT_EQ(back.source, 1);
+            EXPECT_EQ(back.tag, 7u);
+            EXPECT_EQ(back.as<reading>().sensor, "probe");
+            csp::net::message report;
+            report.failure = std::make_shared<const csp::net::peer_error>(0, "node 0 was lost");
+            try {
+                self.forward(2, 4, report, 0);
+                ADD_FAILURE() << "a failure report was forwarded";
+            } catch (const csp::usage_error& e) {
+                EXPECT_NE(std::string(e.what()).find("node 0 was lost"), std::string::npos) << e.what();
+            }
+        } else {
+            const auto first = inbox.receive();
+            EXPECT_EQ(first.source, 1);
+            EXPECT_EQ(first.tag, 111u);
+            EXPECT_EQ(first.as<std::vector<double>>(), (std::vector<double>{0.5, 1.5, 2.5}));
+            EXPECT_THROW((void)first.as<std::vector<float>>(), csp::net::decode_error);
+            const auto second = inbox.receive();
+            EXPECT_EQ(second.tag, 112u);
+            const auto r = second.as<reading>();
+            EXPECT_EQ(r.sensor, "probe");
+            EXPECT_EQ(r.values, std::vector<double>{3.0});
+        }
+    });
+}
+
 TEST(net_node, a_node_can_send_to_itself) {
     csp::net::nameserver ns;
     run_nodes(ns, "self", 1, [&](csp::net::node& self) {
