@@ -176,6 +176,29 @@ public:
         detail::check_rank(from, size(), "receive from");
         return take(from, t).body.template as<T>();
     }
+    // As net_communicator's (relay.hpp): the message goes on as it arrived,
+    // to a fiber of this node or to another node, before f runs.
+    template <class E, class F>
+    void relay(int from, int to, tag t, F&& f) {
+        detail::check_rank(from, size(), "receive from");
+        detail::check_rank(to, size(), "send to");
+        const auto m = take(from, t);
+        const auto got = m.body.template elements<E>();  // a wrong type goes no further
+        const int node = job_->node_of(to);
+        const int to_local = to - job_->first_rank(node);
+        const auto port = hybrid_job::port_base + static_cast<net::port_id>(to_local);
+        if (node == job_->node_->rank()) {
+            net::message copy = m.body;
+            copy.source = node;
+            copy.port = port;
+            copy.tag = t.bits();
+            job_->ranks_[static_cast<std::size_t>(to_local)].box.deliver(rank(), hybrid_job::key(t.bits()),
+                                                                        std::move(copy));
+        } else {
+            job_->node_->forward(node, port, m.body, hybrid_job::wire_tag(t, local_));
+        }
+        std::forward<F>(f)(got);
+    }
     template <class E>
     std::size_t receive_into(int from, tag t, std::span<E> out) {
         detail::check_rank(from, size(), "receive from");
