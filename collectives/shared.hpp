@@ -275,11 +275,20 @@ public:
 
     // x becomes x op R(a).
     void contribute(const T& a) {
-        // The common case, inline: a number folded into a pending
-        // contribution, in a runtime of one thread (no lock to take).
+        // The common cases, inline, in a runtime of one thread (no lock to
+        // take): a number folded into a pending contribution, or the first
+        // contribution since the last force point.
         if constexpr (!detail::is_vector<T>::value) {
-            if (!group_->lock_.real() && state_ == state::pending) {
-                *acc_ = Op{}(*acc_, a);
+            if (!group_->lock_.real()) {
+                if (state_ == state::pending) {
+                    *acc_ = Op{}(*acc_, a);
+                } else if (state_ == state::resolved) {
+                    acc_ = a;
+                    group_->add_slot(*this);
+                } else {
+                    contribute_slowly(a);
+                    return;
+                }
                 ++group_->stats_.updates;
                 return;
             }

@@ -247,6 +247,7 @@ private:
         // Slots in id order: the same at every rank however its processes
         // interleaved their first updates.
         in_flight_.swap(pending_);
+        const auto by_id = [](const slot& a, const slot& b) { return a.id < b.id; };
         if (!std::is_sorted(in_flight_.begin(), in_flight_.end(), by_id))
             std::sort(in_flight_.begin(), in_flight_.end(), by_id);
         const std::size_t n = in_flight_.size();
@@ -316,8 +317,6 @@ private:
             record_(updates, n);
         }
     }
-
-    static bool by_id(const slot& a, const slot& b) { return a.id < b.id; }
 
     std::string describe(const detail::word* d, std::size_t n) const {
         std::ostringstream os;
