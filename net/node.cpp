@@ -11,6 +11,7 @@
 #include "csp/model/timeline.hpp"
 #include "csp/observer.hpp"
 #include "csp/process.hpp"
+#include "net/detail/node_core.hpp"
 #include "net/log.hpp"
 #include "net/nameserver_client.hpp"
 #include "net/nameserver_protocol.hpp"
@@ -22,6 +23,10 @@
 #endif
 
 namespace csp::net {
+
+struct node::switch_end {
+    csp::writer<detail::switch_input> w;
+};
 
 namespace detail {
 void node_core::log_fault(const std::string& what) const { log_line("csp.net " + name() + ": " + what); }
@@ -130,7 +135,7 @@ node::node(node_options o) {
     if (!o.trace.empty()) timeline_ = std::make_unique<csp::model::timeline>(core_->rank);
     core_->options = std::move(o);
     start_ucx(transport);
-    to_switch_ = core_->to_switch.writer();
+    to_switch_ = std::make_unique<switch_end>(switch_end{core_->to_switch.writer()});
     switch_.spawn(csp::proc("net.switch",
                             [core = core_, l = std::make_shared<unique_fd>(std::move(listener)),
                              e = std::make_shared<registration>(std::move(entry))] {
@@ -162,6 +167,23 @@ void node::start_ucx(transport_kind transport) {
 #endif
 }
 
+int node::rank() const noexcept { return core_->rank; }
+int node::size() const noexcept { return core_->size; }
+const std::string& node::job() const noexcept { return core_->options.job; }
+endpoint node::address() const { return core_->address; }
+
+void node::deliver_encoded_here(port_id to_port, std::uint64_t tag, payload body, std::uint32_t type) {
+    message m;
+    m.source = core_->rank;
+    m.port = to_port;
+    m.tag = tag;
+    m.type = type;
+    m.body = std::move(body);
+    core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
+    core_->port_channel(to_port).writer().write(std::move(m));
+    core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
+}
+
 node::~node() {
     try {
         close();
@@ -176,7 +198,7 @@ void node::close() {
     core_->flow.close("send on a closed node (" + core_->name() + "): it closed while the send waited for the window");
     csp::channel<bool> done{csp::buffer::fifo(1)};
     auto finished = done.reader();
-    to_switch_.write(detail::close_request{done.writer()});
+    to_switch_->w.write(detail::close_request{done.writer()});
     finished.read();
     switch_.wait();
     write_timeline();
@@ -284,9 +306,9 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
                                 static_cast<std::uint32_t>(body.size()), type, sequence);
     r.frame.body = std::move(body);
 #if CSP_WITH_UCX
-    if (core_->ucx && to != core_->rank && sent_direct(*core_, to_switch_, r)) return send_status::sent;
+    if (core_->ucx && to != core_->rank && sent_direct(*core_, to_switch_->w, r)) return send_status::sent;
 #endif
-    to_switch_.write(std::move(r));
+    to_switch_->w.write(std::move(r));
     return send_status::sent;
 }
 

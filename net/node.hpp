@@ -32,7 +32,7 @@
 
 #include "csp/process_group.hpp"
 #include "net/codec.hpp"
-#include "net/detail/node_core.hpp"
+#include "net/endpoint.hpp"
 #include "net/node_options.hpp"
 #include "net/port.hpp"
 
@@ -41,6 +41,12 @@ class timeline;
 }
 
 namespace csp::net {
+
+namespace detail {
+// What a node shares with its switch and link processes (detail/node_core.hpp,
+// kept out of this header: a user's file need not compile it).
+struct node_core;
+}  // namespace detail
 
 enum class send_status : std::uint8_t { sent, window_full };
 
@@ -61,15 +67,15 @@ public:
     node(const node&) = delete;
     node& operator=(const node&) = delete;
 
-    int rank() const noexcept { return core_->rank; }
-    int size() const noexcept { return core_->size; }
-    const std::string& job() const noexcept { return core_->options.job; }
+    int rank() const noexcept;
+    int size() const noexcept;
+    const std::string& job() const noexcept;
     // Whether every rank of the job runs on this host (node_options::
     // local_size) and this node links over UCX: its messages go through
     // shared memory, which the collectives' table tells from a network.
     bool shares_host_memory() const noexcept;
     // Where this node accepts connections.
-    endpoint address() const { return core_->address; }
+    endpoint address() const;
 
     // The port `id` of this node; messages sent to it before it was opened are
     // waiting in it. Opening a port twice gives two handles to one mailbox;
@@ -113,15 +119,8 @@ public:
     // closed node too: it is how a process waiting on a port is woken.
     template <class T>
     void deliver_here(port_id to_port, T&& value, std::uint64_t tag = 0) {
-        message m;
-        m.source = rank();
-        m.port = to_port;
-        m.tag = tag;
-        m.type = wire_type<T>();
-        m.body = encode(std::forward<T>(value));
-        core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
-        core_->port_channel(to_port).writer().write(std::move(m));
-        core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
+        const std::uint32_t type = wire_type<T>();
+        deliver_encoded_here(to_port, tag, encode(std::forward<T>(value)), type);
     }
 
     // Delivers what was sent, says goodbye, leaves. Idempotent.
@@ -134,9 +133,12 @@ public:
 
 private:
     send_status post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait);
+    void deliver_encoded_here(port_id to_port, std::uint64_t tag, payload body, std::uint32_t type);
 
     std::shared_ptr<detail::node_core> core_;
-    csp::writer<detail::switch_input> to_switch_;
+    // The switch's input (node.cpp): sends, connects and the close request.
+    struct switch_end;
+    std::unique_ptr<switch_end> to_switch_;
     // Makes the UCX worker and starts its progress process, unless
     // `transport` is tcp; automatic falls back to TCP if UCX cannot start.
     void start_ucx(transport_kind transport);
