@@ -24,9 +24,13 @@ namespace csp::collectives {
 
 namespace detail {
 
-// Vectors whose elements a relay or a receive_view can pass as a span.
+// Vectors whose elements a relay or a receive_view can pass as a span: a
+// std::vector (of the default allocator: a message says which vector type
+// it carries) of plain data, neither bool nor a pointer.
 template <class T>
-concept element_vector = is_vector<T>::value && !std::is_same_v<typename T::value_type, bool> &&
+concept element_vector = is_vector<T>::value && std::is_same_v<T, std::vector<typename T::value_type>> &&
+                         !std::is_same_v<typename T::value_type, bool> &&
+                         !std::is_pointer_v<typename T::value_type> &&
                          std::is_trivially_copyable_v<typename T::value_type>;
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory_resource>
 #include <span>
 #include <string>
 #include <vector>
@@ -88,6 +89,17 @@ TEST(net_communicator_port, receive_view_passes_a_vectors_elements_in_place_and_
         self.close();
     });
 }
+
+// Which values the ring allgather and the pipelined broadcast relay: a
+// vector of another allocator travels as its own type, so it is received
+// as itself, and bools and pointers are not plain elements.
+static_assert(cc::detail::element_vector<std::vector<double>>);
+static_assert(cc::detail::element_vector<std::vector<std::int64_t>>);
+static_assert(!cc::detail::element_vector<std::vector<bool>>);
+static_assert(!cc::detail::element_vector<std::vector<int*>>);
+static_assert(!cc::detail::element_vector<std::vector<std::string>>);
+static_assert(!cc::detail::element_vector<std::pmr::vector<double>>);
+static_assert(!cc::detail::element_vector<double>);
 
 // relay passes a vector on as it arrived and hands f its elements; a
 // message of another type goes no further.
