@@ -66,10 +66,17 @@ void timeline::add_message(const csp::event& e, std::size_t track, double t) {
     (sent ? sent_ : received_)++;
     std::string what = sent ? "send to node " + std::to_string(m.to) : "receive from node " + std::to_string(m.from);
     what += " (port " + hex(m.port) + ", tag " + hex(m.tag) + ", " + std::to_string(m.bytes) + " bytes)";
-    std::string key = std::to_string(m.from) + "." + std::to_string(m.to) + "." +
-                      (m.sequence != 0 ? "s" + std::to_string(m.sequence)
-                                       : std::to_string(m.port) + "." + std::to_string(m.tag)) +
-                      "." + std::to_string(k);
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) about
+    // "literal" + std::string temporaries here.
+    std::string key = std::to_string(m.from) + "." + std::to_string(m.to) + ".";
+    if (m.sequence != 0) {
+        key += 's';
+        key += std::to_string(m.sequence);
+    } else {
+        key += std::to_string(m.port) + "." + std::to_string(m.tag);
+    }
+    key += '.';
+    key += std::to_string(k);
     entries_.push_back({.phase = 'i', .us = t, .track = track, .name = what});
     entries_.push_back({.phase = sent ? 's' : 'f', .us = t, .track = track, .name = "message",
                         .flow = first_message_flow + sent_ + received_, .message = std::move(key)});
