@@ -7,10 +7,10 @@
 //
 // Receives a std::vector<E> (or span of E) sent with tag `t` from `from`,
 // sends the same elements on to `to` with tag `t`, and calls f with them.
-// Communicators whose messages are bytes (net) send the received message's
-// own bytes on, without decoding or copying them, before f runs; the span
-// is valid only inside f. Any other receives the vector, calls f, and sends
-// the vector on (moved). So a hop of a ring allgather or a pipelined
+// Communicators whose messages are bytes (net, hybrid) send the received
+// message's own bytes on, without decoding or copying them, before f runs;
+// the span is valid only inside f. Any other receives the vector, calls f,
+// and sends the vector on (moved). So a hop of a ring allgather or a pipelined
 // broadcast copies each element once, into its destination.
 #include <span>
 #include <type_traits>
