@@ -130,6 +130,8 @@ node::node(node_options o) {
         core_->rank = o.rank;
         core_->size = o.size;
     }
+    rank_ = core_->rank;
+    size_ = core_->size;
     const transport_kind transport = transport_of(o);
     o.transport = transport;
     if (!o.trace.empty()) timeline_ = std::make_unique<csp::model::timeline>(core_->rank);
@@ -167,8 +169,6 @@ void node::start_ucx(transport_kind transport) {
 #endif
 }
 
-int node::rank() const noexcept { return core_->rank; }
-int node::size() const noexcept { return core_->size; }
 const std::string& node::job() const noexcept { return core_->options.job; }
 endpoint node::address() const { return core_->address; }
 

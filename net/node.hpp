@@ -67,8 +67,8 @@ public:
     node(const node&) = delete;
     node& operator=(const node&) = delete;
 
-    int rank() const noexcept;
-    int size() const noexcept;
+    int rank() const noexcept { return rank_; }
+    int size() const noexcept { return size_; }
     const std::string& job() const noexcept;
     // Whether every rank of the job runs on this host (node_options::
     // local_size) and this node links over UCX: its messages go through
@@ -136,6 +136,11 @@ private:
     void deliver_encoded_here(port_id to_port, std::uint64_t tag, payload body, std::uint32_t type);
 
     std::shared_ptr<detail::node_core> core_;
+    // The core's rank and size, fixed once the constructor has registered:
+    // kept here too so that the collectives' per-message rank checks are
+    // inline loads.
+    int rank_ = -1;
+    int size_ = 0;
     // The switch's input (node.cpp): sends, connects and the close request.
     struct switch_end;
     std::unique_ptr<switch_end> to_switch_;
