@@ -160,16 +160,9 @@ public:
     template <class T>
     void send(int to, tag t, T value) {
         detail::check_rank(to, size(), "send to");
-        const int node = job_->node_of(to);
-        const int to_local = to - job_->first_rank(node);
-        if (node == job_->node_->rank()) {
-            const auto port = hybrid_job::port_base + static_cast<net::port_id>(to_local);
-            job_->ranks_[static_cast<std::size_t>(to_local)].box.deliver(
-                rank(), hybrid_job::key(t.bits()), detail::local_message(node, port, t.bits(), std::move(value)));
-        } else {
-            job_->node_->send(node, hybrid_job::port_base + static_cast<net::port_id>(to_local), std::move(value),
-                              hybrid_job::wire_tag(t, local_));
-        }
+        const place p = where(to);
+        if (p.node == node()) deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::move(value)));
+        else job_->node_->send(p.node, p.port, std::move(value), hybrid_job::wire_tag(t, local_));
     }
     template <class T>
     T receive(int from, tag t) {
@@ -184,19 +177,9 @@ public:
         detail::check_rank(to, size(), "send to");
         const auto m = take(from, t);
         const auto got = m.body.template elements<E>();  // a wrong type goes no further
-        const int node = job_->node_of(to);
-        const int to_local = to - job_->first_rank(node);
-        const auto port = hybrid_job::port_base + static_cast<net::port_id>(to_local);
-        if (node == job_->node_->rank()) {
-            net::message copy = m.body;
-            copy.source = node;
-            copy.port = port;
-            copy.tag = t.bits();
-            job_->ranks_[static_cast<std::size_t>(to_local)].box.deliver(rank(), hybrid_job::key(t.bits()),
-                                                                        std::move(copy));
-        } else {
-            job_->node_->forward(node, port, m.body, hybrid_job::wire_tag(t, local_));
-        }
+        const place p = where(to);
+        if (p.node == node()) deliver_here(p, t, detail::relayed_message(p.node, p.port, t.bits(), m.body));
+        else job_->node_->forward(p.node, p.port, m.body, hybrid_job::wire_tag(t, local_));
         std::forward<F>(f)(got);
     }
     template <class E>
@@ -225,6 +208,22 @@ private:
         auto e = mine().box.take(from, hybrid_job::key(t.bits()));
         net::report_taken(e.body, job_->node_->rank());
         return e;
+    }
+
+    // Where rank `to` runs: its node, its fiber there, and that fiber's port.
+    struct place {
+        int node;
+        int local;
+        net::port_id port;
+    };
+    place where(int to) const {
+        const int n = job_->node_of(to);
+        const int local = to - job_->first_rank(n);
+        return {n, local, hybrid_job::port_base + static_cast<net::port_id>(local)};
+    }
+    // A message to a fiber of this node goes straight into its mailbox.
+    void deliver_here(const place& p, tag t, net::message m) {
+        job_->ranks_[static_cast<std::size_t>(p.local)].box.deliver(rank(), hybrid_job::key(t.bits()), std::move(m));
     }
 
     hybrid_job* job_;

@@ -46,6 +46,15 @@ net::message local_message(int node, net::port_id port, std::uint64_t tag, T val
     m.body = net::encode(std::move(value));
     return m;
 }
+// A received message passed on from a node to itself: the same bytes and
+// type, with the relaying node as its source.
+inline net::message relayed_message(int node, net::port_id port, std::uint64_t tag, const net::message& received) {
+    net::message m = received;
+    m.source = node;
+    m.port = port;
+    m.tag = tag;
+    return m;
+}
 }  // namespace detail
 
 class net_communicator {
@@ -101,10 +110,7 @@ public:
         const auto m = take(from, t.bits());
         const auto got = m.body.template elements<E>();  // a wrong type goes no further
         if (to == rank()) {
-            net::message copy = m.body;
-            copy.source = to;
-            copy.tag = t.bits();
-            box_.deliver(to, t.bits(), std::move(copy));
+            box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m.body));
         } else {
             node_->forward(to, port_id_, m.body, t.bits());
         }
