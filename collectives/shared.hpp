@@ -279,17 +279,8 @@ public:
         // take): a number folded into a pending contribution, or the first
         // contribution since the last force point.
         if constexpr (!detail::is_vector<T>::value) {
-            if (!group_->lock_.real()) {
-                if (state_ == state::pending) {
-                    *acc_ = Op{}(*acc_, a);
-                } else if (state_ == state::resolved) {
-                    acc_ = a;
-                    group_->add_slot(*this);
-                } else {
-                    contribute_slowly(a);
-                    return;
-                }
-                ++group_->stats_.updates;
+            if (!group_->lock_.real() && (state_ == state::pending || state_ == state::resolved)) {
+                contribute_locked(a);
                 return;
             }
         }
@@ -298,17 +289,20 @@ public:
 
 private:
     [[gnu::noinline]] void contribute_slowly(const T& a) {
-        shared_group& g = *group_;
-        std::unique_lock lk(g.lock_);
-        g.wait_out_flight(lk, *this);
+        std::unique_lock lk(group_->lock_);
+        group_->wait_out_flight(lk, *this);
         if constexpr (detail::is_vector<T>::value) detail::check_length(value_.size(), a.size());
+        contribute_locked(a);
+    }
+    // Under the group's lock, with no reduction carrying this variable.
+    void contribute_locked(const T& a) {
         if (state_ == state::pending) {
             detail::combine_into(Op{}, *acc_, a, false);
         } else {
             acc_ = a;
-            g.add_slot(*this);
+            group_->add_slot(*this);
         }
-        ++g.stats_.updates;
+        ++group_->stats_.updates;
     }
 
 public:
