@@ -41,7 +41,6 @@
 #include <cstddef>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -159,7 +158,7 @@ struct allreduce_rabenseifner_fn {
             // from where it arrived (receive_view.hpp) when the op folds in
             // place; otherwise it is received as a vector first.
             using E = typename T::value_type;
-            constexpr bool in_place = detail::folds_in_place<Op, T> && std::is_same_v<T, std::vector<E>>;
+            constexpr bool in_place = detail::folds_in_place<Op, T> && detail::element_vector<T>;
             int lo = 0, hi = p2;  // the blocks this rank holds a part of
             std::uint8_t step = 1;
             for (int d = p2 / 2; d >= 1; d /= 2, ++step) {  // reduce_scatter: halve the window

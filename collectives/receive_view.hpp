@@ -12,12 +12,26 @@
 // its elements. For algorithms that fold or copy a received block straight
 // into their own buffer instead of decoding it into a new vector first.
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "collectives/communicator.hpp"
 
 namespace csp::collectives {
+
+namespace detail {
+
+// Vectors whose elements a receive_view or a relay (relay.hpp) can pass as
+// a span: a std::vector (of the default allocator: a message says which
+// vector type it carries) of plain data, neither bool nor a pointer.
+template <class T>
+concept element_vector = std::is_same_v<T, std::vector<typename T::value_type>> &&
+                         !std::is_same_v<typename T::value_type, bool> &&
+                         !std::is_pointer_v<typename T::value_type> &&
+                         std::is_trivially_copyable_v<typename T::value_type>;
+
+}  // namespace detail
 
 template <class E, class C, class F>
 decltype(auto) receive_view(C& comm, int from, tag t, F&& f) {

@@ -13,27 +13,13 @@
 // and sends the vector on (moved). So a hop of a ring allgather or a pipelined
 // broadcast copies each element once, into its destination.
 #include <span>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "collectives/communicator.hpp"
-#include "collectives/operation.hpp"
+#include "collectives/receive_view.hpp"
 
 namespace csp::collectives {
-
-namespace detail {
-
-// Vectors whose elements a relay or a receive_view can pass as a span: a
-// std::vector (of the default allocator: a message says which vector type
-// it carries) of plain data, neither bool nor a pointer.
-template <class T>
-concept element_vector = is_vector<T>::value && std::is_same_v<T, std::vector<typename T::value_type>> &&
-                         !std::is_same_v<typename T::value_type, bool> &&
-                         !std::is_pointer_v<typename T::value_type> &&
-                         std::is_trivially_copyable_v<typename T::value_type>;
-
-}  // namespace detail
 
 template <class E, class C, class F>
 void relay(C& comm, int from, int to, tag t, F&& f) {
