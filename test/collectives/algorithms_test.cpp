@@ -10,6 +10,7 @@
 #include <numeric>
 #include <cmath>
 #include <cstring>
+#include <memory_resource>
 
 #include "collectives/collectives.hpp"
 #include "csp/runtime.hpp"
@@ -249,6 +250,22 @@ TEST_P(sizes, ring_allreduce_and_allgather_with_uneven_and_empty_blocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(one_to_sixteen, sizes, ::testing::Range(1, 17));
+
+// Regression: the ring allgather and the pipelined broadcast relayed any
+// vector of plain elements as a std::vector's, so a std::pmr::vector (sent
+// as its own type) was refused on receipt as the wrong type. They now pass
+// such a vector on as itself.
+TEST(relay, a_vector_of_another_allocator_is_passed_on_as_itself) {
+    csp::run([] {
+        cc::run_local(4, [](cc::local_communicator& c) {
+            const auto of = [](int r) { return std::pmr::vector<double>{r + 0.5, r * 2.0}; };
+            std::vector<std::pmr::vector<double>> everyone;
+            for (int r = 0; r < c.size(); ++r) everyone.push_back(of(r));
+            EXPECT_EQ(cc::allgather_ring(c, of(c.rank())), everyone);
+            EXPECT_EQ(cc::broadcast_pipeline(c, c.rank() == 2 ? of(2) : std::pmr::vector<double>{}, 2), of(2));
+        });
+    });
+}
 
 // Bitwise ops take integers, logical ones integers and bools; nothing else
 // compiles.
