@@ -9,7 +9,10 @@
 //                     each, n-1 rounds: every rank sends and receives n-1
 //                     values once, where the broadcast above sends the whole
 //                     vector down a tree (for large values).
+#include <algorithm>
+#include <cstddef>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -19,6 +22,37 @@
 #include "collectives/relay.hpp"
 
 namespace csp::collectives {
+
+namespace detail {
+
+// The ring allgather (below) of the blocks of one vector, in place: block
+// `rank` of `values` (elements [offsets[r], offsets[r + 1])) is this rank's
+// and goes round; the others arrive from r-1, are passed on as they came
+// (relay.hpp), and copied once, into their place. For the ring allreduce.
+template <class C, class V>
+void allgather_ring_in_place(C& comm, V& values, const std::vector<std::size_t>& offsets, tag t) {
+    using E = typename V::value_type;
+    const int n = comm.size(), me = comm.rank();
+    if (n == 1) return;
+    const int next = (me + 1) % n, prev = (me + n - 1) % n;
+    auto part = [&](std::size_t b) { return std::span<E>(values.data() + offsets[b], offsets[b + 1] - offsets[b]); };
+    comm.send(next, t, std::span<const E>(part(static_cast<std::size_t>(me))));
+    for (int k = 0; k < n - 1; ++k) {
+        const auto b = static_cast<std::size_t>(((me - k - 1) % n + n) % n);
+        auto place = [&](std::span<const E> got) {
+            auto into = part(b);
+            if (got.size() != into.size())
+                throw usage_error("allgather: rank " + std::to_string(prev) + " passed on block " + std::to_string(b) +
+                                  " with " + std::to_string(got.size()) + " elements, not " +
+                                  std::to_string(into.size()) + "; do all ranks pass vectors of one length?");
+            std::copy(got.begin(), got.end(), into.begin());
+        };
+        if (k < n - 2) relay<E>(comm, prev, next, t, place);
+        else receive_view<E>(comm, prev, t, place);
+    }
+}
+
+}  // namespace detail
 
 struct allgather_gather_broadcast_fn {
     static constexpr algorithm_info info{"allgather", "gather_broadcast"};
@@ -49,7 +83,7 @@ struct allgather_ring_fn {
             // What arrives in step k is what goes out in step k+1: relayed
             // as it came, and copied once, into its place.
             using E = typename T::value_type;
-            if (n > 1) comm.send(next, t, all[static_cast<std::size_t>(me)]);
+            if (n > 1) comm.send(next, t, std::span<const E>(all[static_cast<std::size_t>(me)]));
             for (int k = 0; k < n - 1; ++k) {
                 auto& in = all[static_cast<std::size_t>(((me - k - 1) % n + n) % n)];
                 auto keep = [&in](std::span<const E> got) { in.assign(got.begin(), got.end()); };

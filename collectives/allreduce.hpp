@@ -108,6 +108,14 @@ struct allreduce_ring_fn {
             const auto n = static_cast<std::size_t>(comm.size()), length = value.size();
             std::vector<std::size_t> counts(n, length / n);
             for (std::size_t i = 0; i < length % n; ++i) ++counts[i];
+            if constexpr (detail::ring_folds_in_place<C, T, Op>) {
+                // Both halves inside `value`: no block is copied out of it or
+                // into a vector of its own on the way (reduce_scatter.hpp).
+                const auto offsets = detail::block_offsets(counts, length, comm.size());
+                detail::reduce_scatter_ring_in_place(comm, value, offsets, op, t.step(1));
+                detail::allgather_ring_in_place(comm, value, offsets, t.step(2));
+                return value;
+            }
             auto mine = reduce_scatter_ring(comm, std::move(value), counts, op, s);
             const auto blocks = allgather_ring(comm, std::move(mine), s);
             T out;
@@ -138,7 +146,7 @@ struct allreduce_rabenseifner_fn {
             // the odd one (rank order kept: the even one's part first) and
             // waits for the result. The p2 others are numbered 0 .. p2-1.
             if (me < 2 * extra && me % 2 == 0) {
-                comm.send(me + 1, t, value);
+                comm.send(me + 1, t, detail::part_of(value, 0, value.size()));
                 return comm.template receive<T>(me + 1, t.step(static_cast<std::uint8_t>(2 * rounds + 1)));
             }
             if (me < 2 * extra) detail::combine_into(op, value, comm.template receive<T>(me - 1, t), true);
@@ -147,7 +155,11 @@ struct allreduce_rabenseifner_fn {
             const std::size_t length = value.size();
             // Block b of p2 is elements [edge(b), edge(b + 1)).
             auto edge = [&](int b) { return static_cast<std::ptrdiff_t>(length * static_cast<std::size_t>(b) / p2); };
-            auto blocks = [&](int lo, int hi) { return T(value.begin() + edge(lo), value.begin() + edge(hi)); };
+            // What a rank sends is a span of its vector where that saves a copy
+            // (receive_view.hpp): blocks(lo, hi) is elements [edge(lo), edge(hi)).
+            auto blocks = [&](int lo, int hi) {
+                return detail::part_of(value, static_cast<std::size_t>(edge(lo)), static_cast<std::size_t>(edge(hi)));
+            };
             auto expect_length = [&](std::size_t got, int lo, int hi, int from) {
                 if (got != static_cast<std::size_t>(edge(hi) - edge(lo)))
                     throw usage_error("allreduce rabenseifner: rank " + std::to_string(from) + " sent " +
@@ -177,7 +189,7 @@ struct allreduce_rabenseifner_fn {
                 } else {
                     const T got = comm.template receive<T>(rank_of(partner), t.step(step));
                     expect_length(got.size(), lo, hi, rank_of(partner));
-                    T mine = blocks(lo, hi);
+                    T mine(value.begin() + edge(lo), value.begin() + edge(hi));
                     detail::combine_into(op, mine, got, !keep_low);
                     std::copy(mine.begin(), mine.end(), value.begin() + edge(lo));
                 }
@@ -193,7 +205,7 @@ struct allreduce_rabenseifner_fn {
                 else place(comm.template receive<T>(rank_of(partner), t.step(step)));
                 lo = std::min(lo, plo), hi = std::max(hi, phi);
             }
-            if (me < 2 * extra) comm.send(me - 1, t.step(step), value);
+            if (me < 2 * extra) comm.send(me - 1, t.step(step), blocks(0, p2));
             return value;
         }
     }

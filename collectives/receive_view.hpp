@@ -11,6 +11,7 @@
 // the span is valid only inside f. Any other receives the vector and passes
 // its elements. For algorithms that fold or copy a received block straight
 // into their own buffer instead of decoding it into a new vector first.
+#include <cstddef>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -30,6 +31,29 @@ concept element_vector = std::is_same_v<T, std::vector<typename T::value_type>> 
                          !std::is_same_v<typename T::value_type, bool> &&
                          !std::is_pointer_v<typename T::value_type> &&
                          std::is_trivially_copyable_v<typename T::value_type>;
+
+// Communicators that pass a received vector's elements where they arrived
+// (net, hybrid). With them an algorithm folds what arrives straight into
+// its own vector and sends spans of that vector (the send encodes them, the
+// one copy of a hop); any other moves whole vectors from rank to rank,
+// which costs less there than copying blocks in and out.
+template <class C, class E>
+concept views_in_place = requires(C& c, int r, tag t, void (*f)(std::span<const E>)) {
+    c.template receive_view<E>(r, t, f);
+};
+
+// Elements [lo, hi) of v as a message: a span of them for an element
+// vector (the send copies them once, into the message, and the receiver
+// gets a std::vector of them, v's own type), else a vector of its own.
+template <class T>
+auto part_of(const T& v, std::size_t lo, std::size_t hi) {
+    if constexpr (element_vector<T>) {
+        return std::span<const typename T::value_type>(v.data() + lo, hi - lo);
+    } else {
+        const auto b = v.begin();
+        return T(b + static_cast<std::ptrdiff_t>(lo), b + static_cast<std::ptrdiff_t>(hi));
+    }
+}
 
 }  // namespace detail
 

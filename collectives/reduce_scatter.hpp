@@ -27,6 +27,7 @@
 
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
+#include "collectives/receive_view.hpp"
 #include "collectives/reduce.hpp"
 #include "collectives/scatter.hpp"
 
@@ -53,6 +54,46 @@ V block_of(const V& v, const std::vector<std::size_t>& offsets, int b) {
     const auto i = static_cast<std::size_t>(b);
     return V(v.begin() + static_cast<std::ptrdiff_t>(offsets[i]), v.begin() + static_cast<std::ptrdiff_t>(offsets[i + 1]));
 }
+
+[[noreturn]] inline void wrong_block_length(int from, std::size_t block, std::size_t got, std::size_t due) {
+    throw usage_error("reduce_scatter: rank " + std::to_string(from) + " sent block " + std::to_string(block) +
+                      " with " + std::to_string(got) + " elements, not " + std::to_string(due) +
+                      "; do all ranks pass the same counts?");
+}
+
+// The ring reduce_scatter (below) run inside `values`: what arrives from
+// r-1 is folded into this rank's own copy of that block, from where it
+// arrived, and that block is what goes on to r+1, as a span. A hop copies
+// each element once, into the message it sends; the copying path copies it
+// into a new vector on arrival as well. Needs a communicator that views
+// received messages in place and an op that folds in place (the built-in
+// ones). Afterwards block `rank` of `values` is folded over every rank;
+// the other blocks hold partial folds.
+template <class C, class V, class Op>
+void reduce_scatter_ring_in_place(C& comm, V& values, const std::vector<std::size_t>& offsets, const Op& op, tag t) {
+    using E = typename V::value_type;
+    const int n = comm.size(), me = comm.rank();
+    if (n == 1) return;
+    const int next = (me + 1) % n, prev = (me + n - 1) % n;
+    auto block = [&](int k) { return static_cast<std::size_t>(((me - k - 1) % n + n) % n); };
+    auto part = [&](std::size_t b) { return std::span<E>(values.data() + offsets[b], offsets[b + 1] - offsets[b]); };
+    comm.send(next, t, std::span<const E>(part(block(0))));
+    for (int k = 0; k < n - 1; ++k) {
+        const std::size_t b = block(k + 1);
+        receive_view<E>(comm, prev, t, [&](std::span<const E> got) {
+            auto mine = part(b);
+            if (got.size() != mine.size()) wrong_block_length(prev, b, got.size(), mine.size());
+            op.fold_before(mine, got.begin());  // the running fold first, as the copying path
+        });
+        if (k < n - 2) comm.send(next, t, std::span<const E>(part(b)));
+    }
+}
+
+template <class C, class V, class Op>
+concept ring_folds_in_place = element_vector<V> && folds_in_place<Op, V> && views_in_place<C, typename V::value_type> &&
+                              requires(const Op& op, std::span<typename V::value_type> acc, const V& part) {
+                                  op.fold_before(acc, part.begin());
+                              };
 
 }  // namespace detail
 
@@ -83,6 +124,10 @@ struct reduce_scatter_ring_fn {
         const tag t = comm.next_tag(s);
         detail::announce(comm, info, t);
         if (n == 1) return values;
+        if constexpr (detail::ring_folds_in_place<C, V, Op>) {
+            detail::reduce_scatter_ring_in_place(comm, values, offsets, op, t);
+            return detail::block_of(values, offsets, me);
+        }
         const int next = (me + 1) % n, prev = (me + n - 1) % n;
         auto block = [&](int k) { return ((me - k - 1) % n + n) % n; };
         // One tag for every step: the messages of one sender with one tag
@@ -95,10 +140,8 @@ struct reduce_scatter_ring_fn {
             running = comm.template receive<V>(prev, t);
             const int b = block(k + 1);
             if (running.size() != counts[static_cast<std::size_t>(b)])
-                throw usage_error("reduce_scatter: rank " + std::to_string(prev) + " sent block " + std::to_string(b) +
-                                  " with " + std::to_string(running.size()) + " elements, not " +
-                                  std::to_string(counts[static_cast<std::size_t>(b)]) +
-                                  "; do all ranks pass the same counts?");
+                detail::wrong_block_length(prev, static_cast<std::size_t>(b), running.size(),
+                                           counts[static_cast<std::size_t>(b)]);
             if constexpr (requires { op.fold_into(running, values.begin()); })
                 op.fold_into(running, values.begin() + static_cast<std::ptrdiff_t>(offsets[static_cast<std::size_t>(b)]));
             else

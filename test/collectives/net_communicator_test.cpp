@@ -5,9 +5,12 @@
 #include <memory_resource>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "collectives/hybrid_communicator.hpp"
+#include "collectives/local_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/relay.hpp"
@@ -100,6 +103,35 @@ static_assert(!cc::detail::element_vector<std::vector<int*>>);
 static_assert(!cc::detail::element_vector<std::vector<std::string>>);
 static_assert(!cc::detail::element_vector<std::pmr::vector<double>>);
 static_assert(!cc::detail::element_vector<double>);
+
+// Which communicators the rings and Rabenseifner's fold in place (views
+// received messages where they arrived), and what a block is sent as.
+static_assert(cc::detail::views_in_place<cc::net_communicator, double>);
+static_assert(cc::detail::views_in_place<cc::hybrid_communicator, double>);
+static_assert(!cc::detail::views_in_place<cc::local_communicator, double>);
+static_assert(cc::detail::ring_folds_in_place<cc::net_communicator, std::vector<double>, cc::sum>);
+static_assert(!cc::detail::ring_folds_in_place<cc::net_communicator, std::vector<bool>, cc::logical_or>);
+static_assert(!cc::detail::ring_folds_in_place<cc::local_communicator, std::vector<double>, cc::sum>);
+static_assert(std::is_same_v<decltype(cc::detail::part_of(std::vector<double>{}, 0, 0)), std::span<const double>>);
+static_assert(std::is_same_v<decltype(cc::detail::part_of(std::pmr::vector<double>{}, 0, 0)), std::pmr::vector<double>>);
+
+// A block sent as a span of a vector is received as a vector of the
+// same type, holding exactly elements [lo, hi).
+TEST(net_communicator_port, a_part_of_a_vector_is_received_as_a_vector_of_its_elements) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        {
+            cc::net_communicator comm(self);
+            const std::vector<double> v{1, 2, 3, 4, 5};
+            const cc::tag t = comm.next_tag();
+            comm.send(0, t, cc::detail::part_of(v, 1, 4));
+            comm.send(0, t.step(1), cc::detail::part_of(v, 5, 5));
+            EXPECT_EQ(comm.receive<std::vector<double>>(0, t), (std::vector<double>{2, 3, 4}));
+            EXPECT_TRUE(comm.receive<std::vector<double>>(0, t.step(1)).empty());
+        }
+        self.close();
+    });
+}
 
 // relay passes a vector on as it arrived and hands f its elements; a
 // message of another type goes no further.
