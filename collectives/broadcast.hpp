@@ -48,8 +48,10 @@ struct broadcast_flat_fn {
         const tag t = comm.next_tag(s);
         detail::announce(comm, info, t);
         if (comm.rank() != root) return comm.template receive<T>(root, t);
+        std::vector<int> others;
         for (int r = 0; r < comm.size(); ++r)
-            if (r != root) comm.send(r, t, value);
+            if (r != root) others.push_back(r);
+        detail::send_to_each(comm, others, t, value);
         return value;
     }
 };
@@ -63,10 +65,12 @@ struct broadcast_binomial_fn {
         const int parent = topology::binomial_parent(comm.rank(), comm.size(), root);
         const tag t = comm.next_tag(s);
         detail::announce(comm, info, t);
-        if (parent >= 0) value = comm.template receive<T>(parent, t);
         // Largest subtree first: it has the longest way to go.
         auto children = topology::binomial_children(comm.rank(), comm.size(), root);
-        for (auto it = children.rbegin(); it != children.rend(); ++it) comm.send(*it, t, value);
+        std::reverse(children.begin(), children.end());
+        // Encoded once at the root, passed on as it came below it (relay.hpp).
+        if (parent >= 0) return pass_on<T>(comm, parent, children, t);
+        detail::send_to_each(comm, children, t, value);
         return value;
     }
 };

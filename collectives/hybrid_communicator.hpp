@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -177,10 +178,27 @@ public:
         detail::check_rank(to, size(), "send to");
         const auto m = take(from, t);
         const auto got = m.body.template elements<E>();  // a wrong type goes no further
-        const place p = where(to);
-        if (p.node == node()) deliver_here(p, t, detail::relayed_message(p.node, p.port, t.bits(), m.body));
-        else job_->node_->forward(p.node, p.port, m.body, hybrid_job::wire_tag(t, local_));
+        pass(to, t, m.body);
         std::forward<F>(f)(got);
+    }
+    // As net_communicator's (detail/peers.hpp, relay.hpp): encoded once,
+    // its bytes shared; passed on as it came.
+    template <class T>
+    void send_each(std::span<const int> to, tag t, const T& value) {
+        for (int r : to) detail::check_rank(r, size(), "send to");
+        net::message m;
+        m.type = net::wire_type<T>();
+        m.body = net::encode(value);
+        for (int r : to) pass(r, t, m);
+    }
+    template <class T>
+    T pass_on(int from, std::span<const int> to, tag t) {
+        detail::check_rank(from, size(), "receive from");
+        for (int r : to) detail::check_rank(r, size(), "send to");
+        const auto m = take(from, t);
+        m.body.template expect_type<T>();  // a wrong type goes no further
+        for (int r : to) pass(r, t, m.body);
+        return m.body.template as<T>();
     }
     template <class E>
     std::size_t receive_into(int from, tag t, std::span<E> out) {
@@ -220,6 +238,12 @@ private:
         const int n = job_->node_of(to);
         const int local = to - job_->first_rank(n);
         return {n, local, hybrid_job::port_base + static_cast<net::port_id>(local)};
+    }
+    // m's bytes and type to rank `to`, on this node or another.
+    void pass(int to, tag t, const net::message& m) {
+        const place p = where(to);
+        if (p.node == node()) deliver_here(p, t, detail::relayed_message(p.node, p.port, t.bits(), m));
+        else job_->node_->forward(p.node, p.port, m, hybrid_job::wire_tag(t, local_));
     }
     // A message to a fiber of this node goes straight into its mailbox.
     void deliver_here(const place& p, tag t, net::message m) {

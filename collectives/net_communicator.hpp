@@ -21,6 +21,7 @@
 // it, is a usage_error while it lives.
 #include <cstdint>
 #include <exception>
+#include <span>
 #include <utility>
 
 #include "collectives/communicator.hpp"
@@ -109,12 +110,29 @@ public:
         detail::check_rank(to, size(), "send to");
         const auto m = take(from, t.bits());
         const auto got = m.body.template elements<E>();  // a wrong type goes no further
-        if (to == rank()) {
-            box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m.body));
-        } else {
-            node_->forward(to, port_id_, m.body, t.bits());
-        }
+        pass(to, t, m.body);
         std::forward<F>(f)(got);
+    }
+    // value to every rank of `to`, encoded once: the messages share its
+    // bytes (detail/peers.hpp).
+    template <class T>
+    void send_each(std::span<const int> to, tag t, const T& value) {
+        for (int r : to) detail::check_rank(r, size(), "send to");
+        net::message m;
+        m.type = net::wire_type<T>();
+        m.body = net::encode(value);
+        for (int r : to) pass(r, t, m);
+    }
+    // A T from `from`, whose message goes on to every rank of `to` as it
+    // arrived, before it is decoded (relay.hpp).
+    template <class T>
+    T pass_on(int from, std::span<const int> to, tag t) {
+        detail::check_rank(from, size(), "receive from");
+        for (int r : to) detail::check_rank(r, size(), "send to");
+        const auto m = take(from, t.bits());
+        m.body.template expect_type<T>();  // a wrong type goes no further
+        for (int r : to) pass(r, t, m.body);
+        return m.body.template as<T>();
     }
     template <class T>
     received<T> receive_any(tag t) {
@@ -137,6 +155,11 @@ private:
     // (net_communicator.cpp, like the constructor and the destructor: a
     // program's files need not compile the pump, the mailbox or a process.)
     mailbox<net::message>::envelope take(int from, std::uint64_t bits);
+    // m's bytes and type to rank `to` (itself included) with tag t.
+    void pass(int to, tag t, const net::message& m) {
+        if (to == rank()) box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m));
+        else node_->forward(to, port_id_, m, t.bits());
+    }
     void run_pump(net::port port);
 
     net::node* node_;

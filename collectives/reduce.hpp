@@ -107,7 +107,7 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
             break;
         }
     }
-    for (int p : peers.send_to) comm.send(p, t, value);
+    detail::send_to_each(comm, peers.send_to, t, value);
     // A tree rooted at 0 for an op that does not commute: 0 hands over.
     const tag hand_over = t.step(1);
     if (tree_root != root) {

@@ -64,11 +64,12 @@ V block_of(const V& v, const std::vector<std::size_t>& offsets, int b) {
 // The ring reduce_scatter (below) run inside `values`: what arrives from
 // r-1 is folded into this rank's own copy of that block, from where it
 // arrived, and that block is what goes on to r+1, as a span. A hop copies
-// each element once, into the message it sends; the copying path copies it
-// into a new vector on arrival as well. Needs a communicator that views
-// received messages in place and an op that folds in place (the built-in
-// ones). Afterwards block `rank` of `values` is folded over every rank;
-// the other blocks hold partial folds.
+// each element once, into the message it sends, and allocates nothing
+// else; the copying path moves its running block into the message (no
+// copy) but decodes each arrival into a new vector. Needs a communicator
+// that views received messages in place and an op that folds in place
+// (the built-in ones). Afterwards block `rank` of `values` is folded over
+// every rank; the other blocks hold partial folds.
 template <class C, class V, class Op>
 void reduce_scatter_ring_in_place(C& comm, V& values, const std::vector<std::size_t>& offsets, const Op& op, tag t) {
     using E = typename V::value_type;

@@ -30,13 +30,19 @@ struct message {
     // naming both types if it was sent as another type.
     template <class T>
     T as() const {
+        expect_type<T>();
+        return decode<T>(body);
+    }
+    // The check as() makes before it decodes: decode_error naming both
+    // types unless the message was sent as a T (or untyped).
+    template <class T>
+    void expect_type() const {
         if constexpr (!std::is_same_v<std::remove_cvref_t<T>, payload>) {
             if (type != 0 && type != type_fingerprint<T>())
                 throw decode_error("a message sent as " + type_name_of(type) + " (from node " +
                                    std::to_string(source) + " to port " + std::to_string(port) +
                                    ") cannot be received as " + type_name<std::remove_cvref_t<T>>());
         }
-        return decode<T>(body);
     }
 
     // The payload as elements of U, in place (no copy).

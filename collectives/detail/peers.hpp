@@ -3,6 +3,7 @@
 // and receive from several peers at once.
 #include <cstddef>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "collectives/communicator.hpp"
@@ -12,10 +13,16 @@
 namespace csp::collectives::detail {
 
 // Sends never block (they queue at the receiver), so one process sends to
-// each peer in turn; the order is the peers' order.
+// each peer in turn; the order is the peers' order. Net and hybrid
+// communicators encode the value once and send every peer the same bytes;
+// any other sends each a copy.
 template <class C, class T>
-void send_to_each(C& comm, const std::vector<int>& peers, tag t, const T& value) {
-    for (int p : peers) comm.send(p, t, value);
+void send_to_each(C& comm, std::span<const int> peers, tag t, const T& value) {
+    if constexpr (requires { comm.send_each(peers, t, value); }) {
+        comm.send_each(peers, t, value);
+    } else {
+        for (int p : peers) comm.send(p, t, value);
+    }
 }
 
 // The paper's recv_from_multiple: one receiving process per peer, so a late

@@ -158,6 +158,28 @@ TEST(net_communicator_port, relay_passes_a_vector_on_and_refuses_another_type) {
     });
 }
 
+// pass_on hands a value on as it came before decoding it, and a message of
+// another type goes no further; send_to_each encodes once for every peer.
+TEST(net_communicator_port, pass_on_and_send_to_each_share_one_encoding_and_refuse_another_type) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        {
+            cc::net_communicator comm(self);
+            const std::vector<std::int64_t> v{7, 8, 9};
+            const std::vector<int> twice{0, 0};
+            const cc::tag t = comm.next_tag();
+            cc::detail::send_to_each(comm, twice, t, v);
+            EXPECT_EQ(cc::pass_on<std::vector<std::int64_t>>(comm, 0, twice, t), v);
+            for (int i = 0; i < 3; ++i) EXPECT_EQ(comm.receive<std::vector<std::int64_t>>(0, t), v) << i;
+            const cc::tag u = comm.next_tag();
+            comm.send(0, u, std::string("not numbers"));
+            EXPECT_THROW(cc::pass_on<std::vector<std::int64_t>>(comm, 0, twice, u), csp::net::decode_error);
+            EXPECT_EQ(comm.unclaimed(), 0u);
+        }
+        self.close();
+    });
+}
+
 // A program started without csp-launch runs its collectives as a job of one.
 TEST(net_communicator_port, collectives_of_a_job_of_one_return_the_rank_own_values) {
     csp::run([] {
