@@ -31,6 +31,7 @@
 #include "collectives/algorithm.hpp"
 #include "collectives/allgather.hpp"
 #include "collectives/communicator.hpp"
+#include "collectives/detail/peers.hpp"
 
 namespace csp::collectives {
 
@@ -80,8 +81,10 @@ struct put_get_requests_fn {
         const auto requests = allgather_gather_broadcast(comm, from, s);
         detail::check_requests(requests, comm.size());
         const int me = comm.rank();
+        std::vector<int> askers;
         for (int r = 0; r < comm.size(); ++r)
-            if (r != me && requests[static_cast<std::size_t>(r)] == me) comm.send(r, t, value);
+            if (r != me && requests[static_cast<std::size_t>(r)] == me) askers.push_back(r);
+        detail::send_to_each(comm, askers, t, value);  // one encoding for all of them
         if (from == me) return value;
         return comm.template receive<T>(from, t);
     }

@@ -107,7 +107,11 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
             break;
         }
     }
-    detail::send_to_each(comm, peers.send_to, t, value);
+    // A rank that sends is not the tree's root, so it is done with its
+    // value: a lone receiver (the parent) gets it moved, which a vector's
+    // message adopts instead of copying.
+    if (peers.send_to.size() == 1) comm.send(peers.send_to[0], t, std::move(value));
+    else detail::send_to_each(comm, peers.send_to, t, value);
     // A tree rooted at 0 for an op that does not commute: 0 hands over.
     const tag hand_over = t.step(1);
     if (tree_root != root) {
