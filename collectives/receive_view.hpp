@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectives/communicator.hpp"
+#include "collectives/operation.hpp"
 
 namespace csp::collectives {
 
@@ -41,6 +42,13 @@ template <class C, class E>
 concept views_in_place = requires(C& c, int r, tag t, void (*f)(std::span<const E>)) {
     c.template receive_view<E>(r, t, f);
 };
+
+// A vector T that an algorithm over C folds with op straight from the
+// received messages' bytes (op.fold_into / op.fold_before, as combine_into
+// folds it), instead of decoding each into a vector first.
+template <class C, class T, class Op>
+concept folds_from_messages =
+    element_vector<T> && views_in_place<C, typename T::value_type> && folds_in_place<Op, T>;
 
 // Elements [lo, hi) of v as a message: a span of them for an element
 // vector (the send copies them once, into the message, and the receiver

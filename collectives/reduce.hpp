@@ -93,19 +93,13 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
     const int tree_root = commutes(op) ? root : 0;
     const auto peers = topology::binomial_reduce_peers(comm.rank(), comm.size(), tree_root);
     const auto& children = peers.receive_from;
-    constexpr bool folds_from_messages = [] {
-        if constexpr (folds_in_place<Op, T> && element_vector<T>)
-            return views_in_place<C, typename T::value_type>;
-        else
-            return false;
-    }();
     const bool in_children_order = how == child_receive::sequential || how == child_receive::parallel;
-    if (!children.empty() && folds_from_messages && in_children_order) {
+    if (!children.empty() && folds_from_messages<C, T, Op> && in_children_order) {
         // Each child's part folded into `value` from its message's bytes, in
         // the children's order, as both variants fold (receive_view.hpp): no
         // vector decoded per child. Receiving them in turn costs no more
         // than at once, since the folds wait for them in that order anyway.
-        if constexpr (folds_from_messages) {
+        if constexpr (folds_from_messages<C, T, Op>) {
             for (int c : children)
                 receive_view<typename T::value_type>(comm, c, t, [&](auto got) {
                     check_same_length(value.size(), got.size());

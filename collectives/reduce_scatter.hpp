@@ -90,12 +90,6 @@ void reduce_scatter_ring_in_place(C& comm, V& values, const std::vector<std::siz
     }
 }
 
-template <class C, class V, class Op>
-concept ring_folds_in_place = element_vector<V> && folds_in_place<Op, V> && views_in_place<C, typename V::value_type> &&
-                              requires(const Op& op, std::span<typename V::value_type> acc, const V& part) {
-                                  op.fold_before(acc, part.begin());
-                              };
-
 }  // namespace detail
 
 struct reduce_scatter_reduce_then_scatter_fn {
@@ -125,7 +119,7 @@ struct reduce_scatter_ring_fn {
         const tag t = comm.next_tag(s);
         detail::announce(comm, info, t);
         if (n == 1) return values;
-        if constexpr (detail::ring_folds_in_place<C, V, Op>) {
+        if constexpr (detail::folds_from_messages<C, V, Op>) {
             detail::reduce_scatter_ring_in_place(comm, values, offsets, op, t);
             return detail::block_of(values, offsets, me);
         }

@@ -5,7 +5,9 @@
 // to every receiver it has in that round, then receives its incoming
 // transfers at once (one process each), then folds them in transfer order.
 // Sending first is what lets both ends of a butterfly exchange use their
-// pre-round values. Each round has its own tag step.
+// pre-round values. Each round has its own tag step. A lone incoming
+// transfer that folds a std::vector with a built-in op over a net or hybrid
+// communicator is folded from the message's bytes, not decoded first.
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
+#include "collectives/receive_view.hpp"
 #include "collectives/topology.hpp"
 
 namespace csp::collectives {
@@ -69,6 +72,17 @@ std::optional<T> run_plan(C& comm, const rank_plan& plan, std::optional<T> value
         };
         if (round.receive.size() == 1) {  // the common case: no receiving process, no vector
             const auto& x = round.receive.front();
+            if constexpr (detail::folds_from_messages<C, T, Op>) {
+                if (x.kind != topology::transfer_kind::deliver && value) {
+                    // Folded from the message's bytes (receive_view.hpp).
+                    receive_view<typename T::value_type>(comm, x.from, rt, [&](auto got) {
+                        detail::check_same_length(value->size(), got.size());
+                        if (x.sender_first) op.fold_before(*value, got.begin());
+                        else op.fold_into(*value, got.begin());
+                    });
+                    continue;
+                }
+            }
             take(x, comm.template receive<T>(x.from, rt));
             continue;
         }

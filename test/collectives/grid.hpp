@@ -3,6 +3,7 @@
 // references they are checked against. Shared by the local and the network
 // grids.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -166,6 +167,19 @@ std::vector<std::string> check_all(C& c) {
     cc::registry::allreduce::for_each([&](auto a) {
         if (a.info.needs_elementwise) return;
         expect(a(c, mat_of(me), mat_product) == *fold(0, n, mat_of, mat_product), name_of(a) + " matrices");
+    });
+    // min keeps its left operand of two equal ones, so of -0.0 and 0.0 the
+    // sign bit tells which side each fold put a rank's value on: an
+    // algorithm that keeps rank order ends with rank 0's signs.
+    cc::registry::allreduce::for_each([&](auto a) {
+        if (a.info.needs_commuting_op) return;
+        auto zeros = [](int r) {
+            return std::vector<double>{r % 2 ? -0.0 : 0.0, r % 2 ? 0.0 : -0.0, r == 1 ? -0.0 : 0.0};
+        };
+        const auto got = a(c, zeros(me), cc::minimum{});
+        bool same = got.size() == 3;
+        for (std::size_t i = 0; same && i < 3; ++i) same = std::signbit(got[i]) == std::signbit(zeros(0)[i]);
+        expect(same, name_of(a) + " min keeps rank order on signed zeros");
     });
 
     cc::registry::barrier::for_each([&](auto a) { a(c); });

@@ -109,9 +109,9 @@ static_assert(!cc::detail::element_vector<double>);
 static_assert(cc::detail::views_in_place<cc::net_communicator, double>);
 static_assert(cc::detail::views_in_place<cc::hybrid_communicator, double>);
 static_assert(!cc::detail::views_in_place<cc::local_communicator, double>);
-static_assert(cc::detail::ring_folds_in_place<cc::net_communicator, std::vector<double>, cc::sum>);
-static_assert(!cc::detail::ring_folds_in_place<cc::net_communicator, std::vector<bool>, cc::logical_or>);
-static_assert(!cc::detail::ring_folds_in_place<cc::local_communicator, std::vector<double>, cc::sum>);
+static_assert(cc::detail::folds_from_messages<cc::net_communicator, std::vector<double>, cc::sum>);
+static_assert(!cc::detail::folds_from_messages<cc::net_communicator, std::vector<bool>, cc::logical_or>);
+static_assert(!cc::detail::folds_from_messages<cc::local_communicator, std::vector<double>, cc::sum>);
 static_assert(std::is_same_v<decltype(cc::detail::part_of(std::vector<double>{}, 0, 0)), std::span<const double>>);
 static_assert(std::is_same_v<decltype(cc::detail::part_of(std::pmr::vector<double>{}, 0, 0)), std::pmr::vector<double>>);
 
