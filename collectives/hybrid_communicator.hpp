@@ -149,7 +149,7 @@ private:
     csp::process_group pumps_;
 };
 
-class hybrid_communicator {
+class hybrid_communicator : public detail::byte_messages<hybrid_communicator> {
 public:
     hybrid_communicator(hybrid_job& job, int local) : job_(&job), local_(local) {}
 
@@ -165,61 +165,14 @@ public:
         if (p.node == node()) deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::move(value)));
         else job_->node_->send(p.node, p.port, std::move(value), hybrid_job::wire_tag(t, local_));
     }
-    template <class T>
-    T receive(int from, tag t) {
-        detail::check_rank(from, size(), "receive from");
-        return take(from, t).body.template as<T>();
-    }
-    // As net_communicator's (relay.hpp): the message goes on as it arrived,
-    // to a fiber of this node or to another node, before f runs.
-    template <class E, class F>
-    void relay(int from, int to, tag t, F&& f) {
-        detail::check_rank(from, size(), "receive from");
-        detail::check_rank(to, size(), "send to");
-        const auto m = take(from, t);
-        const auto got = m.body.template elements<E>();  // a wrong type goes no further
-        pass(to, t, m.body);
-        std::forward<F>(f)(got);
-    }
-    // As net_communicator's (detail/peers.hpp, relay.hpp): encoded once,
-    // its bytes shared; passed on as it came.
-    template <class T>
-    void send_each(std::span<const int> to, tag t, const T& value) {
-        for (int r : to) detail::check_rank(r, size(), "send to");
-        net::message m;
-        m.type = net::wire_type<T>();
-        m.body = net::encode(value);
-        for (int r : to) pass(r, t, m);
-    }
-    template <class T>
-    T pass_on(int from, std::span<const int> to, tag t) {
-        detail::check_rank(from, size(), "receive from");
-        for (int r : to) detail::check_rank(r, size(), "send to");
-        const auto m = take(from, t);
-        m.body.template expect_type<T>();  // a wrong type goes no further
-        for (int r : to) pass(r, t, m.body);
-        return m.body.template as<T>();
-    }
-    template <class E>
-    std::size_t receive_into(int from, tag t, std::span<E> out) {
-        detail::check_rank(from, size(), "receive from");
-        return take(from, t).body.into(out);
-    }
-    template <class E, class F>
-    decltype(auto) receive_view(int from, tag t, F&& f) {
-        detail::check_rank(from, size(), "receive from");
-        const auto m = take(from, t);
-        return std::forward<F>(f)(m.body.template elements<E>());
-    }
-    template <class T>
-    received<T> receive_any(tag t) {
-        auto m = take(any_source, t);
-        return {m.source, m.body.template as<T>()};
-    }
+    // receive, receive_any, receive_into, receive_view, relay, send_each,
+    // pass_on: detail/byte_messages.hpp, as net_communicator's; a message
+    // passed on goes to a fiber of this node or to another node.
     tag next_tag(stream s = {}) { return mine().counter.next(s); }
     context_pool& contexts() { return mine().contexts; }
 
 private:
+    friend class detail::byte_messages<hybrid_communicator>;
     hybrid_job::rank_state& mine() const { return job_->ranks_[static_cast<std::size_t>(local_)]; }
     // As net_communicator's: reported once out of the mailbox.
     mailbox<net::message>::envelope take(int from, tag t) {

@@ -26,6 +26,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/context_pool.hpp"
+#include "collectives/detail/byte_messages.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/selection.hpp"
 #include "collectives/tag.hpp"
@@ -58,7 +59,7 @@ inline net::message relayed_message(int node, net::port_id port, std::uint64_t t
 }
 }  // namespace detail
 
-class net_communicator {
+class net_communicator : public detail::byte_messages<net_communicator> {
 public:
     static constexpr net::port_id default_port = 0x434f4c4c;  // "COLL"
 
@@ -83,62 +84,8 @@ public:
             node_->send(to, port_id_, std::move(value), t.bits());
         }
     }
-    template <class T>
-    T receive(int from, tag t) {
-        detail::check_rank(from, size(), "receive from");
-        return take(from, t.bits()).body.template as<T>();
-    }
-    // Into the caller's buffer, without allocating (neighbours.hpp).
-    template <class E>
-    std::size_t receive_into(int from, tag t, std::span<E> out) {
-        detail::check_rank(from, size(), "receive from");
-        return take(from, t.bits()).body.into(out);
-    }
-    // f(elements) where they arrived, without copying them (receive_view.hpp).
-    template <class E, class F>
-    decltype(auto) receive_view(int from, tag t, F&& f) {
-        detail::check_rank(from, size(), "receive from");
-        const auto m = take(from, t.bits());
-        return std::forward<F>(f)(m.body.template elements<E>());
-    }
-    // f(elements) of a vector from `from`, whose message goes on to `to` as
-    // it arrived, its bytes shared (relay.hpp). Sent before f runs, so the
-    // next hop starts while this one copies.
-    template <class E, class F>
-    void relay(int from, int to, tag t, F&& f) {
-        detail::check_rank(from, size(), "receive from");
-        detail::check_rank(to, size(), "send to");
-        const auto m = take(from, t.bits());
-        const auto got = m.body.template elements<E>();  // a wrong type goes no further
-        pass(to, t, m.body);
-        std::forward<F>(f)(got);
-    }
-    // value to every rank of `to`, encoded once: the messages share its
-    // bytes (detail/peers.hpp).
-    template <class T>
-    void send_each(std::span<const int> to, tag t, const T& value) {
-        for (int r : to) detail::check_rank(r, size(), "send to");
-        net::message m;
-        m.type = net::wire_type<T>();
-        m.body = net::encode(value);
-        for (int r : to) pass(r, t, m);
-    }
-    // A T from `from`, whose message goes on to every rank of `to` as it
-    // arrived, before it is decoded (relay.hpp).
-    template <class T>
-    T pass_on(int from, std::span<const int> to, tag t) {
-        detail::check_rank(from, size(), "receive from");
-        for (int r : to) detail::check_rank(r, size(), "send to");
-        const auto m = take(from, t.bits());
-        m.body.template expect_type<T>();  // a wrong type goes no further
-        for (int r : to) pass(r, t, m.body);
-        return m.body.template as<T>();
-    }
-    template <class T>
-    received<T> receive_any(tag t) {
-        auto m = take(any_source, t.bits());
-        return {m.source, m.body.template as<T>()};
-    }
+    // receive, receive_any, receive_into, receive_view, relay, send_each,
+    // pass_on: detail/byte_messages.hpp.
     tag next_tag(stream s = {}) { return counter_.next(s); }
     // This node's group contexts (context_pool.hpp, group.hpp).
     context_pool& contexts() { return contexts_; }
@@ -154,7 +101,9 @@ private:
     // is the calling process's once it leaves the mailbox (net::report_taken).
     // (net_communicator.cpp, like the constructor and the destructor: a
     // program's files need not compile the pump, the mailbox or a process.)
+    friend class detail::byte_messages<net_communicator>;
     mailbox<net::message>::envelope take(int from, std::uint64_t bits);
+    mailbox<net::message>::envelope take(int from, tag t) { return take(from, t.bits()); }
     // m's bytes and type to rank `to` (itself included) with tag t.
     void pass(int to, tag t, const net::message& m) {
         if (to == rank()) box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m));
