@@ -30,9 +30,12 @@ std::pair<T, std::optional<T>> scan_doubling(C& comm, T value, const Op& op, tag
         const tag st = t.step(static_cast<std::uint8_t>(step));
         if (r + dist < n) comm.send(r + dist, st, partial);
         if (r - dist >= 0) {
+            // lower op partial and lower op before, folded in place where the
+            // op can (operation.hpp: no new vector per round).
             T lower = comm.template receive<T>(r - dist, st);
-            before = before ? op(lower, *before) : lower;
-            partial = op(lower, partial);
+            combine_into(op, partial, std::as_const(lower), true);
+            if (before) combine_into(op, *before, std::as_const(lower), true);
+            else before = std::move(lower);
         }
     }
     return {std::move(partial), std::move(before)};
@@ -42,7 +45,8 @@ template <class C, class T, class Op>
 std::pair<T, std::optional<T>> scan_chain(C& comm, T value, const Op& op, tag t) {
     std::optional<T> before;
     if (comm.rank() > 0) before = comm.template receive<T>(comm.rank() - 1, t);
-    T inclusive = before ? op(*before, value) : std::move(value);
+    if (before) combine_into(op, value, std::as_const(*before), true);  // before op value
+    T inclusive = std::move(value);
     if (comm.rank() + 1 < comm.size()) comm.send(comm.rank() + 1, t, inclusive);
     return {std::move(inclusive), std::move(before)};
 }
