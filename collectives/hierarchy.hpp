@@ -230,7 +230,8 @@ T scan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
     if (!h.contiguous()) return csp::collectives::scan(h.all(), std::move(value), op, s);
     const auto offset = detail::hosts_before(h, value, op, s);
     T prefix = csp::collectives::scan(h.local(), std::move(value), op, s);
-    return offset ? op(*offset, prefix) : prefix;
+    if (offset) csp::collectives::detail::combine_into(op, prefix, std::as_const(*offset), true);  // offset op prefix
+    return prefix;
 }
 
 // v0 op ... op v(me-1) at each rank but rank 0, which gets nothing.
@@ -241,7 +242,8 @@ std::optional<T> exscan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
     auto prefix = csp::collectives::exscan(h.local(), std::move(value), op, s);
     if (!offset) return prefix;
     if (!prefix) return offset;
-    return op(*offset, *prefix);
+    csp::collectives::detail::combine_into(op, *prefix, std::as_const(*offset), true);  // offset op prefix
+    return prefix;
 }
 
 // Returns once every rank of this host has called it (STAPERS's p_lwait).

@@ -60,10 +60,13 @@ struct reduce_flat_in_order_fn {
             comm.send(root, t, std::move(value));
             return std::nullopt;
         }
+        // acc op v(r) for r = 0, 1, ...: folded in place where the op can
+        // (operation.hpp), so no new value per rank; the order is fixed.
         std::optional<T> acc;
         for (int r = 0; r < comm.size(); ++r) {
-            T v = r == root ? value : comm.template receive<T>(r, t);
-            acc = acc ? op(*acc, v) : std::move(v);
+            if (!acc) acc = r == root ? std::move(value) : comm.template receive<T>(r, t);
+            else if (r == root) detail::combine_into(op, *acc, std::as_const(value), false);
+            else detail::combine_into(op, *acc, comm.template receive<T>(r, t), false);
         }
         return acc;
     }
