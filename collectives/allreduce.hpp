@@ -146,7 +146,7 @@ struct allreduce_rabenseifner_fn {
             // the odd one (rank order kept: the even one's part first) and
             // waits for the result. The p2 others are numbered 0 .. p2-1.
             if (me < 2 * extra && me % 2 == 0) {
-                comm.send(me + 1, t, detail::part_of(value, 0, value.size()));
+                comm.send(me + 1, t, std::move(value));  // done with it: its bytes are adopted, not copied
                 return comm.template receive<T>(me + 1, t.step(static_cast<std::uint8_t>(2 * rounds + 1)));
             }
             if (me < 2 * extra) detail::combine_into(op, value, comm.template receive<T>(me - 1, t), true);
@@ -155,8 +155,9 @@ struct allreduce_rabenseifner_fn {
             const std::size_t length = value.size();
             // Block b of p2 is elements [edge(b), edge(b + 1)).
             auto edge = [&](int b) { return static_cast<std::ptrdiff_t>(length * static_cast<std::size_t>(b) / p2); };
-            // What a rank sends is a span of its vector where that saves a copy
-            // (receive_view.hpp): blocks(lo, hi) is elements [edge(lo), edge(hi)).
+            // blocks(lo, hi), elements [edge(lo), edge(hi)), as sent: a span of
+            // the rank's vector, which the send copies once, into the message
+            // (receive_view.hpp's part_of), with no vector of its own between.
             auto blocks = [&](int lo, int hi) {
                 return detail::part_of(value, static_cast<std::size_t>(edge(lo)), static_cast<std::size_t>(edge(hi)));
             };
