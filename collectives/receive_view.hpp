@@ -75,4 +75,24 @@ decltype(auto) receive_view(C& comm, int from, tag t, F&& f) {
     }
 }
 
+namespace detail {
+
+// combine_into (operation.hpp) with a part that arrives from `from`:
+// acc = part_first ? part op acc : acc op part. Folded from the message's
+// bytes where folds_from_messages allows, else received as a T first.
+template <class C, class T, class Op>
+void combine_received(C& comm, int from, tag t, const Op& op, T& acc, bool part_first) {
+    if constexpr (folds_from_messages<C, T, Op>) {
+        receive_view<typename T::value_type>(comm, from, t, [&](auto got) {
+            check_same_length(acc.size(), got.size());
+            if (part_first) op.fold_before(acc, got.begin());
+            else op.fold_into(acc, got.begin());
+        });
+    } else {
+        combine_into(op, acc, comm.template receive<T>(from, t), part_first);
+    }
+}
+
+}  // namespace detail
+
 }  // namespace csp::collectives

@@ -24,14 +24,14 @@
 //                     (listing 8), so folding starts before the last value.
 //   arrival           commuting ops only: each rank folds its children's
 //                     values in the order they arrive.
-//
-// Over net and hybrid communicators, binomial and binomial_parallel fold a
-// std::vector's parts with a built-in op straight from the messages' bytes,
-// in the children's order, instead of decoding each into a vector first.
 //   shared_memory     ranks of one address space (shared_board.hpp): each
 //                     copies its value into its slot, all sync once, the
 //                     root folds the slots in rank order. Elsewhere it runs
 //                     binomial_parallel.
+//
+// Over net and hybrid communicators, binomial and binomial_parallel fold a
+// std::vector's parts with a built-in op straight from the messages' bytes,
+// in the children's order, instead of decoding each into a vector first.
 #include <optional>
 #include <span>
 #include <utility>
@@ -96,23 +96,15 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
     const int tree_root = commutes(op) ? root : 0;
     const auto peers = topology::binomial_reduce_peers(comm.rank(), comm.size(), tree_root);
     const auto& children = peers.receive_from;
-    const bool in_children_order = how == child_receive::sequential || how == child_receive::parallel;
-    if (!children.empty() && folds_from_messages<C, T, Op> && in_children_order) {
-        // Each child's part folded into `value` from its message's bytes, in
-        // the children's order, as both variants fold (receive_view.hpp): no
-        // vector decoded per child. Receiving them in turn costs no more
-        // than at once, since the folds wait for them in that order anyway.
-        if constexpr (folds_from_messages<C, T, Op>) {
-            for (int c : children)
-                receive_view<typename T::value_type>(comm, c, t, [&](auto got) {
-                    check_same_length(value.size(), got.size());
-                    op.fold_into(value, got.begin());
-                });
-        }
-    } else if (!children.empty()) {
+    // Where parts fold from the messages' bytes (receive_view.hpp), the
+    // parallel variant receives in turn: its folds wait for the children in
+    // that order anyway, and no vector is decoded per child.
+    if constexpr (folds_from_messages<C, T, Op>)
+        if (how == child_receive::parallel) how = child_receive::sequential;
+    if (!children.empty()) {
         switch (how) {
         case child_receive::sequential:
-            for (int c : children) combine_into(op, value, comm.template receive<T>(c, t), false);
+            for (int c : children) combine_received(comm, c, t, op, value, false);
             break;
         case child_receive::parallel: {
             auto parts = receive_from_each<T>(comm, children, t);

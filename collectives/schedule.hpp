@@ -72,18 +72,10 @@ std::optional<T> run_plan(C& comm, const rank_plan& plan, std::optional<T> value
         };
         if (round.receive.size() == 1) {  // the common case: no receiving process, no vector
             const auto& x = round.receive.front();
-            if constexpr (detail::folds_from_messages<C, T, Op>) {
-                if (x.kind != topology::transfer_kind::deliver && value) {
-                    // Folded from the message's bytes (receive_view.hpp).
-                    receive_view<typename T::value_type>(comm, x.from, rt, [&](auto got) {
-                        detail::check_same_length(value->size(), got.size());
-                        if (x.sender_first) op.fold_before(*value, got.begin());
-                        else op.fold_into(*value, got.begin());
-                    });
-                    continue;
-                }
-            }
-            take(x, comm.template receive<T>(x.from, rt));
+            if (x.kind != topology::transfer_kind::deliver && value)
+                detail::combine_received(comm, x.from, rt, op, *value, x.sender_first);
+            else
+                take(x, comm.template receive<T>(x.from, rt));
             continue;
         }
         std::vector<T> got =

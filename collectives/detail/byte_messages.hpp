@@ -1,6 +1,6 @@
 #pragma once
-// The receiving half of the communicators whose messages are bytes
-// (net::message): net_communicator and hybrid_communicator. Because a
+// What the communicators whose messages are bytes (net::message),
+// net_communicator and hybrid_communicator, share beyond send(). Because a
 // received message is bytes with a type, it can be decoded, viewed where it
 // arrived, copied into a caller's buffer, or sent on as it came, and one
 // encoding can go to several ranks.
