@@ -22,6 +22,10 @@ struct algorithm_info {
     // local_communicator); elsewhere it runs a message-passing fallback, and
     // the table does not choose it.
     bool needs_shared_memory = false;
+    // Runs as intended only where the ranks are processes of one host that
+    // share its memory (link_level::host, host_board.hpp); elsewhere it runs
+    // a message-passing fallback, and the table does not choose it.
+    bool needs_host_level = false;
 
     // "reduce/binomial", as reports and benchmarks print it.
     std::string qualified() const { return std::string(collective) + "/" + std::string(name); }

@@ -37,8 +37,20 @@
 //                     the n vectors, a second sync, each copies the
 //                     others' blocks. Elsewhere (other communicators, or
 //                     under a model recorder) it runs reduce_broadcast.
+//   host_memory       OS processes of one host (a net_communicator whose
+//                     ranks share this host's memory, host_board.hpp):
+//                     each copies its value into its part of a shared
+//                     segment and arrives, waits until all have arrived,
+//                     and folds the n parts in rank order. No message
+//                     unless a rank waits long enough to sleep (one wake
+//                     message each). Plain values and vectors of plain
+//                     elements up to host_board::part_capacity bytes; any
+//                     rank's larger value sends every rank to the
+//                     butterfly, as do other communicators and values.
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -46,11 +58,14 @@
 
 #include "collectives/allgather.hpp"
 #include "collectives/broadcast.hpp"
+#include "collectives/host_board.hpp"
 #include "collectives/reduce.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/reduce_scatter.hpp"
 #include "collectives/schedule.hpp"
 #include "collectives/shared_board.hpp"
+#include "csp/type_name.hpp"
+#include "csp/view.hpp"
 
 namespace csp::collectives {
 
@@ -275,5 +290,82 @@ private:
     }
 };
 inline constexpr allreduce_shared_memory_fn allreduce_shared_memory{};
+
+namespace detail {
+// Values a host board carries as their bytes: plain data (not a view, which
+// would carry its pointer) and vectors of plain elements.
+template <class T>
+concept host_board_value = element_vector<T> || (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T> &&
+                                                 !std::is_pointer_v<T> && !is_view_v<T>);
+
+template <class T>
+std::span<const std::byte> bytes_of(const T& v) {
+    if constexpr (element_vector<T>) return std::as_bytes(std::span(v));
+    else return std::as_bytes(std::span<const T, 1>(&v, 1));
+}
+}  // namespace detail
+
+struct allreduce_host_memory_fn {
+    static constexpr algorithm_info info{"allreduce", "host_memory", false, false, false, true};
+
+    template <class C, class T, class Op>
+    T operator()(C& comm, T value, const Op& op, stream s = {}) const {
+        if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
+            const tag t = comm.next_tag(s);
+            if (host_board* board = comm.board_on_host(s, t)) {
+                detail::announce(comm, info, t);
+                const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
+                detail::host_wait(comm, *board, t, m);
+                if (auto folded = fold<T>(*board, m, comm.rank(), op)) return std::move(*folded);
+                // Some rank's value did not fit in its part: all ranks saw it.
+            }
+        }
+        return allreduce_butterfly(comm, std::move(value), op, s);
+    }
+
+private:
+    // Every part in rank order, from the shared bytes: the same value at
+    // every rank, whatever the op. Empty if a part did not fit.
+    template <class T, class Op>
+    static std::optional<T> fold(const host_board& board, std::uint64_t m, int me, const Op& op) {
+        const auto mine = board.part_of(m, me);
+        for (int q = 0; q < board.size(); ++q) {
+            const auto p = board.part_of(m, q);
+            if (p.type != mine.type)
+                throw usage_error("allreduce host_memory: rank " + std::to_string(q) +
+                                  " passed a value of another type than rank " + std::to_string(me) + "'s " +
+                                  csp::type_name<T>());
+            if (!p.fits) return std::nullopt;
+        }
+        auto value_of = [&](int q) {
+            const auto p = board.part_of(m, q);
+            if constexpr (detail::element_vector<T>) {
+                using E = typename T::value_type;
+                const auto* first = reinterpret_cast<const E*>(p.data);
+                return std::span<const E>(first, p.bytes / sizeof(E));
+            } else {
+                T v;
+                std::memcpy(&v, p.data, sizeof v);
+                return v;
+            }
+        };
+        std::optional<T> acc;
+        if constexpr (detail::element_vector<T>) {
+            const auto first = value_of(0);
+            acc.emplace(first.begin(), first.end());
+            for (int q = 1; q < board.size(); ++q) {
+                const auto part = value_of(q);
+                detail::check_same_length(acc->size(), part.size());
+                if constexpr (detail::folds_in_place<Op, T>) op.fold_into(*acc, part.begin());
+                else detail::combine_into(op, *acc, T(part.begin(), part.end()), false);
+            }
+        } else {
+            acc.emplace(value_of(0));
+            for (int q = 1; q < board.size(); ++q) detail::combine_into(op, *acc, value_of(q), false);
+        }
+        return acc;
+    }
+};
+inline constexpr allreduce_host_memory_fn allreduce_host_memory{};
 
 }  // namespace csp::collectives

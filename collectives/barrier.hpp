@@ -21,6 +21,7 @@
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
+#include "collectives/host_board.hpp"
 #include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
 
@@ -105,5 +106,26 @@ struct barrier_shared_memory_fn {
     }
 };
 inline constexpr barrier_shared_memory_fn barrier_shared_memory{};
+
+// OS processes of one host (a net_communicator whose ranks share this
+// host's memory): one meeting on the host board (host_board.hpp), no
+// message unless a rank waits long enough to sleep. Elsewhere binomial.
+struct barrier_host_memory_fn {
+    static constexpr algorithm_info info{"barrier", "host_memory", false, false, false, true};
+
+    template <class C>
+    void operator()(C& comm, stream s = {}) const {
+        if constexpr (requires(tag t) { comm.board_on_host(s, t); }) {
+            const tag t = comm.next_tag(s);
+            if (host_board* board = comm.board_on_host(s, t)) {
+                detail::announce(comm, info, t);
+                detail::host_wait(comm, *board, t, board->arrive(0, {}));
+                return;
+            }
+        }
+        barrier_binomial(comm, s);
+    }
+};
+inline constexpr barrier_host_memory_fn barrier_host_memory{};
 
 }  // namespace csp::collectives

@@ -1,7 +1,14 @@
 #include "collectives/net_communicator.hpp"
 
+#include <cstdint>
 #include <exception>
+#include <string>
+#include <thread>
 #include <utility>
+#include <vector>
+
+#include "net/errors.hpp"
+#include "net/log.hpp"
 
 namespace csp::collectives {
 
@@ -38,6 +45,65 @@ void net_communicator::run_pump(net::port port) {
             box_.fail(e.peer(), std::current_exception());
         }
     }
+}
+
+host_board* net_communicator::board_on_host(stream s, tag t) {
+    if (!node_->shares_host_memory()) return nullptr;
+    {
+        std::lock_guard lk(boards_lock_);
+        if (auto it = host_boards_.find(s.id); it != host_boards_.end()) return it->second.get();
+    }
+    auto made = set_up_host_board(t);
+    std::lock_guard lk(boards_lock_);
+    return host_boards_.emplace(s.id, std::move(made)).first->second.get();
+}
+
+// Rank 0 makes the segment and sends its name (step 1; empty: none); each
+// other rank maps it and answers whether it could (step 2); rank 0 sends
+// whether all could (step 3), then removes the name: every rank that will
+// ever map it has. A lost peer fails the step's receive, as in any
+// collective; the board's destructor then removes the name.
+std::unique_ptr<host_board> net_communicator::set_up_host_board(tag t) {
+    const int n = size(), me = rank();
+    const unsigned cores = std::thread::hardware_concurrency();
+    const bool oversubscribed = cores != 0 && node_->ranks_on_host() > static_cast<int>(cores);
+    std::vector<int> others;
+    for (int q = 1; q < n; ++q) others.push_back(q);
+    auto unusable = [&](const std::string& why) {
+        net::log_line("csp.net " + node_->job() + "/" + std::to_string(me) +
+                      ": collectives pass messages instead of meeting in shared memory: " + why);
+        return nullptr;
+    };
+    std::unique_ptr<host_board> b;
+    if (me == 0) {
+        std::string name, why;
+        try {
+            b = std::make_unique<host_board>(host_board::create(n, me, oversubscribed));
+            name = b->name();
+        } catch (const net::net_error& e) {
+            why = e.what();
+        }
+        send_each(others, t.step(1), name);
+        if (!b) return unusable(why);
+        bool all = true;
+        for (int q : others) all = receive<bool>(q, t.step(2)) && all;
+        send_each(others, t.step(3), all);
+        b->unlink_name();
+        if (!all) return unusable("a rank could not map the segment");
+        return b;
+    }
+    const auto name = receive<std::string>(0, t.step(1));
+    if (name.empty()) return nullptr;  // rank 0 logged why
+    std::string why;
+    try {
+        b = std::make_unique<host_board>(host_board::open(name, n, me, oversubscribed));
+    } catch (const net::net_error& e) {
+        why = e.what();
+    }
+    send(0, t.step(2), b != nullptr);
+    if (!b) return unusable(why);
+    if (!receive<bool>(0, t.step(3))) return nullptr;
+    return b;
 }
 
 }  // namespace csp::collectives

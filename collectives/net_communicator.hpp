@@ -21,12 +21,16 @@
 // it, is a usage_error while it lives.
 #include <cstdint>
 #include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <utility>
 
 #include "collectives/communicator.hpp"
 #include "collectives/context_pool.hpp"
 #include "collectives/detail/byte_messages.hpp"
+#include "collectives/host_board.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/selection.hpp"
 #include "collectives/tag.hpp"
@@ -93,6 +97,14 @@ public:
     // Messages that arrived and no receive has taken yet.
     std::size_t unclaimed() const { return box_.unclaimed(); }
 
+    // The host board of stream s (host_board.hpp), for the host_memory
+    // algorithms; null when the ranks do not share this host's memory, or
+    // when its segment could not be made or mapped (every rank then falls
+    // back to messages alike; the reason is logged). The first call on a
+    // stream makes it, a collective step of every rank with that call's
+    // tag t (net_communicator.cpp).
+    host_board* board_on_host(stream s, tag t);
+
 private:
     // The last stream id is reserved: its last tag stops the pump.
     static constexpr std::uint64_t stop_tag = ~std::uint64_t{0};
@@ -110,12 +122,15 @@ private:
         else node_->forward(to, port_id_, m, t.bits());
     }
     void run_pump(net::port port);
+    std::unique_ptr<host_board> set_up_host_board(tag t);
 
     net::node* node_;
     net::port_id port_id_;
     mailbox<net::message> box_;  // whole messages: a receive checks the sent type
     tag_counter counter_;
     context_pool contexts_;
+    std::mutex boards_lock_;
+    std::map<std::uint32_t, std::unique_ptr<host_board>> host_boards_;  // by stream id; null: none possible
     csp::process_group pump_;
 };
 

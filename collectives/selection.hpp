@@ -64,7 +64,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 30> default_rules{{
+inline constexpr std::array<selection_rule, 32> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -84,17 +84,21 @@ inline constexpr std::array<selection_rule, 30> default_rules{{
     // ms against the ring's 28.6 and 50.1. (The ring had replaced the tree
     // from 1 MiB: 2.2-3.0 ms against 5.8 at 2 ranks, 22.0 against 27.1 at 8.)
     {"allreduce", "rabenseifner", any_size, 64 * 1024},
-    // Processes of one host over shared memory, below 64 KiB: the
-    // butterfly. A hop costs about 0.25 us there, so its log2 n rounds beat
-    // the tree's 2 log2 n even with more ranks than cores (UCX, 2 / 4 / 8
-    // ranks on 2 cores, 8 B, bench/collectives_vs_mpi 2026-11-27: 0.56 /
-    // 5.7 / 20.9 us against reduce_broadcast's 1.0 / 14.2 / 26.4; at 64 KiB
-    // Rabenseifner's, above, took 8.9 / 45 / 114 against its 12.6 / 60 / 166).
-    {"allreduce", "butterfly", any_size, 0, link_level::host},
+    // Processes of one host over shared memory, from 16 KiB to 64 KiB (too
+    // large for a host board's part): the butterfly. A hop costs about
+    // 0.25 us there, so its log2 n rounds beat the tree's 2 log2 n even with
+    // more ranks than cores (UCX, 2 / 4 / 8 ranks on 2 cores, 8 B,
+    // bench/collectives_vs_mpi 2026-11-27: 0.56 / 5.7 / 20.9 us against
+    // reduce_broadcast's 1.0 / 14.2 / 26.4; at 64 KiB Rabenseifner's, above,
+    // took 8.9 / 45 / 114 against its 12.6 / 60 / 166).
+    {"allreduce", "butterfly", any_size, 16 * 1024, link_level::host},
+    // Below: one meeting on the host board, no message (HOST_MEMORY_NOTE).
+    {"allreduce", "host_memory", any_size, 0, link_level::host},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
     {"allreduce", "reduce_broadcast"},
     {"barrier", "shared_memory"},
+    {"barrier", "host_memory", any_size, 0, link_level::host},
     {"barrier", "flat_parallel", 4},
     {"barrier", "binomial"},
     {"gather", "parallel"},
@@ -193,7 +197,7 @@ public:
     }
     static bool usable(const algorithm_info& a, const request& r) {
         return (r.commuting_op || !a.needs_commuting_op) && (r.elementwise || !a.needs_elementwise) &&
-               (r.shared_memory || !a.needs_shared_memory);
+               (r.shared_memory || !a.needs_shared_memory) && (r.level == link_level::host || !a.needs_host_level);
     }
 
     // "collective=algorithm,..." (the CSP_COLLECTIVES syntax); throws

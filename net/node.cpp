@@ -150,6 +150,8 @@ bool node::shares_host_memory() const noexcept {
     return core_->ucx != nullptr && core_->size > 1 && core_->options.local_size >= core_->size;
 }
 
+int node::ranks_on_host() const noexcept { return core_->options.local_size; }
+
 void node::start_ucx(transport_kind transport) {
     if (transport == transport_kind::tcp) return;
 #if CSP_WITH_UCX

@@ -74,6 +74,9 @@ public:
     // local_size) and this node links over UCX: its messages go through
     // shared memory, which the collectives' table tells from a network.
     bool shares_host_memory() const noexcept;
+    // How many ranks of the job run on this host (node_options::local_size;
+    // 0: unknown).
+    int ranks_on_host() const noexcept;
     // Where this node accepts connections.
     endpoint address() const;
 

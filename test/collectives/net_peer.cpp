@@ -6,6 +6,8 @@
 // "shared-forever" updates and reads one until it is killed.
 #include <cmath>
 #include <cstdint>
+#include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -85,6 +87,149 @@ std::vector<std::string> check_shared(C& comm) {
     return wrong;
 }
 
+// A value that does not commute: the digits of the ranks that contributed,
+// in the order they were folded.
+struct digits {
+    long value = 0, count = 0;
+};
+struct append_digits {
+    digits operator()(const digits& a, const digits& b) const {
+        long scale = 1;
+        for (long i = 0; i < b.count; ++i) scale *= 10;
+        return {a.value * scale + b.value, a.count + b.count};
+    }
+};
+
+// The host board (collectives/host_board.hpp) under csp-launch, every rank
+// an OS process of this host: prints "host ok" or what went wrong.
+//   host-board           results, orderings and errors (below)
+//   host-board-lost      the last rank vanishes mid-loop (exits without
+//                        closing its node): every other rank prints "lost: "
+//                        and the peer error
+//   host-board-leave     ranks leave the moment their last barrier is
+//                        over, while another still sleeps in it
+//   host-board-deadlock  the last rank never arrives: the launcher's
+//                        job-wide deadlock report must end the job
+int host_board_mode(const std::string& mode) {
+    std::vector<std::string> wrong;
+    std::string lost;
+    csp::run([&] {
+        csp::net::node self;
+        {
+            cc::net_communicator comm(self);
+            const int n = comm.size(), me = comm.rank();
+            auto expect = [&](bool ok, const std::string& what) {
+                if (!ok) wrong.push_back("rank " + std::to_string(me) + ": " + what);
+            };
+            if (mode == "host-board-deadlock") {
+                expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "the first sum");
+                if (me == n - 1) (void)self.open(7).receive();
+                (void)cc::allreduce_host_memory(comm, 1, cc::sum{});
+                return;
+            }
+            if (mode == "host-board-leave") {
+                // Rank 1 comes to the last barrier first and sleeps; the
+                // others come later, rank 0 leaves as soon as it is through.
+                expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "the first sum");
+                if (me != 1) csp::sleep_for(std::chrono::microseconds(me == n - 1 ? 2000 : 1000));
+                cc::barrier_host_memory(comm);
+                return;
+            }
+            if (mode == "host-board-lost") {
+                try {
+                    for (int i = 0;; ++i) {
+                        if (me == n - 1 && i == 300) std::_Exit(0);  // no goodbye: as if killed
+                        expect(cc::allreduce_host_memory(comm, 1L, cc::sum{}) == n, "sum before the loss");
+                    }
+                } catch (const csp::net::peer_error& e) {
+                    lost = e.what();
+                }
+                return;
+            }
+            // The board is there exactly when the ranks share the host's memory.
+            const cc::tag probe = comm.next_tag();
+            const bool on_board = comm.board_on_host({}, probe) != nullptr;
+            expect(on_board == self.shares_host_memory(), "a host board iff the ranks share the host's memory");
+            // Every result counted: sums of values that change each round,
+            // with one rank late (asleep for a while) every 50 rounds so
+            // that the others go to sleep and are woken.
+            constexpr int rounds = 2000;
+            for (int i = 0; i < rounds; ++i) {
+                if (i % 50 == 7 && me == (i / 50) % n) csp::sleep_for(std::chrono::microseconds(300 + 100 * me));
+                const long got = cc::allreduce_host_memory(comm, long(me) * rounds + i, cc::sum{});
+                const long want = long(n) * (n - 1) / 2 * rounds + long(n) * i;
+                if (got != want) {
+                    expect(false, "round " + std::to_string(i) + ": " + std::to_string(got) + " for " + std::to_string(want));
+                    break;
+                }
+            }
+            // Rank order for an op that does not commute, and vectors.
+            const digits d = cc::allreduce_host_memory(comm, digits{me + 1, 1}, append_digits{});
+            long want_digits = 0;
+            for (int q = 0; q < n; ++q) want_digits = want_digits * 10 + q + 1;
+            expect(d.value == want_digits && d.count == n, "the digits in rank order: " + std::to_string(d.value));
+            std::vector<double> v(17);
+            for (std::size_t k = 0; k < v.size(); ++k) v[k] = me * 100.0 + double(k);
+            const auto sum = cc::allreduce_host_memory(comm, v, cc::sum{});
+            bool vector_ok = sum.size() == v.size();
+            for (std::size_t k = 0; vector_ok && k < v.size(); ++k)
+                vector_ok = sum[k] == 100.0 * n * (n - 1) / 2 + double(n * k);
+            expect(vector_ok, "a vector of 17 elements");
+            // Larger than a part: every rank falls back to messages.
+            expect(cc::allreduce_host_memory(comm, std::vector<double>(5000, 1.0), cc::sum{}) ==
+                       std::vector<double>(5000, double(n)),
+                   "a vector larger than a part");
+            // Lengths or types that differ: every rank throws, and the board
+            // goes on. (Without a board the butterfly runs, which does not
+            // promise that every rank finds the error.)
+            if (n > 1 && on_board) {
+                try {
+                    (void)cc::allreduce_host_memory(comm, std::vector<int>(me == n - 1 ? 4 : 3, 1), cc::sum{});
+                    expect(false, "vectors of different lengths were reduced");
+                } catch (const csp::usage_error& e) {
+                    expect(std::string(e.what()).find("different lengths") != std::string::npos, e.what());
+                }
+                try {
+                    if (me == 0) (void)cc::allreduce_host_memory(comm, 1, cc::sum{});
+                    else (void)cc::allreduce_host_memory(comm, 1.0, cc::sum{});
+                    expect(false, "values of different types were reduced");
+                } catch (const csp::usage_error& e) {
+                    expect(std::string(e.what()).find("passed a value of another type") != std::string::npos, e.what());
+                }
+            }
+            expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "an allreduce after the errors");
+            // The barrier: nobody leaves before the last arrived (one clock for the whole host).
+            for (int i = 0; i < 20; ++i) {
+                if (me == i % n) csp::sleep_for(std::chrono::microseconds(200));
+                const auto entered = std::chrono::steady_clock::now().time_since_epoch().count();
+                cc::barrier_host_memory(comm);
+                const auto left = std::chrono::steady_clock::now().time_since_epoch().count();
+                const auto last_in = cc::allreduce_host_memory(comm, entered, cc::maximum{});
+                expect(left >= last_in, "left the barrier before the last rank entered it");
+            }
+            // The late ranks made the others sleep at least once in all; no
+            // wake message is left over, at any rank (after the last
+            // collective: nobody sends anything after it).
+            if (const auto* board = comm.board_on_host({}, comm.next_tag()); board != nullptr && n > 1)
+                expect(cc::allreduce_butterfly(comm, board->wakes(), cc::sum{}) > 0, "no rank ever slept");
+            cc::barrier(comm);
+            expect(comm.unclaimed() == 0, "messages left unclaimed: " + std::to_string(comm.unclaimed()));
+        }
+        self.close();
+    });
+    for (const auto& w : wrong) std::cerr << w << '\n';
+    if (mode == "host-board-leave") {
+        std::cout << (wrong.empty() ? "left ok\n" : "left FAILED\n");
+        return wrong.empty() ? 0 : 1;
+    }
+    if (mode == "host-board-lost") {
+        std::cout << "lost: " << (lost.empty() ? "nothing" : lost) << '\n';
+        return lost.empty() || !wrong.empty() ? 1 : 0;
+    }
+    std::cout << (wrong.empty() ? "host ok\n" : "host FAILED\n");
+    return wrong.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,6 +254,7 @@ int main(int argc, char** argv) {
         });
         return 0;
     }
+    if (argc > 1 && std::string(argv[1]).starts_with("host-board")) return host_board_mode(argv[1]);
     if (argc > 1 && std::string(argv[1]) == "hybrid-fail") {
         // Rank 1 (a fiber of node 0) throws before an allreduce: every rank of
         // every node must fail, none wait for ever. Exits 0 when this node saw

@@ -102,3 +102,50 @@ TEST(net_hybrid_failure, a_throwing_fiber_fails_every_rank_of_every_node) {
     EXPECT_EQ(count(r.output, "hybrid failure: none"), 0u) << r.output;
     EXPECT_GE(count(r.output, "rank 1 gave up"), 1u) << r.output;
 }
+
+// The host board (processes of one host meeting in shared memory; under
+// CSP_TRANSPORT=tcp the ranks do not share it and the same calls pass
+// messages): every sum of 2,000 rounds with late ranks, rank order, vectors,
+// a vector too large for a part, lengths and types that differ at every
+// rank, barrier ordering, no wake message left over (net_peer.cpp).
+class net_host_board : public ::testing::TestWithParam<int> {};
+
+TEST_P(net_host_board, meetings_count_every_value_and_keep_rank_order) {
+    const int n = GetParam();
+    auto r = launch(n, "", "host-board");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "host ok"), static_cast<std::size_t>(n)) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(ranks, net_host_board, ::testing::Values(1, 2, 3, 5));
+
+// A rank that vanishes (no goodbye) while the others meet: each other rank
+// fails with the lost peer's error instead of waiting for it for ever.
+TEST(net_host_board_faults, a_rank_lost_mid_loop_fails_the_meeting_on_every_other_rank) {
+    auto r = launch(4, "", "host-board-lost");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "lost: "), 3u) << r.output;
+    EXPECT_EQ(count(r.output, "lost: nothing"), 0u) << r.output;
+    // Each names the lost rank, or a rank that failed and left before it.
+    EXPECT_GE(count(r.output, "lost: lost node 3") + count(r.output, "lost: node 3"), 1u) << r.output;
+}
+
+// Regression (example_pi_4_nodes failed with the host board): a rank that
+// slept in the last barrier failed with "node 0 has left" when rank 0 left
+// right after it, before the wake from another rank came; a departure
+// after every rank arrived ends the sleep like the wake would.
+TEST(net_host_board_faults, a_rank_that_leaves_after_the_last_meeting_fails_no_sleeper) {
+    for (int i = 0; i < 5; ++i) {
+        auto r = launch(4, "", "host-board-leave");
+        ASSERT_EQ(r.status, 0) << r.output;
+        ASSERT_EQ(count(r.output, "left ok"), 4u) << r.output;
+    }
+}
+
+// A rank that never comes to the meeting: the others sleep in a receive, so
+// the job-wide deadlock report ends the job instead of a silent hang.
+TEST(net_host_board_faults, a_rank_that_never_arrives_is_a_reported_deadlock) {
+    auto r = launch(3, "", "host-board-deadlock");
+    EXPECT_NE(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("deadlock"), std::string::npos) << r.output;
+}

@@ -1,0 +1,188 @@
+#include "collectives/host_board.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "csp/timer.hpp"
+#include "net/errors.hpp"
+
+namespace csp::collectives {
+
+namespace {
+
+constexpr std::size_t line = 64;
+
+// How long a wait spins before it sleeps: a meeting of ranks that call the
+// collective together completes well within it, even with several ranks
+// per core; a rank that is late by more than this is waited for asleep.
+constexpr std::chrono::microseconds spin_for{100};
+// How much of that a rank that has a core of its own keeps it before it
+// lets other programs run between looks (at once when oversubscribed).
+constexpr std::chrono::microseconds keep_core{5};
+// Looks between two reads of the clock.
+constexpr unsigned looks_per_clock_read = 8;
+
+[[noreturn]] void fail(const std::string& what, const std::string& name) {
+    throw net::net_error("host board: " + what + " of shared memory " + name + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+// Written by rank q only, read by all: q's progress through the meetings.
+struct alignas(line) host_board::control_line {
+    std::uint64_t arrived_word;
+    std::uint64_t sleeping_word;
+    std::atomic_ref<std::uint64_t> arrived() noexcept { return std::atomic_ref<std::uint64_t>(arrived_word); }
+    std::atomic_ref<std::uint64_t> sleeping() noexcept { return std::atomic_ref<std::uint64_t>(sleeping_word); }
+};
+
+// The head of one part; its bytes follow. Written by its rank before it
+// arrives, read by all after the meeting completed.
+struct alignas(line) host_board::part_head {
+    std::uint32_t type;
+    std::uint32_t fits;
+    std::uint64_t bytes;
+};
+
+static_assert((host_board::part_capacity + line) % line == 0, "parts start on a cache line");
+
+host_board::host_board(std::string name, bool owner, int size, int rank, bool oversubscribed)
+    : name_(std::move(name)), named_(owner), size_(size), rank_(rank), oversubscribed_(oversubscribed) {
+    length_ = static_cast<std::size_t>(size) * line + 2 * static_cast<std::size_t>(size) * (line + part_capacity);
+}
+
+host_board::host_board(host_board&& o) noexcept
+    : name_(std::move(o.name_)), named_(std::exchange(o.named_, false)), size_(o.size_), rank_(o.rank_),
+      oversubscribed_(o.oversubscribed_), base_(std::exchange(o.base_, nullptr)), length_(o.length_),
+      meetings_(o.meetings_) {}
+
+host_board::~host_board() {
+    if (base_ != nullptr) ::munmap(base_, length_);
+    unlink_name();
+}
+
+void host_board::unlink_name() {
+    if (std::exchange(named_, false)) ::shm_unlink(name_.c_str());
+}
+
+host_board host_board::create(int size, int rank, bool oversubscribed) {
+    std::random_device random;
+    for (int attempt = 0;; ++attempt) {
+        char name[40];
+        std::snprintf(name, sizeof name, "/csp-host-board-%08x%08x", random(), random());
+        const int fd = ::shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 && errno == EEXIST && attempt < 8) continue;
+        if (fd < 0) fail("creating", name);
+        host_board b(name, true, size, rank, oversubscribed);
+        if (::ftruncate(fd, static_cast<off_t>(b.length_)) != 0) {
+            const int e = errno;
+            ::close(fd);
+            errno = e;
+            fail("sizing", name);
+        }
+        b.map(fd);
+        return b;
+    }
+}
+
+host_board host_board::open(const std::string& name, int size, int rank, bool oversubscribed) {
+    const int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) fail("opening", name);
+    host_board b(name, false, size, rank, oversubscribed);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != b.length_) {
+        ::close(fd);
+        throw net::net_error("host board: shared memory " + name + " is not the size of a board for " +
+                             std::to_string(size) + " ranks");
+    }
+    b.map(fd);
+    return b;
+}
+
+void host_board::map(int fd) {
+    void* p = ::mmap(nullptr, length_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    if (p == MAP_FAILED) fail("mapping", name_);
+    base_ = static_cast<std::byte*>(p);
+}
+
+host_board::control_line& host_board::control(int q) const noexcept {
+    return *reinterpret_cast<control_line*>(base_ + static_cast<std::size_t>(q) * line);
+}
+
+host_board::part_head& host_board::head(std::uint64_t m, int q) const noexcept {
+    const std::size_t index = (m & 1) * static_cast<std::size_t>(size_) + static_cast<std::size_t>(q);
+    return *reinterpret_cast<part_head*>(base_ + static_cast<std::size_t>(size_) * line +
+                                         index * (line + part_capacity));
+}
+
+std::uint64_t host_board::arrive(std::uint32_t type, std::span<const std::byte> bytes) {
+    const std::uint64_t m = ++meetings_;
+    part_head& h = head(m, rank_);
+    h.type = type;
+    h.bytes = bytes.size();
+    h.fits = bytes.size() <= part_capacity ? 1 : 0;
+    if (h.fits && !bytes.empty()) std::memcpy(reinterpret_cast<std::byte*>(&h) + line, bytes.data(), bytes.size());
+    control(rank_).arrived().store(m);  // seq_cst: see the header's first invariant
+    return m;
+}
+
+bool host_board::complete(std::uint64_t m) const noexcept {
+    for (int q = 0; q < size_; ++q)
+        if (control(q).arrived().load() < m) return false;
+    return true;
+}
+
+bool host_board::spin(std::uint64_t m) const {
+    const auto start = std::chrono::steady_clock::now();
+    auto now = start;
+    for (unsigned looks = 1;; ++looks) {
+        if (complete(m)) return true;
+        if (looks % looks_per_clock_read == 0) {
+            now = std::chrono::steady_clock::now();
+            if (now - start >= spin_for) return false;
+        }
+        // The node's other processes first (its UCX progress among them);
+        // then, if none was ready, the host's other programs: with more
+        // ranks than cores the rank being waited for may need this core.
+        if (!csp::yield() && (oversubscribed_ || now - start >= keep_core)) std::this_thread::yield();
+    }
+}
+
+bool host_board::sleep(std::uint64_t m) noexcept {
+    auto flag = control(rank_).sleeping();
+    flag.store(m);
+    if (!complete(m)) return true;
+    std::uint64_t expected = m;
+    return !flag.compare_exchange_strong(expected, 0);  // lost: a waker's message is on the way
+}
+
+std::uint32_t host_board::fingerprint(std::string_view type_name) noexcept {
+    const std::size_t h = std::hash<std::string_view>{}(type_name);
+    return static_cast<std::uint32_t>(h ^ (h >> 32));
+}
+
+bool host_board::take_sleeper(std::uint64_t m, int q) noexcept {
+    std::uint64_t expected = m;
+    return control(q).sleeping().compare_exchange_strong(expected, 0);
+}
+
+host_board::part host_board::part_of(std::uint64_t m, int q) const noexcept {
+    const part_head& h = head(m, q);
+    return {h.type, h.fits != 0, h.bytes, reinterpret_cast<const std::byte*>(&h) + line};
+}
+
+}  // namespace csp::collectives
