@@ -115,11 +115,13 @@ template <class C>
 void small_set(C& comm) {
     constexpr int k = 2000;
     const double x = 1.0;
-    const std::string chosen = "table:" + std::string(cc::selection::global().choose({"allreduce", comm.size(), 8, true}));
+    const std::string chosen = "table:" + std::string(cc::selection::global().choose(
+                                              {"allreduce", comm.size(), 8, true, false, false, cc::detail::link_level_of(comm)}));
     report(comm, "allreduce", chosen.c_str(), 8, time_per_op(comm, k, [&] { cc::allreduce(comm, x, cc::sum{}); }));
     report(comm, "allreduce", "butterfly", 8, time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, x, cc::sum{}); }));
     report(comm, "allreduce", "reduce_broadcast", 8,
            time_per_op(comm, k, [&] { cc::allreduce_reduce_broadcast(comm, x, cc::sum{}); }));
+    report(comm, "allreduce", "host_memory", 8, time_per_op(comm, k, [&] { cc::allreduce_host_memory(comm, x, cc::sum{}); }));
 }
 
 // A hybrid job: the table's flat allreduce over all ranks, and the

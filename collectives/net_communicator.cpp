@@ -61,9 +61,24 @@ host_board* net_communicator::board_on_host(stream s, tag t) {
 // Rank 0 makes the segment and sends its name (step 1; empty: none); each
 // other rank maps it and answers whether it could (step 2); rank 0 sends
 // whether all could (step 3), then removes the name: every rank that will
-// ever map it has. A lost peer fails the step's receive, as in any
-// collective; the board's destructor then removes the name.
+// ever map it has. Then every rank greets every other (step 4): any rank
+// may have to wake any other, and a wake should not wait for a link to be
+// set up (a connection and a handshake: milliseconds). A lost peer fails
+// the step's receive, as in any collective; the board's destructor then
+// removes the name.
 std::unique_ptr<host_board> net_communicator::set_up_host_board(tag t) {
+    auto b = make_host_board(t);
+    if (b) {
+        std::vector<int> everyone_else;
+        for (int q = 0; q < size(); ++q)
+            if (q != rank()) everyone_else.push_back(q);
+        send_each(everyone_else, t.step(4), true);
+        for (int q : everyone_else) (void)receive<bool>(q, t.step(4));
+    }
+    return b;
+}
+
+std::unique_ptr<host_board> net_communicator::make_host_board(tag t) {
     const int n = size(), me = rank();
     const unsigned cores = std::thread::hardware_concurrency();
     const bool oversubscribed = cores != 0 && node_->ranks_on_host() > static_cast<int>(cores);

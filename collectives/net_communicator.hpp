@@ -123,6 +123,7 @@ private:
     }
     void run_pump(net::port port);
     std::unique_ptr<host_board> set_up_host_board(tag t);
+    std::unique_ptr<host_board> make_host_board(tag t);
 
     net::node* node_;
     net::port_id port_id_;
