@@ -106,7 +106,10 @@ void standard_set(C& comm) {
         "table:" + std::string(cc::selection::global().choose(
                        {"barrier", comm.size(), 0, true, false, false, cc::detail::link_level_of(comm)}));
     report(comm, "barrier", barrier_chosen.c_str(), 0, time_per_op(comm, k, [&] { cc::barrier(comm); }));
-    report(comm, "barrier", "binomial", 0, time_per_op(comm, k, [&] { cc::barrier_binomial(comm); }));
+    cc::registry::barrier::for_each([&](auto algorithm) {
+        report(comm, "barrier", std::string(algorithm.info.name).c_str(), 0,
+               time_per_op(comm, k, [&] { algorithm(comm); }));
+    });
 }
 
 // Allreduce of one double only, every message-passing algorithm and the

@@ -1,7 +1,7 @@
 #pragma once
 // Barrier: no rank leaves before every rank has entered.
 //
-// Rank 0 coordinates. The messages carry one byte and no meaning.
+// The messages carry one byte and no meaning.
 //
 //   sequential  everyone sends to rank 0 and waits for its reply; rank 0
 //               receives from 1, 2, ... in turn, then replies to each
@@ -12,6 +12,12 @@
 //               the root) sends to its parent and waits for the release,
 //               then releases its children (listing 11). 2(n-1) messages,
 //               2 ceil(log2 n) rounds.
+//   dissemination  no coordinator: in round k each rank sends to rank
+//               me + 2^k and waits for rank me - 2^k (mod n). After round
+//               k a rank has heard, directly or through others, from the
+//               2^(k+1) - 1 ranks before it, so after ceil(log2 n) rounds
+//               from all. n ceil(log2 n) messages, ceil(log2 n) rounds:
+//               at 2 ranks one crossing instead of a round trip.
 //   shared_memory  ranks of one address space (shared_board.hpp): one sync
 //               on the board's barrier, no messages. Elsewhere it runs
 //               binomial.
@@ -92,6 +98,23 @@ struct barrier_binomial_fn {
     }
 };
 inline constexpr barrier_binomial_fn barrier_binomial{};
+
+struct barrier_dissemination_fn {
+    static constexpr algorithm_info info{"barrier", "dissemination"};
+
+    template <class C>
+    void operator()(C& comm, stream s = {}) const {
+        const tag t = comm.next_tag(s);
+        detail::announce(comm, info, t);
+        const int n = comm.size(), me = comm.rank();
+        std::uint8_t round = 0;
+        for (int d = 1; d < n; d *= 2, ++round) {
+            comm.send((me + d) % n, t.step(round), detail::barrier_token{});
+            comm.template receive<detail::barrier_token>((me - d + n) % n, t.step(round));
+        }
+    }
+};
+inline constexpr barrier_dissemination_fn barrier_dissemination{};
 
 struct barrier_shared_memory_fn {
     static constexpr algorithm_info info{"barrier", "shared_memory", false, false, true};

@@ -64,7 +64,7 @@ using reduce = algorithm_list<reduce_flat_in_order_fn, reduce_binomial_fn, reduc
                               reduce_arrival_fn, reduce_shared_memory_fn>;
 using allreduce = algorithm_list<allreduce_reduce_broadcast_fn, allreduce_butterfly_fn, allreduce_ring_fn,
                                  allreduce_rabenseifner_fn, allreduce_shared_memory_fn, allreduce_host_memory_fn>;
-using barrier = algorithm_list<barrier_flat_sequential_fn, barrier_flat_parallel_fn, barrier_binomial_fn, barrier_shared_memory_fn,
+using barrier = algorithm_list<barrier_flat_sequential_fn, barrier_flat_parallel_fn, barrier_binomial_fn, barrier_dissemination_fn, barrier_shared_memory_fn,
                                barrier_host_memory_fn>;
 using gather = algorithm_list<gather_sequential_fn, gather_parallel_fn>;
 using allgather = algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn>;

@@ -64,7 +64,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 32> default_rules{{
+inline constexpr std::array<selection_rule, 33> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -99,7 +99,15 @@ inline constexpr std::array<selection_rule, 32> default_rules{{
     {"allreduce", "reduce_broadcast"},
     {"barrier", "shared_memory"},
     {"barrier", "host_memory", any_size, 0, link_level::host},
-    {"barrier", "flat_parallel", 4},
+    // Over TCP on this 2-core host (collectives_rank net beside OpenMPI's
+    // MPI_Barrier, 2026-11-27, two runs): at 2 ranks dissemination's one
+    // crossing took 4.8 us against a round trip's 8.7-9.1 (OpenMPI 7.1-7.3);
+    // at 4 ranks the algorithms were within the noise (27-36 us); at 8
+    // flat_parallel's 2(n-1) messages took 71-81 us against binomial's
+    // 102-116 (its 2 log2 n rounds cost more than they save when 8
+    // processes share 2 cores) and dissemination's 105-131 (OpenMPI 114-129).
+    {"barrier", "dissemination", 2},
+    {"barrier", "flat_parallel", 8},
     {"barrier", "binomial"},
     {"gather", "parallel"},
     // Parts of 64 KiB and more (each rank's): the ring, n-1 steps in which

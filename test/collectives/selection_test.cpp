@@ -56,6 +56,11 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"broadcast", 3, 8, true, false, true}), "shared_memory");
     EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, true}), "shared_memory");
     EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, false}), "flat_parallel");
+    // Barriers over a network: one crossing at 2 ranks, rank 0 gathering up
+    // to 8, the tree beyond.
+    EXPECT_EQ(s.choose({"barrier", 2, 0, true, false, false}), "dissemination");
+    EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false}), "flat_parallel");
+    EXPECT_EQ(s.choose({"barrier", 9, 0, true, false, false}), "binomial");
 }
 
 TEST(selection, forcing_by_name_runs_that_algorithm) {
@@ -140,7 +145,7 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true, false, link_level::host}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, true, link_level::host}), "shared_memory");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::host}), "host_memory");
-    EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::network}), "binomial");
+    EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::network}), "flat_parallel");
     // A communicator that does not say is a network.
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
     std::ostringstream os;
