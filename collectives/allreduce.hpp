@@ -315,7 +315,7 @@ struct allreduce_host_memory_fn {
             if (host_board* board = comm.board_on_host(s, t)) {
                 detail::announce(comm, info, t);
                 const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
-                detail::host_wait(comm, *board, t, m);
+                board->wait(comm, t, m);
                 if (auto folded = fold<T>(*board, m, comm.rank(), op)) return std::move(*folded);
                 // Some rank's value did not fit in its part: all ranks saw it.
             }

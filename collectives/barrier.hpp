@@ -142,7 +142,7 @@ struct barrier_host_memory_fn {
             const tag t = comm.next_tag(s);
             if (host_board* board = comm.board_on_host(s, t)) {
                 detail::announce(comm, info, t);
-                detail::host_wait(comm, *board, t, board->arrive(0, {}));
+                board->wait(comm, t, board->arrive(0, {}));
                 return;
             }
         }

@@ -50,12 +50,6 @@
 
 namespace csp::collectives {
 
-class host_board;
-namespace detail {
-template <class C>
-void host_wait(C& comm, host_board& b, tag t, std::uint64_t m);
-}  // namespace detail
-
 class host_board {
 public:
     // Bytes of one rank's part of one meeting; larger values go by messages.
@@ -93,18 +87,10 @@ public:
 
     // Step 1 for this rank: returns the meeting's number.
     std::uint64_t arrive(std::uint32_t type, std::span<const std::byte> bytes);
-    // Every rank has arrived at meeting m.
-    bool complete(std::uint64_t m) const noexcept;
-    // Step 2: spins until complete (true) or the spin is over (false).
-    bool spin(std::uint64_t m) const;
-    // Step 3: whether the caller must receive a wake message.
-    bool sleep(std::uint64_t m) noexcept;
-    // Step 4: f(rank) for each rank that sleeps at meeting m and must be woken.
-    template <class F>
-    void wake_sleepers(std::uint64_t m, F&& f) {
-        for (int q = 0; q < size_; ++q)
-            if (q != rank_ && take_sleeper(m, q)) f(q);
-    }
+    // Steps 2-4 of meeting m at `comm`'s rank (this board's), with `t` the
+    // call's tag (every rank's the same) for the wake messages.
+    template <class C>
+    void wait(C& comm, tag t, std::uint64_t m);
     // Rank q's part of meeting m (after it completed).
     part part_of(std::uint64_t m, int q) const noexcept;
     int size() const noexcept { return size_; }
@@ -115,9 +101,13 @@ private:
     struct control_line;
     struct part_head;
     host_board(std::string name, bool owner, int size, int rank, bool oversubscribed);
-    template <class C>
-    friend void detail::host_wait(C&, host_board&, tag, std::uint64_t);
     void map(int fd);
+    // Every rank has arrived at meeting m.
+    bool complete(std::uint64_t m) const noexcept;
+    // Step 2: spins until complete (true) or the spin is over (false).
+    bool spin(std::uint64_t m) const;
+    // Step 3: whether the caller must receive a wake message.
+    bool sleep(std::uint64_t m) noexcept;
     static std::uint32_t fingerprint(std::string_view type_name) noexcept;
     control_line& control(int q) const noexcept;
     bool take_sleeper(std::uint64_t m, int q) noexcept;  // q's flag m -> 0
@@ -133,38 +123,34 @@ private:
     std::uint64_t wakes_ = 0;
 };
 
-namespace detail {
-
-// Steps 2-4 of meeting m at `comm`'s rank, with `t` the call's tag (every
-// rank's the same) for the wake messages.
 template <class C>
-void host_wait(C& comm, host_board& b, tag t, std::uint64_t m) {
-    if (!b.complete(m) && !b.spin(m) && b.sleep(m)) {
+void host_board::wait(C& comm, tag t, std::uint64_t m) {
+    if (!complete(m) && !spin(m) && sleep(m)) {
         try {
             const auto woken = comm.template receive_any<std::uint64_t>(t);
             if (woken.value != m)
                 throw std::logic_error("host board: woken for meeting " + std::to_string(woken.value) +
                                        " in meeting " + std::to_string(m));
-            ++b.wakes_;
+            ++wakes_;
         } catch (const net::peer_error&) {
             // A rank left or was lost while this one slept (a receive from
             // any rank fails then). A rank leaves only after its meetings
             // completed, so if every rank has arrived the meeting is over
             // all the same: the flag is taken back, and a wake already on
             // its way stays unclaimed. Otherwise the meeting cannot complete.
-            if (!b.complete(m)) throw;
-            b.take_sleeper(m, b.rank_);
+            if (!complete(m)) throw;
+            take_sleeper(m, rank_);
         }
     }
-    // A sleeper that has left since (it found its meeting complete as
-    // above, then its program ended) needs no wake.
-    b.wake_sleepers(m, [&](int q) {
+    // Step 4. A sleeper that has left since (it found its meeting complete
+    // as above, then its program ended) needs no wake.
+    for (int q = 0; q < size_; ++q) {
+        if (q == rank_ || !take_sleeper(m, q)) continue;
         try {
             comm.send(q, t, m);
         } catch (const net::peer_error&) {
         }
-    });
+    }
 }
 
-}  // namespace detail
 }  // namespace csp::collectives

@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <exception>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -48,14 +47,24 @@ void net_communicator::run_pump(net::port port) {
 }
 
 host_board* net_communicator::board_on_host(stream s, tag t) {
-    if (!node_->shares_host_memory()) return nullptr;
-    {
+    // Every plain allreduce and barrier at the host level asks for the
+    // default stream's board: once known, without the lock or the map.
+    if (s.id == 0 && default_board_known_.load(std::memory_order_acquire)) return default_board_;
+    host_board* b = nullptr;
+    if (node_->shares_host_memory()) {
+        {
+            std::lock_guard lk(boards_lock_);
+            if (auto it = host_boards_.find(s.id); it != host_boards_.end()) return it->second.get();
+        }
+        auto made = set_up_host_board(t);
         std::lock_guard lk(boards_lock_);
-        if (auto it = host_boards_.find(s.id); it != host_boards_.end()) return it->second.get();
+        b = host_boards_.emplace(s.id, std::move(made)).first->second.get();
     }
-    auto made = set_up_host_board(t);
-    std::lock_guard lk(boards_lock_);
-    return host_boards_.emplace(s.id, std::move(made)).first->second.get();
+    if (s.id == 0) {
+        default_board_ = b;
+        default_board_known_.store(true, std::memory_order_release);
+    }
+    return b;
 }
 
 // Rank 0 makes the segment and sends its name (step 1; empty: none); each
@@ -80,8 +89,7 @@ std::unique_ptr<host_board> net_communicator::set_up_host_board(tag t) {
 
 std::unique_ptr<host_board> net_communicator::make_host_board(tag t) {
     const int n = size(), me = rank();
-    const unsigned cores = std::thread::hardware_concurrency();
-    const bool oversubscribed = cores != 0 && node_->ranks_on_host() > static_cast<int>(cores);
+    const bool oversubscribed = node_->host_oversubscribed();
     std::vector<int> others;
     for (int q = 1; q < n; ++q) others.push_back(q);
     auto unusable = [&](const std::string& why) {

@@ -19,6 +19,7 @@
 // pump). One communicator per node and port: it claims its port
 // (node::claim), so opening that port, or making a second communicator on
 // it, is a usage_error while it lives.
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -132,6 +133,8 @@ private:
     context_pool contexts_;
     std::mutex boards_lock_;
     std::map<std::uint32_t, std::unique_ptr<host_board>> host_boards_;  // by stream id; null: none possible
+    host_board* default_board_ = nullptr;           // stream 0's, once
+    std::atomic<bool> default_board_known_{false};  // default_board_ is set
     csp::process_group pump_;
 };
 

@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <mutex>
+#include <thread>
 
 #include "csp/config.hpp"
 #include "csp/model/timeline.hpp"
@@ -53,6 +54,11 @@ transport_kind transport_of(const node_options& o) {
 }
 
 }  // namespace
+
+bool node_options::oversubscribed() const noexcept {
+    const unsigned cores = std::thread::hardware_concurrency();
+    return cores != 0 && local_size > static_cast<int>(cores);
+}
 
 node_options node_options::from_environment() {
     node_options o;
@@ -150,7 +156,7 @@ bool node::shares_host_memory() const noexcept {
     return core_->ucx != nullptr && core_->size > 1 && core_->options.local_size >= core_->size;
 }
 
-int node::ranks_on_host() const noexcept { return core_->options.local_size; }
+bool node::host_oversubscribed() const noexcept { return core_->options.oversubscribed(); }
 
 void node::start_ucx(transport_kind transport) {
     if (transport == transport_kind::tcp) return;

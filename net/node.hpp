@@ -74,9 +74,10 @@ public:
     // local_size) and this node links over UCX: its messages go through
     // shared memory, which the collectives' table tells from a network.
     bool shares_host_memory() const noexcept;
-    // How many ranks of the job run on this host (node_options::local_size;
-    // 0: unknown).
-    int ranks_on_host() const noexcept;
+    // Whether more ranks of the job run on this host than it has hardware
+    // threads (node_options::oversubscribed): then a waiting rank gives up
+    // its core at every look.
+    bool host_oversubscribed() const noexcept;
     // Where this node accepts connections.
     endpoint address() const;
 

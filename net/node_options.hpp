@@ -95,6 +95,8 @@ struct node_options {
     // on a core another rank needs delays the very message it waits for
     // (Open MPI turns on mpi_yield_when_idle by the same rule).
     int local_size = 0;
+    // Whether local_size is more than the host's hardware threads.
+    bool oversubscribed() const noexcept;
 
     // Options from the variables above; usage_error naming a malformed one.
     static node_options from_environment();

@@ -51,11 +51,6 @@ constexpr std::chrono::microseconds ucx_spin{50};
 // (at once on an oversubscribed host: node_options::local_size).
 constexpr std::chrono::microseconds ucx_spin_alone{5};
 
-// Whether more ranks of the job run on this host than it has hardware threads.
-bool oversubscribed(const node_options& o) {
-    const unsigned cores = std::thread::hardware_concurrency();
-    return cores != 0 && o.local_size > static_cast<int>(cores);
-}
 // A look takes 50-100 ns, and reading the clock 20-60 of them on a virtual
 // machine: the loop reads it once per this many looks (never because a
 // message came), which makes the spin's limits this many looks coarser
@@ -71,7 +66,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
     node_core::port_writers ports(*core);
     try {
         csp::io::watch events(w.event_fd(), csp::io::interest::read);
-        const auto keep_core = oversubscribed(core->options) ? std::chrono::microseconds(0) : ucx_spin_alone;
+        const auto keep_core = core->options.oversubscribed() ? std::chrono::microseconds(0) : ucx_spin_alone;
         auto now = std::chrono::steady_clock::now();
         auto last_activity = now;
         unsigned looks = 0;
