@@ -29,14 +29,17 @@ namespace detail {
 // `rank` of `values` (elements [offsets[r], offsets[r + 1])) is this rank's
 // and goes round; the others arrive from r-1, are passed on as they came
 // (relay.hpp), and copied once, into their place. For the ring allreduce.
+// This rank's block is lent through `book` (receive_view.hpp's send_part)
+// and not written here; the caller settles before it writes it.
 template <class C, class V>
-void allgather_ring_in_place(C& comm, V& values, const std::vector<std::size_t>& offsets, tag t) {
+void allgather_ring_in_place(C& comm, V& values, const std::vector<std::size_t>& offsets, tag t, net::loans& book) {
     using E = typename V::value_type;
     const int n = comm.size(), me = comm.rank();
     if (n == 1) return;
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     auto part = [&](std::size_t b) { return std::span<E>(values.data() + offsets[b], offsets[b + 1] - offsets[b]); };
-    comm.send(next, t, std::span<const E>(part(static_cast<std::size_t>(me))));
+    send_part(comm, next, t, values, offsets[static_cast<std::size_t>(me)], offsets[static_cast<std::size_t>(me) + 1],
+              book);
     for (int k = 0; k < n - 1; ++k) {
         const auto b = static_cast<std::size_t>(((me - k - 1) % n + n) % n);
         auto place = [&](std::span<const E> got) {

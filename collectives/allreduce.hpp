@@ -127,8 +127,11 @@ struct allreduce_ring_fn {
                 // Both halves inside `value`: no block is copied out of it or
                 // into a vector of its own on the way (reduce_scatter.hpp).
                 const auto offsets = detail::block_offsets(counts, length, comm.size());
-                detail::reduce_scatter_ring_in_place(comm, value, offsets, op, t.step(1));
-                detail::allgather_ring_in_place(comm, value, offsets, t.step(2));
+                net::loans book;
+                detail::reduce_scatter_ring_in_place(comm, value, offsets, op, t.step(1), book);
+                book.settle();  // the allgather writes the blocks the reduce_scatter sent
+                detail::allgather_ring_in_place(comm, value, offsets, t.step(2), book);
+                book.settle();
                 return value;
             }
             auto mine = reduce_scatter_ring(comm, std::move(value), counts, op, s);
@@ -170,11 +173,16 @@ struct allreduce_rabenseifner_fn {
             const std::size_t length = value.size();
             // Block b of p2 is elements [edge(b), edge(b + 1)).
             auto edge = [&](int b) { return static_cast<std::ptrdiff_t>(length * static_cast<std::size_t>(b) / p2); };
-            // blocks(lo, hi), elements [edge(lo), edge(hi)), as sent: a span of
-            // the rank's vector, which the send copies once, into the message
-            // (receive_view.hpp's part_of), with no vector of its own between.
-            auto blocks = [&](int lo, int hi) {
-                return detail::part_of(value, static_cast<std::size_t>(edge(lo)), static_cast<std::size_t>(edge(hi)));
+            // Blocks [lo, hi), elements [edge(lo), edge(hi)), go out from the
+            // rank's vector itself, lent where the communicator sends bytes
+            // (receive_view.hpp's send_part), else copied once into the
+            // message. A block sent while halving is written again only
+            // while doubling, after the settle between the two; a block sent
+            // while doubling is not written again.
+            net::loans book;
+            auto send_blocks = [&](int to, tag at, int lo, int hi) {
+                detail::send_part(comm, to, at, value, static_cast<std::size_t>(edge(lo)),
+                                  static_cast<std::size_t>(edge(hi)), book);
             };
             auto expect_length = [&](std::size_t got, int lo, int hi, int from) {
                 if (got != static_cast<std::size_t>(edge(hi) - edge(lo)))
@@ -192,7 +200,8 @@ struct allreduce_rabenseifner_fn {
             for (int d = p2 / 2; d >= 1; d /= 2, ++step) {  // reduce_scatter: halve the window
                 const int partner = v ^ d, mid = (lo + hi) / 2;
                 const bool keep_low = v < partner;
-                comm.send(rank_of(partner), t.step(step), keep_low ? blocks(mid, hi) : blocks(lo, mid));
+                if (keep_low) send_blocks(rank_of(partner), t.step(step), mid, hi);
+                else send_blocks(rank_of(partner), t.step(step), lo, mid);
                 if (keep_low) hi = mid;
                 else lo = mid;
                 if constexpr (in_place) {
@@ -210,9 +219,10 @@ struct allreduce_rabenseifner_fn {
                     std::copy(mine.begin(), mine.end(), value.begin() + edge(lo));
                 }
             }
+            book.settle();
             for (int d = 1; d < p2; d *= 2, ++step) {  // allgather: double it
                 const int partner = v ^ d, plo = lo ^ d, phi = plo + d;
-                comm.send(rank_of(partner), t.step(step), blocks(lo, hi));
+                send_blocks(rank_of(partner), t.step(step), lo, hi);
                 auto place = [&](const auto& got) {
                     expect_length(got.size(), plo, phi, rank_of(partner));
                     std::copy(got.begin(), got.end(), value.begin() + edge(plo));
@@ -221,7 +231,8 @@ struct allreduce_rabenseifner_fn {
                 else place(comm.template receive<T>(rank_of(partner), t.step(step)));
                 lo = std::min(lo, plo), hi = std::max(hi, phi);
             }
-            if (me < 2 * extra) comm.send(me - 1, t.step(step), blocks(0, p2));
+            if (me < 2 * extra) send_blocks(me - 1, t.step(step), 0, p2);
+            book.settle();
             return value;
         }
     }

@@ -42,7 +42,9 @@ namespace csp::collectives {
 
 namespace detail {
 // A message from a node to itself, as the network would deliver it: encoded,
-// so that its receive checks the type as for any other.
+// so that its receive checks the type as for any other. A lent value
+// (net/loans.hpp) is copied: its lender may settle before this node's
+// receiver takes it, and would wait for that receive.
 template <class T>
 net::message local_message(int node, net::port_id port, std::uint64_t tag, T value) {
     net::message m;
@@ -50,7 +52,8 @@ net::message local_message(int node, net::port_id port, std::uint64_t tag, T val
     m.port = port;
     m.tag = tag;
     m.type = net::wire_type<T>();
-    m.body = net::encode(std::move(value));
+    if constexpr (net::is_lent_v<T>) m.body = net::encode(csp::owned(std::move(value)));
+    else m.body = net::encode(std::move(value));
     return m;
 }
 // A received message passed on from a node to itself: the same bytes and

@@ -19,6 +19,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/operation.hpp"
+#include "net/loans.hpp"
 
 namespace csp::collectives {
 
@@ -61,6 +62,27 @@ auto part_of(const T& v, std::size_t lo, std::size_t hi) {
         const auto b = v.begin();
         return T(b + static_cast<std::ptrdiff_t>(lo), b + static_cast<std::ptrdiff_t>(hi));
     }
+}
+
+// Parts of at least this many bytes are lent (send_part, below): below it
+// a copy costs less than the loan's bookkeeping and the settling wait.
+inline constexpr std::size_t lend_from_bytes = 32 * 1024;
+
+// Elements [lo, hi) of v to `to`. A communicator whose messages are bytes
+// (net, hybrid) sends a large part from v itself, lent through `book`
+// (net/loans.hpp), which copies nothing on this side: the caller must leave
+// those elements alone (and v in place) until book.settle(). Otherwise
+// part_of: one copy, into the message.
+template <class C, class T>
+void send_part(C& comm, int to, tag t, const T& v, std::size_t lo, std::size_t hi, net::loans& book) {
+    if constexpr (element_vector<T> && views_in_place<C, typename T::value_type>) {
+        using E = typename T::value_type;
+        if ((hi - lo) * sizeof(E) >= lend_from_bytes) {
+            comm.send(to, t, book.lend(std::span<const E>(v.data() + lo, hi - lo)));
+            return;
+        }
+    }
+    comm.send(to, t, part_of(v, lo, hi));
 }
 
 }  // namespace detail

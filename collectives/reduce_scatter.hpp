@@ -70,15 +70,21 @@ V block_of(const V& v, const std::vector<std::size_t>& offsets, int b) {
 // that views received messages in place and an op that folds in place
 // (the built-in ones). Afterwards block `rank` of `values` is folded over
 // every rank; the other blocks hold partial folds.
+//
+// The blocks it sends are lent through `book` (receive_view.hpp's
+// send_part): none is written again by this function, and the caller
+// settles before it writes one or lets `values` go.
 template <class C, class V, class Op>
-void reduce_scatter_ring_in_place(C& comm, V& values, const std::vector<std::size_t>& offsets, const Op& op, tag t) {
+void reduce_scatter_ring_in_place(C& comm, V& values, const std::vector<std::size_t>& offsets, const Op& op, tag t,
+                                  net::loans& book) {
     using E = typename V::value_type;
     const int n = comm.size(), me = comm.rank();
     if (n == 1) return;
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     auto block = [&](int k) { return static_cast<std::size_t>(((me - k - 1) % n + n) % n); };
     auto part = [&](std::size_t b) { return std::span<E>(values.data() + offsets[b], offsets[b + 1] - offsets[b]); };
-    comm.send(next, t, std::span<const E>(part(block(0))));
+    auto send_block = [&](std::size_t b) { send_part(comm, next, t, values, offsets[b], offsets[b + 1], book); };
+    send_block(block(0));
     for (int k = 0; k < n - 1; ++k) {
         const std::size_t b = block(k + 1);
         receive_view<E>(comm, prev, t, [&](std::span<const E> got) {
@@ -86,7 +92,7 @@ void reduce_scatter_ring_in_place(C& comm, V& values, const std::vector<std::siz
             if (got.size() != mine.size()) wrong_block_length(prev, b, got.size(), mine.size());
             op.fold_before(mine, got.begin());  // the running fold first, as the copying path
         });
-        if (k < n - 2) comm.send(next, t, std::span<const E>(part(b)));
+        if (k < n - 2) send_block(b);
     }
 }
 
@@ -120,7 +126,9 @@ struct reduce_scatter_ring_fn {
         detail::announce(comm, info, t);
         if (n == 1) return values;
         if constexpr (detail::folds_from_messages<C, V, Op>) {
-            detail::reduce_scatter_ring_in_place(comm, values, offsets, op, t);
+            net::loans book;
+            detail::reduce_scatter_ring_in_place(comm, values, offsets, op, t, book);
+            book.settle();
             return detail::block_of(values, offsets, me);
         }
         const int next = (me + 1) % n, prev = (me + n - 1) % n;

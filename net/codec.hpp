@@ -11,6 +11,7 @@
 //   csp::net::payload                                  itself (forwarding without a copy)
 //   a view: std::span<E>, std::string_view             the data it views, received as
 //                                                      std::vector<E>, std::string (csp/view.hpp)
+//   csp::net::lent<E> (loans.hpp)                      like a span, its bytes borrowed, not copied
 //   a pointer                                          refused at compile time
 //
 // A payload whose size cannot be a T (a 12-byte message read as a double,
@@ -36,6 +37,7 @@
 
 #include "csp/view.hpp"
 #include "net/errors.hpp"
+#include "net/lent.hpp"
 #include "net/payload.hpp"
 #include "net/type_fingerprint.hpp"
 
@@ -102,7 +104,9 @@ template <class T>
 payload encode(T&& value) {
     using V = std::remove_cvref_t<T>;
     check_sendable<V>();
-    if constexpr (is_view_v<V>) {
+    if constexpr (is_lent_v<V>) {
+        return value.bytes();
+    } else if constexpr (is_view_v<V>) {
         // The viewed data, as its owning type would be encoded; raw elements
         // straight from the view, without building the owner first.
         using O = sent_type_t<V>;

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "csp/alt.hpp"
+
 namespace csp::net::detail {
 
 const char* describe(link_state s) noexcept {
@@ -98,8 +100,16 @@ bool link::lose(const std::string& why) {
         abort.ctl = outgoing::control::abort;
         out_.write(std::move(abort));
         transport_->interrupt();
+    } else {
+        discard_queued();  // no transport ever read the queue, and none will
     }
     return true;
+}
+
+void link::discard_queued() {
+    auto in = queue_.reader();
+    outgoing f;
+    while (queue_.buffered() > 0 && csp::select(csp::input(in, f), csp::skip()) == 0) f = outgoing{};
 }
 
 void link::interrupt() noexcept {
@@ -119,6 +129,7 @@ void link::process_exited() {
         illegal("the end of its transport");
     }
     transport_.reset();  // closes the connection (transport.hpp: nothing is used after the last exit)
+    discard_queued();
 }
 
 }  // namespace csp::net::detail

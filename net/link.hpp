@@ -36,6 +36,10 @@
 //  3. settled() -- final, the transport's processes all exited and no
 //     connector is running -- is the only condition under which the switch
 //     may forget the link's resources.
+//  4. Once no transport process can read the queue (the last one exited,
+//     or the link was lost before it was up), what is left in it is
+//     dropped at once: a message may borrow its sender's memory
+//     (loans.hpp), whose lender waits for every message to be dropped.
 // An event in a state the table does not list is a bug in the switch: it
 // throws logic_error naming the peer, the event and the state.
 #include <cstddef>
@@ -112,6 +116,8 @@ public:
 
 private:
     [[noreturn]] void illegal(const char* event) const;
+    // Drops every frame still queued (invariant 4).
+    void discard_queued();
 
     int peer_;
     link_state state_ = link_state::connecting;

@@ -128,6 +128,8 @@ constexpr std::size_t pack_max = 8 * 1024;
 struct ucx_worker::sending {
     std::atomic<std::size_t>* in_flight;
     outgoing f;
+    int peer = -1;
+    ucx_worker* owner = nullptr;
     std::array<std::byte, header::size> head{};
     std::array<ucp_dt_iov_t, 2> iov{};
     int parts = 1;  // UCX requests still using this (2 for a split frame)
@@ -174,6 +176,7 @@ ucx_worker::~ucx_worker() {
         for (receive* r : ps.pending) delete r;
     ucp_worker_destroy(impl_->worker);
     ucp_cleanup(impl_->context);
+    for (sending* s : sends_) delete s;  // never completed: UCX is gone, nothing reads them
 }
 
 ucx_worker::peer_state* ucx_worker::find(int peer) {
@@ -213,6 +216,14 @@ void ucx_worker::forget(int peer) noexcept {
     if (ps == nullptr) return;
     ps->broken = true;
     close_locked(*ps);
+    // Without UCX's error handling mode (see connect) a forced close does
+    // not complete the requests the lost peer never answered (a rendezvous
+    // it never fetched). Their records stay for a callback that may still
+    // come, but their bytes are let go: nobody will read them (the endpoint
+    // is closed, the peer gone), and a message may borrow its sender's
+    // memory (loans.hpp), whose lender waits for every message to go.
+    for (sending* s : sends_)
+        if (s->peer == peer) s->f.body = payload{};
 }
 
 void ucx_worker::close_locked(peer_state& ps) noexcept {
@@ -238,7 +249,7 @@ bool ucx_worker::send(int peer, outgoing f) {
     // Nothing may overtake the goodbye: the direct path ends with it.
     if (goodbye) ps->direct = false;
     if (sent_at_once_locked(*ps, f)) return false;
-    return send_locked(*ps, new sending{&in_flight_, std::move(f)});
+    return send_locked(*ps, new sending{&in_flight_, std::move(f), peer});
 }
 
 bool ucx_worker::sent_at_once_locked(peer_state& ps, const outgoing& f) {
@@ -266,7 +277,7 @@ ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
     }
     if (ps->peer_max_frame != 0 && f.head.length > ps->peer_max_frame) return direct::too_large;
     if (sent_at_once_locked(*ps, f)) return direct::sent;
-    return send_locked(*ps, new sending{&in_flight_, std::move(f)}) ? direct::in_flight : direct::sent;
+    return send_locked(*ps, new sending{&in_flight_, std::move(f), peer}) ? direct::in_flight : direct::sent;
 }
 
 void ucx_worker::left_long_path(int peer) {
@@ -288,6 +299,7 @@ void ucx_worker::close_direct(int peer) {
 }
 
 bool ucx_worker::send_locked(peer_state& ps, sending* s) {
+    s->owner = this;
     s->f.head.encode(s->head.data());
     const std::size_t body = s->f.body.size();
     const bool split = body >= split_from;
@@ -300,6 +312,7 @@ bool ucx_worker::send_locked(peer_state& ps, sending* s) {
         ucp_request_free(req);
         if (!done->part_done()) return;
         done->in_flight->fetch_sub(1, std::memory_order_relaxed);
+        done->owner->sends_.erase(done);
         delete done;
     };
     ucp_request_param_t p{};
@@ -331,6 +344,8 @@ bool ucx_worker::send_locked(peer_state& ps, sending* s) {
     if (last) {
         in_flight_.fetch_sub(1, std::memory_order_relaxed);
         delete s;
+    } else {
+        sends_.insert(s);
     }
     if (!failure.empty()) throw net_error(failure);
     return !last;

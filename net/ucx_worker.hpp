@@ -35,6 +35,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "csp/runtime_lock.hpp"
@@ -168,6 +169,9 @@ private:
     std::string address_;
     int efd_ = -1;
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
+    // The records of sends in flight (under lock_): forget() releases the
+    // payloads of a lost peer's, which UCX does not complete (see forget).
+    std::unordered_set<sending*> sends_;
 };
 
 }  // namespace csp::net::detail

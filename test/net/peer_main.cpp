@@ -12,6 +12,9 @@
 //                    from P ok N             all N arrived, in order
 //                    from P ended N: ERROR   N arrived in order, then ERROR
 //                    from P DISORDER ...     a number came out of order
+//   hold           prints "ready" once registered, receives one number from
+//                  node 0 on port 1, sends it back to port 2 of node 0, then
+//                  waits on port 3 (for ever, unless node 0 goes)
 //   crossed        each node receives from the next on port 3, and nobody
 //                  sends: a job-wide deadlock (the error is not caught)
 //   busy MS        computes for MS milliseconds, printing nothing
@@ -112,6 +115,20 @@ int main(int argc, char** argv) {
             for (std::uint64_t i = 0; i < n; ++i)
                 if (inbox.receive<std::uint64_t>() == i) ++in_order;
             self.send(0, 2, in_order);
+        });
+        return 0;
+    }
+    if (argc == 2 && std::string(argv[1]) == "hold") {
+        csp::run([] {
+            csp::net::node self;
+            auto inbox = self.open(1);
+            std::printf("ready\n");
+            std::fflush(stdout);
+            self.send(0, 2, inbox.receive<std::uint64_t>());
+            try {
+                self.open(3).receive<int>();
+            } catch (const csp::net::peer_error&) {
+            }
         });
         return 0;
     }
