@@ -2,11 +2,13 @@
 // 1-d decomposition on a non-periodic column of ranks, each exchanging its
 // first and last row of `width` doubles with the ranks above and below,
 // `exchanges` times per pass, through a persistent neighbour_exchange
-// (collectives/neighbours.hpp). Rank 0 prints one JSON line per pass:
-//   {"pass", "width", "exchanges", "us_per_exchange"}
+// (collectives/neighbours.hpp), its rows copied into the messages, or with
+// "lent" sent from the rows themselves (sends::lent). Rank 0 prints one
+// JSON line per pass:
+//   {"pass", "width", "exchanges", "sends", "us_per_exchange"}
 // and checks, each exchange, that the ghosts hold the neighbours' rows.
 //
-//   csp-launch -n 4 ./build/bench/halo_rank WIDTH EXCHANGES PASSES
+//   csp-launch -n 4 ./build/bench/halo_rank WIDTH EXCHANGES PASSES [lent]
 #include <chrono>
 #include <cstdio>
 #include <span>
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
     const std::size_t width = argc > 1 ? std::stoul(argv[1]) : 1024;
     const int exchanges = argc > 2 ? std::stoi(argv[2]) : 1000;
     const int passes = argc > 3 ? std::stoi(argv[3]) : 5;
+    const bool lent = argc > 4 && std::string(argv[4]) == "lent";
     int status = 0;
     csp::run([&] {
         csp::net::node self;
@@ -31,7 +34,8 @@ int main(int argc, char** argv) {
         const int rank = comm.rank();
         const auto nbs = cc::cartesian({comm.size()}).neighbours(rank);
         std::vector<double> top(width), bottom(width), above(width), below(width);
-        auto halo = cc::make_neighbour_exchange<double>(comm, nbs, {top, bottom}, {above, below}, cc::stream{1});
+        auto halo = cc::make_neighbour_exchange<double>(comm, nbs, {top, bottom}, {above, below}, cc::stream{1},
+                                                        lent ? cc::sends::lent : cc::sends::copied);
         for (int pass = 0; pass < passes; ++pass) {
             cc::barrier(comm);
             const auto start = std::chrono::steady_clock::now();
@@ -47,8 +51,8 @@ int main(int argc, char** argv) {
             const double us =
                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / exchanges;
             if (rank == 0)
-                std::printf("{\"pass\":%d,\"width\":%zu,\"exchanges\":%d,\"us_per_exchange\":%.3f}\n", pass, width,
-                            exchanges, us);
+                std::printf("{\"pass\":%d,\"width\":%zu,\"exchanges\":%d,\"sends\":\"%s\",\"us_per_exchange\":%.3f}\n",
+                            pass, width, exchanges, lent ? "lent" : "copied", us);
         }
         std::fflush(stdout);
         if (cc::allreduce(comm, status, cc::maximum{}) != 0 && rank == 0) std::fprintf(stderr, "halo_rank: WRONG ghosts\n");

@@ -20,7 +20,12 @@
 // sent, and its receive buffer is left as it is.
 //
 // A send copies the caller's data into the message and returns, so the
-// buffer may change as soon as start() returns; a receive copies the
+// buffer may change as soon as start() returns. Built with sends::lent, a
+// net or hybrid communicator sends rows of 32 KiB and more from the
+// caller's buffers themselves (net/loans.hpp), as MPI's persistent sends
+// do: no copy on the sending side, and the sent buffers must stay
+// unchanged from start() until finish() returns, which waits until every
+// transport is done with them. A receive copies the
 // message into the caller's buffer, with no allocation on the way (net and
 // hybrid communicators decode in place; a local one copies the vector the
 // sender's span became). Each exchange is collective over the group: it
@@ -34,6 +39,8 @@
 
 #include "collectives/cartesian.hpp"
 #include "collectives/communicator.hpp"
+#include "collectives/receive_view.hpp"
+#include "net/loans.hpp"
 
 namespace csp::collectives {
 
@@ -67,12 +74,21 @@ std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, i
     return from == no_rank ? 0 : receive_into(comm, from, t, in);
 }
 
+// How a neighbour_exchange sends: copies of the rows (the default), or the
+// rows themselves, left unchanged by the caller until finish() returns.
+enum class sends { copied, lent };
+
 template <class T, class C>
 class neighbour_exchange {
 public:
     neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<std::span<const T>> out,
-                       std::vector<std::span<T>> in, stream s = {})
-        : comm_(&comm), neighbours_(std::move(neighbours)), out_(std::move(out)), in_(std::move(in)), stream_(s) {
+                       std::vector<std::span<T>> in, stream s = {}, sends how = sends::copied)
+        : comm_(&comm),
+          neighbours_(std::move(neighbours)),
+          out_(std::move(out)),
+          in_(std::move(in)),
+          stream_(s),
+          lend_(how == sends::lent) {
         const std::size_t n = neighbours_.size();
         if (n % 2 != 0 || n > 254)
             throw usage_error("neighbour_exchange: neighbours come in (before, after) pairs, at most 127 of them; got " +
@@ -96,8 +112,12 @@ public:
         if (started_) throw usage_error("neighbour_exchange: start() twice without finish()");
         started_ = true;
         tag_ = comm_->next_tag(stream_);
-        for (std::size_t i = 0; i < neighbours_.size(); ++i)
-            if (neighbours_[i] != no_rank) comm_->send(neighbours_[i], tag_.step(static_cast<std::uint8_t>(i)), out_[i]);
+        for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+            if (neighbours_[i] == no_rank) continue;
+            const tag t = tag_.step(static_cast<std::uint8_t>(i));
+            if (lend_) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
+            else comm_->send(neighbours_[i], t, out_[i]);
+        }
     }
 
     // Receives into every buffer, each from its neighbour's opposite side.
@@ -112,9 +132,12 @@ public:
                 throw usage_error("neighbour_exchange: rank " + std::to_string(neighbours_[i]) + " sent " +
                                   std::to_string(got) + " elements for a buffer of " + std::to_string(in_[i].size()));
         }
+        book_.settle();
     }
 
     const std::vector<int>& neighbours() const noexcept { return neighbours_; }
+    // Rows sent from the caller's buffers so far (sends::lent), not copied.
+    std::size_t lent_count() const noexcept { return book_.lent_count(); }
 
 private:
     C* comm_;
@@ -124,13 +147,17 @@ private:
     stream stream_;
     tag tag_;
     bool started_ = false;
+    bool lend_;
+    // Lends the rows under sends::lent; settled by finish(), and by the
+    // destructor if an exchange ends by an exception.
+    net::loans book_;
 };
 
 template <class T, class C>
 neighbour_exchange<T, C> make_neighbour_exchange(C& comm, std::vector<int> neighbours,
                                                  std::vector<std::span<const T>> out, std::vector<std::span<T>> in,
-                                                 stream s = {}) {
-    return neighbour_exchange<T, C>(comm, std::move(neighbours), std::move(out), std::move(in), s);
+                                                 stream s = {}, sends how = sends::copied) {
+    return neighbour_exchange<T, C>(comm, std::move(neighbours), std::move(out), std::move(in), s, how);
 }
 
 }  // namespace csp::collectives

@@ -68,6 +68,21 @@ auto part_of(const T& v, std::size_t lo, std::size_t hi) {
 // a copy costs less than the loan's bookkeeping and the settling wait.
 inline constexpr std::size_t lend_from_bytes = 32 * 1024;
 
+// The elements of `part` to `to` (received as a std::vector<E>): lent
+// through `book` where the communicator sends bytes and the part is at
+// least lend_from_bytes, else copied into the message. The caller leaves
+// them alone until book.settle().
+template <class C, class E>
+void send_elements(C& comm, int to, tag t, std::span<const E> part, net::loans& book) {
+    if constexpr (views_in_place<C, E>) {
+        if (part.size_bytes() >= lend_from_bytes) {
+            comm.send(to, t, book.lend(part));
+            return;
+        }
+    }
+    comm.send(to, t, part);
+}
+
 // Elements [lo, hi) of v to `to`. A communicator whose messages are bytes
 // (net, hybrid) sends a large part from v itself, lent through `book`
 // (net/loans.hpp), which copies nothing on this side: the caller must leave
@@ -75,14 +90,11 @@ inline constexpr std::size_t lend_from_bytes = 32 * 1024;
 // part_of: one copy, into the message.
 template <class C, class T>
 void send_part(C& comm, int to, tag t, const T& v, std::size_t lo, std::size_t hi, net::loans& book) {
-    if constexpr (element_vector<T> && views_in_place<C, typename T::value_type>) {
-        using E = typename T::value_type;
-        if ((hi - lo) * sizeof(E) >= lend_from_bytes) {
-            comm.send(to, t, book.lend(std::span<const E>(v.data() + lo, hi - lo)));
-            return;
-        }
+    if constexpr (element_vector<T>) {
+        send_elements(comm, to, t, std::span<const typename T::value_type>(v.data() + lo, hi - lo), book);
+    } else {
+        comm.send(to, t, part_of(v, lo, hi));
     }
-    comm.send(to, t, part_of(v, lo, hi));
 }
 
 }  // namespace detail

@@ -1,6 +1,7 @@
 #pragma once
 // Asynchronous node/port messaging over TCP.
 #include "net/errors.hpp"
+#include "net/loans.hpp"
 #include "net/log.hpp"
 #include "net/nameserver.hpp"
 #include "net/nameserver_client.hpp"

@@ -2,6 +2,7 @@
 // its neighbour's edge, on every kind of communicator.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <span>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
 #include "net/net.hpp"
+#include "test/net/net_fixture.hpp"
 
 namespace cc = csp::collectives;
 
@@ -53,8 +55,8 @@ double edge_value(int rank, std::size_t side, int step, std::size_t i) {
 // Every rank of `grid` exchanges `steps` times with its 2 * ndims
 // neighbours; returns how many ghost values were checked.
 template <class C>
-long halo_steps(C& comm, const cc::cartesian& grid, int steps, bool split) {
-    const std::size_t n = 5;
+long halo_steps(C& comm, const cc::cartesian& grid, int steps, bool split, std::size_t n = 5,
+                cc::sends how = cc::sends::copied) {
     const auto nbs = grid.neighbours(comm.rank());
     std::vector<std::vector<double>> edges(nbs.size(), std::vector<double>(n)), ghosts(nbs.size(), std::vector<double>(n, -1));
     std::vector<std::span<const double>> out;
@@ -63,14 +65,15 @@ long halo_steps(C& comm, const cc::cartesian& grid, int steps, bool split) {
         out.emplace_back(edges[i]);
         in.emplace_back(ghosts[i]);
     }
-    auto halo = cc::make_neighbour_exchange<double>(comm, nbs, out, in);
+    auto halo = cc::make_neighbour_exchange<double>(comm, nbs, out, in, {}, how);
     long checked = 0;
     for (int step = 0; step < steps; ++step) {
         for (std::size_t i = 0; i < nbs.size(); ++i)
             for (std::size_t k = 0; k < n; ++k) edges[i][k] = edge_value(comm.rank(), i, step, k);
         if (split) {
             halo.start();
-            for (auto& e : edges) std::fill(e.begin(), e.end(), -7.0);  // the sends copied already
+            if (how == cc::sends::copied)
+                for (auto& e : edges) std::fill(e.begin(), e.end(), -7.0);  // the sends copied already
             halo.finish();
         } else {
             halo.exchange();
@@ -87,6 +90,11 @@ long halo_steps(C& comm, const cc::cartesian& grid, int steps, bool split) {
                 ++checked;
             }
         }
+    }
+    if (how == cc::sends::lent && n * sizeof(double) >= 32 * 1024) {
+        std::size_t with_rank = 0;
+        for (int r : nbs) with_rank += r != cc::no_rank && r != comm.rank();
+        EXPECT_EQ(halo.lent_count(), with_rank * static_cast<std::size_t>(steps));  // every row to another node lent
     }
     return checked;
 }
@@ -127,6 +135,24 @@ TEST(net_halo, a_job_of_one_on_a_periodic_axis_is_its_own_neighbour_on_both_side
         }
         self.close();
     });
+}
+
+// sends::lent between nodes (UCX or TCP, whichever links them): rows of
+// 8,192 doubles (64 KiB, sent from the rows themselves) on a column of three
+// nodes, exchanged whole and split, every ghost value checked each step.
+TEST(net_halo, lent_rows_reach_every_neighbour_on_a_column_of_three_nodes) {
+    csp::net::nameserver ns;
+    std::atomic<long> checked{0};
+    net_test::run_nodes(ns, "halo-lent", 3, [&](csp::net::node& self) {
+        {
+            cc::net_communicator comm(self);
+            checked += halo_steps(comm, cc::cartesian({3}), 6, true, 8192, cc::sends::lent);
+            checked += halo_steps(comm, cc::cartesian({3}), 6, false, 8192, cc::sends::lent);
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+    EXPECT_EQ(checked.load(), 4L * 8192 * 6 * 2);  // 4 ghosts with a neighbour in the column
 }
 
 TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
