@@ -64,14 +64,20 @@ std::size_t receive_into(C& comm, int from, tag t, std::span<E> out) {
 
 // Sends `out` to `to` and receives into `in` from `from` (either may be
 // no_rank); collective over the group, like sendrecv of a value
-// (exchange.hpp). Returns how many elements came.
+// (exchange.hpp). Returns how many elements came, once `out` may change
+// again: a net or hybrid communicator sends 32 KiB and more from `out`
+// itself (net/loans.hpp) and waits, before it returns, until the
+// transport is done with it.
 template <class C, class E>
 std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, int from, stream s = {}) {
     if (to != no_rank) detail::check_rank(to, comm.size(), "sendrecv: destination");
     if (from != no_rank) detail::check_rank(from, comm.size(), "sendrecv: source");
     const tag t = comm.next_tag(s);
-    if (to != no_rank) comm.send(to, t, out);
-    return from == no_rank ? 0 : receive_into(comm, from, t, in);
+    net::loans book;
+    if (to != no_rank) detail::send_elements(comm, to, t, out, book);
+    const std::size_t got = from == no_rank ? 0 : receive_into(comm, from, t, in);
+    book.settle();
+    return got;
 }
 
 // How a neighbour_exchange sends: copies of the rows (the default), or the

@@ -139,7 +139,8 @@ TEST(net_halo, a_job_of_one_on_a_periodic_axis_is_its_own_neighbour_on_both_side
 
 // sends::lent between nodes (UCX or TCP, whichever links them): rows of
 // 8,192 doubles (64 KiB, sent from the rows themselves) on a column of three
-// nodes, exchanged whole and split, every ghost value checked each step.
+// nodes, exchanged whole and split, every ghost value checked each step;
+// then a sendrecv of as many round the three.
 TEST(net_halo, lent_rows_reach_every_neighbour_on_a_column_of_three_nodes) {
     csp::net::nameserver ns;
     std::atomic<long> checked{0};
@@ -148,11 +149,18 @@ TEST(net_halo, lent_rows_reach_every_neighbour_on_a_column_of_three_nodes) {
             cc::net_communicator comm(self);
             checked += halo_steps(comm, cc::cartesian({3}), 6, true, 8192, cc::sends::lent);
             checked += halo_steps(comm, cc::cartesian({3}), 6, false, 8192, cc::sends::lent);
+            // sendrecv round the ring of three with spans of 64 KiB (lent).
+            const int me = comm.rank(), next = (me + 1) % 3, prev = (me + 2) % 3;
+            std::vector<double> mine(8192), got(8192, -1.0);
+            for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = edge_value(me, 0, 99, k);
+            EXPECT_EQ(cc::sendrecv(comm, std::span<const double>(mine), next, std::span<double>(got), prev), 8192u);
+            std::fill(mine.begin(), mine.end(), -7.0);  // free to change once sendrecv returned
+            for (std::size_t k = 0; k < got.size(); ++k) checked += got[k] == edge_value(prev, 0, 99, k);
             cc::barrier(comm);
         }
         self.close();
     });
-    EXPECT_EQ(checked.load(), 4L * 8192 * 6 * 2);  // 4 ghosts with a neighbour in the column
+    EXPECT_EQ(checked.load(), 4L * 8192 * 6 * 2 + 3L * 8192);  // 4 ghosts with a neighbour in the column; 3 shifts
 }
 
 TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
