@@ -39,6 +39,7 @@
 #include <memory>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "csp/channel.hpp"
@@ -51,6 +52,17 @@ public:
     loans() = default;
     loans(const loans&) = delete;
     loans& operator=(const loans&) = delete;
+    // Moving takes the messages out on loan along (the one moved from has
+    // none); values lent before the move refer to the old book: lend again.
+    loans(loans&& o) noexcept : state_(std::move(o.state_)), lent_(std::exchange(o.lent_, 0)) {}
+    loans& operator=(loans&& o) {
+        if (this != &o) {
+            settle();
+            state_ = std::move(o.state_);
+            lent_ = std::exchange(o.lent_, 0);
+        }
+        return *this;
+    }
     ~loans() { settle(); }
 
     // The elements of `v`, to be sent from where they are: each send of the

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "collectives/collectives.hpp"
@@ -13,6 +14,10 @@
 #include "test/net/net_fixture.hpp"
 
 namespace cc = csp::collectives;
+
+// An exchange can be kept in a container or returned from a function (its
+// book of loans moves with it).
+static_assert(std::is_move_constructible_v<cc::neighbour_exchange<double, cc::net_communicator>>);
 
 TEST(cartesian, coordinates_and_ranks_are_row_major_and_round_trip) {
     cc::cartesian g({2, 3});

@@ -112,6 +112,36 @@ TEST(net_loans, a_lent_value_received_as_its_vector_owns_a_copy) {
     EXPECT_EQ(csp::net::wire_type<csp::net::lent<double>>(), csp::net::wire_type<std::vector<double>>());
 }
 
+// A book moved while a message is out on loan takes it along: the new book
+// settles for it, the old one has nothing to wait for. (So a
+// neighbour_exchange, which keeps a book, stays movable.)
+TEST(net_loans, a_moved_book_settles_for_what_was_lent_before_the_move) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "loans-moved", 1, [&](csp::net::node& self) {
+        auto inbox = self.open(4);
+        const auto v = numbers(50000, 2.0);
+        csp::net::loans first;
+        self.send(0, 4, first.lend(std::span<const double>(v)));
+        csp::net::loans second(std::move(first));
+        first.settle();  // nothing left to wait for: returns at once
+        EXPECT_EQ(first.lent_count(), 0u);
+        EXPECT_EQ(second.lent_count(), 1u);
+        bool received = false, settled_after_receive = false;
+        csp::par(
+            [&] {
+                second.settle();
+                settled_after_receive = received;
+            },
+            [&] {
+                csp::select(csp::timeout(30ms));
+                const csp::net::message m = inbox.receive();
+                received = true;
+                EXPECT_EQ(m.as<std::vector<double>>(), v);
+            });
+        EXPECT_TRUE(settled_after_receive);
+    });
+}
+
 // Regression (a_lent_message_to_a_peer_killed_before_it_read_it_is_dropped):
 // frames left in a lost link's queue, or in the writer's hands when the
 // connection broke, stayed until the node ended, so a lender waiting for
