@@ -176,8 +176,12 @@ std::uint32_t host_board::fingerprint(std::string_view type_name) noexcept {
 }
 
 bool host_board::take_sleeper(std::uint64_t m, int q) noexcept {
+    // A seq_cst load orders like the exchange's read (no wake is lost), and
+    // leaves the line shared when q is not asleep: every rank looks at every
+    // flag at every meeting, and nobody sleeps in most of them.
+    auto flag = control(q).sleeping();
     std::uint64_t expected = m;
-    return control(q).sleeping().compare_exchange_strong(expected, 0);
+    return flag.load() == m && flag.compare_exchange_strong(expected, 0);
 }
 
 host_board::part host_board::part_of(std::uint64_t m, int q) const noexcept {

@@ -126,10 +126,12 @@ constexpr std::size_t pack_max = 8 * 1024;
 // A send in flight: the frame (whose payload UCX reads in place) and its
 // encoded header, kept until UCX is done with both.
 struct ucx_worker::sending {
-    std::atomic<std::size_t>* in_flight;
+    ucx_worker* owner;
     outgoing f;
-    int peer = -1;
-    ucx_worker* owner = nullptr;
+    int peer;
+    // Neighbours on the owner's list of sends in flight (under its lock_).
+    sending* prev = nullptr;
+    sending* next = nullptr;
     std::array<std::byte, header::size> head{};
     std::array<ucp_dt_iov_t, 2> iov{};
     int parts = 1;  // UCX requests still using this (2 for a split frame)
@@ -176,7 +178,11 @@ ucx_worker::~ucx_worker() {
         for (receive* r : ps.pending) delete r;
     ucp_worker_destroy(impl_->worker);
     ucp_cleanup(impl_->context);
-    for (sending* s : sends_) delete s;  // never completed: UCX is gone, nothing reads them
+    while (sends_) {  // never completed: UCX is gone, nothing reads them
+        sending* s = sends_;
+        unlink_sending(s);
+        delete s;
+    }
 }
 
 ucx_worker::peer_state* ucx_worker::find(int peer) {
@@ -222,7 +228,7 @@ void ucx_worker::forget(int peer) noexcept {
     // come, but their bytes are let go: nobody will read them (the endpoint
     // is closed, the peer gone), and a message may borrow its sender's
     // memory (loans.hpp), whose lender waits for every message to go.
-    for (sending* s : sends_)
+    for (sending* s = sends_; s != nullptr; s = s->next)
         if (s->peer == peer) s->f.body = payload{};
 }
 
@@ -249,7 +255,7 @@ bool ucx_worker::send(int peer, outgoing f) {
     // Nothing may overtake the goodbye: the direct path ends with it.
     if (goodbye) ps->direct = false;
     if (sent_at_once_locked(*ps, f)) return false;
-    return send_locked(*ps, new sending{&in_flight_, std::move(f), peer});
+    return send_locked(*ps, new sending{this, std::move(f), peer});
 }
 
 bool ucx_worker::sent_at_once_locked(peer_state& ps, const outgoing& f) {
@@ -277,7 +283,7 @@ ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
     }
     if (ps->peer_max_frame != 0 && f.head.length > ps->peer_max_frame) return direct::too_large;
     if (sent_at_once_locked(*ps, f)) return direct::sent;
-    return send_locked(*ps, new sending{&in_flight_, std::move(f), peer}) ? direct::in_flight : direct::sent;
+    return send_locked(*ps, new sending{this, std::move(f), peer}) ? direct::in_flight : direct::sent;
 }
 
 void ucx_worker::left_long_path(int peer) {
@@ -298,8 +304,12 @@ void ucx_worker::close_direct(int peer) {
     if (peer_state* ps = find(peer)) ps->direct = false;
 }
 
+void ucx_worker::unlink_sending(sending* s) noexcept {
+    (s->prev ? s->prev->next : sends_) = s->next;
+    if (s->next) s->next->prev = s->prev;
+}
+
 bool ucx_worker::send_locked(peer_state& ps, sending* s) {
-    s->owner = this;
     s->f.head.encode(s->head.data());
     const std::size_t body = s->f.body.size();
     const bool split = body >= split_from;
@@ -311,8 +321,8 @@ bool ucx_worker::send_locked(peer_state& ps, sending* s) {
         auto* done = static_cast<sending*>(user);
         ucp_request_free(req);
         if (!done->part_done()) return;
-        done->in_flight->fetch_sub(1, std::memory_order_relaxed);
-        done->owner->sends_.erase(done);
+        done->owner->in_flight_.fetch_sub(1, std::memory_order_relaxed);
+        done->owner->unlink_sending(done);
         delete done;
     };
     ucp_request_param_t p{};
@@ -345,7 +355,9 @@ bool ucx_worker::send_locked(peer_state& ps, sending* s) {
         in_flight_.fetch_sub(1, std::memory_order_relaxed);
         delete s;
     } else {
-        sends_.insert(s);
+        s->next = sends_;
+        if (sends_) sends_->prev = s;
+        sends_ = s;
     }
     if (!failure.empty()) throw net_error(failure);
     return !last;

@@ -35,7 +35,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "csp/runtime_lock.hpp"
@@ -169,9 +168,11 @@ private:
     std::string address_;
     int efd_ = -1;
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
-    // The records of sends in flight (under lock_): forget() releases the
-    // payloads of a lost peer's, which UCX does not complete (see forget).
-    std::unordered_set<sending*> sends_;
+    // The records of sends in flight, a list through the records themselves
+    // (under lock_): forget() releases the payloads of a lost peer's, which
+    // UCX does not complete (see forget).
+    sending* sends_ = nullptr;
+    void unlink_sending(sending* s) noexcept;
 };
 
 }  // namespace csp::net::detail
