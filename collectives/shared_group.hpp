@@ -145,7 +145,7 @@ public:
     }
     std::size_t pending_slots() const {
         std::lock_guard lk(lock_);
-        return pending_.size();
+        return pending().size();
     }
 
 private:
@@ -195,23 +195,24 @@ private:
     // Under lock_: makes `v` pending in a new slot.
     void add_slot(owner& v) {
         v.state_ = owner::state::pending;
-        v.slot_ = pending_.size();
-        pending_.push_back({&v, v.id_, 0, v.kind_, v.contribution_words()});
+        auto& list = pending();
+        v.slot_ = list.size();
+        list.push_back({&v, v.id_, 0, v.kind_, v.contribution_words()});
     }
     // Under lock_: pending `v`'s contribution has a new length (a vector
     // variable assigned an expression of another length).
-    void resized(owner& v) { pending_[v.slot_].words = v.contribution_words(); }
+    void resized(owner& v) { pending()[v.slot_].words = v.contribution_words(); }
 
     // Under lock_: `from`'s slot (pending or in flight) now belongs to `to`.
     void move_slot(owner& from, owner& to) {
-        auto& list = from.state_ == owner::state::in_flight ? in_flight_ : pending_;
+        auto& list = from.state_ == owner::state::in_flight ? in_flight() : pending();
         list[from.slot_].var = &to;
     }
 
     // Under lock_: `v` is going away with its slot still to be reduced; the
     // other ranks reduce it too, so its contribution stays.
     void orphan(owner& v) {
-        auto& list = v.state_ == owner::state::in_flight ? in_flight_ : pending_;
+        auto& list = v.state_ == owner::state::in_flight ? in_flight() : pending();
         slot& s = list[v.slot_];
         if (v.state_ == owner::state::pending) {
             orphans_.emplace_back(s.words);
@@ -227,7 +228,7 @@ private:
         std::unique_lock lk(lock_);
         wait_for_force_end(lk);
         throw_if_failed();
-        if (!options_.check_every_force && (why ? why->state_ == owner::state::resolved : pending_.empty())) return;
+        if (!options_.check_every_force && (why ? why->state_ == owner::state::resolved : pending().empty())) return;
 
         // This process runs the force point; others of this rank that need
         // it wait in wait_for_force_end until the end below.
@@ -246,13 +247,14 @@ private:
 
         // Slots in id order: the same at every rank however its processes
         // interleaved their first updates.
-        in_flight_.swap(pending_);
+        pending_at_ ^= 1;
+        std::vector<slot>& flight = in_flight();
         const auto by_id = [](const slot& a, const slot& b) { return a.id < b.id; };
-        if (!std::is_sorted(in_flight_.begin(), in_flight_.end(), by_id))
-            std::sort(in_flight_.begin(), in_flight_.end(), by_id);
-        const std::size_t n = in_flight_.size();
+        if (!std::is_sorted(flight.begin(), flight.end(), by_id))
+            std::sort(flight.begin(), flight.end(), by_id);
+        const std::size_t n = flight.size();
         std::size_t words = 1 + 2 * n;
-        for (const slot& s : in_flight_) words += s.words;
+        for (const slot& s : flight) words += s.words;
         // The last force point's block, so that a force point allocates
         // nothing once the group has reduced a block of this size.
         detail::block b = std::move(spare_);
@@ -263,7 +265,7 @@ private:
         bool commutes = true;
         std::size_t at = 1 + 2 * n;
         for (std::size_t i = 0; i < n; ++i) {
-            slot& s = in_flight_[i];
+            slot& s = flight[i];
             b[1 + 2 * i] = detail::descriptor(s.id, s.kind->code);
             b[2 + 2 * i] = s.words;
             if (s.var) {
@@ -280,7 +282,7 @@ private:
             last = s.kind;
             commutes = commutes && s.kind->commutes;
         }
-        orphans_.clear();  // every orphan's slot is in in_flight_, packed
+        orphans_.clear();  // every orphan's slot is in the in-flight list, packed
         const std::size_t updates = stats_.updates - std::exchange(updates_at_force_, stats_.updates);
         lk.unlock();
 
@@ -293,22 +295,22 @@ private:
         } catch (...) {
             lk.lock();
             failed_ = std::current_exception();
-            for (slot& s : in_flight_)
+            for (slot& s : flight)
                 if (s.var) s.var->state_ = owner::state::failed;  // its reads throw failed_
-            in_flight_.clear();
+            flight.clear();
             throw;
         }
 
         lk.lock();
         at = 1 + 2 * n;
-        for (slot& s : in_flight_) {
+        for (slot& s : flight) {
             if (owner* v = s.var) {
                 v->resolve(result.data() + at, s.words);
                 v->state_ = owner::state::resolved;
             }
             at += s.words;
         }
-        in_flight_.clear();
+        flight.clear();
         spare_ = std::move(result);
         ++stats_.reductions;
         stats_.slots_reduced += n;
@@ -336,7 +338,7 @@ private:
         return os.str();
     }
 
-    // Only the forcing process calls it (in_flight_ is its own meanwhile).
+    // Only the forcing process calls it (the in-flight list is its own meanwhile).
     std::string mismatch_message(const detail::block& r) {
         const std::size_t n1 = r[1];
         const detail::word* d1 = r.data() + 2;
@@ -344,7 +346,7 @@ private:
         const detail::word* d2 = d1 + 2 * n1 + 1;
         std::vector<detail::word> mine;
         std::lock_guard lk(lock_);
-        for (const slot& s : in_flight_) {
+        for (const slot& s : in_flight()) {
             mine.push_back(detail::descriptor(s.id, s.kind->code));
             mine.push_back(s.words);
         }
@@ -365,10 +367,17 @@ private:
     bool forcing_ = false;
     std::size_t waiters_ = 0;
     csp::channel<int> wake_{csp::buffer::unbounded()};
-    std::vector<slot> pending_;     // slots in first-update order
-    std::vector<slot> in_flight_;   // the running reduction's, in id order
-    std::vector<detail::block> orphans_;  // contributions of pending_'s gone variables
-    std::vector<detail::fold_run> runs_;  // how in_flight_'s block folds
+    // Two lists of slots: the pending ones, in first-update order, and the
+    // running reduction's, in id order. A force point turns the pending list
+    // into the in-flight one by flipping pending_at_ (swapping the vectors
+    // cost more than the rest of a small force point's bookkeeping).
+    std::vector<slot>& pending() noexcept { return slots_[pending_at_]; }
+    const std::vector<slot>& pending() const noexcept { return slots_[pending_at_]; }
+    std::vector<slot>& in_flight() noexcept { return slots_[pending_at_ ^ 1u]; }
+    std::vector<slot> slots_[2];
+    unsigned pending_at_ = 0;
+    std::vector<detail::block> orphans_;  // contributions of pending()'s gone variables
+    std::vector<detail::fold_run> runs_;  // how the in-flight block folds
     detail::block spare_;                 // storage for the next block
     std::uint64_t updates_at_force_ = 0;  // stats_.updates at the last force point
     std::uint32_t next_id_ = 0;
