@@ -79,15 +79,28 @@ void idle_protocol::idle(idle_thread& self, time_point until) {
     if (idle_poller* p = rt_->idle_poller(); p && polling_ == nullptr) {
         polling_ = &self;
         poller_ = p;
-        poller_woken_ = false;
-        lk.unlock();
-        const bool polled = p->poll_until(until);
-        lk.lock();
+        bool polled = false;
+        for (;;) {
+            poller_woken_ = false;
+            poll_left_ = false;
+            lk.unlock();
+            polled = p->poll_until(until);
+            lk.lock();
+            if (polled || epoch_ != seen || self.notified_.load(std::memory_order_relaxed)) break;
+            // The poll did not run (its owner was busy: the IO scheduler not
+            // parked yet). A thread that went to sleep meanwhile left the
+            // poll to this one; if the owner parked after this attempt
+            // looked and before that thread looked, nobody would poll while
+            // events wait. Try again; with nobody left behind, the thread on
+            // which the owner parks polls when it goes idle.
+            if (!poll_left_) break;
+        }
         polling_ = nullptr;
         poller_ = nullptr;
-        // A poll that did not run (the poller's owner was busy) falls through
-        // to the condition variable.
+        // A poll that did not run falls through to the condition variable.
         if (polled || epoch_ != seen || self.notified_.load(std::memory_order_relaxed)) return leave();
+    } else if (p) {
+        poll_left_ = true;
     }
     auto woken = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
     if (until == time_point::max()) cv_.wait(lk, woken);

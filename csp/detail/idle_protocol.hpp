@@ -28,6 +28,14 @@
 // and each of the three wake-ups that concerns it also wakes the poller,
 // once per poll.
 //
+// Someone polls. A poll attempt returns false at once while the poller's
+// owner (the IO scheduler process) is not parked; the thread on which the
+// owner parks goes idle right after and polls itself. Unless another
+// thread's failed attempt holds polling_ at that moment: so a thread that
+// finds polling_ taken records it (poll_left_, under mutex_), and the
+// attempting thread, finding its attempt failed and someone left behind,
+// tries again instead of sleeping.
+//
 // Deadlock. The last thread to become a sleeper, with no notification
 // pending, holds the only moment when no fiber of the runtime runs (every
 // other thread is in idle() and cannot leave it while mutex_ is held): it
@@ -120,6 +128,10 @@ private:
     idle_thread* polling_ = nullptr;
     idle_poller* poller_ = nullptr;
     bool poller_woken_ = false;  // a wake() was sent during this poll already
+    // A thread found polling_ taken and sleeps on cv_ instead, during the
+    // current poll attempt: if that attempt does not run, the polling thread
+    // tries again (idle()).
+    bool poll_left_ = false;
 };
 
 }  // namespace csp::detail
