@@ -166,7 +166,7 @@ bool abort_blocked(std::string report, std::chrono::milliseconds patience) {
 }
 
 void yield_to_io() {
-    if (auto* clock = detail::busy_poll_of_this_thread) clock->force();
+    if (auto* clock = detail::busy_poll_of_this_thread) clock->force(detail::tuning::yield_to_io_gap);
     boost::this_fiber::yield();
 }
 

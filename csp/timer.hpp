@@ -42,7 +42,9 @@ inline bool yield() {
 // computes in long steps while messages come in (a task graph's worker)
 // calls this between steps, so that arrivals, and transfers that need this
 // side to move (UCX rendezvous), wait for one step instead. Costs one
-// non-blocking poll system call when the runtime has an event source.
+// non-blocking poll system call when the runtime has an event source, at
+// most one per 50 us (detail/tuning.hpp, yield_to_io_gap): steps shorter
+// than that share a poll, and wait for a few steps at most.
 void yield_to_io();
 
 }  // namespace csp

@@ -69,8 +69,13 @@ public:
     }
     // The next due() is true whatever the time (csp::yield_to_io()); until
     // then the policy runs its dispatcher at the next pick, where the poll
-    // may happen.
-    void force() noexcept { forced_ = true; }
+    // may happen. Unless the last poll is less than `gap` old: a process
+    // that asks between short steps then polls once per gap, not per step.
+    void force(std::chrono::steady_clock::duration gap) noexcept {
+        if (forced_) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_ >= gap) forced_ = true;
+    }
     bool forced() const noexcept { return forced_; }
 
 private:

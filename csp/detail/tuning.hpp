@@ -43,6 +43,14 @@ inline constexpr unsigned idle_spin_clock_every = 16;
 // descriptors are served even in a program that never rests, at a cost of
 // one non-blocking poll (about 1 us) per millisecond of computation.
 inline constexpr std::chrono::microseconds busy_poll_interval{1000};
+// csp::yield_to_io() polls at once unless the last busy poll is younger
+// than this: a task graph's worker that asks after every body of 20 us
+// polls once per two or three bodies. Each poll is a system call over every
+// descriptor of the node (1-3 us on a virtual machine, more with many
+// peers); asked after every body, they cost a tenth of a 4-node Jacobi
+// step (examples/jacobi.cpp graph over UCX: half the polls, 5 of 6 runs
+// faster).
+inline constexpr std::chrono::microseconds yield_to_io_gap{50};
 // The busy-poll clock is read once per this many scheduling decisions, so
 // that a switch costs no clock read (about 20 ns, three switches' worth).
 inline constexpr unsigned busy_poll_clock_every = 32;

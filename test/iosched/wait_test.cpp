@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "csp/detail/tuning.hpp"
 #include "test/iosched/fd_pair.hpp"
 #include "test/iosched/io_fixture.hpp"
 
@@ -71,6 +72,48 @@ TEST_P(io_wait, yield_to_io_lets_a_computing_process_hand_a_ready_fd_to_its_wait
     if (GetParam().threads == 1) {
         EXPECT_LE(woke_at.load(), 4);
     }
+}
+
+// yield_to_io() polls at most once per yield_to_io_gap: a process that asks
+// after every 2 us step (a task graph of short bodies) makes about one poll
+// per 25 steps, not one per step, each a system call over every descriptor.
+// Regression (dataflow workers): a poll after every body of a 4-node Jacobi
+// graph cost a tenth of its step.
+TEST_P(io_wait, yield_to_io_polls_at_most_once_per_gap_however_short_the_steps) {
+    if (GetParam().threads != 1) GTEST_SKIP() << "counts one worker's polls";
+    fd_pair p;
+    constexpr int steps = 10000;
+    std::uint64_t polls = 0;
+    std::chrono::steady_clock::duration took{};
+    csp_test::run_watched([&] {
+        auto sched = start();
+        csp::par(
+            [&] {
+                csp::io::wait_readable(p.a());  // keeps the scheduler parked, so polls happen
+                (void)get_byte(p.a());
+            },
+            [&] {
+                csp_test::wait_until_armed(sched);
+                const auto before = sched.stats().polls;
+                const auto t0 = std::chrono::steady_clock::now();
+                for (int s = 0; s < steps; ++s) {
+                    const auto until = std::chrono::steady_clock::now() + 2us;
+                    while (std::chrono::steady_clock::now() < until) {
+                    }
+                    csp::yield_to_io();
+                }
+                took = std::chrono::steady_clock::now() - t0;
+                polls = sched.stats().polls - before;
+                put_byte(p.b(), 'z');
+            });
+    }, opts());
+    const auto gap = csp::detail::tuning::yield_to_io_gap;
+    // One poll per gap of the time the steps took, one per millisecond from
+    // the busy-poll clock, and a few for the start.
+    const auto bound = static_cast<std::uint64_t>(took / gap + took / 1ms + 10);
+    EXPECT_LE(polls, bound) << "in " << std::chrono::duration<double, std::milli>(took).count() << " ms";
+    EXPECT_LT(polls, static_cast<std::uint64_t>(steps / 4));
+    EXPECT_GE(polls, 1u);
 }
 
 TEST_P(io_wait, wakes_exactly_the_process_waiting_on_the_ready_fd) {
