@@ -38,8 +38,8 @@ void allgather_ring_in_place(C& comm, V& values, const std::vector<std::size_t>&
     if (n == 1) return;
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     auto part = [&](std::size_t b) { return std::span<E>(values.data() + offsets[b], offsets[b + 1] - offsets[b]); };
-    send_part(comm, next, t, values, offsets[static_cast<std::size_t>(me)], offsets[static_cast<std::size_t>(me) + 1],
-              book);
+    const auto mine = static_cast<std::size_t>(me);
+    send_part(comm, next, t, values, offsets[mine], offsets[mine + 1], book);
     for (int k = 0; k < n - 1; ++k) {
         const auto b = static_cast<std::size_t>(((me - k - 1) % n + n) % n);
         auto place = [&](std::span<const E> got) {

@@ -200,8 +200,7 @@ struct allreduce_rabenseifner_fn {
             for (int d = p2 / 2; d >= 1; d /= 2, ++step) {  // reduce_scatter: halve the window
                 const int partner = v ^ d, mid = (lo + hi) / 2;
                 const bool keep_low = v < partner;
-                if (keep_low) send_blocks(rank_of(partner), t.step(step), mid, hi);
-                else send_blocks(rank_of(partner), t.step(step), lo, mid);
+                send_blocks(rank_of(partner), t.step(step), keep_low ? mid : lo, keep_low ? hi : mid);
                 if (keep_low) hi = mid;
                 else lo = mid;
                 if constexpr (in_place) {

@@ -37,7 +37,6 @@ public:
         if (elements_.empty()) return {};
         return from_->borrow(elements_.data(), elements_.size_bytes());
     }
-    std::span<const E> elements() const noexcept { return elements_; }
     // As a view (csp/view.hpp), for a copy of the elements.
     const E* begin() const noexcept { return elements_.data(); }
     const E* end() const noexcept { return elements_.data() + elements_.size(); }
