@@ -11,6 +11,7 @@
 // the span is valid only inside f. Any other receives the vector and passes
 // its elements. For algorithms that fold or copy a received block straight
 // into their own buffer instead of decoding it into a new vector first.
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <type_traits>
@@ -124,6 +125,44 @@ void combine_received(C& comm, int from, tag t, const Op& op, T& acc, bool part_
         });
     } else {
         combine_into(op, acc, comm.template receive<T>(from, t), part_first);
+    }
+}
+
+// acc[lo, hi) = acc[lo, hi) op part, the part a vector of hi - lo elements
+// from `from`: folded from the message's bytes where folds_from_messages
+// allows, else received as a T and combined (an op that acts element by
+// element, on the two slices as vectors of their own).
+template <class C, class T, class Op>
+void fold_received_part(C& comm, int from, tag t, const Op& op, T& acc, std::size_t lo, std::size_t hi) {
+    if constexpr (folds_from_messages<C, T, Op>) {
+        receive_view<typename T::value_type>(comm, from, t, [&](auto got) {
+            check_same_length(hi - lo, got.size());
+            std::span<typename T::value_type> mine(acc.data() + lo, hi - lo);
+            op.fold_into(mine, got.begin());
+        });
+    } else {
+        const auto first = acc.begin() + static_cast<std::ptrdiff_t>(lo);
+        const auto last = acc.begin() + static_cast<std::ptrdiff_t>(hi);
+        T mine(first, last);
+        combine_into(op, mine, comm.template receive<T>(from, t), false);
+        check_same_length(hi - lo, mine.size());
+        std::move(mine.begin(), mine.end(), first);
+    }
+}
+
+// acc[lo, hi) = a vector of hi - lo elements from `from`, copied where it
+// arrived where the communicator allows.
+template <class C, class T>
+void receive_part(C& comm, int from, tag t, T& acc, std::size_t lo, std::size_t hi) {
+    auto place = [&](auto got) {
+        check_same_length(hi - lo, got.size());
+        std::copy(got.begin(), got.end(), acc.begin() + static_cast<std::ptrdiff_t>(lo));
+    };
+    if constexpr (element_vector<T>) {
+        receive_view<typename T::value_type>(comm, from, t, place);
+    } else {
+        const auto got = comm.template receive<T>(from, t);
+        place(got);
     }
 }
 

@@ -24,6 +24,21 @@
 //                     (listing 8), so folding starts before the last value.
 //   arrival           commuting ops only: each rank folds its children's
 //                     values in the order they arrive.
+//   pipeline          vectors, with an op that acts element by element (it
+//                     need not commute): a chain, the vector cut into
+//                     segments of about 64 KiB. The last rank of the chain
+//                     sends its segments to the one before it; each rank
+//                     folds every arriving segment into its own (its own on
+//                     the left) and passes it on at once, so every rank
+//                     folds a different segment at the same time. The chain
+//                     is in rank order towards rank 0, or rotated to end at
+//                     the root for an op that commutes; rank 0 passes each
+//                     segment of the fold on to another root as it is done.
+//                     Each rank first tells its neighbour its length, so
+//                     vectors of different lengths fail instead of folding
+//                     a part. (n-1)(S+1) messages for S segments, n-1+S
+//                     segment times: for large vectors, where a tree moves
+//                     the whole vector log2 n times in turn.
 //   shared_memory     ranks of one address space (shared_board.hpp): each
 //                     copies its value into its slot, all sync once, the
 //                     root folds the slots in rank order. Elsewhere it runs
@@ -32,6 +47,8 @@
 // Over net and hybrid communicators, binomial and binomial_parallel fold a
 // std::vector's parts with a built-in op straight from the messages' bytes,
 // in the children's order, instead of decoding each into a vector first.
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <utility>
@@ -177,6 +194,64 @@ struct reduce_arrival_fn {
     }
 };
 inline constexpr reduce_arrival_fn reduce_arrival{};
+
+struct reduce_pipeline_fn {
+    static constexpr algorithm_info info{"reduce", "pipeline", false, true};
+    static constexpr std::size_t segment_bytes = 64 * 1024;
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        if constexpr (!detail::is_vector<T>::value) {
+            throw usage_error("reduce pipeline: cuts a vector into segments; it cannot take a single value");
+        } else {
+            if (!acts_elementwise(op))
+                throw usage_error("reduce pipeline: needs an op that acts element by element");
+            topology::check(comm.rank(), comm.size(), root);
+            const tag t = comm.next_tag(s);
+            detail::announce(comm, info, t);
+            const int n = comm.size();
+            constexpr int none = -1;
+            // Place p of the chain holds rank_at(p); segments flow from
+            // place n-1 down to place 0, which ends with the fold.
+            const int first = commutes(op) ? root : 0;
+            auto rank_at = [&](int p) { return (first + p) % n; };
+            const int place = (comm.rank() - first + n) % n;
+            const int from = place + 1 < n ? rank_at(place + 1) : none;
+            const int to = place > 0 ? rank_at(place - 1) : none;
+            const tag lengths = t, segments = t.step(1), handed_over = t.step(2);
+
+            const std::size_t length = value.size();
+            if (to != none) comm.send(to, lengths, static_cast<std::uint64_t>(length));
+            if (from != none) {
+                const auto theirs = comm.template receive<std::uint64_t>(from, lengths);
+                if (theirs != length)
+                    throw usage_error("reduce pipeline: rank " + std::to_string(from) + " reduces a vector of " +
+                                      std::to_string(theirs) + " elements, rank " + std::to_string(comm.rank()) +
+                                      " one of " + std::to_string(length));
+            }
+            const std::size_t per = std::max<std::size_t>(1, segment_bytes / sizeof(typename T::value_type));
+            const std::size_t count = (length + per - 1) / per;
+            auto lo_of = [&](std::size_t k) { return k * per; };
+            auto hi_of = [&](std::size_t k) { return std::min(length, (k + 1) * per); };
+            // Segments this rank sends stay as they are until book.settle():
+            // a net communicator sends them from `value` itself.
+            net::loans book;
+            const bool hands_over = rank_at(0) != root && comm.rank() == rank_at(0);
+            for (std::size_t k = 0; k < count; ++k) {
+                if (from != none) detail::fold_received_part(comm, from, segments, op, value, lo_of(k), hi_of(k));
+                if (to != none) detail::send_part(comm, to, segments, value, lo_of(k), hi_of(k), book);
+                if (hands_over) detail::send_part(comm, root, handed_over, value, lo_of(k), hi_of(k), book);
+            }
+            book.settle();
+            if (comm.rank() != root) return std::nullopt;
+            if (rank_at(0) != root)
+                for (std::size_t k = 0; k < count; ++k)
+                    detail::receive_part(comm, rank_at(0), handed_over, value, lo_of(k), hi_of(k));
+            return value;
+        }
+    }
+};
+inline constexpr reduce_pipeline_fn reduce_pipeline{};
 
 struct reduce_shared_memory_fn {
     static constexpr algorithm_info info{"reduce", "shared_memory", false, false, true};

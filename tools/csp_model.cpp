@@ -35,7 +35,7 @@ void sample_call(A algorithm, comm& c) {
     constexpr std::string_view coll = A::info.collective;
     if constexpr (coll == "broadcast") algorithm(c, std::vector<int>(2, 1), 0);
     else if constexpr (coll == "gather") algorithm(c, 1, 0);
-    else if constexpr (coll == "reduce") algorithm(c, 1, cc::sum{}, 0);
+    else if constexpr (coll == "reduce") algorithm(c, std::vector<int>(2, 1), cc::sum{}, 0);
     else if constexpr (coll == "allreduce" || coll == "scan" || coll == "exscan")
         algorithm(c, std::vector<int>(static_cast<std::size_t>(c.size()), 1), cc::sum{});
     else if constexpr (coll == "barrier") algorithm(c);

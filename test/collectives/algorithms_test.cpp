@@ -33,8 +33,10 @@ void for_each_root(int n, F check) {
 template <class Op, class F>
 void expect_reduce(cc::local_communicator& c, int root, const Op& op, F value_of, bool may_reorder) {
     const auto want = fold(0, c.size(), value_of, op);
+    constexpr bool vectors = cc::detail::is_vector<decltype(value_of(0))>::value;
     for (const auto& info : cc::registry::reduce::infos) {
         if (info.needs_commuting_op && !may_reorder) continue;
+        if (info.needs_elementwise && !(vectors && cc::acts_elementwise(op))) continue;
         const auto a = info.name;
         auto got = grid::reduce_by(a, c, value_of(c.rank()), op, root);
         if (c.rank() == root) {
@@ -81,7 +83,7 @@ TEST_P(sizes, reduce_of_an_op_that_does_not_commute_keeps_rank_order_for_any_roo
         std::string want;
         for (int r = 0; r < n; ++r) want += letter(r);
         cc::registry::reduce::for_each([&](auto a) {
-            if (a.info.needs_commuting_op) return;
+            if (a.info.needs_commuting_op || a.info.needs_elementwise) return;
             auto got = a(c, letter(c.rank()), grid::concat, root);
             if (c.rank() == root) { EXPECT_EQ(got.value(), want) << grid::name_of(a); }
         });
@@ -224,6 +226,45 @@ TEST_P(sizes, pipelined_broadcast_of_several_segments_from_every_root) {
         }
         EXPECT_THROW(cc::broadcast_pipeline(c, 5, root), csp::usage_error);
     });
+}
+
+TEST_P(sizes, pipelined_reduce_folds_every_segment_in_rank_order_for_every_root) {
+    const int n = GetParam();
+    const std::size_t per = cc::reduce_pipeline_fn::segment_bytes / sizeof(std::int64_t);
+    const std::size_t mats_per = cc::reduce_pipeline_fn::segment_bytes / sizeof(grid::mat2);
+    for_each_root(n, [&](cc::local_communicator& c, int root) {
+        const int me = c.rank();
+        for (std::size_t len : {per * 5 / 2, per, std::size_t{3}, std::size_t{0}}) {
+            auto numbers = [len](int r) { return grid::numbers_of(r, len); };
+            auto got = cc::reduce_pipeline(c, numbers(me), cc::sum{}, root);
+            EXPECT_EQ(got.has_value(), me == root) << "root " << root << " length " << len;
+            if (got) {
+                EXPECT_EQ(*got, *fold(0, n, numbers, cc::sum{})) << "root " << root << " length " << len;
+            }
+        }
+        const std::size_t len = mats_per * 2 + 3;
+        auto mats = [len](int r) { return grid::mats_of(r, len); };
+        auto got = cc::reduce_pipeline(c, mats(me), grid::mats_in_order{}, root);
+        if (got) {
+            EXPECT_EQ(*got, *fold(0, n, mats, grid::mats_in_order{})) << "matrices in rank order, root " << root;
+        }
+        EXPECT_THROW(cc::reduce_pipeline(c, 5, cc::sum{}, root), csp::usage_error);
+        EXPECT_THROW(cc::reduce_pipeline(c, grid::mats_of(me, 2), grid::mats_product, root), csp::usage_error);
+    });
+}
+
+TEST(reduce_pipeline, vectors_of_different_lengths_fail_naming_both) {
+    std::string what;
+    try {
+        csp::run([] {
+            cc::run_local(3, [](cc::local_communicator& c) {
+                (void)cc::reduce_pipeline(c, grid::numbers_of(c.rank(), c.rank() == 2 ? 20000 : 10), cc::sum{}, 0);
+            });
+        });
+    } catch (const csp::usage_error& e) {
+        what = e.what();
+    }
+    EXPECT_NE(what.find("rank 2 reduces a vector of 20000 elements, rank 1 one of 10"), std::string::npos) << what;
 }
 
 TEST_P(sizes, ring_allreduce_and_allgather_with_uneven_and_empty_blocks) {

@@ -37,6 +37,15 @@ inline const auto mats_product = cc::ordered([](const std::vector<mat2>& x, cons
                            (x[i].c * y[i].a + x[i].d * y[i].c) % prime, (x[i].c * y[i].b + x[i].d * y[i].d) % prime});
     return out;
 });
+// The same as an op that says it acts element by element (so the algorithms
+// that cut vectors into segments take it) and does not commute.
+struct mats_in_order {
+    static constexpr bool commutes = false;
+    static constexpr bool elementwise = true;
+    std::vector<mat2> operator()(const std::vector<mat2>& a, const std::vector<mat2>& b) const {
+        return mats_product(a, b);
+    }
+};
 inline const auto concat = cc::ordered([](const std::string& x, const std::string& y) { return x + y; });
 
 inline std::vector<std::int64_t> numbers_of(int r, std::size_t len) {
@@ -133,12 +142,12 @@ std::vector<std::string> check_all(C& c) {
                 expect_at_root(a(c, numbers(me), cc::sum{}, root), fold(0, n, numbers, cc::sum{}), root, what + " sum");
                 expect_at_root(a(c, numbers(me), cc::minimum{}, root), fold(0, n, numbers, cc::minimum{}), root,
                                what + " min");
-                if (a.info.needs_commuting_op) return;
+                if (a.info.needs_commuting_op || a.info.needs_elementwise) return;
                 expect_at_root(a(c, text(me), concat, root), fold(0, n, text, concat), root, what + " concat");
             });
         }
         cc::registry::reduce::for_each([&](auto a) {
-            if (!a.info.needs_commuting_op)
+            if (!a.info.needs_commuting_op && !a.info.needs_elementwise)
                 expect_at_root(a(c, mat_of(me), mat_product, root), fold(0, n, mat_of, mat_product), root,
                                name_of(a) + at + " matrices");
         });
@@ -212,6 +221,16 @@ std::vector<std::string> check_all(C& c) {
             expect(a(c, numbers(me), cc::maximum{}) == *fold(0, n, numbers, cc::maximum{}),
                    name_of(a) + " max, lent parts");
         });
+        for (int root : {0, n - 1})
+            cc::registry::reduce::for_each([&](auto a) {
+                expect_at_root(a(c, numbers(me), cc::sum{}, root), fold(0, n, numbers, cc::sum{}), root,
+                               name_of(a) + " root " + std::to_string(root) + " sum, lent parts");
+            });
+        // Several segments of the pipelined reduce, in rank order.
+        auto mats = [](int r) { return mats_of(r, 5000); };
+        for (int root : {0, n - 1})
+            expect_at_root(cc::reduce_pipeline(c, mats(me), mats_in_order{}, root), fold(0, n, mats, mats_in_order{}),
+                           root, "reduce/pipeline root " + std::to_string(root) + " matrices in rank order");
         std::vector<std::size_t> even(static_cast<std::size_t>(n), len / static_cast<std::size_t>(n));
         even[0] += len % static_cast<std::size_t>(n);
         cc::registry::reduce_scatter::for_each([&](auto a) {
