@@ -95,6 +95,10 @@ void standard_set(C& comm) {
             report(comm, "broadcast", std::string(algorithm.info.name).c_str(), bytes,
                    time_per_op(comm, k, [&] { algorithm(comm, v, 0); }));
         });
+        cc::registry::reduce::for_each([&](auto algorithm) {
+            report(comm, "reduce", std::string(algorithm.info.name).c_str(), bytes,
+                   time_per_op(comm, k, [&] { (void)algorithm(comm, v, cc::sum{}, 0); }));
+        });
     }
     std::vector<double> small(1, 1.0);
     const int k = iterations_for(8);

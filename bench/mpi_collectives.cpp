@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
             report("broadcast", bytes, time_per_op(iterations_for(bytes), [&] {
                        MPI_Bcast(in.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
                    }));
+            report("reduce", bytes, time_per_op(iterations_for(bytes), [&] {
+                       MPI_Reduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+                   }));
         }
         double in = 1.0, out = 0.0;
         const int k = iterations_for(8);

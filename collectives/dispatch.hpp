@@ -51,7 +51,8 @@ T broadcast(C& comm, T value, int root = 0, stream s = {}) {
 
 template <class C, class T, class Op>
 std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    const auto a = detail::choose<registry::reduce>(comm, detail::byte_size(value), commutes(op));
+    const auto a = detail::choose<registry::reduce>(comm, detail::byte_size(value), commutes(op),
+                                                    detail::is_vector<T>::value && acts_elementwise(op));
     return registry::reduce::run(a, comm, std::move(value), op, root, s);
 }
 

@@ -64,7 +64,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 33> default_rules{{
+inline constexpr std::array<selection_rule, 34> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -73,6 +73,13 @@ inline constexpr std::array<selection_rule, 33> default_rules{{
     {"broadcast", "binomial"},
     {"reduce", "shared_memory"},
     {"reduce", "flat_in_order", 2},
+    // Vectors of 1 MiB and more with an element-wise op: the pipeline. Over
+    // TCP (collectives_rank net beside mpi_collectives, 2026-11-27, one run)
+    // 943 / 2,606 us at 4 / 8 ranks against chain's 1,157 / 3,107 and
+    // binomial_parallel's 1,148 / 3,221 (OpenMPI 1,016 / 15,866); over UCX
+    // on one host 605 / 1,216 against chain's 2,699 / 3,090 (binomial_parallel
+    // 544 / 1,142). At 64 KiB it was no better than the trees.
+    {"reduce", "pipeline", any_size, 1 << 20},
     {"reduce", "chain", any_size, 64 * 1024},
     {"reduce", "arrival"},
     {"reduce", "binomial_parallel"},

@@ -35,6 +35,7 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"reduce", 16, 8, true}), "arrival");
     EXPECT_EQ(s.choose({"reduce", 16, 8, false}), "binomial_parallel");  // arrival needs commuting
     EXPECT_EQ(s.choose({"reduce", 16, 1 << 20, false}), "chain");
+    EXPECT_EQ(s.choose({"reduce", 4, 1 << 20, false, true}), "pipeline");  // a vector, an element-wise op
     EXPECT_EQ(s.choose({"allreduce", 4, 8, true}), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 2, 65536, true}), "reduce_broadcast");
