@@ -67,12 +67,23 @@ public:
         hosts_ = static_cast<int>(first.size());
         local_.emplace(std::move(*split(comm, first_of[static_cast<std::size_t>(comm.rank())], comm.rank(), s)));
         leaders_ = split(comm, local_->rank() == 0 ? 0 : undefined, comm.rank(), s);
+        // With as many ranks on every host (known alike at every rank), the
+        // ranks of one local index across the hosts form a group too.
+        std::map<int, int> per_host;
+        for (int f : first_of) ++per_host[f];
+        bool uniform = hosts_ > 1 && per_host.begin()->second > 1;
+        for (const auto& [host, count] : per_host) uniform = uniform && count == per_host.begin()->second;
+        if (uniform) across_ = split(comm, local_->rank(), comm.rank(), s);
     }
 
     C& all() const noexcept { return *all_; }
     group<C>& local() noexcept { return *local_; }
     // The leaders' group, at leaders; nullptr elsewhere.
     group<C>* leaders() noexcept { return leaders_ ? &*leaders_ : nullptr; }
+    // The ranks of my local index on every host, one per host in rank
+    // order, where every host holds as many ranks (more than one); nullptr
+    // otherwise.
+    group<C>* across() noexcept { return across_ ? &*across_ : nullptr; }
     bool is_leader() const noexcept { return leaders_.has_value(); }
     int hosts() const noexcept { return hosts_; }
     // Whether every host holds consecutive ranks (so the two levels keep
@@ -83,6 +94,7 @@ private:
     C* all_;
     std::optional<group<C>> local_;
     std::optional<group<C>> leaders_;
+    std::optional<group<C>> across_;
     int hosts_ = 0;
     bool contiguous_ = true;
 };
@@ -112,10 +124,37 @@ int leader_index_of(hierarchy<C>& h, int root, stream s) {
 
 }  // namespace detail
 
+// Vectors of this many bytes and more, with an op that commutes and acts
+// element by element, are split across the host's ranks (allreduce below).
+inline constexpr std::size_t split_across_from = 64 * 1024;
+
 // v0 op v1 op ... op v(n-1) at every rank.
+//
+// Large vectors (split_across_from), where every host holds as many ranks:
+// a reduce_scatter inside each host leaves local rank i with block i of the
+// host's fold; each block is folded over the hosts by the ranks of its
+// local index (across()), every host's ranks at once, each moving 1/k of
+// the vector; an allgather inside each host puts the blocks together. The
+// network carries the vector once per host in each direction as in the
+// leaders' scheme, but through every rank of the host instead of one.
 template <class C, class T, class Op>
 T allreduce(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
     if (!h.contiguous() && !commutes(op)) return csp::collectives::allreduce(h.all(), std::move(value), op, s);
+    if constexpr (csp::collectives::detail::is_vector<T>::value) {
+        if (h.across() != nullptr && commutes(op) && acts_elementwise(op) &&
+            csp::collectives::detail::byte_size(value) >= split_across_from) {
+            const auto k = static_cast<std::size_t>(h.local().size()), length = value.size();
+            std::vector<std::size_t> counts(k, length / k);
+            for (std::size_t i = 0; i < length % k; ++i) ++counts[i];
+            auto mine = csp::collectives::reduce_scatter(h.local(), std::move(value), counts, op, s);
+            mine = csp::collectives::allreduce(*h.across(), std::move(mine), op, s);
+            const auto blocks = csp::collectives::allgather(h.local(), std::move(mine), s);
+            T out;
+            out.reserve(length);
+            for (const auto& b : blocks) out.insert(out.end(), b.begin(), b.end());
+            return out;
+        }
+    }
     auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
     if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
     return csp::collectives::broadcast(h.local(), here ? std::move(*here) : T{}, 0, s);

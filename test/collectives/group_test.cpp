@@ -2,6 +2,8 @@
 // (hierarchy.hpp) over local channels, against flat references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -190,6 +192,46 @@ TEST(hierarchy, collectives_match_the_flat_ones_for_every_layout_root_and_op) {
                               numbers(root));
                 }
             }, threads);
+}
+
+TEST(hierarchy, large_vectors_are_split_across_the_ranks_of_hosts_of_equal_size) {
+    const std::vector<std::vector<std::string>> uniform = {
+        {"a", "a", "b", "b", "c", "c"},  // contiguous
+        {"a", "b", "a", "b"},            // interleaved
+        {"a", "a", "a", "b", "b", "b"},
+    };
+    for (const auto& layout : uniform)
+        for (std::size_t threads : {1u, 2u})
+            on_hosts(layout, [&](cc::local_communicator& c, cc::hierarchy<cc::local_communicator>& h) {
+                const int n = c.size(), me = c.rank();
+                // The ranks of my local index, one per host, in rank order.
+                ASSERT_NE(h.across(), nullptr);
+                auto local_index = [&](int r) {
+                    const auto at = layout.begin() + r;
+                    return std::count(layout.begin(), at, *at);
+                };
+                std::vector<int> want;
+                for (int r = 0; r < n; ++r)
+                    if (local_index(r) == local_index(me)) want.push_back(r);
+                EXPECT_EQ(h.across()->members(), want);
+                // Above the threshold (and one element more than a multiple
+                // of the host's size, so the blocks differ), and below it.
+                for (std::size_t len : {cc::hierarchical::split_across_from / 8 + 1, std::size_t{7}}) {
+                    auto numbers = [len](int r) { return grid::numbers_of(r, len); };
+                    EXPECT_EQ(cc::hierarchical::allreduce(h, numbers(me), cc::sum{}), *fold(0, n, numbers, cc::sum{}))
+                        << "length " << len;
+                    EXPECT_EQ(cc::hierarchical::allreduce(h, numbers(me), cc::minimum{}),
+                              *fold(0, n, numbers, cc::minimum{}))
+                        << "length " << len;
+                }
+            }, threads);
+    // Hosts of different sizes, or of one rank each, have no such groups.
+    on_hosts(layouts[1], [](cc::local_communicator&, cc::hierarchy<cc::local_communicator>& h) {
+        EXPECT_EQ(h.across(), nullptr);
+    });
+    on_hosts(layouts[3], [](cc::local_communicator&, cc::hierarchy<cc::local_communicator>& h) {
+        EXPECT_EQ(h.across(), nullptr);
+    });
 }
 
 TEST(hierarchy, the_global_barrier_waits_for_everyone_the_local_one_for_the_host) {
