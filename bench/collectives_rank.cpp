@@ -143,6 +143,9 @@ void hybrid_set(cc::hybrid_communicator& c) {
         report(c, "allreduce", chosen.c_str(), bytes, time_per_op(c, k, [&] { cc::allreduce(c, v, cc::sum{}); }));
         report(c, "allreduce", "hybrid_hierarchical", bytes,
                time_per_op(c, k, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));
+        if (h.across() != nullptr)
+            report(c, "allreduce", "hybrid_hierarchical_across", bytes,
+                   time_per_op(c, k, [&] { cc::hierarchical::allreduce_across(h, v, cc::sum{}); }));
     }
 }
 

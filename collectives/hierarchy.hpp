@@ -4,6 +4,7 @@
 //   cc::hierarchy h(comm);                          // collective over comm, once
 //   double t = cc::hierarchical::allreduce(h, x, cc::sum{});
 //   cc::hierarchical::local_barrier(h);             // my host only (p_lwait)
+//   auto v = cc::hierarchical::allreduce_across(h, big, cc::sum{});  // every rank of a host carries 1/k
 //   auto all = cc::hierarchical::allgather(h, x);    // also reduce, broadcast,
 //                                                   // gather, scan, exscan, barrier
 //   cc::hierarchical::barrier(h);                   // everyone (p_wait)
@@ -124,37 +125,43 @@ int leader_index_of(hierarchy<C>& h, int root, stream s) {
 
 }  // namespace detail
 
-// Vectors of this many bytes and more, with an op that commutes and acts
-// element by element, are split across the host's ranks (allreduce below).
-inline constexpr std::size_t split_across_from = 64 * 1024;
+// v0 op v1 op ... op v(n-1) at every rank, for a vector and an op that
+// commutes and acts element by element, carried by every rank of each host
+// instead of its leader alone; needs hosts that hold as many ranks each
+// (h.across()), else usage_error. A reduce_scatter inside each host leaves
+// local rank i with block i of the host's fold; each block is folded over
+// the hosts by the ranks of its local index, every host's ranks at once,
+// each moving 1/k of the vector; an allgather inside each host puts the
+// blocks together. The network carries as many bytes per host as in the
+// leaders' scheme (allreduce, below), through k ranks instead of one: for
+// hosts whose ranks have cores (and links) of their own. Not the default:
+// where a host's ranks share its cores it measured no faster (README).
+template <class C, class T, class Op>
+T allreduce_across(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
+    if constexpr (!csp::collectives::detail::is_vector<T>::value) {
+        throw usage_error("hierarchical allreduce_across: cuts a vector into blocks; it cannot take a single value");
+    } else {
+        if (!commutes(op) || !acts_elementwise(op))
+            throw usage_error("hierarchical allreduce_across: needs an op that commutes and acts element by element");
+        if (h.across() == nullptr)
+            throw usage_error("hierarchical allreduce_across: needs hosts that hold as many ranks each, more than one");
+        const auto k = static_cast<std::size_t>(h.local().size()), length = value.size();
+        std::vector<std::size_t> counts(k, length / k);
+        for (std::size_t i = 0; i < length % k; ++i) ++counts[i];
+        auto mine = csp::collectives::reduce_scatter(h.local(), std::move(value), counts, op, s);
+        mine = csp::collectives::allreduce(*h.across(), std::move(mine), op, s);
+        const auto blocks = csp::collectives::allgather(h.local(), std::move(mine), s);
+        T out;
+        out.reserve(length);
+        for (const auto& b : blocks) out.insert(out.end(), b.begin(), b.end());
+        return out;
+    }
+}
 
 // v0 op v1 op ... op v(n-1) at every rank.
-//
-// Large vectors (split_across_from), where every host holds as many ranks:
-// a reduce_scatter inside each host leaves local rank i with block i of the
-// host's fold; each block is folded over the hosts by the ranks of its
-// local index (across()), every host's ranks at once, each moving 1/k of
-// the vector; an allgather inside each host puts the blocks together. The
-// network carries the vector once per host in each direction as in the
-// leaders' scheme, but through every rank of the host instead of one.
 template <class C, class T, class Op>
 T allreduce(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
     if (!h.contiguous() && !commutes(op)) return csp::collectives::allreduce(h.all(), std::move(value), op, s);
-    if constexpr (csp::collectives::detail::is_vector<T>::value) {
-        if (h.across() != nullptr && commutes(op) && acts_elementwise(op) &&
-            csp::collectives::detail::byte_size(value) >= split_across_from) {
-            const auto k = static_cast<std::size_t>(h.local().size()), length = value.size();
-            std::vector<std::size_t> counts(k, length / k);
-            for (std::size_t i = 0; i < length % k; ++i) ++counts[i];
-            auto mine = csp::collectives::reduce_scatter(h.local(), std::move(value), counts, op, s);
-            mine = csp::collectives::allreduce(*h.across(), std::move(mine), op, s);
-            const auto blocks = csp::collectives::allgather(h.local(), std::move(mine), s);
-            T out;
-            out.reserve(length);
-            for (const auto& b : blocks) out.insert(out.end(), b.begin(), b.end());
-            return out;
-        }
-    }
     auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
     if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
     return csp::collectives::broadcast(h.local(), here ? std::move(*here) : T{}, 0, s);

@@ -194,7 +194,7 @@ TEST(hierarchy, collectives_match_the_flat_ones_for_every_layout_root_and_op) {
             }, threads);
 }
 
-TEST(hierarchy, large_vectors_are_split_across_the_ranks_of_hosts_of_equal_size) {
+TEST(hierarchy, allreduce_across_splits_a_vector_over_the_ranks_of_hosts_of_equal_size) {
     const std::vector<std::vector<std::string>> uniform = {
         {"a", "a", "b", "b", "c", "c"},  // contiguous
         {"a", "b", "a", "b"},            // interleaved
@@ -214,20 +214,25 @@ TEST(hierarchy, large_vectors_are_split_across_the_ranks_of_hosts_of_equal_size)
                 for (int r = 0; r < n; ++r)
                     if (local_index(r) == local_index(me)) want.push_back(r);
                 EXPECT_EQ(h.across()->members(), want);
-                // Above the threshold (and one element more than a multiple
-                // of the host's size, so the blocks differ), and below it.
-                for (std::size_t len : {cc::hierarchical::split_across_from / 8 + 1, std::size_t{7}}) {
+                // Blocks of different lengths (one more than a multiple of
+                // the host's size), fewer elements than ranks, none.
+                for (std::size_t len : {std::size_t{10001}, std::size_t{1}, std::size_t{0}}) {
                     auto numbers = [len](int r) { return grid::numbers_of(r, len); };
-                    EXPECT_EQ(cc::hierarchical::allreduce(h, numbers(me), cc::sum{}), *fold(0, n, numbers, cc::sum{}))
+                    EXPECT_EQ(cc::hierarchical::allreduce_across(h, numbers(me), cc::sum{}),
+                              *fold(0, n, numbers, cc::sum{}))
                         << "length " << len;
-                    EXPECT_EQ(cc::hierarchical::allreduce(h, numbers(me), cc::minimum{}),
+                    EXPECT_EQ(cc::hierarchical::allreduce_across(h, numbers(me), cc::minimum{}),
                               *fold(0, n, numbers, cc::minimum{}))
                         << "length " << len;
                 }
+                EXPECT_THROW(cc::hierarchical::allreduce_across(h, 1L, cc::sum{}), csp::usage_error);
+                EXPECT_THROW(cc::hierarchical::allreduce_across(h, grid::mats_of(me, 2), grid::mats_product),
+                             csp::usage_error);
             }, threads);
     // Hosts of different sizes, or of one rank each, have no such groups.
-    on_hosts(layouts[1], [](cc::local_communicator&, cc::hierarchy<cc::local_communicator>& h) {
+    on_hosts(layouts[1], [](cc::local_communicator& c, cc::hierarchy<cc::local_communicator>& h) {
         EXPECT_EQ(h.across(), nullptr);
+        EXPECT_THROW(cc::hierarchical::allreduce_across(h, grid::numbers_of(c.rank(), 3), cc::sum{}), csp::usage_error);
     });
     on_hosts(layouts[3], [](cc::local_communicator&, cc::hierarchy<cc::local_communicator>& h) {
         EXPECT_EQ(h.across(), nullptr);
