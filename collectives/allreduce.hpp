@@ -121,8 +121,7 @@ struct allreduce_ring_fn {
             const tag t = comm.next_tag(s);
             detail::announce(comm, info, t);
             const auto n = static_cast<std::size_t>(comm.size()), length = value.size();
-            std::vector<std::size_t> counts(n, length / n);
-            for (std::size_t i = 0; i < length % n; ++i) ++counts[i];
+            const auto counts = detail::even_counts(length, n);
             if constexpr (detail::folds_from_messages<C, T, Op>) {
                 // Both halves inside `value`: no block is copied out of it or
                 // into a vector of its own on the way (reduce_scatter.hpp).

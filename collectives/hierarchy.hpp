@@ -29,6 +29,7 @@
 // communicator it was made from.
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <map>
@@ -72,9 +73,9 @@ public:
         // ranks of one local index across the hosts form a group too.
         std::map<int, int> per_host;
         for (int f : first_of) ++per_host[f];
-        bool uniform = hosts_ > 1 && per_host.begin()->second > 1;
-        for (const auto& [host, count] : per_host) uniform = uniform && count == per_host.begin()->second;
-        if (uniform) across_ = split(comm, local_->rank(), comm.rank(), s);
+        const int each = comm.size() / hosts_;
+        if (each > 1 && std::all_of(per_host.begin(), per_host.end(), [&](const auto& h) { return h.second == each; }))
+            across_ = split(comm, local_->rank(), comm.rank(), s);
     }
 
     C& all() const noexcept { return *all_; }
@@ -146,8 +147,7 @@ T allreduce_across(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
         if (h.across() == nullptr)
             throw usage_error("hierarchical allreduce_across: needs hosts that hold as many ranks each, more than one");
         const auto k = static_cast<std::size_t>(h.local().size()), length = value.size();
-        std::vector<std::size_t> counts(k, length / k);
-        for (std::size_t i = 0; i < length % k; ++i) ++counts[i];
+        const auto counts = csp::collectives::detail::even_counts(length, k);
         auto mine = csp::collectives::reduce_scatter(h.local(), std::move(value), counts, op, s);
         mine = csp::collectives::allreduce(*h.across(), std::move(mine), op, s);
         const auto blocks = csp::collectives::allgather(h.local(), std::move(mine), s);

@@ -35,6 +35,14 @@ namespace csp::collectives {
 
 namespace detail {
 
+// `length` elements in `parts` blocks as even as can be, the first
+// length % parts one element longer.
+inline std::vector<std::size_t> even_counts(std::size_t length, std::size_t parts) {
+    std::vector<std::size_t> counts(parts, length / parts);
+    for (std::size_t i = 0; i < length % parts; ++i) ++counts[i];
+    return counts;
+}
+
 // Where each block starts; usage_error unless the counts fit the group and
 // the vector.
 inline std::vector<std::size_t> block_offsets(const std::vector<std::size_t>& counts, std::size_t length, int size) {
