@@ -5,7 +5,9 @@
 // (collectives/neighbours.hpp), its rows copied into the messages, or with
 // "lent" sent from the rows themselves (sends::lent). Rank 0 prints one
 // JSON line per pass:
-//   {"pass", "width", "exchanges", "sends", "us_per_exchange"}
+//   {"pass", "width", "exchanges", "sends", "us_per_exchange", "rows_landed"}
+// (rows_landed: rank 0's rows received straight into its ghost rows so far,
+// net/landing.hpp)
 // and checks, each exchange, that the ghosts hold the neighbours' rows.
 //
 //   csp-launch -n 4 ./build/bench/halo_rank WIDTH EXCHANGES PASSES [lent]
@@ -51,8 +53,9 @@ int main(int argc, char** argv) {
             const double us =
                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / exchanges;
             if (rank == 0)
-                std::printf("{\"pass\":%d,\"width\":%zu,\"exchanges\":%d,\"sends\":\"%s\",\"us_per_exchange\":%.3f}\n",
-                            pass, width, exchanges, lent ? "lent" : "copied", us);
+                std::printf("{\"pass\":%d,\"width\":%zu,\"exchanges\":%d,\"sends\":\"%s\",\"us_per_exchange\":%.3f,"
+                            "\"rows_landed\":%zu}\n",
+                            pass, width, exchanges, lent ? "lent" : "copied", us, self.stats().landed);
         }
         std::fflush(stdout);
         if (cc::allreduce(comm, status, cc::maximum{}) != 0 && rank == 0) std::fprintf(stderr, "halo_rank: WRONG ghosts\n");

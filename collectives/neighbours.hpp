@@ -19,6 +19,14 @@
 // no_rank (past the edge of a non-periodic axis) is skipped: nothing is
 // sent, and its receive buffer is left as it is.
 //
+// Receiving into the caller's buffers copies nothing where it can: a net
+// communicator over UCX names each buffer for its row (net/landing.hpp)
+// when finish() begins, or before anything is sent in exchange() and
+// sendrecv, and a large row that has not arrived yet is then received
+// straight into it. The buffers are written only between those points and
+// the call's return, as before; a row that came earlier is copied from
+// where it arrived.
+//
 // A send copies the caller's data into the message and returns, so the
 // buffer may change as soon as start() returns. Built with sends::lent, a
 // net or hybrid communicator sends rows of 32 KiB and more from the
@@ -40,6 +48,7 @@
 #include "collectives/cartesian.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/receive_view.hpp"
+#include "net/landing.hpp"
 #include "net/loans.hpp"
 
 namespace csp::collectives {
@@ -73,6 +82,9 @@ std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, i
     if (to != no_rank) detail::check_rank(to, comm.size(), "sendrecv: destination");
     if (from != no_rank) detail::check_rank(from, comm.size(), "sendrecv: source");
     const tag t = comm.next_tag(s);
+    net::landing landed;
+    if constexpr (requires { comm.land(from, t, in); })
+        if (from != no_rank) landed = comm.land(from, t, in);
     net::loans book;
     if (to != no_rank) detail::send_elements(comm, to, t, out, book);
     const std::size_t got = from == no_rank ? 0 : receive_into(comm, from, t, in);
@@ -107,29 +119,23 @@ public:
             if (r != no_rank) detail::check_rank(r, comm.size(), "neighbour_exchange: neighbour");
     }
 
+    // start() and finish() in one: the receive buffers are named for their
+    // rows before anything is sent, so over UCX every large row lands.
     void exchange() {
-        start();
+        start(true);
         finish();
     }
 
     // Sends every buffer and returns: the caller may compute (and change
     // what it sent) before finish() receives.
-    void start() {
-        if (started_) throw usage_error("neighbour_exchange: start() twice without finish()");
-        started_ = true;
-        tag_ = comm_->next_tag(stream_);
-        for (std::size_t i = 0; i < neighbours_.size(); ++i) {
-            if (neighbours_[i] == no_rank) continue;
-            const tag t = tag_.step(static_cast<std::uint8_t>(i));
-            if (lend_) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
-            else comm_->send(neighbours_[i], t, out_[i]);
-        }
-    }
+    void start() { start(false); }
 
     // Receives into every buffer, each from its neighbour's opposite side.
     void finish() {
         if (!started_) throw usage_error("neighbour_exchange: finish() without start()");
         started_ = false;
+        if (!landing_) land();
+        landing_ = false;
         for (std::size_t i = 0; i < neighbours_.size(); ++i) {
             if (neighbours_[i] == no_rank) continue;
             const std::size_t got =
@@ -138,6 +144,7 @@ public:
                 throw usage_error("neighbour_exchange: rank " + std::to_string(neighbours_[i]) + " sent " +
                                   std::to_string(got) + " elements for a buffer of " + std::to_string(in_[i].size()));
         }
+        landings_.clear();
         book_.settle();
     }
 
@@ -146,6 +153,31 @@ public:
     std::size_t lent_count() const noexcept { return book_.lent_count(); }
 
 private:
+    void start(bool land_first) {
+        if (started_) throw usage_error("neighbour_exchange: start() twice without finish()");
+        started_ = true;
+        tag_ = comm_->next_tag(stream_);
+        landing_ = land_first;
+        if (land_first) land();
+        for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+            if (neighbours_[i] == no_rank) continue;
+            const tag t = tag_.step(static_cast<std::uint8_t>(i));
+            if (lend_) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
+            else comm_->send(neighbours_[i], t, out_[i]);
+        }
+    }
+
+    // Names each receive buffer for its row of this exchange (net
+    // communicators; landings_ withdraws them).
+    void land() {
+        if constexpr (requires { comm_->land(0, tag_, in_[0]); }) {
+            landings_.clear();
+            for (std::size_t i = 0; i < neighbours_.size(); ++i)
+                if (neighbours_[i] != no_rank)
+                    landings_.push_back(comm_->land(neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]));
+        }
+    }
+
     C* comm_;
     std::vector<int> neighbours_;
     std::vector<std::span<const T>> out_;
@@ -153,10 +185,15 @@ private:
     stream stream_;
     tag tag_;
     bool started_ = false;
+    bool landing_ = false;  // exchange(): the buffers were named before the sends
     bool lend_;
     // Lends the rows under sends::lent; settled by finish(), and by the
     // destructor if an exchange ends by an exception.
     net::loans book_;
+    // The receive buffers named for this finish()'s rows (net communicators);
+    // withdrawn when it returns, or by the next finish() or the destructor
+    // if it ended by an exception, before the buffers can go.
+    std::vector<net::landing> landings_;
 };
 
 template <class T, class C>

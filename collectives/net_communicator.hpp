@@ -94,6 +94,18 @@ public:
     }
     // receive, receive_any, receive_into, receive_view, relay, send_each,
     // pass_on: detail/byte_messages.hpp.
+
+    // `into` for the one message from `from` with tag t, a vector of E or a
+    // span of them (net/landing.hpp): over UCX a large one is received
+    // straight into it, and receive_into(from, t, into) then copies
+    // nothing. t must be a tag of one message: one next_tag() drew for this
+    // call (the neighbour exchange's and sendrecv's are).
+    template <class E>
+    net::landing land(int from, tag t, std::span<E> into) {
+        detail::check_rank(from, size(), "land from");
+        if (from == rank()) return {};
+        return node_->land(from, port_id_, t.bits(), into);
+    }
     tag next_tag(stream s = {}) { return counter_.next(s); }
     // This node's group contexts (context_pool.hpp, group.hpp).
     context_pool& contexts() { return contexts_; }

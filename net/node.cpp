@@ -358,7 +358,34 @@ node_stats node::stats() const {
     return {core_->links_up.load(std::memory_order_relaxed), core_->links_over_ucx.load(std::memory_order_relaxed),
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
-            faults, core_->sent_direct.load(std::memory_order_relaxed)};
+            faults, core_->sent_direct.load(std::memory_order_relaxed),
+#if CSP_WITH_UCX
+            core_->ucx ? core_->ucx->landed() : 0
+#else
+            0
+#endif
+    };
+}
+
+landing node::land_bytes(int from, port_id to_port, std::uint64_t tag, std::byte* at, std::size_t bytes,
+                         std::uint32_t type) {
+#if CSP_WITH_UCX
+    if (core_->ucx && from != rank_ && from >= 0) {
+        core_->ucx->land(from, to_port, tag, at, bytes, type);
+        return landing(core_, from, to_port, tag);
+    }
+#else
+    (void)from, (void)to_port, (void)tag, (void)at, (void)bytes, (void)type;
+#endif
+    return {};
+}
+
+void landing::end() noexcept {
+    if (!core_) return;
+#if CSP_WITH_UCX
+    if (core_->ucx) core_->ucx->unland(peer_, port_, tag_);
+#endif
+    core_.reset();
 }
 
 }  // namespace csp::net

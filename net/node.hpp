@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "csp/process_group.hpp"
 #include "net/codec.hpp"
 #include "net/endpoint.hpp"
+#include "net/landing.hpp"
 #include "net/node_options.hpp"
 #include "net/port.hpp"
 
@@ -58,6 +60,7 @@ struct node_stats {
     std::size_t duplicates = 0;      // crossing connections refused in favour of ours
     std::size_t faults = 0;          // faults handled in all (faults() keeps the last 256)
     std::size_t sent_direct = 0;     // messages a sending process gave UCX itself (ucx_worker::send_direct)
+    std::size_t landed = 0;          // payloads UCX received into a receiver's own buffer (landing.hpp)
 };
 
 class node {
@@ -127,6 +130,14 @@ public:
         deliver_encoded_here(to_port, tag, encode(std::forward<T>(value)), type);
     }
 
+    // A buffer of the caller's for the one message from node `from` to port
+    // `to_port` with `tag`, a std::vector<E> or a span of E (landing.hpp).
+    template <class E>
+    landing land(int from, port_id to_port, std::uint64_t tag, std::span<E> into) {
+        return land_bytes(from, to_port, tag, reinterpret_cast<std::byte*>(into.data()), into.size_bytes(),
+                          type_fingerprint<std::vector<std::remove_cv_t<E>>>());
+    }
+
     // Delivers what was sent, says goodbye, leaves. Idempotent.
     void close();
 
@@ -138,6 +149,8 @@ public:
 private:
     send_status post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait);
     void deliver_encoded_here(port_id to_port, std::uint64_t tag, payload body, std::uint32_t type);
+    landing land_bytes(int from, port_id to_port, std::uint64_t tag, std::byte* at, std::size_t bytes,
+                       std::uint32_t type);
 
     std::shared_ptr<detail::node_core> core_;
     // The core's rank and size, fixed once the constructor has registered:

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 
+#include "csp/timer.hpp"
 #include "net/detail/node_core.hpp"
 #include "net/errors.hpp"
 
@@ -97,6 +98,8 @@ private:
 // record), each filled by UCX in place.
 struct ucx_worker::receive {
     std::shared_ptr<std::max_align_t[]> block;
+    std::byte* at = nullptr;  // where UCX writes: block's bytes, or a landing's buffer
+    bool landed = false;      // into a landing's buffer (a split frame's payload only)
     std::size_t length = 0;
     bool discard = false;  // from a broken or unknown peer, or too long: dropped
     bool done = false;
@@ -106,7 +109,7 @@ struct ucx_worker::receive {
     bool classified = false;
     bool needs_body = false;
     std::unique_ptr<receive> body;
-    std::byte* data() const noexcept { return reinterpret_cast<std::byte*>(block.get()); }
+    std::byte* data() const noexcept { return at; }
     bool complete() const noexcept {
         if (!done) return false;
         if (length != header::size || discard) return true;
@@ -465,7 +468,14 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
             active = true;
             r->body = std::make_unique<receive>();
             r->body->length = info.length;
-            post(r->body.get(), msg);
+            const header h = header::decode(r->data(), ps.max_frame);
+            if (landing* l = h.length == info.length ? landing_for(peer, h) : nullptr) {
+                r->body->landed = true;
+                l->body = r->body.get();
+                post(r->body.get(), msg, l->at);
+            } else {
+                post(r->body.get(), msg);
+            }
         }
     }
     drain_receives(out, faults);
@@ -473,8 +483,12 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
     return {ucp_worker_arm(w) == UCS_OK, active};
 }
 
-void ucx_worker::post(receive* r, void* message) {
-    r->block = r->length >= split_from ? blocks_->get(r->length) : block_of(r->length);
+void ucx_worker::post(receive* r, void* message, std::byte* at) {
+    if (at == nullptr) {
+        r->block = r->length >= split_from ? blocks_->get(r->length) : block_of(r->length);
+        at = reinterpret_cast<std::byte*>(r->block.get());
+    }
+    r->at = at;
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.user_data = r;
@@ -503,6 +517,7 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
             std::unique_ptr<receive> r(front);
             ps.pending.pop_front();
             --pending_;
+            if (r->body && r->body->landed) landing_over(r->body.get());
             if (r->discard || ps.broken || peer < 0) continue;
             try {
                 if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
@@ -515,6 +530,12 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
                                           std::to_string(r->body->length));
                     if (static_cast<int>(h.source) != peer || h.op != opcode::data)
                         throw frame_error("a split frame that is not a data frame of node " + std::to_string(peer));
+                    if (r->body->landed) {
+                        // The bytes are the landing's owner's: the message only points there.
+                        landed_.fetch_add(1, std::memory_order_relaxed);
+                        out.emplace_back(peer, frame{h, payload::adopt(std::shared_ptr<void>(), r->body->data(), h.length)});
+                        continue;
+                    }
                     out.emplace_back(peer, frame{h, payload::adopt(std::move(r->body->block), r->body->data(), h.length)});
                     continue;
                 }
@@ -538,6 +559,56 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
                 faults.emplace_back(peer, e.what());
             }
         }
+    }
+}
+
+void ucx_worker::land(int peer, std::uint32_t port, std::uint64_t tag, std::byte* at, std::size_t capacity,
+                      std::uint32_t type) {
+    std::lock_guard lk(lock_);
+    landings_.insert_or_assign(landing_key{peer, port, tag}, landing{at, capacity, type});
+}
+
+ucx_worker::landing* ucx_worker::landing_for(int peer, const header& h) {
+    if (landings_.empty()) return nullptr;
+    auto it = landings_.find(landing_key{peer, h.port, h.tag});
+    if (it == landings_.end()) return nullptr;
+    landing& l = it->second;
+    // Only a payload the receiver would take whole: of its type, fitting its
+    // buffer. Anything else is received as usual, and the receiver's own
+    // checks name what is wrong.
+    if (l.body != nullptr || h.op != opcode::data || h.type != l.type || h.length > l.capacity) return nullptr;
+    return &l;
+}
+
+void ucx_worker::landing_over(const receive* body) noexcept {
+    for (auto it = landings_.begin(); it != landings_.end(); ++it)
+        if (it->second.body == body) {
+            landings_.erase(it);
+            return;
+        }
+}
+
+void ucx_worker::unland(int peer, std::uint32_t port, std::uint64_t tag) {
+    const landing_key key{peer, port, tag};
+    for (;;) {
+        {
+            std::lock_guard lk(lock_);
+            auto it = landings_.find(key);
+            if (it == landings_.end()) return;  // delivered (or its peer's records dropped)
+            const receive* body = it->second.body;
+            // Not matched: nothing will be written. Written: the frame that
+            // carries it is on its way and the entry goes with its record.
+            if (body == nullptr) {
+                landings_.erase(it);
+                return;
+            }
+            if (body->done) return;
+            // UCX is writing into the caller's buffer: let it finish (the
+            // rest of the payload is the sender's, already there to fetch).
+            ucp_worker_progress(impl_->worker);
+            if (body->done) return;
+        }
+        csp::yield();
     }
 }
 

@@ -24,6 +24,15 @@
 // callbacks run inside those calls, so they only mark completions and never
 // take lock_.
 //
+// Landings: a receiving process that knows which message it waits for (a
+// peer, a port and a tag no other message of that peer and port carries,
+// as the collectives' tags are) may name a buffer of its own for it
+// (land()). When the header of a split frame with exactly that address, of
+// the named type and fitting the buffer, comes in, its payload is received
+// straight into the buffer, and the frame's payload points there: the
+// receiver's copy becomes a no-op. Whoever named the buffer must unland()
+// it before the buffer goes; unland waits while UCX is writing into it.
+//
 // Lifetime: per-peer records live as long as the worker (a late completion
 // may still name one); the worker closes every endpoint before it goes.
 #include <atomic>
@@ -125,6 +134,16 @@ public:
 
     std::size_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
 
+    // See "Landings" above. `type`: the fingerprint the frame must carry.
+    void land(int peer, std::uint32_t port, std::uint64_t tag, std::byte* at, std::size_t capacity,
+              std::uint32_t type);
+    // Ends the landing; if UCX is writing into its buffer, waits (progressing
+    // the worker, yielding to the node's other processes) until it is done.
+    // A payload already received there stays, for the message that carries it.
+    void unland(int peer, std::uint32_t port, std::uint64_t tag);
+    // Payloads received into a caller's buffer so far.
+    std::size_t landed() const noexcept { return landed_.load(std::memory_order_relaxed); }
+
 private:
     struct impl;
     struct receive;  // one posted receive
@@ -140,8 +159,9 @@ private:
     peer_state* find(int peer);
     // Force-closes the peer's endpoint, if any (its requests end); under lock_.
     void close_locked(peer_state& ps) noexcept;
-    // Posts the receive of `message` (a ucp_tag_message_h) into r's own block.
-    void post(receive* r, void* message);
+    // Posts the receive of `message` (a ucp_tag_message_h) into `at`, or
+    // into a block of r's own.
+    void post(receive* r, void* message, std::byte* at = nullptr);
     // A frame of up to a few KiB, packed into packing_ and sent if UCX
     // takes it at once (most small frames): no record to allocate and free.
     // False: send it with send_locked. Under lock_.
@@ -149,6 +169,28 @@ private:
     // Posts s's UCX sends on ps's endpoint; under lock_. True if in flight.
     bool send_locked(peer_state& ps, sending* s);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
+
+    struct landing_key {
+        int peer;
+        std::uint32_t port;
+        std::uint64_t tag;
+        bool operator==(const landing_key&) const = default;
+    };
+    struct landing_hash {
+        std::size_t operator()(const landing_key& k) const noexcept {
+            return std::hash<std::uint64_t>{}(k.tag ^ (std::uint64_t{k.port} << 32) ^ static_cast<std::uint32_t>(k.peer));
+        }
+    };
+    struct landing {
+        std::byte* at;
+        std::size_t capacity;
+        std::uint32_t type;
+        receive* body = nullptr;  // the payload's receive, once one was posted into `at`
+    };
+    // The landing for a split frame's payload, if one fits it; under lock_.
+    landing* landing_for(int peer, const header& h);
+    // The record of a landed payload goes (delivered or dropped); under lock_.
+    void landing_over(const receive* body) noexcept;
 
     class block_cache;
     std::unique_ptr<impl> impl_;
@@ -168,6 +210,8 @@ private:
     std::string address_;
     int efd_ = -1;
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
+    std::unordered_map<landing_key, landing, landing_hash> landings_;  // under lock_
+    std::atomic<std::size_t> landed_{0};
     // The records of sends in flight, a list through the records themselves
     // (under lock_): forget() releases the payloads of a lost peer's, which
     // UCX does not complete (see forget).

@@ -1,0 +1,67 @@
+#pragma once
+// A buffer of the receiver's own for one message it is about to receive:
+// over UCX, a large payload (a split frame, 64 KiB and more) of the named
+// type that fits is received straight into it, and the message's payload
+// points there, so receiving it into that buffer copies nothing
+// (message::into sees the bytes already in place).
+//
+//   auto l = node.land(from, port, tag, std::span<double>(ghost));
+//   ... receive the message from `from` with `tag`, into `ghost` ...
+//   // l ends: the landing is withdrawn
+//
+// What must stay true:
+//   - (from, port, tag) names one message: no other message from `from` to
+//     that port carries the tag (the collectives draw a fresh tag per call,
+//     which is why their neighbour exchange and sendrecv can land);
+//   - the buffer belongs to the landing while it lives: it may be written
+//     at any time, and only by that message;
+//   - the landing ends before the buffer goes. Ending it waits while UCX is
+//     writing into the buffer (a transfer already under way, whose bytes
+//     the sender holds ready). After it ended, the buffer is the caller's
+//     again; a message that landed but was not received still points into
+//     it, so it must not be received after the buffer changed (with unique
+//     tags nobody does).
+// Over TCP, or without UCX, a landing does nothing and the message comes as
+// usual (received into a block of the node's, then copied).
+#include <cstdint>
+#include <memory>
+
+namespace csp::net {
+
+namespace detail {
+struct node_core;
+}
+
+class landing {
+public:
+    landing() = default;
+    landing(landing&& o) noexcept { *this = std::move(o); }
+    landing& operator=(landing&& o) noexcept {
+        if (this != &o) {
+            end();
+            core_ = std::move(o.core_);
+            peer_ = o.peer_;
+            port_ = o.port_;
+            tag_ = o.tag_;
+        }
+        return *this;
+    }
+    landing(const landing&) = delete;
+    landing& operator=(const landing&) = delete;
+    ~landing() { end(); }
+
+    // Withdraws the landing now (see above); idempotent.
+    void end() noexcept;
+
+private:
+    friend class node;
+    landing(std::shared_ptr<detail::node_core> core, int peer, std::uint32_t port, std::uint64_t tag)
+        : core_(std::move(core)), peer_(peer), port_(port), tag_(tag) {}
+
+    std::shared_ptr<detail::node_core> core_;  // empty: nothing to withdraw
+    int peer_ = -1;
+    std::uint32_t port_ = 0;
+    std::uint64_t tag_ = 0;
+};
+
+}  // namespace csp::net
