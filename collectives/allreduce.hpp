@@ -220,10 +220,17 @@ struct allreduce_rabenseifner_fn {
             book.settle();
             for (int d = 1; d < p2; d *= 2, ++step) {  // allgather: double it
                 const int partner = v ^ d, plo = lo ^ d, phi = plo + d;
+                // The partner's blocks land in place (receive_view.hpp's
+                // land), named before this rank's go out: they fill a part
+                // of `value` nobody reads or sends during this step.
+                net::landing landed;
+                if constexpr (in_place)
+                    landed = detail::land(comm, rank_of(partner), t.step(step),
+                                          std::span<E>(value.data() + edge(plo), static_cast<std::size_t>(edge(phi) - edge(plo))));
                 send_blocks(rank_of(partner), t.step(step), lo, hi);
                 auto place = [&](const auto& got) {
                     expect_length(got.size(), plo, phi, rank_of(partner));
-                    std::copy(got.begin(), got.end(), value.begin() + edge(plo));
+                    detail::copy_unless_landed(got, value.begin() + edge(plo));
                 };
                 if constexpr (in_place) receive_view<E>(comm, rank_of(partner), t.step(step), place);
                 else place(comm.template receive<T>(rank_of(partner), t.step(step)));

@@ -20,6 +20,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/operation.hpp"
+#include "net/landing.hpp"
 #include "net/loans.hpp"
 
 namespace csp::collectives {
@@ -148,6 +149,24 @@ void fold_received_part(C& comm, int from, tag t, const Op& op, T& acc, std::siz
         check_same_length(hi - lo, mine.size());
         std::move(mine.begin(), mine.end(), first);
     }
+}
+
+// `into` named for the one message from `from` with tag t (a tag of one
+// message: a step of a tag next_tag drew), where the communicator can
+// (net/landing.hpp: over UCX a large vector is received straight into
+// it); else an empty landing. What is received there is then in place:
+// copy_unless_landed skips the copy.
+template <class C, class E>
+net::landing land(C& comm, int from, tag t, std::span<E> into) {
+    if constexpr (requires { comm.land(from, t, into); }) return comm.land(from, t, into);
+    else return {};
+}
+
+// std::copy of `got` to `to`, unless `got` already is there (it landed).
+template <class In, class Out>
+void copy_unless_landed(const In& got, Out to) {
+    if (std::size(got) == 0 || static_cast<const void*>(std::data(got)) == static_cast<const void*>(&*to)) return;
+    std::copy(got.begin(), got.end(), to);
 }
 
 // acc[lo, hi) = a vector of hi - lo elements from `from`, copied where it
