@@ -8,7 +8,8 @@
 //
 // Reads may split a frame anywhere or carry several frames at once. Unparsed
 // bytes wait in a read buffer of read_capacity; a payload that does not fit
-// there is read straight into its own block (no copy). Data, the flow
+// there is read straight into its own block (no copy), or into the buffer a
+// receiver named for it (a landing). Data, the flow
 // control frames (credit, ask_credit: their sums wait in take_credit() and
 // take_asked()) and goodbye are the only frames allowed; a frame that claims
 // another source, any frame after goodbye, or a malformed header throws
@@ -23,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/detail/landing_table.hpp"
 #include "net/errors.hpp"
 #include "net/frame.hpp"
 #include "net/message.hpp"
@@ -33,8 +35,17 @@ class frame_reader {
 public:
     static constexpr std::size_t read_capacity = 256 * 1024;
 
-    frame_reader(std::uint32_t max_frame, int peer)
-        : max_frame_(max_frame), peer_(peer), buf_(new std::byte[read_capacity]) {}
+    // `landings`: buffers receivers named for their messages (landing.hpp),
+    // where a fitting payload is read instead of into a block of its own.
+    frame_reader(std::uint32_t max_frame, int peer, detail::landing_table* landings = nullptr)
+        : max_frame_(max_frame), peer_(peer), buf_(new std::byte[read_capacity]), landings_(landings) {}
+    frame_reader(const frame_reader&) = delete;
+    frame_reader& operator=(const frame_reader&) = delete;
+    // A payload left half-read in a landing (the connection ended) lets the
+    // landing go: its receiver gets the link's failure instead.
+    ~frame_reader() {
+        if (large_landing_) landings_->written(peer_, *large_landing_);
+    }
 
     // Where the next read() should go, and how much it may take.
     std::byte* space(std::size_t& n) {
@@ -59,6 +70,7 @@ public:
             if (large_have_ == large_->size()) {
                 out.push_back(std::move(*large_));
                 large_.reset();
+                if (large_landing_) landings_->written(peer_, *std::exchange(large_landing_, std::nullopt));
             }
             return;
         }
@@ -78,23 +90,28 @@ public:
                 begin_ += header::size;
                 continue;
             }
-            message m{static_cast<int>(h.source), h.port, h.tag, {}, h.type, {}, h.sequence};
-            std::byte* dst;
-            m.body = payload::allocate(h.length, dst);
             const std::size_t have = end_ - begin_ - header::size;
-            if (have >= h.length) {
+            const bool whole = have >= h.length;
+            if (!whole && header::size + h.length <= read_capacity) return;  // the rest is still on its way
+            message m{static_cast<int>(h.source), h.port, h.tag, {}, h.type, {}, h.sequence};
+            std::byte* dst = h.length && landings_ ? landings_->claim(peer_, h) : nullptr;
+            const bool landed = dst != nullptr;
+            // A landed payload is the receiver's buffer: the message only points there.
+            if (landed) m.body = payload::adopt(std::shared_ptr<void>(), dst, h.length);
+            else m.body = payload::allocate(h.length, dst);
+            if (whole) {
                 if (h.length) std::memcpy(dst, buf_.get() + begin_ + header::size, h.length);
                 begin_ += header::size + h.length;
                 out.push_back(std::move(m));
-            } else if (header::size + h.length > read_capacity) {
+                if (landed) landings_->written(peer_, h);
+            } else {
                 if (have) std::memcpy(dst, buf_.get() + begin_ + header::size, have);
                 begin_ = end_ = 0;
                 large_ = std::move(m);
                 large_dst_ = dst;
                 large_have_ = have;
+                if (landed) large_landing_ = h;
                 return;
-            } else {
-                return;  // the rest of this frame is still on its way
             }
         }
     }
@@ -136,6 +153,8 @@ private:
     std::optional<message> large_;
     std::byte* large_dst_ = nullptr;
     std::size_t large_have_ = 0;
+    detail::landing_table* landings_;
+    std::optional<header> large_landing_;  // large_'s header, when its payload goes into a landing
     bool goodbye_ = false;
     std::uint64_t credit_ = 0;
     std::uint64_t asked_ = 0;

@@ -1,9 +1,9 @@
 #pragma once
-// A buffer of the receiver's own for one message it is about to receive:
-// over UCX, a large payload (a split frame, 64 KiB and more) of the named
-// type that fits is received straight into it, and the message's payload
-// points there, so receiving it into that buffer copies nothing
-// (message::into sees the bytes already in place).
+// A buffer of the receiver's own for one message it is about to receive: a
+// payload of the named type that fits is written straight into it by the
+// transport, and the message's payload points there, so receiving it into
+// that buffer copies nothing (message::into sees the bytes already in
+// place).
 //
 //   auto l = node.land(from, port, tag, std::span<double>(ghost));
 //   ... receive the message from `from` with `tag`, into `ghost` ...
@@ -15,14 +15,17 @@
 //     which is why their neighbour exchange and sendrecv can land);
 //   - the buffer belongs to the landing while it lives: it may be written
 //     at any time, and only by that message;
-//   - the landing ends before the buffer goes. Ending it waits while UCX is
-//     writing into the buffer (a transfer already under way, whose bytes
-//     the sender holds ready). After it ended, the buffer is the caller's
+//   - the landing ends before the buffer goes. Ending it waits while a
+//     transport is writing into the buffer (a transfer already under way:
+//     UCX fetching bytes the sender holds ready, or a TCP link reading the
+//     rest of the payload, until it has it or the connection fails). After it ended, the buffer is the caller's
 //     again; a message that landed but was not received still points into
 //     it, so it must not be received after the buffer changed (with unique
 //     tags nobody does).
-// Over TCP, or without UCX, a landing does nothing and the message comes as
-// usual (received into a block of the node's, then copied).
+// Over TCP the link's reading process reads the payload into the buffer
+// (from the socket, or from its read buffer for a frame that came with
+// others); over UCX a large payload (a split frame, 64 KiB and more) is
+// received there by UCX's rendezvous, and a smaller one comes as usual.
 #include <cstdint>
 #include <memory>
 

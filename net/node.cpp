@@ -359,29 +359,28 @@ node_stats node::stats() const {
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
             faults, core_->sent_direct.load(std::memory_order_relaxed),
+            core_->landings.landed()
 #if CSP_WITH_UCX
-            core_->ucx ? core_->ucx->landed() : 0
-#else
-            0
+                + (core_->ucx ? core_->ucx->landed() : 0)
 #endif
     };
 }
 
+// A message from `from` comes over one link, TCP or UCX: the landing is
+// named to both, and withdrawn from both.
 landing node::land_bytes(int from, port_id to_port, std::uint64_t tag, std::byte* at, std::size_t bytes,
                          std::uint32_t type) {
+    if (from == rank_ || from < 0 || from >= size_) return {};
+    core_->landings.add(detail::landing_key{from, to_port, tag}, at, bytes, type);
 #if CSP_WITH_UCX
-    if (core_->ucx && from != rank_ && from >= 0) {
-        core_->ucx->land(from, to_port, tag, at, bytes, type);
-        return landing(core_, from, to_port, tag);
-    }
-#else
-    (void)from, (void)to_port, (void)tag, (void)at, (void)bytes, (void)type;
+    if (core_->ucx) core_->ucx->land(from, to_port, tag, at, bytes, type);
 #endif
-    return {};
+    return landing(core_, from, to_port, tag);
 }
 
 void landing::end() noexcept {
     if (!core_) return;
+    core_->landings.remove(detail::landing_key{peer_, port_, tag_});
 #if CSP_WITH_UCX
     if (core_->ucx) core_->ucx->unland(peer_, port_, tag_);
 #endif

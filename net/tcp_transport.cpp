@@ -23,7 +23,7 @@ constexpr std::size_t max_batch_bytes = 1 << 20;
 
 void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     auto to_switch = core->to_switch.writer();
-    frame_reader frames(core->options.max_frame, peer);
+    frame_reader frames(core->options.max_frame, peer, &core->landings);
     std::vector<message> batch;
     link_down end{peer, false, {}};
     // Messages go straight into their ports' channels, in order of arrival.

@@ -48,6 +48,7 @@
 
 #include "csp/runtime_lock.hpp"
 #include "csp/spinlock.hpp"
+#include "net/detail/landing_table.hpp"
 #include "net/frame.hpp"
 #include "net/message.hpp"
 
@@ -170,17 +171,6 @@ private:
     bool send_locked(peer_state& ps, sending* s);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
 
-    struct landing_key {
-        int peer;
-        std::uint32_t port;
-        std::uint64_t tag;
-        bool operator==(const landing_key&) const = default;
-    };
-    struct landing_hash {
-        std::size_t operator()(const landing_key& k) const noexcept {
-            return std::hash<std::uint64_t>{}(k.tag ^ (std::uint64_t{k.port} << 32) ^ static_cast<std::uint32_t>(k.peer));
-        }
-    };
     struct landing {
         std::byte* at;
         std::size_t capacity;
@@ -210,7 +200,7 @@ private:
     std::string address_;
     int efd_ = -1;
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
-    std::unordered_map<landing_key, landing, landing_hash> landings_;  // under lock_
+    std::unordered_map<landing_key, landing, landing_key_hash> landings_;  // under lock_
     std::atomic<std::size_t> landed_{0};
     // The records of sends in flight, a list through the records themselves
     // (under lock_): forget() releases the payloads of a lost peer's, which

@@ -21,6 +21,7 @@
 
 #include "csp/channel.hpp"
 #include "net/detail/flow_control.hpp"
+#include "net/detail/landing_table.hpp"
 #include "net/sheddable.hpp"
 #include "net/frame.hpp"
 #include "net/message.hpp"
@@ -164,6 +165,9 @@ struct node_core {
     std::atomic<std::size_t> links_accepted{0};  // by accepting
     std::atomic<std::size_t> duplicates{0};      // connections refused as the losing half of a crossing
     std::atomic<std::size_t> sent_direct{0};     // data frames that bypassed the switch
+    // Buffers receivers named for their messages, for the TCP links' readers
+    // (landing.hpp; the UCX worker keeps its own, under its lock).
+    landing_table landings;
 
     // The channel of port `id`, made on first use by either side (a message
     // may arrive before its port is opened; it waits there).

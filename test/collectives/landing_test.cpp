@@ -10,6 +10,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectives/collectives.hpp"
@@ -46,47 +47,59 @@ void land_one(csp::net::node& self, const Row& row, std::vector<double>& ghost,
 
 }  // namespace
 
-// The landing's three outcomes, each with a row whose header arrives while
-// the landing is in place (or after it was withdrawn): received in place,
+// The landing's outcomes, each with a row whose header arrives while the
+// landing is in place (or after it was withdrawn): received in place,
 // refused (of another type, or too long: the receive names what is wrong and
-// the buffer is untouched), or withdrawn first (received as usual).
-TEST(net_landing, a_row_lands_only_in_a_buffer_named_for_it_and_of_its_type_and_size) {
+// the buffer is untouched), or withdrawn first (received as usual). Over
+// UCX (where built) and over TCP, with rows of 128 KiB (over TCP read from
+// the link's read buffer) and 512 KiB (read from the socket straight into
+// the landing).
+class net_landing_outcomes : public ::testing::TestWithParam<std::tuple<csp::net::transport_kind, std::size_t>> {};
+
+TEST_P(net_landing_outcomes, a_row_lands_only_in_a_buffer_named_for_it_and_of_its_type_and_size) {
+    const auto [transport, n] = GetParam();
     csp::net::nameserver ns;
     auto job = [&](const std::string& name, auto row, auto arm, auto receive, std::vector<double>& ghost,
                    std::size_t& landed, bool& ucx) {
-        net_test::run_nodes(ns, name, 2, [&](csp::net::node& self) {
-            land_one(self, row, ghost, arm, receive);
-            if (self.rank() == 0) {
-                landed = self.stats().landed;
-                ucx = self.stats().links_over_ucx > 0;
-            }
-            self.close();
-        });
+        net_test::run_nodes(
+            ns, name, 2,
+            [&](csp::net::node& self) {
+                land_one(self, row, ghost, arm, receive);
+                if (self.rank() == 0) {
+                    landed = self.stats().landed;
+                    ucx = self.stats().links_over_ucx > 0;
+                }
+                self.close();
+            },
+            1, [&](int, csp::net::node_options& o) { o.transport = transport; });
     };
-    std::vector<double> row(16384);
+    std::vector<double> row(n);
     for (std::size_t k = 0; k < row.size(); ++k) row[k] = 0.5 * static_cast<double>(k);
+    const std::vector<double> untouched(n, -1.0);
     auto keep = [](cc::net_communicator&, csp::net::landing&) {};
 
     {  // lands: the values arrive where they belong, counted once
-        std::vector<double> ghost(16384, -1.0);
+        std::vector<double> ghost(untouched);
         std::size_t landed = 0;
         bool ucx = false;
         job("land-in-place", row, keep,
             [&](cc::net_communicator& comm, cc::tag t) {
-                EXPECT_EQ(comm.receive_into(1, t, std::span<double>(ghost)), 16384u);
+                EXPECT_EQ(comm.receive_into(1, t, std::span<double>(ghost)), n);
             },
             ghost, landed, ucx);
         EXPECT_EQ(ghost, row);
-        EXPECT_EQ(landed, ucx ? 1u : 0u);
+        EXPECT_EQ(landed, 1u);  // by UCX's rendezvous, or read by the TCP link
+        if (transport == csp::net::transport_kind::tcp) {
+            EXPECT_FALSE(ucx);
+        }
 #if CSP_TEST_WITH_UCX
-        // Two nodes of one process link over UCX unless told otherwise.
-        if (std::getenv("CSP_TRANSPORT") == nullptr) {
+        if (transport == csp::net::transport_kind::ucx) {
             EXPECT_TRUE(ucx);
         }
 #endif
     }
     {  // withdrawn before the row was sent: received as usual, buffer untouched until then
-        std::vector<double> ghost(16384, -1.0);
+        std::vector<double> ghost(untouched);
         std::vector<double> seen;
         std::size_t landed = 0;
         bool ucx = false;
@@ -97,12 +110,12 @@ TEST(net_landing, a_row_lands_only_in_a_buffer_named_for_it_and_of_its_type_and_
                 EXPECT_EQ(m, row);
             },
             ghost, landed, ucx);
-        EXPECT_EQ(seen, std::vector<double>(16384, -1.0));
+        EXPECT_EQ(seen, untouched);
         EXPECT_EQ(landed, 0u);
     }
     {  // of another type: not landed; the receive names both types
-        std::vector<double> ghost(16384, -1.0);
-        std::vector<float> floats(32768, 2.0f);
+        std::vector<double> ghost(untouched);
+        std::vector<float> floats(2 * n, 2.0f);
         std::size_t landed = 0;
         bool ucx = false;
         job("land-other-type", floats, keep,
@@ -115,28 +128,42 @@ TEST(net_landing, a_row_lands_only_in_a_buffer_named_for_it_and_of_its_type_and_
                 }
             },
             ghost, landed, ucx);
-        EXPECT_EQ(ghost, std::vector<double>(16384, -1.0));
+        EXPECT_EQ(ghost, untouched);
         EXPECT_EQ(landed, 0u);
     }
     {  // longer than the buffer: not landed; the receive says it does not fit
-        std::vector<double> ghost(16384, -1.0);
-        std::vector<double> longer(20000, 3.0);
+        std::vector<double> ghost(untouched);
+        std::vector<double> longer(n + 3616, 3.0);
         std::size_t landed = 0;
         bool ucx = false;
         job("land-too-long", longer, keep,
             [&](cc::net_communicator& comm, cc::tag t) {
                 try {
                     comm.receive_into(1, t, std::span<double>(ghost));
-                    ADD_FAILURE() << "20000 doubles were received into 16384";
+                    ADD_FAILURE() << longer.size() << " doubles were received into " << n;
                 } catch (const csp::net::decode_error& e) {
                     EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos) << e.what();
                 }
             },
             ghost, landed, ucx);
-        EXPECT_EQ(ghost, std::vector<double>(16384, -1.0));
+        EXPECT_EQ(ghost, untouched);
         EXPECT_EQ(landed, 0u);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    transports, net_landing_outcomes,
+    ::testing::Combine(::testing::Values(csp::net::transport_kind::automatic, csp::net::transport_kind::tcp
+#if CSP_TEST_WITH_UCX
+                                         , csp::net::transport_kind::ucx
+#endif
+                                         ),
+                       ::testing::Values(std::size_t{16384}, std::size_t{65536})),
+    [](const auto& info) {
+        const auto t = std::get<0>(info.param);
+        return std::string(t == csp::net::transport_kind::tcp ? "tcp" : t == csp::net::transport_kind::ucx ? "ucx" : "auto") +
+               "_" + std::to_string(std::get<1>(info.param));
+    });
 
 // Rank 0 names a buffer for rank 1's message, then rank 1 leaves without
 // sending it: the receive fails naming the peer, the landing ends at once

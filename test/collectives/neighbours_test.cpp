@@ -169,12 +169,12 @@ TEST(net_halo, lent_rows_reach_every_neighbour_on_a_column_of_three_nodes) {
 }
 
 // Rows of 128 KiB (split frames over UCX) on a column of three nodes,
-// copied and lent: every ghost value checked each step, and over UCX rows
-// land in the ghost buffers (node_stats::landed) without changing a value.
+// copied and lent: every ghost value checked each step, with rows landing
+// in the ghost buffers (node_stats::landed) as they may.
 TEST(net_halo, large_rows_are_received_into_the_ghost_buffers_themselves) {
     csp::net::nameserver ns;
     std::atomic<long> checked{0};
-    std::atomic<std::size_t> landed{0}, over_ucx{0};
+    std::atomic<std::size_t> landed{0};
     net_test::run_nodes(ns, "halo-land", 3, [&](csp::net::node& self) {
         {
             cc::net_communicator comm(self);
@@ -182,17 +182,13 @@ TEST(net_halo, large_rows_are_received_into_the_ghost_buffers_themselves) {
             checked += halo_steps(comm, cc::cartesian({3}), 8, false, 16384, cc::sends::lent);
             cc::barrier(comm);
             landed += self.stats().landed;
-            over_ucx += self.stats().links_over_ucx;
         }
         self.close();
     });
     EXPECT_EQ(checked.load(), 4L * 16384 * 8 * 2);
     // 64 rows crossed between nodes; those that arrived before their
-    // receiver's finish() began were copied as before.
+    // receiver's exchange began were copied as before.
     EXPECT_LE(landed.load(), 64u);
-    if (over_ucx.load() == 0) {
-        EXPECT_EQ(landed.load(), 0u);
-    }
 }
 
 TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {

@@ -1,6 +1,7 @@
 // The frame reader on byte strings: frames split at every byte boundary,
 // several frames in one read, a payload larger than the read buffer read in
-// place, and each protocol fault named, with what came before it kept.
+// place, payloads read into landings, and each protocol fault named, with
+// what came before it kept.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "csp/runtime.hpp"
 #include "net/frame_reader.hpp"
 
 namespace net = csp::net;
@@ -179,4 +181,78 @@ TEST(frame_reader, a_data_frames_sequence_reaches_its_message_and_control_frames
     } catch (const net::frame_error& e) {
         EXPECT_NE(std::string(e.what()).find("flags 0x00000001 set"), std::string::npos) << e.what();
     }
+}
+
+// A payload a receiver named a buffer for (a landing, landing.hpp) is read
+// into that buffer, whether it came with other frames through the read
+// buffer or from the socket in pieces (larger than the read buffer); the
+// frames around it arrive as usual, and the landing is used once.
+TEST(frame_reader, a_payload_with_a_landing_is_read_into_the_landing_once) {
+    for (std::size_t size : {std::size_t{100}, std::size_t{300 * 1024}}) {
+        for (std::size_t chunk : {std::size_t{7}, std::size_t{4096}, std::size_t{1} << 20}) {
+            csp::net::detail::landing_table table;
+            std::vector<char> buffer(size, '-');
+            table.add({peer, 1, 10}, reinterpret_cast<std::byte*>(buffer.data()), size, 0);
+            std::string body(size, 'a');
+            for (std::size_t k = 0; k < size; ++k) body[k] = static_cast<char>('a' + k % 26);
+            std::vector<std::byte> stream = data(2, 5, "before");
+            append(stream, data(1, 10, body));
+            append(stream, data(1, 11, "after"));
+            append(stream, data(1, 10, "same tag, later"));
+            net::frame_reader r(1 << 20, peer, &table);
+            const auto got = feed(r, stream, chunk);
+            ASSERT_EQ(got.size(), 4u) << size << " " << chunk;
+            EXPECT_EQ(text(got[0]), "before");
+            EXPECT_EQ(static_cast<const void*>(got[1].body.data()), static_cast<const void*>(buffer.data()));
+            EXPECT_EQ(got[1].body.size(), size);
+            EXPECT_EQ(std::string(buffer.begin(), buffer.end()), body);
+            EXPECT_EQ(text(got[2]), "after");
+            EXPECT_EQ(text(got[3]), "same tag, later");  // in a block of its own: the landing was used
+            EXPECT_NE(static_cast<const void*>(got[3].body.data()), static_cast<const void*>(buffer.data()));
+            EXPECT_EQ(table.landed(), 1u);
+        }
+    }
+}
+
+// A landing that does not fit its frame (too small, another type) is left
+// alone, and the frame arrives in a block of its own.
+TEST(frame_reader, a_landing_too_small_or_of_another_type_is_not_used) {
+    csp::net::detail::landing_table table;
+    std::vector<char> small(4, '-'), typed(64, '-');
+    table.add({peer, 1, 1}, reinterpret_cast<std::byte*>(small.data()), small.size(), 0);
+    table.add({peer, 1, 2}, reinterpret_cast<std::byte*>(typed.data()), typed.size(), 77);
+    std::vector<std::byte> stream = data(1, 1, "longer than four");
+    append(stream, data(1, 2, "untyped"));
+    net::frame_reader r(1 << 20, peer, &table);
+    const auto got = feed(r, stream, 1000);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(text(got[0]), "longer than four");
+    EXPECT_EQ(text(got[1]), "untyped");
+    EXPECT_EQ(std::string(small.begin(), small.end()), "----");
+    EXPECT_EQ(std::string(typed.begin(), typed.end()), std::string(64, '-'));
+    EXPECT_EQ(table.landed(), 0u);
+}
+
+// The connection ends inside a landed payload: the reader, going, lets the
+// landing go, so the receiver's withdrawal does not wait for bytes that
+// will never come (it would hang here until the test's timeout).
+TEST(frame_reader, a_connection_cut_inside_a_landed_payload_lets_the_landing_go) {
+    csp::net::detail::landing_table table;
+    const std::size_t size = 300 * 1024;
+    std::vector<char> buffer(size, '-');
+    table.add({peer, 1, 10}, reinterpret_cast<std::byte*>(buffer.data()), size, 0);
+    const auto whole = data(1, 10, std::string(size, 'z'));
+    {
+        net::frame_reader r(1 << 20, peer, &table);
+        const auto got = feed(r, std::vector<std::byte>(whole.begin(), whole.begin() + 100 * 1024), 4096);
+        EXPECT_TRUE(got.empty());
+        EXPECT_NE(r.unfinished().find("truncated frame"), std::string::npos) << r.unfinished();
+        EXPECT_EQ(table.landed(), 1u);
+    }
+    bool removed = false;
+    csp::run([&] {
+        table.remove({peer, 1, 10});
+        removed = true;
+    });
+    EXPECT_TRUE(removed);
 }
