@@ -17,11 +17,12 @@
 //     at any time, and only by that message;
 //   - the landing ends before the buffer goes. Ending it waits while a
 //     transport is writing into the buffer (a transfer already under way:
-//     UCX fetching bytes the sender holds ready, or a TCP link reading the
-//     rest of the payload, until it has it or the connection fails). After it ended, the buffer is the caller's
-//     again; a message that landed but was not received still points into
-//     it, so it must not be received after the buffer changed (with unique
-//     tags nobody does).
+//     UCX fetching bytes the sender holds ready, which on one host ends at
+//     once even if the sender died; or a TCP link reading the rest of the
+//     payload, until it has it or the connection fails). After it ended,
+//     the buffer is the caller's again; a message that landed but was not
+//     received still points into it, so it must not be received after the
+//     buffer changed (with unique tags nobody does).
 // Over TCP the link's reading process reads the payload into the buffer
 // (from the socket, or from its read buffer for a frame that came with
 // others); over UCX a large payload (a split frame, 64 KiB and more) is
