@@ -35,14 +35,36 @@ struct landing_key_hash {
 
 class landing_table {
 public:
-    void add(const landing_key& k, std::byte* at, std::size_t capacity, std::uint32_t type);
+    void add(const landing_key& k, std::byte* at, std::size_t capacity, std::uint32_t type) {
+        std::lock_guard lk(lock_);
+        entries_.insert_or_assign(k, entry{at, capacity, type});
+        count_.store(entries_.size(), std::memory_order_relaxed);
+    }
     // Where the payload of this data frame from `peer` goes, if a landing
     // fits it (of its type, no longer than the buffer, not claimed yet):
-    // that landing is claimed until written(). Else null.
-    std::byte* claim(int peer, const header& h);
+    // that landing is claimed until written(). Else null. Only a payload the
+    // receiver would take whole: anything else arrives as usual, and the
+    // receive's own checks name what is wrong.
+    std::byte* claim(int peer, const header& h) {
+        if (count_.load(std::memory_order_relaxed) == 0) return nullptr;
+        std::lock_guard lk(lock_);
+        auto it = entries_.find(landing_key{peer, h.port, h.tag});
+        if (it == entries_.end()) return nullptr;
+        entry& e = it->second;
+        if (e.claimed || h.op != opcode::data || h.type != e.type || h.length > e.capacity) return nullptr;
+        e.claimed = true;
+        landed_.fetch_add(1, std::memory_order_relaxed);
+        return e.at;
+    }
     // The claimed landing of this frame is done with.
-    void written(int peer, const header& h);
-    // Ends the landing; waits (yielding) while it is claimed.
+    void written(int peer, const header& h) {
+        std::lock_guard lk(lock_);
+        entries_.erase(landing_key{peer, h.port, h.tag});
+        count_.store(entries_.size(), std::memory_order_relaxed);
+    }
+    // Ends the landing; waits (yielding to the link's reading process) while
+    // it is claimed. (Out of line: the reader's side above does not need
+    // the runtime.)
     void remove(const landing_key& k);
     // Payloads claimed so far.
     std::size_t landed() const noexcept { return landed_.load(std::memory_order_relaxed); }
