@@ -20,7 +20,7 @@
 // sent, and its receive buffer is left as it is.
 //
 // Receiving into the caller's buffers copies nothing where it can: a net
-// communicator over UCX names each buffer for its row (net/landing.hpp)
+// communicator names each buffer for its row (net/landing.hpp)
 // when finish() begins, or before anything is sent in exchange() and
 // sendrecv, and a large row that has not arrived yet is then received
 // straight into it. The buffers are written only between those points and
@@ -83,8 +83,7 @@ std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, i
     if (from != no_rank) detail::check_rank(from, comm.size(), "sendrecv: source");
     const tag t = comm.next_tag(s);
     net::landing landed;
-    if constexpr (requires { comm.land(from, t, in); })
-        if (from != no_rank) landed = comm.land(from, t, in);
+    if (from != no_rank) landed = detail::land(comm, from, t, in);
     net::loans book;
     if (to != no_rank) detail::send_elements(comm, to, t, out, book);
     const std::size_t got = from == no_rank ? 0 : receive_into(comm, from, t, in);
@@ -120,7 +119,7 @@ public:
     }
 
     // start() and finish() in one: the receive buffers are named for their
-    // rows before anything is sent, so over UCX every large row lands.
+    // rows before anything is sent, so a row that comes later lands.
     void exchange() {
         start(true);
         finish();

@@ -96,8 +96,8 @@ public:
     // pass_on: detail/byte_messages.hpp.
 
     // `into` for the one message from `from` with tag t, a vector of E or a
-    // span of them (net/landing.hpp): over UCX a large one is received
-    // straight into it, and receive_into(from, t, into) then copies
+    // span of them (net/landing.hpp): the transport writes it straight
+    // into `into`, and receive_into(from, t, into) then copies
     // nothing. t must be a tag of one message: one next_tag() drew for this
     // call (the neighbour exchange's and sendrecv's are).
     template <class E>

@@ -153,8 +153,8 @@ void fold_received_part(C& comm, int from, tag t, const Op& op, T& acc, std::siz
 
 // `into` named for the one message from `from` with tag t (a tag of one
 // message: a step of a tag next_tag drew), where the communicator can
-// (net/landing.hpp: over UCX a large vector is received straight into
-// it); else an empty landing. What is received there is then in place:
+// (net/landing.hpp: the transport writes the vector straight into it);
+// else an empty landing. What is received there is then in place:
 // copy_unless_landed skips the copy.
 template <class C, class E>
 net::landing land(C& comm, int from, tag t, std::span<E> into) {
