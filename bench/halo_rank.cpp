@@ -2,15 +2,16 @@
 // 1-d decomposition on a non-periodic column of ranks, each exchanging its
 // first and last row of `width` doubles with the ranks above and below,
 // `exchanges` times per pass, through a persistent neighbour_exchange
-// (collectives/neighbours.hpp), its rows copied into the messages, or with
-// "lent" sent from the rows themselves (sends::lent). Rank 0 prints one
-// JSON line per pass:
-//   {"pass", "width", "exchanges", "sends", "us_per_exchange", "rows_landed"}
+// (collectives/neighbours.hpp): with exchange(), which sends the rows from
+// the buffers themselves, or with "split" start() and finish(), which copy
+// the rows into the messages (the default sends::copied: the caller may
+// rewrite a row in between). Rank 0 prints one JSON line per pass:
+//   {"pass", "width", "exchanges", "form", "us_per_exchange", "rows_landed"}
 // (rows_landed: rank 0's rows received straight into its ghost rows so far,
 // net/landing.hpp)
 // and checks, each exchange, that the ghosts hold the neighbours' rows.
 //
-//   csp-launch -n 4 ./build/bench/halo_rank WIDTH EXCHANGES PASSES [lent]
+//   csp-launch -n 4 ./build/bench/halo_rank WIDTH EXCHANGES PASSES [split]
 #include <chrono>
 #include <cstdio>
 #include <span>
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
     const std::size_t width = argc > 1 ? std::stoul(argv[1]) : 1024;
     const int exchanges = argc > 2 ? std::stoi(argv[2]) : 1000;
     const int passes = argc > 3 ? std::stoi(argv[3]) : 5;
-    const bool lent = argc > 4 && std::string(argv[4]) == "lent";
+    const bool split = argc > 4 && std::string(argv[4]) == "split";
     int status = 0;
     csp::run([&] {
         csp::net::node self;
@@ -36,15 +37,19 @@ int main(int argc, char** argv) {
         const int rank = comm.rank();
         const auto nbs = cc::cartesian({comm.size()}).neighbours(rank);
         std::vector<double> top(width), bottom(width), above(width), below(width);
-        auto halo = cc::make_neighbour_exchange<double>(comm, nbs, {top, bottom}, {above, below}, cc::stream{1},
-                                                        lent ? cc::sends::lent : cc::sends::copied);
+        auto halo = cc::make_neighbour_exchange<double>(comm, nbs, {top, bottom}, {above, below}, cc::stream{1});
         for (int pass = 0; pass < passes; ++pass) {
             cc::barrier(comm);
             const auto start = std::chrono::steady_clock::now();
             for (int e = 0; e < exchanges; ++e) {
                 top[0] = rank * 1e6 + e;  // what the neighbour above must see
                 bottom[0] = -(rank * 1e6 + e);
-                halo.exchange();
+                if (split) {
+                    halo.start();
+                    halo.finish();
+                } else {
+                    halo.exchange();
+                }
                 if ((nbs[0] != cc::no_rank && above[0] != -(nbs[0] * 1e6 + e)) ||
                     (nbs[1] != cc::no_rank && below[0] != nbs[1] * 1e6 + e))
                     status = 1;
@@ -53,9 +58,9 @@ int main(int argc, char** argv) {
             const double us =
                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / exchanges;
             if (rank == 0)
-                std::printf("{\"pass\":%d,\"width\":%zu,\"exchanges\":%d,\"sends\":\"%s\",\"us_per_exchange\":%.3f,"
+                std::printf("{\"pass\":%d,\"width\":%zu,\"exchanges\":%d,\"form\":\"%s\",\"us_per_exchange\":%.3f,"
                             "\"rows_landed\":%zu}\n",
-                            pass, width, exchanges, lent ? "lent" : "copied", us, self.stats().landed);
+                            pass, width, exchanges, split ? "split" : "exchange", us, self.stats().landed);
         }
         std::fflush(stdout);
         if (cc::allreduce(comm, status, cc::maximum{}) != 0 && rank == 0) std::fprintf(stderr, "halo_rank: WRONG ghosts\n");
