@@ -84,15 +84,19 @@ struct allgather_ring_fn {
         // One tag throughout: each rank hears only from r-1, in send order.
         if constexpr (detail::element_vector<T>) {
             // What arrives in step k is what goes out in step k+1: relayed
-            // as it came, and copied once, into its place.
+            // as it came, and copied once, into its place. This rank's own
+            // value goes from where it is (lent: send_elements) and is not
+            // touched again before the settle.
             using E = typename T::value_type;
-            if (n > 1) comm.send(next, t, std::span<const E>(all[static_cast<std::size_t>(me)]));
+            net::loans book;
+            if (n > 1) detail::send_elements(comm, next, t, std::span<const E>(all[static_cast<std::size_t>(me)]), book);
             for (int k = 0; k < n - 1; ++k) {
                 auto& in = all[static_cast<std::size_t>(((me - k - 1) % n + n) % n)];
                 auto keep = [&in](std::span<const E> got) { in.assign(got.begin(), got.end()); };
                 if (k < n - 2) relay<E>(comm, prev, next, t, keep);
                 else receive_view<E>(comm, prev, t, keep);
             }
+            book.settle();
         } else {
             for (int k = 0; k < n - 1; ++k) {
                 const auto out = static_cast<std::size_t>(((me - k) % n + n) % n);

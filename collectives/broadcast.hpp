@@ -97,9 +97,19 @@ struct broadcast_pipeline_fn {
             if (v == 0) {
                 if (!last) {
                     comm.send(next, t, value.size());
-                    for (std::size_t at = 0; at < value.size(); at += per)
-                        comm.send(next, t, T(value.begin() + static_cast<std::ptrdiff_t>(at),
-                                             value.begin() + static_cast<std::ptrdiff_t>(std::min(at + per, value.size()))));
+                    // Segments of plain elements go from `value` itself
+                    // (lent, send_part), which nothing writes before the
+                    // settle; others are copied into their messages.
+                    net::loans book;
+                    for (std::size_t at = 0; at < value.size(); at += per) {
+                        const std::size_t end = std::min(at + per, value.size());
+                        if constexpr (detail::element_vector<T>)
+                            detail::send_part(comm, next, t, value, at, end, book);
+                        else
+                            comm.send(next, t, T(value.begin() + static_cast<std::ptrdiff_t>(at),
+                                                 value.begin() + static_cast<std::ptrdiff_t>(end)));
+                    }
+                    book.settle();
                 }
                 return value;
             }

@@ -60,7 +60,7 @@ struct node_stats {
     std::size_t duplicates = 0;      // crossing connections refused in favour of ours
     std::size_t faults = 0;          // faults handled in all (faults() keeps the last 256)
     std::size_t sent_direct = 0;     // messages a sending process gave UCX itself (ucx_worker::send_direct)
-    std::size_t landed = 0;          // payloads UCX received into a receiver's own buffer (landing.hpp)
+    std::size_t landed = 0;          // payloads received into a receiver's own buffer, over UCX or TCP (landing.hpp)
 };
 
 class node {
