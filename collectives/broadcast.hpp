@@ -97,18 +97,12 @@ struct broadcast_pipeline_fn {
             if (v == 0) {
                 if (!last) {
                     comm.send(next, t, value.size());
-                    // Segments of plain elements go from `value` itself
-                    // (lent, send_part), which nothing writes before the
-                    // settle; others are copied into their messages.
+                    // send_part lends segments of plain elements from
+                    // `value` itself, which nothing writes before the
+                    // settle, and copies any other vector's.
                     net::loans book;
-                    for (std::size_t at = 0; at < value.size(); at += per) {
-                        const std::size_t end = std::min(at + per, value.size());
-                        if constexpr (detail::element_vector<T>)
-                            detail::send_part(comm, next, t, value, at, end, book);
-                        else
-                            comm.send(next, t, T(value.begin() + static_cast<std::ptrdiff_t>(at),
-                                                 value.begin() + static_cast<std::ptrdiff_t>(end)));
-                    }
+                    for (std::size_t at = 0; at < value.size(); at += per)
+                        detail::send_part(comm, next, t, value, at, std::min(at + per, value.size()), book);
                     book.settle();
                 }
                 return value;

@@ -35,8 +35,8 @@
 // unchanged from start() until finish() returns, which waits until every
 // transport is done with them. exchange() always lends: the caller cannot
 // change a row while it runs, and it returns only once the rows may change,
-// so a copy would buy nothing (at 2 ranks over UCX shared memory, 128 KiB
-// rows: 44-49 us an exchange copied, 18-19 lent). A receive copies the
+// so a copy would buy nothing (README, Performance: the halo exchange). A
+// receive copies the
 // message into the caller's buffer, with no allocation on the way (net and
 // hybrid communicators decode in place; a local one copies the vector the
 // sender's span became). Each exchange is collective over the group: it
