@@ -157,6 +157,9 @@ public:
     int size() const noexcept { return job_->size(); }
     int node() const noexcept { return job_->node_->rank(); }
     int local_index() const noexcept { return local_; }
+    // Whether a receive from another node is served by the IO scheduler's
+    // poll (net::node::receives_through_io); a one-node job receives none.
+    bool receives_through_io() const { return job_->nodes() > 1 && job_->node_->receives_through_io(); }
 
     template <class T>
     void send(int to, tag t, T value) {

@@ -82,6 +82,8 @@ public:
     csp::collectives::link_level link_level() const {
         return node_->shares_host_memory() ? link_level::host : link_level::network;
     }
+    // Whether a receive is served by the IO scheduler's poll (net::node).
+    bool receives_through_io() const { return node_->receives_through_io(); }
 
     template <class T>
     void send(int to, tag t, T value) {

@@ -117,6 +117,11 @@ public:
     {
         return inner_->link_level();
     }
+    bool receives_through_io() const
+        requires requires(const C& c) { c.receives_through_io(); }
+    {
+        return inner_->receives_through_io();
+    }
 
     template <class T>
     void send(int to, tag t, T value) {

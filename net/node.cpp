@@ -158,6 +158,11 @@ bool node::shares_host_memory() const noexcept {
 
 bool node::host_oversubscribed() const noexcept { return core_->options.oversubscribed(); }
 
+bool node::receives_through_io() const noexcept {
+    return core_->ucx == nullptr || core_->links_over_tcp.load(std::memory_order_relaxed) != 0 ||
+           core_->links_over_ucx.load(std::memory_order_relaxed) == 0;
+}
+
 void node::start_ucx(transport_kind transport) {
     if (transport == transport_kind::tcp) return;
 #if CSP_WITH_UCX

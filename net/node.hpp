@@ -81,6 +81,13 @@ public:
     // threads (node_options::oversubscribed): then a waiting rank gives up
     // its core at every look.
     bool host_oversubscribed() const noexcept;
+    // Whether a message to this node may come over a TCP link, which the IO
+    // scheduler's poll takes in (so a process that computes for long should
+    // call csp::yield_to_io() between steps); false once every link is over
+    // UCX, whose progress process takes messages in while the node computes
+    // (net/ucx_transport.cpp). True before the first link is up, and for
+    // good once one link chose TCP.
+    bool receives_through_io() const noexcept;
     // Where this node accepts connections.
     endpoint address() const;
 

@@ -186,7 +186,10 @@ private:
         }
         carrier_.store(static_cast<int>(by), std::memory_order_release);
         decided.write(static_cast<int>(by));
-        if (by == carried_by::tcp) return run_tcp_inbound(std::move(core), peer, fd);
+        if (by == carried_by::tcp) {
+            core->links_over_tcp.fetch_add(1, std::memory_order_relaxed);
+            return run_tcp_inbound(std::move(core), peer, fd);
+        }
 #if CSP_WITH_UCX
         if (by == carried_by::ucx) {
             core->links_over_ucx.fetch_add(1, std::memory_order_relaxed);

@@ -56,6 +56,15 @@ constexpr std::chrono::microseconds ucx_spin_alone{5};
 // message came), which makes the spin's limits this many looks coarser
 // (well under 1 us).
 constexpr unsigned looks_per_clock_read = 8;
+// Looks this far apart on average, with the node's other processes running
+// in between, mean the node computes in coarse steps (a task graph's
+// bodies): a look then costs a few percent of a step at most, so the spin
+// goes on as if traffic had come. Asleep instead, the progress process would
+// see a message only when the IO scheduler next polls (a system call per
+// csp::yield_to_io(), or a millisecond apart for a process that only
+// yields). Fine-grained local traffic (looks well under this apart) still
+// lets it sleep after ucx_spin.
+constexpr std::chrono::microseconds computing_gap{4};
 
 void run_ucx_progress(std::shared_ptr<node_core> core) {
     ucx_worker& w = *core->ucx;
@@ -69,8 +78,10 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
         const auto keep_core = core->options.oversubscribed() ? std::chrono::microseconds(0) : ucx_spin_alone;
         auto now = std::chrono::steady_clock::now();
         auto last_activity = now;
+        auto last_read = now;  // the clock read before `now`, or the end of a sleep
         unsigned looks = 0;
-        bool recent = false;  // traffic since the clock was last read: last_activity is due to move
+        bool recent = false;        // traffic since the clock was last read: last_activity is due to move
+        bool others_worked = false;  // the node's other processes ran between looks since that read
         for (;;) {
             // Spin (progress, let the node's other processes run, progress
             // again) while something happened within ucx_spin: a reply that
@@ -80,7 +91,10 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             if (++looks >= looks_per_clock_read) {
                 looks = 0;
                 now = std::chrono::steady_clock::now();
-                if (std::exchange(recent, false)) last_activity = now;
+                const bool computing =
+                    std::exchange(others_worked, false) && now - last_read >= looks_per_clock_read * computing_gap;
+                last_read = now;
+                if (std::exchange(recent, false) || computing) last_activity = now;
             }
             const bool spinning = recent || now - last_activity < ucx_spin;
             const auto [armed, active] = w.progress(frames, faults, !spinning);
@@ -130,6 +144,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 // processes have work (a task graph computing between
                 // arrivals) keeps its core.
                 const bool others_ran = csp::yield();
+                others_worked = others_worked || others_ran;
                 if (!others_ran && (keep_core.count() == 0 || (!recent && now - last_activity >= keep_core)))
                     std::this_thread::yield();
                 continue;
@@ -143,6 +158,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 return;
             }
             looks = looks_per_clock_read - 1;  // after a sleep, the next look reads the clock
+            others_worked = false;  // a sleep is not computing
         }
     } catch (const csp::error&) {
         // stop poisoned (the node closed), or the IO scheduler stopped

@@ -395,11 +395,20 @@ private:
         }
         if (wake_one) wake_.writer().write(0);
         // Between two bodies the node's other ready processes run: values
-        // just sent leave, and, with a look at the sockets first, values that
-        // came in meanwhile are taken in (the arrival process is above the
-        // workers' priority) before the next task is chosen.
-        if (talks_) csp::yield_to_io();
+        // just sent leave, and values that came in meanwhile are taken in
+        // (the arrival process is above the workers' priority) before the
+        // next task is chosen. Over TCP that needs a look at the sockets
+        // first; UCX links and local channels deliver without one, and the
+        // look is a system call over every descriptor of the node.
+        if (talks_ && receives_through_io()) csp::yield_to_io();
         else csp::yield();
+    }
+
+    // Whether a value from another rank may wait for the IO scheduler's
+    // poll (collectives' communicators say; one that does not is assumed to).
+    bool receives_through_io() const {
+        if constexpr (requires { comm_.receives_through_io(); }) return comm_.receives_through_io();
+        else return true;
     }
 
     void arrivals() {

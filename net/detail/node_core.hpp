@@ -141,6 +141,7 @@ struct node_core {
     csp::channel<bool> ucx_poke{"ucx poke", csp::buffer::overwriting(1)};
     std::unordered_map<int, ucx_news> ucx_links;  // peer -> its link's news, under `lock`
     std::atomic<std::size_t> links_over_ucx{0};
+    std::atomic<std::size_t> links_over_tcp{0};  // of a node with UCX: links that chose TCP
     sheddable greeting;  // connections still in their handshake (own lock; never taken under `lock`)
     flow_control flow;   // bytes in flight per peer (own lock; never taken under `lock`)
 

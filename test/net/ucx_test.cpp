@@ -1,6 +1,8 @@
 // Links over UCX (net/ucx_transport.hpp): which transport a link takes, and
 // what it carries. The rest of test/net runs over UCX too (automatic is the
 // default in a build with UCX) and again over TCP (ctest's tcp/ copies).
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include <gtest/gtest.h>
@@ -179,6 +181,110 @@ TEST(net_ucx, a_node_that_offers_tcp_only_gets_tcp_links) {
         });
     EXPECT_EQ(over_ucx[0], 0u);
     EXPECT_EQ(over_ucx[1], 0u);
+}
+
+// A node says whether a message may reach it over TCP, so that a computing
+// process knows whether to let the IO scheduler poll (csp::yield_to_io): not
+// while its links are over UCX, and for good once one link chose TCP. Nodes
+// 0 and 1 offer UCX, node 2 TCP only; 0 and 1 talk first, then 1 and 2.
+TEST(net_ucx, a_node_receives_through_io_only_once_a_link_is_over_tcp) {
+    csp::net::nameserver ns;
+    std::vector<int> ucx_only(3, -1), after_tcp(3, -1);
+    run_nodes(
+        ns, "ucx-through-io", 3,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            const auto me = static_cast<std::size_t>(self.rank());
+            const auto wait_for_ucx_link = [&] {
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (self.stats().links_over_ucx == 0 && std::chrono::steady_clock::now() < until)
+                    csp::sleep_for(std::chrono::milliseconds(1));
+            };
+            if (self.rank() == 0) {
+                self.send(1, 1, 0);
+                EXPECT_EQ(inbox.receive<int>(), 1);
+                wait_for_ucx_link();
+                ucx_only[me] = self.receives_through_io();
+                EXPECT_EQ(inbox.receive<int>(), 12);  // nodes 1 and 2 have talked
+                after_tcp[me] = self.receives_through_io();
+            } else if (self.rank() == 1) {
+                EXPECT_EQ(inbox.receive<int>(), 0);
+                self.send(0, 1, 1);
+                wait_for_ucx_link();
+                ucx_only[me] = self.receives_through_io();
+                self.send(2, 1, 1);
+                EXPECT_EQ(inbox.receive<int>(), 2);
+                after_tcp[me] = self.receives_through_io();
+                self.send(0, 1, 12);
+            } else {
+                EXPECT_EQ(inbox.receive<int>(), 1);
+                self.send(1, 1, 2);
+                after_tcp[me] = self.receives_through_io();
+            }
+        },
+        1, [](int rank, csp::net::node_options& o) {
+            o.transport = rank == 2 ? csp::net::transport_kind::tcp : csp::net::transport_kind::automatic;
+        });
+    EXPECT_EQ(ucx_only[0], 0);
+    EXPECT_EQ(ucx_only[1], 0);
+    EXPECT_EQ(after_tcp[0], 0);  // its only link is still over UCX
+    EXPECT_EQ(after_tcp[1], 1);
+    EXPECT_EQ(after_tcp[2], 1);
+}
+
+// A node that computes in 20 us steps with a plain csp::yield() between them
+// takes a UCX message in within a few steps, with no poll of the IO
+// scheduler: its UCX progress process does not go to sleep while the node's
+// other processes keep it busy. Each message comes after 3 ms of quiet (so
+// that an idle progress process would have armed its event fd and slept,
+// to be woken only by the busy poll, once per millisecond, about 50 steps).
+// Regression (dataflow over UCX): a task graph's arrivals waited for a poll
+// after every body, a system call that cost a fifth of a 2-node Jacobi step.
+TEST(net_ucx, a_computing_node_takes_ucx_messages_in_within_a_few_steps_without_polling) {
+    csp::net::nameserver ns;
+    constexpr int messages = 15;
+    std::atomic<int> step{0}, sent_at{-1};
+    std::vector<int> delays;
+    run_nodes(
+        ns, "ucx-computing", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            if (self.rank() == 0) {
+                self.send(1, 1, -1);
+                EXPECT_EQ(inbox.receive<int>(), -1);  // node 1 computes from now on
+                for (int k = 0; k < messages; ++k) {
+                    csp::sleep_for(std::chrono::milliseconds(3));
+                    sent_at = step.load();
+                    self.send(1, 1, k);
+                }
+                return;
+            }
+            EXPECT_EQ(inbox.receive<int>(), -1);
+            self.send(0, 1, -1);
+            std::atomic<bool> done{false};
+            csp::par(
+                [&] {
+                    for (int k = 0; k < messages; ++k) {
+                        EXPECT_EQ(inbox.receive<int>(), k);
+                        delays.push_back(step.load() - sent_at.load());
+                    }
+                    done = true;
+                },
+                [&] {
+                    for (int s = 0; !done.load(); ++s) {
+                        step = s;
+                        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+                        while (std::chrono::steady_clock::now() < until) {
+                        }
+                        csp::yield();
+                    }
+                });
+        },
+        1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+    ASSERT_EQ(delays.size(), std::size_t{messages});
+    std::sort(delays.begin(), delays.end());
+    // The median: a virtual machine may stall one message's steps.
+    EXPECT_LE(delays[messages / 2], 5) << "steps between a send and its arrival, median of " << messages;
 }
 
 // A job all of whose ranks run on this host, linked over UCX, shares host
