@@ -78,7 +78,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
         const auto keep_core = core->options.oversubscribed() ? std::chrono::microseconds(0) : ucx_spin_alone;
         auto now = std::chrono::steady_clock::now();
         auto last_activity = now;
-        auto last_read = now;  // the clock read before `now`, or the end of a sleep
+        auto last_read = now;  // the previous clock read, looks_per_clock_read looks back
         unsigned looks = 0;
         bool recent = false;        // traffic since the clock was last read: last_activity is due to move
         bool others_worked = false;  // the node's other processes ran between looks since that read
