@@ -19,6 +19,15 @@ using net_test::run_nodes;
 
 #if CSP_TEST_WITH_UCX
 
+// A node counts a link over UCX once its own side of the UCX wire-up is done,
+// which may come after the peer's frames, already sent over UCX, were taken
+// here: waits (10 s at most) until it has.
+void wait_for_ucx_link(csp::net::node& self) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (self.stats().links_over_ucx == 0 && std::chrono::steady_clock::now() < until)
+        csp::sleep_for(std::chrono::milliseconds(1));
+}
+
 // Both nodes offer UCX: the link takes it, and a million messages arrive in
 // order, each counted.
 TEST(net_ucx, two_nodes_that_both_offer_ucx_use_it_and_lose_nothing) {
@@ -74,12 +83,7 @@ TEST(net_ucx, large_messages_arrive_intact_on_one_and_two_workers) {
                         good += same;
                     }
                     self.send(0, 3, good);
-                    // This node counts the link once its own side of the UCX
-                    // wire-up is done, which may come after the peer's frames,
-                    // already sent over UCX, were taken here.
-                    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                    while (self.stats().links_over_ucx == 0 && std::chrono::steady_clock::now() < until)
-                        csp::sleep_for(std::chrono::milliseconds(1));
+                    wait_for_ucx_link(self);
                     EXPECT_EQ(self.stats().links_over_ucx, 1u);
                 }
             },
@@ -195,22 +199,17 @@ TEST(net_ucx, a_node_receives_through_io_only_once_a_link_is_over_tcp) {
         [&](csp::net::node& self) {
             auto inbox = self.open(1);
             const auto me = static_cast<std::size_t>(self.rank());
-            const auto wait_for_ucx_link = [&] {
-                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (self.stats().links_over_ucx == 0 && std::chrono::steady_clock::now() < until)
-                    csp::sleep_for(std::chrono::milliseconds(1));
-            };
             if (self.rank() == 0) {
                 self.send(1, 1, 0);
                 EXPECT_EQ(inbox.receive<int>(), 1);
-                wait_for_ucx_link();
+                wait_for_ucx_link(self);
                 ucx_only[me] = self.receives_through_io();
                 EXPECT_EQ(inbox.receive<int>(), 12);  // nodes 1 and 2 have talked
                 after_tcp[me] = self.receives_through_io();
             } else if (self.rank() == 1) {
                 EXPECT_EQ(inbox.receive<int>(), 0);
                 self.send(0, 1, 1);
-                wait_for_ucx_link();
+                wait_for_ucx_link(self);
                 ucx_only[me] = self.receives_through_io();
                 self.send(2, 1, 1);
                 EXPECT_EQ(inbox.receive<int>(), 2);
