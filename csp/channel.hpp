@@ -32,6 +32,7 @@
 
 #include "csp/buffer.hpp"
 #include "csp/detail/channel_core.hpp"
+#include "csp/detail/process_record.hpp"
 
 namespace csp {
 

@@ -165,9 +165,4 @@ bool abort_blocked(std::string report, std::chrono::milliseconds patience) {
     return await_idle_moment(patience, [rt] { return rt->abort_outcome(); }).value_or(false);
 }
 
-void yield_to_io() {
-    if (auto* clock = detail::busy_poll_of_this_thread) clock->force(detail::tuning::yield_to_io_gap);
-    boost::this_fiber::yield();
-}
-
 }  // namespace csp

@@ -5,35 +5,22 @@
 // csp::timeout / csp::deadline guards in a select (alt.hpp).
 #include <chrono>
 
-#include <boost/fiber/operations.hpp>
-
-#include "csp/detail/turn.hpp"
 #include "csp/waiter.hpp"
 
 namespace csp {
 
-inline void sleep_until(clock::time_point t) { boost::this_fiber::sleep_until(t); }
+void sleep_until(clock::time_point t);  // timer.cpp
 
 template <class Rep, class Period>
 void sleep_for(std::chrono::duration<Rep, Period> d) {
-    boost::this_fiber::sleep_for(d);
+    sleep_until(clock::now() + std::chrono::ceil<clock::duration>(d));
 }
 
 // Let other ready processes run. Returns whether another process ran before
 // the caller did again; false if the caller was the only process ready, so
 // that a polling loop can tell "nothing else to do here" (and give up its
 // core to other programs) from "others had work".
-inline bool yield() {
-    if (detail::lone_yield()) return false;
-    detail::turn_state* const before = detail::this_thread_turn_state();
-    const std::uint64_t picks = before->picks;
-    boost::this_fiber::yield();
-    // Resumed by another worker: others ran meanwhile. On the same worker,
-    // the caller's own pick is one (the policies count processes they pick,
-    // not Boost's dispatcher); any other came between.
-    detail::turn_state* const after = detail::this_thread_turn_state();
-    return after != before || after->picks - picks > 1;
-}
+bool yield();  // timer.cpp
 
 // yield(), and before the caller runs again the runtime looks for events of
 // its event sources (the IO scheduler's descriptors: sockets, UCX) without

@@ -36,16 +36,19 @@
 //         that runtime's thread, which is scheduled directly (wake_fiber).
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include <boost/assert.hpp>
-#include <boost/fiber/context.hpp>
-
 #include "csp/error.hpp"
-#include "csp/detail/fiber_internals.hpp"
-#include "csp/detail/handoff.hpp"
-#include "csp/detail/runtime_core.hpp"
+
+namespace boost::fibers {
+class context;
+}
+
+namespace csp::detail {
+class process_record;
+}
 
 namespace csp {
 
@@ -65,6 +68,8 @@ protected:
     ~wait_site() = default;
 };
 
+// The blocking and waking steps are out of line (waiter.cpp), so that
+// Boost.Fiber stays out of the public headers.
 class waiter {
 public:
     static constexpr int waiting = -1;
@@ -73,13 +78,7 @@ public:
 
     // `timed` says whether the wait will have a deadline; only untimed waits
     // can be part of a deadlock (invariant 4).
-    explicit waiter(bool timed = false) noexcept
-        : ctx_(boost::fibers::context::active()),
-          proc_(static_cast<detail::process_record*>(ctx_->get_properties())),
-          published_(!timed && proc_ != nullptr),
-          how_(published_ && proc_->runtime()->workers() != nullptr ? sleep::hand_off : sleep::fiber) {
-        if (how_ == sleep::fiber) waker_ = ctx_->create_waker();
-    }
+    explicit waiter(bool timed = false) noexcept;
 
     waiter(const waiter&) = delete;
     waiter& operator=(const waiter&) = delete;
@@ -95,12 +94,7 @@ public:
     }
 
     // Wake after a successful commit() made by someone other than the waiter.
-    void wake() noexcept {
-        switch (how_) {
-            case sleep::hand_off: detail::hand_off(ctx_, proc_); break;
-            case sleep::fiber: wake_fiber(); break;
-        }
-    }
+    void wake() noexcept;
 
     // Suspend until committed. With a deadline (only for a waiter made
     // `timed`), commits `timeout_index` itself if the deadline passes first.
@@ -110,10 +104,7 @@ public:
             suspend_published();
             return state();
         }
-        BOOST_ASSERT_MSG(how_ != sleep::hand_off, "a waiter made untimed cannot wait with a deadline");
-        detail::fiber::wait_until(ctx_, deadline, boost::fibers::waker(waker_));
-        if (commit(timeout_index)) return timeout_index;
-        return state();  // a partner committed first; its wake was stale or consumed
+        return wait_timed(deadline, timeout_index);
     }
 
     // The waiter found itself committed by someone else before it suspended:
@@ -124,9 +115,7 @@ public:
     }
 
     // The waiter was committed to `aborted`: throw the runtime's report.
-    [[noreturn]] void throw_aborted() const {
-        throw deadlock_error(proc_ ? proc_->runtime()->deadlock_report() : "deadlock");
-    }
+    [[noreturn]] void throw_aborted() const;
 
     // What the waiter waits on; must be set before the waiter can block.
     void set_site(const wait_site* site) noexcept { site_ = site; }
@@ -136,47 +125,16 @@ public:
     bool abortable = true;
 
 private:
-    void wake_fiber() noexcept {
-        detail::runtime_core* rt = proc_ ? proc_->runtime() : nullptr;
-        if (rt != nullptr && rt == detail::runtime_of_this_thread && published_) {
-            // A one-thread runtime's process woken on its own worker: it
-            // cannot be running, so it has suspended (nothing between its
-            // registration and its suspension lets another fiber run), and
-            // its wait has no timer whose stale wake Boost's epoch would
-            // have to tell apart, nor a place in Boost's sleep queue. It goes
-            // straight to the policy's ready queue.
-            if (detail::one_thread_policy != nullptr) detail::one_thread_policy->awakened(ctx_);
-            else ctx_->get_scheduler()->schedule(ctx_);  // the run is ending: its policy has gone
-            return;
-        }
-        if (rt == nullptr || rt == detail::runtime_of_this_thread) {
-            waker_.wake();
-            return;
-        }
-        // From outside the process's runtime: keep the runtime's workers up
-        // until Boost has finished the wake (runtime_core::outside_wake_begin).
-        rt->outside_wake_begin();
-        waker_.wake();
-        rt->outside_wake_end();
-    }
-
-    void suspend_published() {
-        if (published_) {
-            proc_->waits.store(proc_->waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            proc_->blocked_on.store(this, std::memory_order_release);
-        }
-        switch (how_) {
-            case sleep::hand_off: detail::park(ctx_, proc_); break;
-            case sleep::fiber: ctx_->suspend(); break;
-        }
-        if (published_) proc_->blocked_on.store(nullptr, std::memory_order_relaxed);
-    }
+    int wait_timed(clock::time_point deadline, int timeout_index);
+    void wake_fiber() noexcept;
+    void suspend_published();
 
     std::atomic<int> state_{waiting};
     boost::fibers::context* ctx_;
     detail::process_record* proc_;
     enum class sleep : std::uint8_t { hand_off, fiber };
-    boost::fibers::waker waker_;              // sleep::fiber
+    // sleep::fiber: this wait's Boost waker (waiter.cpp; trivially copyable).
+    alignas(void*) unsigned char waker_[2 * sizeof(void*)];
     bool published_;
     sleep how_;
     const wait_site* site_ = nullptr;

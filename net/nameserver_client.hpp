@@ -1,6 +1,7 @@
 #pragma once
 // A node's side of the nameserver protocol (nameserver_protocol.hpp).
 #include <string>
+#include <vector>
 
 #include "csp/waiter.hpp"
 #include "net/socket.hpp"

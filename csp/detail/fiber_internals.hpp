@@ -14,16 +14,21 @@
 //   - context::wait_until(deadline, detail::spinlock_lock&, waker&&) and
 //     context::create_waker / boost::fibers::waker: the epoch-checked wake
 //     the waiter protocol is built on (csp/waiter.hpp);
-//   - fiber_properties with a no-op delete (csp/detail/process_record.hpp);
+//   - fiber_properties with a no-op delete (record_hook below);
 //   - detail::spinlock_ttas::lock()'s thread-local random generator (below).
 #include <chrono>
+
+#include <new>
 
 #include <boost/fiber/context.hpp>
 #include <boost/fiber/detail/spinlock.hpp>
 #include <boost/fiber/detail/spinlock_ttas.hpp>
+#include <boost/fiber/properties.hpp>
 #include <boost/fiber/scheduler.hpp>
 #include <boost/fiber/type.hpp>
 #include <boost/version.hpp>
+
+#include "csp/detail/process_record.hpp"
 
 static_assert(BOOST_VERSION >= 108100, "csp needs Boost.Fiber 1.81 or newer (see fiber_internals.hpp)");
 
@@ -65,4 +70,39 @@ inline void wait_until(context* self, std::chrono::steady_clock::time_point dead
     self->wait_until(deadline, lk, std::move(w));
 }
 
+// What ties a process record to its fiber: Boost.Fiber "properties" that
+// point back to the record, built in the record's `hook` storage. Boost
+// deletes properties through `delete`, hence the no-op operator delete: the
+// hook is destroyed in place when the entry frame detaches it with
+// set_properties(nullptr) (spawn.cpp).
+struct record_hook final : boost::fibers::fiber_properties {
+    explicit record_hook(process_record* r) noexcept : fiber_properties(nullptr), rec(r) {}
+    static void operator delete(void*) noexcept {}
+
+    process_record* const rec;
+    // The park lock of the hand-off protocol (process_record::parked).
+    boost::fibers::detail::spinlock park_lock;
+};
+static_assert(sizeof(record_hook) <= process_record::hook_size && alignof(record_hook) <= alignof(void*),
+              "process_record::hook_size is too small for this Boost's fiber_properties");
+
+inline record_hook* hook_of(process_record* rec) noexcept { return std::launder(reinterpret_cast<record_hook*>(rec->hook)); }
+
+// The record of the process running on `ctx`, or nullptr.
+inline process_record* record_of(const context* ctx) noexcept {
+    auto* h = static_cast<record_hook*>(ctx->get_properties());
+    return h ? h->rec : nullptr;
+}
+
 }  // namespace csp::detail::fiber
+
+namespace csp::detail {
+
+// The queue level of a fiber: its process's priority; for a fiber that has
+// not started yet, the priority it was spawned with; otherwise normal.
+inline int priority_of(const fiber::context* ctx) noexcept {
+    if (const process_record* rec = fiber::record_of(ctx)) return rec->priority.load(std::memory_order_relaxed);
+    return spawning_priority;
+}
+
+}  // namespace csp::detail

@@ -20,13 +20,33 @@
 // A timed wait, a plain thread and a one-thread runtime use Boost's own wake
 // (the fiber stays with its thread, which is woken if it sleeps).
 #include <boost/fiber/context.hpp>
+#include <boost/fiber/scheduler.hpp>
 
+#include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/process_record.hpp"
 
 namespace csp::detail {
 
-// Step 1, on the waiting process's own fiber.
-void park(boost::fibers::context* self, process_record* rec) noexcept;
+// Step 1, on the waiting process's own fiber. Inline: its frame and the
+// waiter's are one (waiter.cpp), which a blocked process's stack carries.
+inline void park(boost::fibers::context* self, process_record* rec) noexcept {
+    boost::fibers::scheduler* s = self->get_scheduler();
+    // The lock's holder object lives on this thread, not on the fiber's
+    // stack. Boost releases park_lock inside the switch and then writes the
+    // holder (unique_lock::unlock clears its owns flag after unlocking). Once
+    // park_lock is free another worker may claim this fiber and run it on,
+    // so a holder on the fiber's stack could be written by this thread after
+    // the fiber had reused that slot: a later park's holder then looked
+    // unlocked, and Boost's unlock threw EPERM (operation not permitted). The
+    // next park on this thread starts only after this switch has finished.
+    thread_local boost::fibers::detail::spinlock_lock lk;
+    lk = boost::fibers::detail::spinlock_lock(fiber::hook_of(rec)->park_lock);
+    rec->parked = true;
+    // Detached, the fiber belongs to no thread until a worker claims it; the
+    // lock is released by Boost once the switch away has saved its context.
+    s->detach_worker_context(self);
+    s->suspend(lk);
+}
 
 // Step 2, by the waker, once it committed the process's waiter.
 void hand_off(boost::fibers::context* ctx, process_record* rec) noexcept;

@@ -5,10 +5,6 @@
 #include <source_location>
 #include <string>
 
-#include <boost/fiber/context.hpp>
-#include <boost/fiber/detail/spinlock.hpp>
-#include <boost/fiber/properties.hpp>
-
 #include "csp/priority.hpp"
 
 namespace csp {
@@ -21,21 +17,21 @@ namespace csp::detail {
 class runtime_core;
 
 // What the runtime knows about one running process. It is attached to the
-// process's fiber as Boost.Fiber "properties", so any code running on the fiber
-// finds it through context::active() without a lookup table.
+// process's fiber through Boost.Fiber "properties" (its `hook`, made and read
+// only by the core's sources: fiber_internals.hpp), so any code running on the
+// fiber finds it without a lookup table, and no public header needs
+// Boost.Fiber's.
 //
 // Storage: the record lives in the process's own entry frame (see spawn.hpp),
-// not on the heap. Boost deletes properties through `delete`, so the class
-// provides a no-op operator delete: the record is destroyed in place when the
-// entry frame detaches it with set_properties(nullptr).
-class process_record final : public boost::fibers::fiber_properties {
+// not on the heap; so does its hook, inside it.
+class process_record final {
 public:
-    process_record(runtime_core* rt, const process_record* parent, std::size_t index,
-                   std::string name)
-        : fiber_properties(nullptr), rt_(rt), parent_(parent), index_(index),
-          name_(std::move(name)) {}
-
-    static void operator delete(void*) noexcept {}
+    // Made and destroyed only by the process's entry frame (spawn.cpp), which
+    // attaches and detaches the hook.
+    process_record(runtime_core* rt, const process_record* parent, std::size_t index, std::string name);
+    ~process_record();
+    process_record(const process_record&) = delete;
+    process_record& operator=(const process_record&) = delete;
 
     runtime_core* runtime() const noexcept { return rt_; }
 
@@ -80,13 +76,12 @@ public:
 
     // Hand-off of a parked process to the waker's worker (multi-thread
     // runtimes only; scheduler_policy.hpp). The process sets `parked` under
-    // `park_lock` and suspends with the lock held; Boost releases it only once
-    // the process's context is saved. A worker that takes the process from a
-    // queue with `handed_off` set runs it only after it took the lock and saw
-    // `parked`, so a process committed before it finished suspending is never
-    // resumed twice or on two threads at once.
-    boost::fibers::detail::spinlock park_lock;
-    bool parked = false;      // under park_lock
+    // its hook's park lock and suspends with the lock held; Boost releases it
+    // only once the process's context is saved. A worker that takes the
+    // process from a queue with `handed_off` set runs it only after it took
+    // the lock and saw `parked`, so a process committed before it finished
+    // suspending is never resumed twice or on two threads at once.
+    bool parked = false;      // under the hook's park lock
     // Set by the waker; published with the process (a queue's lock or the
     // run-next exchange) and cleared by the worker that claims it.
     bool handed_off = false;
@@ -97,6 +92,11 @@ public:
     // Registry links, guarded by runtime_core's registry mutex.
     process_record* prev = nullptr;
     process_record* next = nullptr;
+
+    // Room for the hook (fiber_internals.hpp: a Boost fiber_properties that
+    // points back here, and the park lock); checked there against its size.
+    static constexpr std::size_t hook_size = 5 * sizeof(void*);
+    alignas(void*) unsigned char hook[hook_size];
 
 private:
     runtime_core* rt_;
@@ -131,18 +131,8 @@ private:
     int& counter_;
 };
 
-// The queue level of a fiber: its process's priority; for a fiber that has
-// not started yet, the priority it was spawned with; otherwise normal.
-inline int priority_of(const boost::fibers::context* ctx) noexcept {
-    if (auto* rec = static_cast<const process_record*>(ctx->get_properties()))
-        return rec->priority.load(std::memory_order_relaxed);
-    return spawning_priority;
-}
-
 // The record of the calling fiber, or nullptr when the caller is not a process
 // of a csp runtime (a plain thread, or a Boost fiber started by other code).
-inline process_record* current_process() noexcept {
-    return static_cast<process_record*>(boost::fibers::context::active()->get_properties());
-}
+process_record* current_process() noexcept;  // spawn.cpp
 
 }  // namespace csp::detail

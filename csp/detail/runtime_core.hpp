@@ -8,14 +8,16 @@
 #include <utility>
 #include <vector>
 
-#include <boost/fiber/algo/algorithm.hpp>
-
 #include "csp/error.hpp"
 #include "csp/idle_poller.hpp"
 #include "csp/quiescence.hpp"
 #include "csp/detail/process_record.hpp"
 #include "csp/service.hpp"
 #include "csp/detail/stack_pool.hpp"
+
+namespace boost::fibers::algo {
+class algorithm;
+}
 
 namespace csp::detail {
 

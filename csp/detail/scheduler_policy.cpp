@@ -29,20 +29,17 @@ void busy_poll(runtime_core* rt, busy_poll_clock& clock) noexcept {
     if (clock.due()) p->poll_until(time_point{});
 }
 
-process_record* record_of(context* ctx) noexcept {
-    return static_cast<process_record*>(ctx->get_properties());
-}
-
 // Handoff.hpp step 3: whether `ctx` may be resumed now, claiming it if so.
 // Called by the worker that has just removed it from a queue or slot, or
 // found it under a queue's lock.
 bool claim(context* ctx) noexcept {
-    process_record* rec = record_of(ctx);
+    process_record* rec = fiber::record_of(ctx);
     if (rec == nullptr || !rec->handed_off) return true;
-    if (!rec->park_lock.try_lock()) return false;  // still suspending
+    auto& park_lock = fiber::hook_of(rec)->park_lock;
+    if (!park_lock.try_lock()) return false;  // still suspending
     const bool parked = std::exchange(rec->parked, false);
     if (parked) rec->handed_off = false;
-    rec->park_lock.unlock();
+    park_lock.unlock();
     return parked;
 }
 
@@ -75,25 +72,6 @@ bool lone_yield() noexcept {
 }
 
 // ---- hand-off (handoff.hpp) ----------------------------------------------------
-
-void park(context* self, process_record* rec) noexcept {
-    boost::fibers::scheduler* s = self->get_scheduler();
-    // The lock's holder object lives on this thread, not on the fiber's
-    // stack. Boost releases park_lock inside the switch and then writes the
-    // holder (unique_lock::unlock clears its owns flag after unlocking). Once
-    // park_lock is free another worker may claim this fiber and run it on,
-    // so a holder on the fiber's stack could be written by this thread after
-    // the fiber had reused that slot: a later park's holder then looked
-    // unlocked, and Boost's unlock threw EPERM (operation not permitted). The
-    // next park on this thread starts only after this switch has finished.
-    thread_local boost::fibers::detail::spinlock_lock lk;
-    lk = boost::fibers::detail::spinlock_lock(rec->park_lock);
-    rec->parked = true;
-    // Detached, the fiber belongs to no thread until a worker claims it; the
-    // lock is released by Boost once the switch away has saved its context.
-    s->detach_worker_context(self);
-    s->suspend(lk);
-}
 
 void hand_off(context* ctx, process_record* rec) noexcept {
     rec->handed_off = true;

@@ -12,8 +12,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <boost/fiber/fiber.hpp>
-
 #include "csp/error.hpp"
 #include "csp/observer.hpp"
 #include "csp/waiter.hpp"
@@ -138,6 +136,32 @@ private:
                                                 std::string* name, void* frame);
 [[gnu::noinline]] void end_process(process_record* rec, join_state* join, std::exception_ptr err) noexcept;
 
+// A process's entry closure with its type erased, so that its fiber is made
+// out of line (spawn.cpp) and no public header needs Boost.Fiber's.
+struct entry_ops {
+    std::size_t size;
+    std::size_t align;
+    void (*move_to)(void* at, void* from);  // move-constructs the closure at `at`
+    void (*run)(void* at) noexcept;         // runs it, then destroys it
+    void (*destroy)(void* at) noexcept;     // destroys it unrun
+};
+
+template <class B>
+struct entry_ops_of {
+    static void move_to(void* at, void* from) { ::new (at) B(std::move(*static_cast<B*>(from))); }
+    static void run(void* at) noexcept {
+        B& b = *static_cast<B*>(at);
+        b();
+        b.~B();
+    }
+    static void destroy(void* at) noexcept { static_cast<B*>(at)->~B(); }
+    static constexpr entry_ops ops{sizeof(B), alignof(B), &move_to, &run, &destroy};
+};
+
+// Starts a fiber of `rt` that runs the closure at `body` (of the type `ops`
+// describes), moved to the top of the fiber's own stack.
+void launch(runtime_core* rt, const entry_ops& ops, void* body);
+
 // Start `f` as child `index` of `join`'s family. It counts as live from here
 // (runtime_core::process_spawned), so the runtime never looks deadlocked
 // while the child has yet to start. The callable is decay-copied into the
@@ -149,9 +173,9 @@ private:
 // normal). Until its record exists, the ready queue learns it from
 // spawning_priority (process_record.hpp).
 //
-// Stack budget: Boost.Fiber keeps the closure at the top of the stack and
-// moves it into its start frame, so the closure is paid for twice for as
-// long as the process lives: it holds only what differs between siblings.
+// Stack budget: the closure lives at the top of the process's stack for as
+// long as the process does (launch): it holds only what differs between
+// siblings.
 template <class F, class R>
 void spawn(join_state* join, std::size_t index, F&& f, result_slot<R>* result, int prio = -1) {
     using traits = process_traits<std::decay_t<F>>;
@@ -175,8 +199,7 @@ void spawn(join_state* join, std::size_t index, F&& f, result_slot<R>* result, i
         end_process(rec, join, std::move(err));
     };
     const int outer = std::exchange(spawning_priority, prio);
-    boost::fibers::fiber(boost::fibers::launch::post, std::allocator_arg, kin.rt->stacks(), std::move(body))
-        .detach();
+    launch(kin.rt, entry_ops_of<decltype(body)>::ops, &body);
     spawning_priority = outer;
 }
 

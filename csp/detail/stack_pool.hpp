@@ -37,6 +37,9 @@ public:
     // process's depth is its own. Stacks given out before the call must be
     // fresh (zero) for their depth to be right: call it before the run
     // starts processes.
+    // The size of every stack (the size asked for, rounded up).
+    std::size_t stack_size() const noexcept { return size_; }
+
     void watch_depth() noexcept { watching_.store(true, std::memory_order_relaxed); }
     // The deepest any watched stack was written, in bytes from its top.
     std::size_t deepest() const noexcept { return deepest_.load(std::memory_order_relaxed); }
@@ -68,6 +71,7 @@ public:
     explicit stack_allocator(std::shared_ptr<stack_pool> pool) : pool_(std::move(pool)) {}
     boost::context::stack_context allocate() { return pool_->allocate(); }
     void deallocate(boost::context::stack_context& sc) noexcept { pool_->deallocate(sc); }
+    std::size_t stack_size() const noexcept { return pool_->stack_size(); }
 
 private:
     std::shared_ptr<stack_pool> pool_;
