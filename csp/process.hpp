@@ -13,6 +13,7 @@
 //   csp::par(csp::proc("producer", [w = c.writer()] { ... }), ...);  // named
 #include <algorithm>
 #include <cstddef>
+#include <exception>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -41,7 +42,15 @@ void run_children(const char* what, std::size_t n, Start&& start, std::source_lo
     process_record* self = calling_process(what);
     join_state join(n, family{self->runtime(), self, made_at});
     notify(event::kind::par_begin, nullptr, n);
-    start(self, &join);
+    std::exception_ptr not_started;
+    try {
+        start(self, &join);
+    } catch (...) {
+        not_started = std::current_exception();
+    }
+    // Outside the handler: the wait may resume this process on another
+    // thread, whose C++ runtime knows nothing of an exception handled here.
+    if (not_started) rethrow_when_started_end(join, std::move(not_started));
     join.wait();
     notify(event::kind::par_end);
     join.rethrow_if_failed();

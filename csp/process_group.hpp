@@ -54,7 +54,12 @@ public:
             reap();
             j = joins_.emplace_back(std::make_unique<detail::join_state>(1, kin)).get();
         }
-        detail::spawn(j, 0, std::forward<F>(f), &none_);
+        try {
+            detail::spawn(j, 0, std::forward<F>(f), &none_);
+        } catch (...) {
+            j->abandon_unstarted();  // wait() must not wait for it
+            throw;
+        }
     }
 
     // Waits for every member started so far, and any started meanwhile.

@@ -51,11 +51,9 @@ private:
     void* body_;
 };
 
-}  // namespace
-
 // The closure is placed on the stack before Boost sees it, so it is paid for
 // once; Boost's own copy of what it runs (entry_start) is two pointers.
-void launch(runtime_core* rt, const entry_ops& ops, void* body) {
+void make_fiber(runtime_core* rt, const entry_ops& ops, void* body) {
     stack_allocator pool = rt->stacks();
     boost::context::stack_context sc = pool.allocate();
     const auto top = reinterpret_cast<std::uintptr_t>(sc.sp);
@@ -73,6 +71,26 @@ void launch(runtime_core* rt, const entry_ops& ops, void* body) {
     boost::fibers::fiber(boost::fibers::launch::post, std::allocator_arg,
                          entry_stack(std::move(pool), below), entry_start(&ops, reinterpret_cast<void*>(at)))
         .detach();
+}
+
+}  // namespace
+
+void launch(join_state* join, int prio, const entry_ops& ops, void* body) {
+    runtime_core* const rt = join->kin.rt;
+    const int outer = std::exchange(spawning_priority, prio);
+    // Counted before the fiber exists: once it does, it may finish and its
+    // join be gone (a process group waited for elsewhere) before this returns.
+    rt->process_spawned();
+    join->launching();
+    try {
+        make_fiber(rt, ops, body);
+    } catch (...) {
+        join->launch_failed();
+        rt->process_exited();
+        spawning_priority = outer;
+        throw;
+    }
+    spawning_priority = outer;
 }
 
 process_record::process_record(runtime_core* rt, const process_record* parent, std::size_t index, std::string name)
@@ -101,6 +119,13 @@ process_record* begin_process(void* storage, join_state* join, std::size_t index
     kin.rt->process_started(rec);
     notify(event::kind::process_begin);
     return rec;
+}
+
+void rethrow_when_started_end(join_state& join, std::exception_ptr error) {
+    join.abandon_unstarted();
+    join.wait();
+    notify(event::kind::par_end);
+    std::rethrow_exception(std::move(error));
 }
 
 void end_process(process_record* rec, join_state* join, std::exception_ptr err) noexcept {

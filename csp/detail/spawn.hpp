@@ -72,7 +72,7 @@ struct family {
 // child is still inside child_done().
 class join_state final : public wait_site {
 public:
-    join_state(std::size_t n, const family& kin) : kin(kin), remaining_(n) {}
+    join_state(std::size_t n, const family& kin) : kin(kin), n_(n), remaining_(n) {}
 
     const family kin;
 
@@ -100,6 +100,18 @@ public:
         parent_ = nullptr;
     }
 
+    // Spawn's part (the spawning side only): counts the children that have,
+    // or are about to get, a fiber. If starting a child fails,
+    // abandon_unstarted() takes the children that never got one out of the
+    // count, so that wait() returns once the started ones have finished.
+    void launching() noexcept { ++launched_; }
+    void launch_failed() noexcept { --launched_; }
+    void abandon_unstarted() noexcept {
+        std::lock_guard lk(lock_);
+        remaining_ -= n_ - launched_;
+        n_ = launched_;
+    }
+
     void rethrow_if_failed() const {
         if (error_) std::rethrow_exception(error_);
     }
@@ -116,6 +128,8 @@ public:
 private:
 
     spinlock lock_;
+    std::size_t n_;             // children the parent means to start
+    std::size_t launched_ = 0;  // of which have a fiber; written by the spawning side only
     std::size_t remaining_;
     waiter* parent_ = nullptr;
     std::exception_ptr error_;
@@ -158,13 +172,23 @@ struct entry_ops_of {
     static constexpr entry_ops ops{sizeof(B), alignof(B), &move_to, &run, &destroy};
 };
 
-// Starts a fiber of `rt` that runs the closure at `body` (of the type `ops`
-// describes), moved to the top of the fiber's own stack.
-void launch(runtime_core* rt, const entry_ops& ops, void* body);
+// A child of `join` could not be started (copying its callable threw, or
+// no stack was to be had): those already started refer to `join` and to
+// the results in the parent's frame, so they are waited for before `error`
+// leaves it. Out of line, like the two above, to keep the par's frame small.
+[[noreturn, gnu::noinline]] void rethrow_when_started_end(join_state& join, std::exception_ptr error);
 
-// Start `f` as child `index` of `join`'s family. It counts as live from here
-// (runtime_core::process_spawned), so the runtime never looks deadlocked
-// while the child has yet to start. The callable is decay-copied into the
+// Starts a fiber of `join`'s runtime, at priority `prio`, that runs the
+// closure at `body` (of the type `ops` describes), moved to the top of the
+// fiber's own stack; counts it as live and as launched (spawn.cpp).
+void launch(join_state* join, int prio, const entry_ops& ops, void* body);
+
+// Start `f` as child `index` of `join`'s family. It counts as live from just
+// before its fiber is made (runtime_core::process_spawned), so the runtime
+// never looks deadlocked while the child has yet to start. If the child
+// cannot be started (copying its callable throws, or no stack is to be had)
+// the error propagates with nothing of the child left behind: it never
+// counted as live nor as launched (join_state::abandon_unstarted). The callable is decay-copied into the
 // process (like std::thread) and destroyed there before the child reports
 // back. A daemon (process_group.hpp) is marked before it registers, so the
 // deadlock detector never counts it as a program process.
@@ -181,8 +205,7 @@ void spawn(join_state* join, std::size_t index, F&& f, result_slot<R>* result, i
     using traits = process_traits<std::decay_t<F>>;
     const family& kin = join->kin;
     if (prio < 0) prio = kin.parent ? kin.parent->priority.load(std::memory_order_relaxed) : priority_normal;
-    kin.rt->process_spawned();
-    const copy_context entering(ends_entering_process);  // for the decay-copy of f
+    const copy_context entering(ends_entering_process);  // for the decay-copy and the move of f
     auto body = [join, result, index, prio = static_cast<std::int8_t>(prio),
                  fn = std::decay_t<F>(std::forward<F>(f))]() mutable noexcept {
         std::exception_ptr err;
@@ -198,9 +221,7 @@ void spawn(join_state* join, std::size_t index, F&& f, result_slot<R>* result, i
         }
         end_process(rec, join, std::move(err));
     };
-    const int outer = std::exchange(spawning_priority, prio);
-    launch(kin.rt, entry_ops_of<decltype(body)>::ops, &body);
-    spawning_priority = outer;
+    launch(join, prio, entry_ops_of<decltype(body)>::ops, &body);
 }
 
 }  // namespace detail

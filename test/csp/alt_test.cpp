@@ -1,6 +1,8 @@
 #include <array>
 #include <atomic>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "helpers.hpp"
@@ -263,6 +265,75 @@ TEST(alt, replicated_select_over_a_runtime_list) {
         EXPECT_EQ(csp::select(gs), 9u);
         EXPECT_EQ(v, 9);
     });
+}
+
+// A guard whose enable hands its node to a plain thread, which commits and
+// wakes it at once: the alternation is committed while it is still enabling.
+class committed_from_outside final : public csp::guard_base<committed_from_outside> {
+public:
+    explicit committed_from_outside(std::atomic<bool>& committed) : committed_(committed) {}
+    bool try_complete() override { return false; }
+    bool enable(csp::wait_node& node) override {
+        partner_ = std::thread([&node, &c = committed_] {
+            if (node.commit()) {
+                c.store(true);
+                node.owner->wake();
+            }
+        });
+        return false;
+    }
+    void disable(csp::wait_node&) override {
+        if (partner_.joinable()) partner_.join();
+    }
+    void complete(csp::wait_node&) override {}
+    void describe(std::string& out) const override { out += "committed from outside"; }
+    bool reachable_from_outside() const override { return true; }
+
+private:
+    std::atomic<bool>& committed_;
+    std::thread partner_;
+};
+
+// A guard whose enable fails once the guard before it was committed.
+class fails_after_commit final : public csp::guard_base<fails_after_commit> {
+public:
+    explicit fails_after_commit(std::atomic<bool>& committed) : committed_(committed) {}
+    bool try_complete() override { return false; }
+    bool enable(csp::wait_node&) override {
+        while (!committed_.load()) std::this_thread::yield();  // a thread yield: the process stays put
+        throw std::runtime_error("enable failed");
+    }
+    void disable(csp::wait_node&) override {}
+    void complete(csp::wait_node&) override {}
+    void describe(std::string& out) const override { out += "fails after a commit"; }
+
+private:
+    std::atomic<bool>& committed_;
+};
+
+// Regression: when a guard's enable threw after another guard had been
+// committed, the alternation absorbed the partner's wake inside its catch
+// handler and then rethrew with `throw;`. On several workers the wake could
+// resume the process on another thread, whose C++ runtime had no exception
+// being handled: std::terminate ("terminate called without an active
+// exception"). The error must reach the caller on any worker.
+TEST_P(alt_test, a_guard_failing_to_enable_after_a_commit_throws_its_error_on_any_worker) {
+    int caught = 0;
+    csp_test::run_watched(
+        [&] {
+            for (int round = 0; round < 200; ++round) {
+                std::atomic<bool> committed{false};
+                committed_from_outside first(committed);
+                fails_after_commit second(committed);
+                try {
+                    csp::select(first, second);
+                } catch (const std::runtime_error& e) {
+                    if (std::string(e.what()) == "enable failed") ++caught;
+                }
+            }
+        },
+        opts());
+    EXPECT_EQ(caught, 200);
 }
 
 }  // namespace

@@ -53,6 +53,88 @@ TEST_P(process_test, par_waits_for_every_branch_then_rethrows_the_first_failure)
     EXPECT_TRUE(slow_branch_finished.load());
 }
 
+// A callable whose copy throws once `copies` reaches `fail_at`.
+struct fragile {
+    std::atomic<int>* copies;
+    int fail_at;
+    std::atomic<int>* finished;
+    fragile(std::atomic<int>* c, int f, std::atomic<int>* done) : copies(c), fail_at(f), finished(done) {}
+    fragile(const fragile& o) : copies(o.copies), fail_at(o.fail_at), finished(o.finished) {
+        if (++*copies == fail_at) throw std::runtime_error("copy failed");
+    }
+    fragile(fragile&&) noexcept = default;
+    void operator()(std::size_t = 0) const {
+        csp::sleep_for(20ms);  // still running when the failing copy happens
+        ++*finished;
+    }
+};
+
+// Regression: a par_for whose body's copy for its third branch threw left
+// par_for at once, while the two branches already started still ran and
+// wrote to the results and the join state in its frame (a use after return).
+// Now the error leaves only after the started branches have finished.
+TEST_P(process_test, a_failed_copy_of_a_par_for_body_waits_for_the_started_branches) {
+    std::atomic<int> copies{0}, finished{0};
+    int finished_when_caught = -1;
+    std::string what;
+    csp_test::run_watched(
+        [&] {
+            try {
+                csp::par_for(5, fragile(&copies, 3, &finished));
+            } catch (const std::runtime_error& e) {
+                finished_when_caught = finished.load();
+                what = e.what();
+            }
+        },
+        opts());
+    EXPECT_EQ(what, "copy failed");
+    EXPECT_EQ(finished_when_caught, 2);
+    EXPECT_EQ(finished.load(), 2);
+}
+
+// The same for par(): a branch passed as an lvalue is copied into its
+// process; the first branch has started by then.
+TEST_P(process_test, a_failed_copy_of_a_par_branch_waits_for_the_started_ones) {
+    std::atomic<int> copies{0}, finished{0};
+    int finished_when_caught = -1;
+    csp_test::run_watched(
+        [&] {
+            const fragile branch(&copies, 1, &finished);
+            try {
+                csp::par([&] { csp::sleep_for(20ms); ++finished; }, branch);
+            } catch (const std::runtime_error&) {
+                finished_when_caught = finished.load();
+            }
+            // The runtime still counts its processes right: more work runs and ends.
+            EXPECT_EQ(csp::par_for(3, [](std::size_t i) { return i; }).size(), 3u);
+        },
+        opts());
+    EXPECT_EQ(finished_when_caught, 1);
+}
+
+// A process group member that cannot be started is not waited for: the
+// group's wait (and its destructor) returns, and the run ends.
+TEST_P(process_test, a_process_group_member_that_fails_to_start_is_not_waited_for) {
+    std::atomic<int> copies{0}, finished{0};
+    bool thrown = false;
+    csp_test::run_watched(
+        [&] {
+            csp::process_group g;
+            g.spawn([&] { ++finished; });
+            const fragile member(&copies, 1, &finished);
+            try {
+                g.spawn(member);
+            } catch (const std::runtime_error&) {
+                thrown = true;
+            }
+            g.spawn([&] { ++finished; });
+            g.wait();
+        },
+        opts());
+    EXPECT_TRUE(thrown);
+    EXPECT_EQ(finished.load(), 2);
+}
+
 TEST(process, seq_runs_steps_in_order_and_returns_their_results) {
     std::vector<int> order;
     auto [x, y] = csp::run([&] {
