@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "csp/alt.hpp"
 #include "iosched/wait.hpp"
@@ -12,6 +13,7 @@ void accept_until_stopped(int listener, csp::reader<bool> stop, const std::funct
                           const exhaustion_policy& when_exhausted) {
     constexpr auto first_pause = std::chrono::milliseconds(10), longest_pause = std::chrono::milliseconds(1000);
     bool exhausted = false;
+    bool backing_off = false;
     std::size_t shed = 0;
     auto pause = first_pause;
     try {
@@ -35,6 +37,12 @@ void accept_until_stopped(int listener, csp::reader<bool> stop, const std::funct
                                        "; dropping the oldest unauthenticated connections and retrying");
                 exhausted = true;
                 shed += when_exhausted.shed();
+                backing_off = true;
+            }
+            // The pause, after the handler: a select may resume this process
+            // on another worker thread, where the handler's end would meet
+            // no exception.
+            if (std::exchange(backing_off, false)) {
                 csp::select(csp::input(stop, ignored), csp::timeout(pause));
                 pause = std::min(pause * 2, longest_pause);
             }

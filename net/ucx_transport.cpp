@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -222,6 +224,7 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
     // Until this process ends, user processes may send to the peer without
     // it once its queue has drained (ucx_worker::send_direct).
     w.open_direct(peer, peer_max_frame);
+    std::optional<std::string> failure;
     try {
         for (;;) {
             outgoing f = queue.read();
@@ -248,8 +251,10 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             if (w.send(peer, std::move(f))) poke.write(true);
         }
     } catch (const std::exception& e) {
-        to_switch.write(link_down{peer, false, e.what()});
+        failure = e.what();
     }
+    // After the handler (a write may resume this process on another thread).
+    if (failure) to_switch.write(link_down{peer, false, std::move(*failure)});
     w.close_direct(peer);
     to_switch.write(link_process_exited{peer});
 }
