@@ -2,18 +2,25 @@
 
 #include <boost/fiber/operations.hpp>
 
+#include "csp/detail/exception_state.hpp"
 #include "csp/detail/scheduler_policy.hpp"
 #include "csp/detail/turn.hpp"
 
 namespace csp {
 
-void sleep_until(clock::time_point t) { boost::this_fiber::sleep_until(t); }
+void sleep_until(clock::time_point t) {
+    const detail::exception_state own;
+    boost::this_fiber::sleep_until(t);
+}
 
 bool yield() {
     if (detail::lone_yield()) return false;
     detail::turn_state* const before = detail::this_thread_turn_state();
     const std::uint64_t picks = before->picks;
-    boost::this_fiber::yield();
+    {
+        const detail::exception_state own;
+        boost::this_fiber::yield();
+    }
     // Resumed by another worker: others ran meanwhile. On the same worker,
     // the caller's own pick is one (the policies count processes they pick,
     // not Boost's dispatcher); any other came between.
@@ -23,6 +30,7 @@ bool yield() {
 
 void yield_to_io() {
     if (auto* clock = detail::busy_poll_of_this_thread) clock->force(detail::tuning::yield_to_io_gap);
+    const detail::exception_state own;
     boost::this_fiber::yield();
 }
 

@@ -7,6 +7,7 @@
 #include <boost/fiber/algo/algorithm.hpp>
 #include <boost/fiber/context.hpp>
 
+#include "csp/detail/exception_state.hpp"
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/handoff.hpp"
 #include "csp/detail/runtime_core.hpp"
@@ -43,7 +44,10 @@ void waiter::wake() noexcept {
 
 int waiter::wait_timed(clock::time_point deadline, int timeout_index) {
     BOOST_ASSERT_MSG(how_ != sleep::hand_off, "a waiter made untimed cannot wait with a deadline");
-    detail::fiber::wait_until(ctx_, deadline, waker_in(waker_));
+    {
+        const detail::exception_state own;
+        detail::fiber::wait_until(ctx_, deadline, waker_in(waker_));
+    }
     if (commit(timeout_index)) return timeout_index;
     return state();  // a partner committed first; its wake was stale or consumed
 }
@@ -82,9 +86,12 @@ void waiter::suspend_published() {
         proc_->waits.store(proc_->waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         proc_->blocked_on.store(this, std::memory_order_release);
     }
-    switch (how_) {
-        case sleep::hand_off: detail::park(ctx_, proc_); break;
-        case sleep::fiber: ctx_->suspend(); break;
+    {
+        const detail::exception_state own;
+        switch (how_) {
+            case sleep::hand_off: detail::park(ctx_, proc_); break;
+            case sleep::fiber: ctx_->suspend(); break;
+        }
     }
     if (published_) proc_->blocked_on.store(nullptr, std::memory_order_relaxed);
 }
