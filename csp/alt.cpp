@@ -146,9 +146,6 @@ std::size_t select_once(std::span<guard* const> guards, std::size_t first, selec
             enable_failed = std::current_exception();
         }
         if (enable_failed) {
-            // Outside the handler: absorb() may resume this process on
-            // another worker thread, where the handler's rethrow would find
-            // no exception being handled (std::terminate).
             if (!w.commit(waiter::retry)) w.absorb();
             for (std::size_t k = 0; k < enabled_upto; ++k)
                 if (takes_part(guards[at(k)])) guards[at(k)]->disable(nodes[at(k)]);

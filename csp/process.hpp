@@ -48,8 +48,6 @@ void run_children(const char* what, std::size_t n, Start&& start, std::source_lo
     } catch (...) {
         not_started = std::current_exception();
     }
-    // Outside the handler: the wait may resume this process on another
-    // thread, whose C++ runtime knows nothing of an exception handled here.
     if (not_started) rethrow_when_started_end(join, std::move(not_started));
     join.wait();
     notify(event::kind::par_end);

@@ -39,9 +39,6 @@ void accept_until_stopped(int listener, csp::reader<bool> stop, const std::funct
                 shed += when_exhausted.shed();
                 backing_off = true;
             }
-            // The pause, after the handler: a select may resume this process
-            // on another worker thread, where the handler's end would meet
-            // no exception.
             if (std::exchange(backing_off, false)) {
                 csp::select(csp::input(stop, ignored), csp::timeout(pause));
                 pause = std::min(pause * 2, longest_pause);

@@ -131,7 +131,6 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     } catch (const csp::poisoned_error&) {
         stopped = true;
     }
-    // After the handler: a select may resume this process on another thread.
     if (stopped && csp::select(csp::input(reply, verdict), csp::skip()) == 1) verdict = closing_reason(core->rank);
     if (verdict.empty()) {
         fd.release();  // the link's now; its outbound sends the welcome

@@ -289,8 +289,7 @@ bool sent_direct(detail::node_core& core, csp::writer<detail::switch_input>& to_
         refused = e.what();
     }
     // What the link's outbound process does when UCX refuses a send: the
-    // link ends, and the message with it. After the handler: the write may
-    // resume this process on another worker thread.
+    // link ends, and the message with it.
     if (refused) to_switch.write(detail::link_down{r.to, false, std::move(*refused)});
     return true;
 }

@@ -55,8 +55,7 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
             const ssize_t n = ::read(fd, at, room);
             if (n > 0) {
                 // What arrived intact before a fault is delivered, then the
-                // fault ends the link. Delivering may block this process and
-                // resume it on another worker thread, so never inside a handler.
+                // fault ends the link.
                 std::exception_ptr fault;
                 try {
                     frames.arrived(static_cast<std::size_t>(n), batch);
@@ -156,8 +155,6 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
     } catch (const std::exception& e) {
         failure = e.what();
     }
-    // Written after the handler: a write may resume this process on another
-    // worker thread, where the handler's end would meet no exception.
     if (failure) to_switch.write(link_down{peer, false, std::move(*failure)});
     to_switch.write(link_process_exited{peer});
 }

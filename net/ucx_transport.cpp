@@ -253,7 +253,6 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
     } catch (const std::exception& e) {
         failure = e.what();
     }
-    // After the handler (a write may resume this process on another thread).
     if (failure) to_switch.write(link_down{peer, false, std::move(*failure)});
     w.close_direct(peer);
     to_switch.write(link_process_exited{peer});
