@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <atomic>
+#include <cfenv>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -234,6 +235,38 @@ TEST_P(process_test, a_process_group_forgets_finished_members) {
     }, opts());
     EXPECT_EQ(ran.load(), 10000);
     EXPECT_LE(most, 256u);  // bounded by twice the members running, not by all ever started
+}
+
+// A process's floating-point control (rounding mode) is its own: Boost's
+// context switch saves and restores it with the registers, so it stays
+// with the process across waits on any worker and never leaks to the others
+// that run on its thread (interval arithmetic, reproducible sums).
+TEST_P(process_test, a_process_keeps_its_rounding_mode_across_waits) {
+    constexpr int rounds = 200;
+    std::atomic<int> own{0}, others_default{0};
+    csp_test::run_watched(
+        [&] {
+            csp::channel<int> c;
+            csp::par(
+                [&] {
+                    std::fesetround(FE_UPWARD);
+                    for (int r = 0; r < rounds; ++r) {
+                        c.writer().write(r);
+                        if (std::fegetround() == FE_UPWARD) ++own;
+                    }
+                    std::fesetround(FE_TONEAREST);
+                },
+                [&] {
+                    for (int r = 0; r < rounds; ++r) {
+                        (void)c.reader().read();
+                        if (std::fegetround() == FE_TONEAREST) ++others_default;
+                        csp::yield();
+                    }
+                });
+        },
+        opts());
+    EXPECT_EQ(own.load(), rounds);
+    EXPECT_EQ(others_default.load(), rounds);
 }
 
 }  // namespace
