@@ -10,6 +10,7 @@
 #include <boost/fiber/algo/round_robin.hpp>
 #include <boost/fiber/operations.hpp>
 
+#include "csp/detail/exception_state.hpp"
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/scheduler_policy.hpp"
 #include "csp/detail/thread_census.hpp"
@@ -120,7 +121,10 @@ run_scope::~run_scope() {
     // Back to Boost's default policy; the yield lets this thread's dispatcher
     // release the fibers that finished on it.
     boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
-    boost::this_fiber::yield();
+    {
+        const exception_state callers;  // run() may be called inside a handler
+        boost::this_fiber::yield();
+    }
     runtime_of_this_thread = nullptr;
     thread_census::worker_left();
 }

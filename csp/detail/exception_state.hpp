@@ -12,8 +12,9 @@
 // nothing of it (`throw;` there calls std::terminate).
 //
 // Invariant: a process switched out at one of the runtime's suspension
-// points (waiter.cpp, timer.cpp) leaves its thread's state empty and keeps its
-// own in that suspension's frame, to put back on whichever thread resumes it.
+// points (waiter.cpp, timer.cpp), or the thread that called run() switching
+// out (runtime.cpp), leaves its thread's state empty and keeps its own in
+// that suspension's frame, to put back on whichever thread resumes it.
 // A process starts with an empty state and never ends inside a handler (the
 // entry frame, spawn.hpp, leaves its catch before end_process), so a thread's
 // state is always that of the context running on it.
