@@ -1,6 +1,5 @@
 #include "csp/alt.hpp"
 
-#include <exception>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -133,7 +132,6 @@ std::size_t select_once(std::span<guard* const> guards, std::size_t first, selec
         node_array nodes(n);
         std::size_t enabled_upto = 0;  // guards at(0..enabled_upto-1) need disabling
         bool ready = false;
-        std::exception_ptr enable_failed;
         try {
             for (std::size_t k = 0; k < upto && !ready; ++k) {
                 const std::size_t i = at(k);
@@ -143,13 +141,10 @@ std::size_t select_once(std::span<guard* const> guards, std::size_t first, selec
                 ready = guards[i]->enable(node);
             }
         } catch (...) {
-            enable_failed = std::current_exception();
-        }
-        if (enable_failed) {
             if (!w.commit(waiter::retry)) w.absorb();
             for (std::size_t k = 0; k < enabled_upto; ++k)
                 if (takes_part(guards[at(k)])) guards[at(k)]->disable(nodes[at(k)]);
-            std::rethrow_exception(enable_failed);
+            throw;
         }
 
         int chosen;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <utility>
 
 #include "csp/alt.hpp"
 #include "iosched/wait.hpp"
@@ -13,7 +12,6 @@ void accept_until_stopped(int listener, csp::reader<bool> stop, const std::funct
                           const exhaustion_policy& when_exhausted) {
     constexpr auto first_pause = std::chrono::milliseconds(10), longest_pause = std::chrono::milliseconds(1000);
     bool exhausted = false;
-    bool backing_off = false;
     std::size_t shed = 0;
     auto pause = first_pause;
     try {
@@ -37,9 +35,6 @@ void accept_until_stopped(int listener, csp::reader<bool> stop, const std::funct
                                        "; dropping the oldest unauthenticated connections and retrying");
                 exhausted = true;
                 shed += when_exhausted.shed();
-                backing_off = true;
-            }
-            if (std::exchange(backing_off, false)) {
                 csp::select(csp::input(stop, ignored), csp::timeout(pause));
                 pause = std::min(pause * 2, longest_pause);
             }

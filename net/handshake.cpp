@@ -124,14 +124,13 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     // channel and still counts; after it, the switch takes no fd, so giving
     // up here never leaves a connection with two owners.
     std::string verdict;
-    bool stopped = false;
     try {
         bool ignored;
         csp::select(csp::input(reply, verdict), csp::input(core->stop.reader(), ignored));
     } catch (const csp::poisoned_error&) {
-        stopped = true;
+        if (csp::select(csp::input(reply, verdict), csp::skip()) == 1)
+            verdict = closing_reason(core->rank);
     }
-    if (stopped && csp::select(csp::input(reply, verdict), csp::skip()) == 1) verdict = closing_reason(core->rank);
     if (verdict.empty()) {
         fd.release();  // the link's now; its outbound sends the welcome
         return;

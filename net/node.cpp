@@ -5,8 +5,6 @@
 #include <fstream>
 
 #include <limits>
-#include <optional>
-#include <string>
 #include <mutex>
 #include <thread>
 
@@ -273,7 +271,6 @@ namespace {
 // when ucx_worker::send_direct allows it; false: it goes through the switch.
 bool sent_direct(detail::node_core& core, csp::writer<detail::switch_input>& to_switch, detail::send_request& r) {
     using detail::ucx_worker;
-    std::optional<std::string> refused;
     try {
         switch (core.ucx->send_direct(r.to, r.frame)) {
             case ucx_worker::direct::not_taken: return false;
@@ -286,11 +283,10 @@ bool sent_direct(detail::node_core& core, csp::writer<detail::switch_input>& to_
             case ucx_worker::direct::sent: core.sent_direct.fetch_add(1, std::memory_order_relaxed); return true;
         }
     } catch (const net_error& e) {
-        refused = e.what();
+        // What the link's outbound process does when UCX refuses a send:
+        // the link ends, and the message with it.
+        to_switch.write(detail::link_down{r.to, false, e.what()});
     }
-    // What the link's outbound process does when UCX refuses a send: the
-    // link ends, and the message with it.
-    if (refused) to_switch.write(detail::link_down{r.to, false, std::move(*refused)});
     return true;
 }
 

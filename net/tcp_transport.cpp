@@ -6,9 +6,6 @@
 
 #include <array>
 #include <cerrno>
-#include <exception>
-#include <optional>
-#include <string>
 #include <vector>
 
 #include "csp/alt.hpp"
@@ -54,16 +51,13 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
             std::byte* at = frames.space(room);
             const ssize_t n = ::read(fd, at, room);
             if (n > 0) {
-                // What arrived intact before a fault is delivered, then the
-                // fault ends the link.
-                std::exception_ptr fault;
                 try {
                     frames.arrived(static_cast<std::size_t>(n), batch);
                 } catch (...) {
-                    fault = std::current_exception();
+                    flush();  // what arrived intact before the fault is delivered
+                    throw;
                 }
                 flush();
-                if (fault) std::rethrow_exception(fault);
                 // A short read drained the socket: wait rather than read again
                 // for an EAGAIN (readiness is level-triggered, nothing is missed).
                 if (static_cast<std::size_t>(n) < room) readable.wait();
@@ -96,7 +90,6 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
     std::vector<std::array<std::byte, header::size>> heads(max_batch_frames + 1);
     std::vector<iovec> iov;
     iov.reserve(2 * (max_batch_frames + 1));
-    std::optional<std::string> failure;
 
     // Writes iov[from..] entirely, waiting when the socket is full.
     auto write_out = [&] {
@@ -153,9 +146,8 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
         }
         if (ended_by == outgoing::control::goodbye) ::shutdown(fd, SHUT_WR);  // the peer reads end of file next
     } catch (const std::exception& e) {
-        failure = e.what();
+        to_switch.write(link_down{peer, false, e.what()});
     }
-    if (failure) to_switch.write(link_down{peer, false, std::move(*failure)});
     to_switch.write(link_process_exited{peer});
 }
 

@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <optional>
-#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -224,7 +222,6 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
     // Until this process ends, user processes may send to the peer without
     // it once its queue has drained (ucx_worker::send_direct).
     w.open_direct(peer, peer_max_frame);
-    std::optional<std::string> failure;
     try {
         for (;;) {
             outgoing f = queue.read();
@@ -251,9 +248,8 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             if (w.send(peer, std::move(f))) poke.write(true);
         }
     } catch (const std::exception& e) {
-        failure = e.what();
+        to_switch.write(link_down{peer, false, e.what()});
     }
-    if (failure) to_switch.write(link_down{peer, false, std::move(*failure)});
     w.close_direct(peer);
     to_switch.write(link_process_exited{peer});
 }
