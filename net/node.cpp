@@ -387,7 +387,13 @@ void landing::end() noexcept {
     if (!core_) return;
     core_->landings.remove(detail::landing_key{peer_, port_, tag_});
 #if CSP_WITH_UCX
-    if (core_->ucx) core_->ucx->unland(peer_, port_, tag_);
+    if (core_->ucx && core_->ucx->unland(peer_, port_, tag_)) {
+        try {
+            core_->ucx_poke.writer().write(true);  // an overwriting buffer: never blocks
+        } catch (const csp::error&) {
+            // poisoned: the node is closing and hands nothing out any more
+        }
+    }
 #endif
     core_.reset();
 }

@@ -588,25 +588,27 @@ void ucx_worker::landing_over(const receive* body) noexcept {
         }
 }
 
-void ucx_worker::unland(int peer, std::uint32_t port, std::uint64_t tag) {
+bool ucx_worker::unland(int peer, std::uint32_t port, std::uint64_t tag) {
     const landing_key key{peer, port, tag};
+    bool progressed = false;
     for (;;) {
         {
             std::lock_guard lk(lock_);
             auto it = landings_.find(key);
-            if (it == landings_.end()) return;  // delivered (or its peer's records dropped)
+            if (it == landings_.end()) return progressed;  // delivered (or its peer's records dropped)
             const receive* body = it->second.body;
             // Not matched: nothing will be written. Written: the frame that
             // carries it is on its way and the entry goes with its record.
             if (body == nullptr) {
                 landings_.erase(it);
-                return;
+                return progressed;
             }
-            if (body->done) return;
+            if (body->done) return progressed;
             // UCX is writing into the caller's buffer: let it finish (the
             // rest of the payload is the sender's, already there to fetch).
             ucp_worker_progress(impl_->worker);
-            if (body->done) return;
+            progressed = true;
+            if (body->done) return progressed;
         }
         csp::yield();
     }

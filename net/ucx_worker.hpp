@@ -141,7 +141,10 @@ public:
     // Ends the landing; if UCX is writing into its buffer, waits (progressing
     // the worker, yielding to the node's other processes) until it is done.
     // A payload already received there stays, for the message that carries it.
-    void unland(int peer, std::uint32_t port, std::uint64_t tag);
+    // True if it progressed the worker: a message that came in meanwhile
+    // waits for the next progress(), and the event that would have woken the
+    // progress process may be spent, so the caller wakes it.
+    bool unland(int peer, std::uint32_t port, std::uint64_t tag);
     // Payloads received into a caller's buffer so far.
     std::size_t landed() const noexcept { return landed_.load(std::memory_order_relaxed); }
 

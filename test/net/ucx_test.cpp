@@ -166,6 +166,53 @@ TEST(net_ucx, direct_sends_keep_each_senders_order_across_the_switch_path) {
     EXPECT_EQ(direct2, std::size_t{senders * phase2});
 }
 
+// Frames sent whole may complete out of order: with UCX's rendezvous
+// threshold lowered to 512 bytes (UCX reads UCX_RNDV_THRESH when a node makes
+// its worker), a frame of a few KiB waits for the receiver to fetch it while
+// the short frames sent after it are already in. The numbers in the tags put
+// them back: every message, of every size (short, whole by rendezvous, split
+// with its payload apart), arrives in the order sent, every byte checked.
+TEST(net_ucx, frames_that_complete_out_of_order_are_handed_out_in_the_order_sent) {
+    struct env_guard {
+        env_guard() { ::setenv("UCX_RNDV_THRESH", "512", 1); }
+        ~env_guard() { ::unsetenv("UCX_RNDV_THRESH"); }
+    } lowered;
+    constexpr std::uint32_t n = 6'000;
+    // Sizes in elements: 2 (short), 700 (2.8 KiB, whole, by rendezvous), 5,000 (20 KiB, split).
+    const auto size_of = [](std::uint32_t i) -> std::size_t { return i % 7 == 3 ? 700 : i % 97 == 50 ? 5'000 : 2; };
+    csp::net::nameserver ns;
+    std::uint32_t received = 0;
+    bool over_ucx = false;
+    run_nodes(
+        ns, "ucx-reorder", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(3);
+            if (self.rank() == 0) {
+                for (std::uint32_t i = 0; i < n; ++i) {
+                    std::vector<std::uint32_t> v(size_of(i), i);
+                    v.back() = ~i;
+                    self.send(1, 3, std::move(v));
+                    if (i % 256 == 0) csp::yield();
+                }
+                EXPECT_EQ(inbox.receive<std::uint32_t>(), n);
+            } else {
+                for (std::uint32_t i = 0; i < n; ++i) {
+                    const auto v = inbox.receive<std::vector<std::uint32_t>>();
+                    ASSERT_EQ(v.size(), size_of(i)) << "message " << i;
+                    ASSERT_EQ(v.front(), i);
+                    ASSERT_EQ(v.back(), ~i);
+                    ASSERT_TRUE(std::all_of(v.begin(), v.end() - 1, [i](std::uint32_t x) { return x == i; }));
+                    ++received;
+                }
+                self.send(0, 3, received);
+                over_ucx = self.stats().links_over_ucx > 0;
+            }
+        },
+        1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+    EXPECT_EQ(received, n);
+    EXPECT_TRUE(over_ucx);
+}
+
 // A node told to use TCP offers nothing: its links take TCP, even with a
 // peer that offers UCX, and carry everything.
 TEST(net_ucx, a_node_that_offers_tcp_only_gets_tcp_links) {
