@@ -404,8 +404,11 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
                                                 std::vector<std::pair<int, std::string>>& faults, bool arm) {
     std::lock_guard lk(lock_);
     ucp_worker_h w = impl_->worker;
-    bool active = false;
-    while (ucp_worker_progress(w) != 0) active = true;
+    // One poll per look while spinning (the next look polls again); drained
+    // before the worker is armed, as ucp_worker_arm requires.
+    bool active = ucp_worker_progress(w) != 0;
+    if (arm)
+        while (ucp_worker_progress(w) != 0) active = true;
     for (;;) {
         ucp_tag_recv_info_t info{};
         // Frames and the headers of split frames; their payloads below.
