@@ -169,9 +169,11 @@ TEST(net_ucx, direct_sends_keep_each_senders_order_across_the_switch_path) {
 // Frames sent whole may complete out of order: with UCX's rendezvous
 // threshold lowered to 512 bytes (UCX reads UCX_RNDV_THRESH when a node makes
 // its worker), a frame of a few KiB waits for the receiver to fetch it while
-// the short frames sent after it are already in. The numbers in the tags put
-// them back: every message, of every size (short, whole by rendezvous, split
-// with its payload apart), arrives in the order sent, every byte checked.
+// the short frames sent after it are already in. The worker hands each
+// peer's frames out in the order it probed them, whatever order they
+// complete in: every message, of every size (short, whole by rendezvous,
+// split with its payload apart), arrives in the order sent, every byte
+// checked.
 TEST(net_ucx, frames_that_complete_out_of_order_are_handed_out_in_the_order_sent) {
     struct env_guard {
         env_guard() { ::setenv("UCX_RNDV_THRESH", "512", 1); }
