@@ -167,7 +167,14 @@ void node::start_ucx(transport_kind transport) {
     if (transport == transport_kind::tcp) return;
 #if CSP_WITH_UCX
     try {
-        core_->ucx = std::make_shared<detail::ucx_worker>(csp::runtime_lock<csp::spinlock>::needed_here());
+        core_->ucx = std::make_shared<detail::ucx_worker>(
+            csp::runtime_lock<csp::spinlock>::needed_here(), [poke = core_->ucx_poke.writer()]() mutable {
+                try {
+                    poke.write(true);  // an overwriting buffer: never blocks
+                } catch (const csp::error&) {
+                    // poisoned: the node is closing and hands nothing out any more
+                }
+            });
     } catch (const net_error& e) {
         if (transport == transport_kind::ucx) throw net_error(std::string("CSP_TRANSPORT=ucx: ") + e.what());
         core_->log_fault(std::string("links use TCP: ") + e.what());
@@ -387,13 +394,7 @@ void landing::end() noexcept {
     if (!core_) return;
     core_->landings.remove(detail::landing_key{peer_, port_, tag_});
 #if CSP_WITH_UCX
-    if (core_->ucx && core_->ucx->unland(peer_, port_, tag_)) {
-        try {
-            core_->ucx_poke.writer().write(true);  // an overwriting buffer: never blocks
-        } catch (const csp::error&) {
-            // poisoned: the node is closing and hands nothing out any more
-        }
-    }
+    if (core_->ucx) core_->ucx->unland(peer_, port_, tag_);
 #endif
     core_.reset();
 }

@@ -97,15 +97,7 @@ public:
     explicit link_transport(unique_fd connection) : fd_(std::move(connection)) {}
     ~link_transport() override {
 #if CSP_WITH_UCX
-        if (ucx_ && peer_ >= 0) {
-            // Closing the endpoint progresses the worker, which may take in
-            // other peers' frames without the event fd saying so.
-            ucx_->forget(peer_);
-            try {
-                poke_.write(true);
-            } catch (const csp::error&) {
-            }
-        }
+        if (ucx_ && peer_ >= 0) ucx_->forget(peer_);
 #endif
     }
 
@@ -125,7 +117,6 @@ public:
 #if CSP_WITH_UCX
         if (s.core->ucx) {
             ucx_ = s.core->ucx;
-            poke_ = s.core->ucx_poke.writer();
             // Ready for the peer's frames before it can have our address.
             ucx_news channel("ucx news of node " + std::to_string(s.peer), csp::buffer::unbounded());
             news = channel.reader();
@@ -254,7 +245,6 @@ private:
     std::atomic<int> carrier_{static_cast<int>(carried_by::failed)};
 #if CSP_WITH_UCX
     std::shared_ptr<ucx_worker> ucx_;
-    csp::writer<bool> poke_;
 #endif
 };
 

@@ -142,11 +142,12 @@ struct ucx_worker::sending {
     bool part_done() noexcept { return --parts == 0; }
 };
 
-ucx_worker::ucx_worker(bool threaded)
+ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress)
     : impl_(std::make_unique<impl>()),
       blocks_(std::make_shared<block_cache>()),
       packing_(std::make_unique_for_overwrite<std::byte[]>(pack_max)),
-      lock_(threaded) {
+      lock_(threaded),
+      wake_progress_(std::move(wake_progress)) {
     ucp_config_t* config = nullptr;
     check("reading the configuration", ucp_config_read(nullptr, nullptr, &config));
     ucp_params_t params{};
@@ -220,19 +221,22 @@ void ucx_worker::connect(int peer, const std::string& peer_address) {
 }
 
 void ucx_worker::forget(int peer) noexcept {
-    std::lock_guard lk(lock_);
-    peer_state* ps = find(peer);
-    if (ps == nullptr) return;
-    ps->broken = true;
-    close_locked(*ps);
-    // Without UCX's error handling mode (see connect) a forced close does
-    // not complete the requests the lost peer never answered (a rendezvous
-    // it never fetched). Their records stay for a callback that may still
-    // come, but their bytes are let go: nobody will read them (the endpoint
-    // is closed, the peer gone), and a message may borrow its sender's
-    // memory (loans.hpp), whose lender waits for every message to go.
-    for (sending* s = sends_; s != nullptr; s = s->next)
-        if (s->peer == peer) s->f.body = payload{};
+    {
+        std::lock_guard lk(lock_);
+        peer_state* ps = find(peer);
+        if (ps == nullptr || ps->ep == nullptr) return;
+        ps->broken = true;
+        close_locked(*ps);  // progresses the worker
+        // Without UCX's error handling mode (see connect) a forced close does
+        // not complete the requests the lost peer never answered (a rendezvous
+        // it never fetched). Their records stay for a callback that may still
+        // come, but their bytes are let go: nobody will read them (the endpoint
+        // is closed, the peer gone), and a message may borrow its sender's
+        // memory (loans.hpp), whose lender waits for every message to go.
+        for (sending* s = sends_; s != nullptr; s = s->next)
+            if (s->peer == peer) s->f.body = payload{};
+    }
+    wake_progress_();
 }
 
 void ucx_worker::close_locked(peer_state& ps) noexcept {
@@ -591,30 +595,35 @@ void ucx_worker::landing_over(const receive* body) noexcept {
         }
 }
 
-bool ucx_worker::unland(int peer, std::uint32_t port, std::uint64_t tag) {
+void ucx_worker::unland(int peer, std::uint32_t port, std::uint64_t tag) {
     const landing_key key{peer, port, tag};
     bool progressed = false;
     for (;;) {
+        bool over = true;
         {
             std::lock_guard lk(lock_);
-            auto it = landings_.find(key);
-            if (it == landings_.end()) return progressed;  // delivered (or its peer's records dropped)
-            const receive* body = it->second.body;
-            // Not matched: nothing will be written. Written: the frame that
-            // carries it is on its way and the entry goes with its record.
-            if (body == nullptr) {
-                landings_.erase(it);
-                return progressed;
+            // Not found: delivered (or its peer's records dropped).
+            if (auto it = landings_.find(key); it != landings_.end()) {
+                const receive* body = it->second.body;
+                // Not matched: nothing will be written. Written: the frame
+                // that carries it is on its way and the entry goes with its
+                // record.
+                if (body == nullptr) {
+                    landings_.erase(it);
+                } else if (!body->done) {
+                    // UCX is writing into the caller's buffer: let it finish
+                    // (the rest of the payload is the sender's, already
+                    // there to fetch).
+                    ucp_worker_progress(impl_->worker);
+                    progressed = true;
+                    over = body->done;
+                }
             }
-            if (body->done) return progressed;
-            // UCX is writing into the caller's buffer: let it finish (the
-            // rest of the payload is the sender's, already there to fetch).
-            ucp_worker_progress(impl_->worker);
-            progressed = true;
-            if (body->done) return progressed;
         }
+        if (over) break;
         csp::yield();
     }
+    if (progressed) wake_progress_();
 }
 
 }  // namespace csp::net::detail

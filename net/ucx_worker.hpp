@@ -66,8 +66,12 @@ public:
 
     // Makes the worker; throws net_error saying why UCX cannot be used.
     // `threaded`: the node's runtime has several worker threads (or is not
-    // known), so calls into the worker take a real lock.
-    explicit ucx_worker(bool threaded);
+    // known), so calls into the worker take a real lock. `wake_progress`:
+    // wakes the progress process (never blocks, never throws). Called after
+    // forget() or unland() progressed the worker outside progress(): that can
+    // take in other peers' messages, which wait for the next progress(), and
+    // spend the event the sleeping progress process waits on.
+    ucx_worker(bool threaded, std::function<void()> wake_progress);
     ~ucx_worker();
     ucx_worker(const ucx_worker&) = delete;
     ucx_worker& operator=(const ucx_worker&) = delete;
@@ -141,10 +145,7 @@ public:
     // Ends the landing; if UCX is writing into its buffer, waits (progressing
     // the worker, yielding to the node's other processes) until it is done.
     // A payload already received there stays, for the message that carries it.
-    // True if it progressed the worker: a message that came in meanwhile
-    // waits for the next progress(), and the event that would have woken the
-    // progress process may be spent, so the caller wakes it.
-    bool unland(int peer, std::uint32_t port, std::uint64_t tag);
+    void unland(int peer, std::uint32_t port, std::uint64_t tag);
     // Payloads received into a caller's buffer so far.
     std::size_t landed() const noexcept { return landed_.load(std::memory_order_relaxed); }
 
@@ -202,6 +203,7 @@ private:
     std::unordered_map<int, std::uint64_t> long_path_;
     std::string address_;
     int efd_ = -1;
+    std::function<void()> wake_progress_;  // see the constructor
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
     std::unordered_map<landing_key, landing, landing_key_hash> landings_;  // under lock_
     std::atomic<std::size_t> landed_{0};
