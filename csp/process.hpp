@@ -42,13 +42,11 @@ void run_children(const char* what, std::size_t n, Start&& start, std::source_lo
     process_record* self = calling_process(what);
     join_state join(n, family{self->runtime(), self, made_at});
     notify(event::kind::par_begin, nullptr, n);
-    std::exception_ptr not_started;
     try {
         start(self, &join);
     } catch (...) {
-        not_started = std::current_exception();
+        rethrow_when_started_end(join, std::current_exception());
     }
-    if (not_started) rethrow_when_started_end(join, std::move(not_started));
     join.wait();
     notify(event::kind::par_end);
     join.rethrow_if_failed();
