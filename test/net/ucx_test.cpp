@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "net/ucx_worker.hpp"
 #include "net_fixture.hpp"
 
 namespace {
@@ -213,6 +214,27 @@ TEST(net_ucx, frames_that_complete_out_of_order_are_handed_out_in_the_order_sent
         1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
     EXPECT_EQ(received, n);
     EXPECT_TRUE(over_ucx);
+}
+
+// Regression (a lost wake-up): closing a lost peer's endpoint progresses the
+// worker outside the progress process, which can take in other peers'
+// messages and spend the event that process sleeps on; forget() must wake it
+// (once per endpoint closed). A landing withdrawn before any payload matched
+// it progresses nothing and wakes nobody.
+TEST(net_ucx, a_worker_progressed_outside_its_progress_process_wakes_it) {
+    int wakes = 0;
+    csp::net::detail::ucx_worker w(false, [&] { ++wakes; });
+    w.expect(7, 1u << 20);
+    w.connect(7, w.address());  // an endpoint to itself: closing it progresses the worker
+    w.forget(7);
+    EXPECT_EQ(wakes, 1);
+    w.forget(7);  // no endpoint left to close
+    w.forget(8);  // never known
+    EXPECT_EQ(wakes, 1);
+    std::vector<std::byte> buffer(64);
+    w.land(7, 1, 2, buffer.data(), buffer.size(), 0);
+    w.unland(7, 1, 2);
+    EXPECT_EQ(wakes, 1);
 }
 
 // A node told to use TCP offers nothing: its links take TCP, even with a
