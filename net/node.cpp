@@ -284,9 +284,6 @@ bool sent_direct(detail::node_core& core, csp::writer<detail::switch_input>& to_
             case ucx_worker::direct::too_large:
                 detail::dropped_over_peer_max_frame(core, r.to, core.flow.peer_max_frame(r.to), r.frame);
                 return true;
-            case ucx_worker::direct::in_flight:
-                core.ucx_poke.writer().write(true);  // UCX completes it only while progressed
-                [[fallthrough]];
             case ucx_worker::direct::sent: core.sent_direct.fetch_add(1, std::memory_order_relaxed); return true;
         }
     } catch (const net_error& e) {

@@ -228,7 +228,6 @@ private:
     void wire_up(node_core& core, int peer) {
         csp::channel<bool> flushed("ucx wire-up with node " + std::to_string(peer), csp::buffer::fifo(1));
         ucx_->flush(peer, [out = flushed.writer()](bool ok) { out.write(ok); });
-        core.ucx_poke.writer().write(true);
         bool ok = false, ignored;
         const int got = csp::select(csp::input(flushed.reader(), ok), csp::input(interrupted_.reader(), ignored),
                                     csp::timeout(core.options.connect_timeout));

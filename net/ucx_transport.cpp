@@ -216,7 +216,6 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
 void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue,
                       csp::reader<bool> interrupted) {
     auto to_switch = core->to_switch.writer();
-    auto poke = core->ucx_poke.writer();
     ucx_worker& w = *core->ucx;
     const std::uint32_t peer_max_frame = core->flow.peer_max_frame(peer);
     // Until this process ends, user processes may send to the peer without
@@ -234,7 +233,6 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 // done; only then may the peer read the end of the connection.
                 csp::channel<bool> flushed("ucx flush to node " + std::to_string(peer), csp::buffer::fifo(1));
                 w.flush(peer, [out = flushed.writer()](bool ok) { out.write(ok); });
-                poke.write(true);
                 bool ok = false, ignored;
                 if (csp::select(csp::input(flushed.reader(), ok), csp::input(interrupted, ignored)) == 1) break;
                 if (!ok) throw net_error("UCX could not flush the frames to node " + std::to_string(peer));
@@ -245,7 +243,7 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 w.left_long_path(peer);
                 continue;
             }
-            if (w.send(peer, std::move(f))) poke.write(true);
+            w.send(peer, std::move(f));
         }
     } catch (const std::exception& e) {
         to_switch.write(link_down{peer, false, e.what()});

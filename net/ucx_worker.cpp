@@ -252,17 +252,20 @@ void ucx_worker::close_locked(peer_state& ps) noexcept {
     }
 }
 
-bool ucx_worker::send(int peer, outgoing f) {
+void ucx_worker::send(int peer, outgoing f) {
     const bool goodbye = f.head.op == opcode::goodbye;
-    std::lock_guard lk(lock_);
-    // Every data frame that reaches this came the long path (send_direct).
-    if (f.head.op == opcode::data) --long_path_[peer];
-    peer_state* ps = find(peer);
-    if (ps == nullptr || ps->ep == nullptr) throw net_error("UCX: no endpoint to node " + std::to_string(peer));
-    // Nothing may overtake the goodbye: the direct path ends with it.
-    if (goodbye) ps->direct = false;
-    if (sent_at_once_locked(*ps, f)) return false;
-    return send_locked(*ps, new sending{this, std::move(f), peer});
+    bool in_flight = false;
+    {
+        std::lock_guard lk(lock_);
+        // Every data frame that reaches this came the long path (send_direct).
+        if (f.head.op == opcode::data) --long_path_[peer];
+        peer_state* ps = find(peer);
+        if (ps == nullptr || ps->ep == nullptr) throw net_error("UCX: no endpoint to node " + std::to_string(peer));
+        // Nothing may overtake the goodbye: the direct path ends with it.
+        if (goodbye) ps->direct = false;
+        in_flight = !sent_at_once_locked(*ps, f) && send_locked(*ps, new sending{this, std::move(f), peer});
+    }
+    if (in_flight) wake_progress_();
 }
 
 bool ucx_worker::sent_at_once_locked(peer_state& ps, const outgoing& f) {
@@ -281,16 +284,20 @@ bool ucx_worker::sent_at_once_locked(peer_state& ps, const outgoing& f) {
 }
 
 ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
-    std::lock_guard lk(lock_);
-    peer_state* ps = find(peer);
-    std::uint64_t& queued = long_path_[peer];
-    if (ps == nullptr || !ps->direct || ps->ep == nullptr || queued != 0) {
-        ++queued;
-        return direct::not_taken;
+    bool in_flight = false;
+    {
+        std::lock_guard lk(lock_);
+        peer_state* ps = find(peer);
+        std::uint64_t& queued = long_path_[peer];
+        if (ps == nullptr || !ps->direct || ps->ep == nullptr || queued != 0) {
+            ++queued;
+            return direct::not_taken;
+        }
+        if (ps->peer_max_frame != 0 && f.head.length > ps->peer_max_frame) return direct::too_large;
+        in_flight = !sent_at_once_locked(*ps, f) && send_locked(*ps, new sending{this, std::move(f), peer});
     }
-    if (ps->peer_max_frame != 0 && f.head.length > ps->peer_max_frame) return direct::too_large;
-    if (sent_at_once_locked(*ps, f)) return direct::sent;
-    return send_locked(*ps, new sending{this, std::move(f), peer}) ? direct::in_flight : direct::sent;
+    if (in_flight) wake_progress_();
+    return direct::sent;
 }
 
 void ucx_worker::left_long_path(int peer) {
@@ -401,6 +408,8 @@ void ucx_worker::flush(int peer, std::function<void(bool)> done) {
     if (!UCS_PTR_IS_PTR(req)) {
         d->done(req == nullptr);
         delete d;
+    } else {
+        wake_progress_();
     }
 }
 

@@ -67,10 +67,13 @@ public:
     // Makes the worker; throws net_error saying why UCX cannot be used.
     // `threaded`: the node's runtime has several worker threads (or is not
     // known), so calls into the worker take a real lock. `wake_progress`:
-    // wakes the progress process (never blocks, never throws). Called after
-    // forget() or unland() progressed the worker outside progress(): that can
-    // take in other peers' messages, which wait for the next progress(), and
-    // spend the event the sleeping progress process waits on.
+    // wakes the progress process (never blocks, never throws). The worker
+    // calls it, outside lock_, whenever a call other than progress() leaves
+    // the progress process work it would not see asleep: a send or flush
+    // left in flight (UCX completes it only while progressed, and not every
+    // transport signals the event fd), or the worker progressed by forget()
+    // or unland() (which can take in other peers' messages, and spend the
+    // event the sleeping progress process waits on).
     ucx_worker(bool threaded, std::function<void()> wake_progress);
     ~ucx_worker();
     ucx_worker(const ucx_worker&) = delete;
@@ -91,12 +94,11 @@ public:
     void forget(int peer) noexcept;
 
     // Sends one frame to `peer`, whose endpoint exists; never blocks. The
-    // frame is kept until UCX is done with it; true if it still is (it
-    // completes only while the worker is progressed). Throws net_error on
-    // failure. The link's outbound process sends every frame of its queue
+    // frame is kept until UCX is done with it (see wake_progress). Throws
+    // net_error on failure. The link's outbound process sends every frame of its queue
     // this way; each data frame among them counts off the long path (see
     // send_direct).
-    bool send(int peer, outgoing f);
+    void send(int peer, outgoing f);
 
     // The direct path: a node's user process sends a data frame itself,
     // without the switch and the link's outbound process (two process
@@ -110,7 +112,7 @@ public:
     // A frame it does not take goes the long path and is counted there:
     // `f` is then left untouched. Both decisions are made under lock_,
     // where send() also counts a long-path frame off.
-    enum class direct { sent, in_flight, too_large, not_taken };
+    enum class direct { sent, too_large, not_taken };
     direct send_direct(int peer, outgoing& f);
     // A long-path frame that send() will never see (dropped by the link).
     void left_long_path(int peer);

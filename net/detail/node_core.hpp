@@ -134,9 +134,9 @@ struct node_core {
     static constexpr std::size_t max_faults_kept = 256;
     std::deque<std::string> faults;
     std::size_t faults_total = 0;
-    // The node's UCX worker, or null when its links use TCP only; its
-    // progress process is woken through ucx_poke when a send is left in
-    // flight (UCX completes it only while progressed).
+    // The node's UCX worker, or null when its links use TCP only; the
+    // worker wakes its progress process through ucx_poke (see the
+    // ucx_worker constructor).
     std::shared_ptr<ucx_worker> ucx;
     csp::channel<bool> ucx_poke{"ucx poke", csp::buffer::overwriting(1)};
     std::unordered_map<int, ucx_news> ucx_links;  // peer -> its link's news, under `lock`
