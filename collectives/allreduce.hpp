@@ -44,9 +44,13 @@
 //                     and folds the n parts in rank order. No message
 //                     unless a rank waits long enough to sleep (one wake
 //                     message each). Plain values and vectors of plain
-//                     elements up to host_board::part_capacity bytes; any
-//                     rank's larger value sends every rank to the
-//                     butterfly, as do other communicators and values.
+//                     elements up to host_board::part_capacity bytes.
+//                     Larger vectors with an element-wise op go on to a
+//                     large board in chunks (a part each): each rank folds
+//                     its 1/n block of a chunk while the next is passed,
+//                     and copies the others' blocks out; one meeting per
+//                     chunk, plus two. Other large values, and other
+//                     communicators, run the butterfly.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -332,27 +336,46 @@ struct allreduce_host_memory_fn {
                 detail::announce(comm, info, t);
                 const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
                 board->wait(comm, t, m);
-                if (auto folded = fold<T>(*board, m, comm.rank(), op)) return std::move(*folded);
-                // Some rank's value did not fit in its part: all ranks saw it.
+                if (all_fit<T>(*board, m, comm.rank())) return fold<T>(*board, m, op);
+                // Some rank's value did not fit in its part: all ranks saw
+                // it, and that all values have one length.
+                if constexpr (detail::element_vector<T> && detail::folds_in_place<Op, T> &&
+                              requires(tag u) { comm.large_board_on_host(s, u); }) {
+                    const tag u = comm.next_tag(s);
+                    if (host_board* large = comm.large_board_on_host(s, u))
+                        return in_blocks(comm, *large, u, std::move(value), op);
+                }
             }
         }
         return allreduce_butterfly(comm, std::move(value), op, s);
     }
 
 private:
-    // Every part in rank order, from the shared bytes: the same value at
-    // every rank, whatever the op. Empty if a part did not fit.
-    template <class T, class Op>
-    static std::optional<T> fold(const host_board& board, std::uint64_t m, int me, const Op& op) {
+    // Whether every rank's value of meeting m is in its part. Values of
+    // another type or length throw, at every rank alike (each reads every
+    // part's head).
+    template <class T>
+    static bool all_fit(const host_board& board, std::uint64_t m, int me) {
         const auto mine = board.part_of(m, me);
+        std::size_t unit = 1;
+        if constexpr (detail::element_vector<T>) unit = sizeof(typename T::value_type);
+        bool fit = true;
         for (int q = 0; q < board.size(); ++q) {
             const auto p = board.part_of(m, q);
             if (p.type != mine.type)
                 throw usage_error("allreduce host_memory: rank " + std::to_string(q) +
                                   " passed a value of another type than rank " + std::to_string(me) + "'s " +
                                   csp::type_name<T>());
-            if (!p.fits) return std::nullopt;
+            detail::check_same_length(mine.bytes / unit, p.bytes / unit);
+            fit = fit && p.fits;
         }
+        return fit;
+    }
+
+    // Every part in rank order, from the shared bytes: the same value at
+    // every rank, whatever the op.
+    template <class T, class Op>
+    static T fold(const host_board& board, std::uint64_t m, const Op& op) {
         auto value_of = [&](int q) {
             const auto p = board.part_of(m, q);
             if constexpr (detail::element_vector<T>) {
@@ -365,21 +388,69 @@ private:
                 return v;
             }
         };
-        std::optional<T> acc;
         if constexpr (detail::element_vector<T>) {
             const auto first = value_of(0);
-            acc.emplace(first.begin(), first.end());
+            T acc(first.begin(), first.end());
             for (int q = 1; q < board.size(); ++q) {
                 const auto part = value_of(q);
-                detail::check_same_length(acc->size(), part.size());
-                if constexpr (detail::folds_in_place<Op, T>) op.fold_into(*acc, part.begin());
-                else detail::combine_into(op, *acc, T(part.begin(), part.end()), false);
+                if constexpr (detail::folds_in_place<Op, T>) op.fold_into(acc, part.begin());
+                else detail::combine_into(op, acc, T(part.begin(), part.end()), false);
             }
+            return acc;
         } else {
-            acc.emplace(value_of(0));
-            for (int q = 1; q < board.size(); ++q) detail::combine_into(op, *acc, value_of(q), false);
+            T acc = value_of(0);
+            for (int q = 1; q < board.size(); ++q) detail::combine_into(op, acc, value_of(q), false);
+            return acc;
         }
-        return acc;
+    }
+
+    // A vector larger than a part of the default board, on a large board
+    // (host_board::large_shape): cut into chunks of a large part each,
+    // chunk j passed at meeting j. Rank q folds block q of every chunk (its
+    // 1/n of the work) in rank order, from the n parts, into its vector
+    // and into its own part over its own contribution (nobody else reads
+    // that block of it); after the next meeting every rank copies the other
+    // blocks out. So one meeting per chunk, plus one: folding chunk j - 1
+    // overlaps passing chunk j. A part of meeting m is read until the
+    // rank arrives at m + 2, which the board's three sets allow.
+    template <class C, class T, class Op>
+    static T in_blocks(C& comm, host_board& board, tag t, T value, const Op& op) {
+        using E = typename T::value_type;
+        const std::size_t n = static_cast<std::size_t>(board.size()), me = static_cast<std::size_t>(comm.rank());
+        // Chunks of equal length (within one element), each in one part.
+        const std::size_t length = value.size(), most = board.capacity() / sizeof(E);
+        const std::size_t per_chunk = (length + (length + most - 1) / most - 1) / ((length + most - 1) / most);
+        const std::size_t chunks = (length + per_chunk - 1) / per_chunk;
+        auto block = [n](std::size_t count, std::size_t r) { return std::pair(count * r / n, count * (r + 1) / n); };
+        auto part = [&](std::uint64_t m, std::size_t q) {
+            return reinterpret_cast<const E*>(board.part_of(m, static_cast<int>(q)).data);
+        };
+        std::uint64_t last = 0;  // the meeting of chunk j - 1
+        for (std::size_t j = 0; j <= chunks; ++j) {
+            const std::size_t first = j * per_chunk;
+            const std::size_t count = j < chunks ? std::min(per_chunk, length - first) : 0;
+            const std::size_t last_first = j > 0 ? first - per_chunk : 0;
+            const std::size_t last_count = j > 0 ? std::min(per_chunk, length - last_first) : 0;
+            if (j > 0) {
+                const auto [lo, hi] = block(last_count, me);
+                std::span<E> mine(value.data() + last_first + lo, hi - lo);
+                std::copy(part(last, 0) + lo, part(last, 0) + hi, mine.begin());
+                for (std::size_t q = 1; q < n; ++q) op.fold_into(mine, part(last, q) + lo);
+                std::memcpy(board.own_part(last) + lo * sizeof(E), mine.data(), mine.size_bytes());
+            }
+            const std::uint64_t m =
+                board.arrive(host_board::type_of<T>(), std::as_bytes(std::span<const E>(value.data() + first, count)));
+            board.wait(comm, t, m);
+            if (j > 0) {
+                for (std::size_t q = 0; q < n; ++q) {
+                    if (q == me) continue;
+                    const auto [lo, hi] = block(last_count, q);
+                    std::copy(part(last, q) + lo, part(last, q) + hi, value.begin() + static_cast<std::ptrdiff_t>(last_first + lo));
+                }
+            }
+            last = m;
+        }
+        return value;
     }
 };
 inline constexpr allreduce_host_memory_fn allreduce_host_memory{};

@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -57,14 +59,24 @@ struct alignas(line) host_board::part_head {
 
 static_assert((host_board::part_capacity + line) % line == 0, "parts start on a cache line");
 
-host_board::host_board(std::string name, bool owner, int size, int rank, bool oversubscribed)
-    : name_(std::move(name)), named_(owner), size_(size), rank_(rank), oversubscribed_(oversubscribed) {
-    length_ = static_cast<std::size_t>(size) * line + 2 * static_cast<std::size_t>(size) * (line + part_capacity);
+host_board::shape host_board::large_shape(int size) noexcept {
+    constexpr std::size_t least = 64 * 1024, most = 256 * 1024;
+    const std::size_t each = large_set_bytes / static_cast<std::size_t>(std::max(size, 1));
+    return {std::clamp(each / line * line, least, most) - line, 3};
+}
+
+host_board::host_board(std::string name, bool owner, int size, int rank, bool oversubscribed, shape sh)
+    : name_(std::move(name)), named_(owner), size_(size), rank_(rank), oversubscribed_(oversubscribed), shape_(sh) {
+    if ((sh.part_capacity + line) % line != 0 || (sh.sets != 2 && sh.sets != 3))
+        throw std::invalid_argument("host board: parts of " + std::to_string(sh.part_capacity) + " bytes in " +
+                                    std::to_string(sh.sets) + " sets");
+    length_ = static_cast<std::size_t>(size) * line +
+              static_cast<std::size_t>(sh.sets) * static_cast<std::size_t>(size) * (line + sh.part_capacity);
 }
 
 host_board::host_board(host_board&& o) noexcept
     : name_(std::move(o.name_)), named_(std::exchange(o.named_, false)), size_(o.size_), rank_(o.rank_),
-      oversubscribed_(o.oversubscribed_), base_(std::exchange(o.base_, nullptr)), length_(o.length_),
+      oversubscribed_(o.oversubscribed_), shape_(o.shape_), base_(std::exchange(o.base_, nullptr)), length_(o.length_),
       meetings_(o.meetings_) {}
 
 host_board::~host_board() {
@@ -76,7 +88,7 @@ void host_board::unlink_name() {
     if (std::exchange(named_, false)) ::shm_unlink(name_.c_str());
 }
 
-host_board host_board::create(int size, int rank, bool oversubscribed) {
+host_board host_board::create(int size, int rank, bool oversubscribed, shape sh) {
     std::random_device random;
     for (int attempt = 0;; ++attempt) {
         char name[40];
@@ -84,22 +96,29 @@ host_board host_board::create(int size, int rank, bool oversubscribed) {
         const int fd = ::shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0 && errno == EEXIST && attempt < 8) continue;
         if (fd < 0) fail("creating", name);
-        host_board b(name, true, size, rank, oversubscribed);
+        host_board b(name, true, size, rank, oversubscribed, sh);
         if (::ftruncate(fd, static_cast<off_t>(b.length_)) != 0) {
             const int e = errno;
             ::close(fd);
             errno = e;
             fail("sizing", name);
         }
+        if (sh != shape{}) {
+            if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(b.length_)); e != 0) {
+                ::close(fd);
+                errno = e;
+                fail("allocating " + std::to_string(b.length_) + " bytes", name);
+            }
+        }
         b.map(fd);
         return b;
     }
 }
 
-host_board host_board::open(const std::string& name, int size, int rank, bool oversubscribed) {
+host_board host_board::open(const std::string& name, int size, int rank, bool oversubscribed, shape sh) {
     const int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
     if (fd < 0) fail("opening", name);
-    host_board b(name, false, size, rank, oversubscribed);
+    host_board b(name, false, size, rank, oversubscribed, sh);
     struct stat st {};
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != b.length_) {
         ::close(fd);
@@ -124,9 +143,10 @@ host_board::control_line& host_board::control(int q) const noexcept {
 }
 
 host_board::part_head& host_board::head(std::uint64_t m, int q) const noexcept {
-    const std::size_t index = (m & 1) * static_cast<std::size_t>(size_) + static_cast<std::size_t>(q);
+    const std::size_t set = m % static_cast<std::uint64_t>(shape_.sets);
+    const std::size_t index = set * static_cast<std::size_t>(size_) + static_cast<std::size_t>(q);
     return *reinterpret_cast<part_head*>(base_ + static_cast<std::size_t>(size_) * line +
-                                         index * (line + part_capacity));
+                                         index * (line + shape_.part_capacity));
 }
 
 std::uint64_t host_board::arrive(std::uint32_t type, std::span<const std::byte> bytes) {
@@ -134,7 +154,7 @@ std::uint64_t host_board::arrive(std::uint32_t type, std::span<const std::byte> 
     part_head& h = head(m, rank_);
     h.type = type;
     h.bytes = bytes.size();
-    h.fits = bytes.size() <= part_capacity ? 1 : 0;
+    h.fits = bytes.size() <= shape_.part_capacity ? 1 : 0;
     if (h.fits && !bytes.empty()) std::memcpy(reinterpret_cast<std::byte*>(&h) + line, bytes.data(), bytes.size());
     control(rank_).arrived().store(m);  // seq_cst: see the header's first invariant
     return m;
@@ -187,6 +207,10 @@ bool host_board::take_sleeper(std::uint64_t m, int q) noexcept {
 host_board::part host_board::part_of(std::uint64_t m, int q) const noexcept {
     const part_head& h = head(m, q);
     return {h.type, h.fits != 0, h.bytes, reinterpret_cast<const std::byte*>(&h) + line};
+}
+
+std::byte* host_board::own_part(std::uint64_t m) noexcept {
+    return reinterpret_cast<std::byte*>(&head(m, rank_)) + line;
 }
 
 }  // namespace csp::collectives

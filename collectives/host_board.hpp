@@ -28,10 +28,14 @@
 //    the last rank to arrive writes arrived, then reads the flags: one of
 //    them sees the other's write. The flag's m -> 0 exchange gives each
 //    sleep exactly one message or none.
-//  - A part is never overwritten while read: rank r writes set m & 1 again
-//    for meeting m + 2 only after meeting m + 1 completed, that is, after
-//    every rank arrived at m + 1, which each does only after it finished
-//    reading meeting m.
+//  - A part is never overwritten while read. A board has s sets of parts
+//    (s = 2, or 3 for a large board), meeting m using set m % s. With two
+//    sets, rank r writes set m % 2 again for meeting m + 2 only after
+//    meeting m + 1 completed, that is, after every rank arrived at m + 1,
+//    which each does only after it finished reading meeting m. A large
+//    board's user may read meeting m's parts until it arrives at m + 2 (it
+//    copies a result out of them after m + 1): rank r writes that set again
+//    for m + 3, after m + 2 completed.
 //  - arrived[q] is in {m - 1, m, m + 1} while a rank waits for meeting m;
 //    sleeping flags of past meetings never match a later m.
 //  - Every rank reads every part: a type or length that differs, or a value
@@ -50,16 +54,38 @@
 
 namespace csp::collectives {
 
+// The shape of a board: bytes per part (a multiple of 64, less 64 for the
+// part's head) and sets of parts (2 or 3, see the invariants).
+struct host_board_shape {
+    std::size_t part_capacity = 16 * 1024 - 64;
+    int sets = 2;
+    friend bool operator==(const host_board_shape&, const host_board_shape&) = default;
+};
+
 class host_board {
 public:
-    // Bytes of one rank's part of one meeting; larger values go by messages.
-    static constexpr std::size_t part_capacity = 16 * 1024 - 64;
+    // Bytes of one rank's part of one meeting on a board made with the
+    // defaults; larger values go by messages or to a large board.
+    static constexpr std::size_t part_capacity = host_board_shape{}.part_capacity;
+
+    using shape = host_board_shape;
+    // A large board for `size` ranks: three sets of parts, each set about
+    // large_set_bytes (parts of 64 to 256 KiB). Measured with
+    // bench/collectives_rank, allreduce host_memory of 1 MiB over UCX on
+    // this 2-core host (2026-11-29, two runs each): at 8 ranks parts of
+    // 128 KiB took 740-833 us, of 512 KiB 1,490-1,750 (OpenMPI 1,036-1,573);
+    // at 2 ranks 256 KiB 117-120 us, 1 MiB 129-133. Small sets stay in the
+    // caches between a rank's copying in and the others' folding.
+    static shape large_shape(int size) noexcept;
+    static constexpr std::size_t large_set_bytes = 1u << 20;
 
     // Creates a segment for `size` ranks under a fresh name (rank 0), or maps
     // the segment `name` (the others). Throws net_error naming the system
-    // call that failed.
-    static host_board create(int size, int rank, bool oversubscribed);
-    static host_board open(const std::string& name, int size, int rank, bool oversubscribed);
+    // call that failed. A board other than the default one is allocated at
+    // once (posix_fallocate), so a shared memory file system too small for
+    // it fails here and not with a SIGBUS when a part is first written.
+    static host_board create(int size, int rank, bool oversubscribed, shape sh = {});
+    static host_board open(const std::string& name, int size, int rank, bool oversubscribed, shape sh = {});
     host_board(host_board&& other) noexcept;
     host_board& operator=(host_board&&) = delete;
     host_board(const host_board&) = delete;
@@ -93,14 +119,20 @@ public:
     void wait(C& comm, tag t, std::uint64_t m);
     // Rank q's part of meeting m (after it completed).
     part part_of(std::uint64_t m, int q) const noexcept;
+    // This rank's part of meeting m, to write into after the meeting
+    // completed, where no other rank reads (see allreduce's host_memory).
+    std::byte* own_part(std::uint64_t m) noexcept;
     int size() const noexcept { return size_; }
+    std::size_t capacity() const noexcept { return shape_.part_capacity; }
+    // Meetings this rank has arrived at.
+    std::uint64_t meetings() const noexcept { return meetings_; }
     // How many times this rank slept in a meeting and was woken.
     std::uint64_t wakes() const noexcept { return wakes_; }
 
 private:
     struct control_line;
     struct part_head;
-    host_board(std::string name, bool owner, int size, int rank, bool oversubscribed);
+    host_board(std::string name, bool owner, int size, int rank, bool oversubscribed, shape sh);
     void map(int fd);
     // Every rank has arrived at meeting m.
     bool complete(std::uint64_t m) const noexcept;
@@ -117,6 +149,7 @@ private:
     bool named_;  // this rank made the name and has not unlinked it
     int size_, rank_;
     bool oversubscribed_;  // more ranks on the host than hardware threads
+    shape shape_;
     std::byte* base_ = nullptr;
     std::size_t length_ = 0;
     std::uint64_t meetings_ = 0;  // this rank's

@@ -56,7 +56,7 @@ host_board* net_communicator::board_on_host(stream s, tag t) {
             std::lock_guard lk(boards_lock_);
             if (auto it = host_boards_.find(s.id); it != host_boards_.end()) return it->second.get();
         }
-        auto made = set_up_host_board(t);
+        auto made = set_up_host_board(t, {});
         std::lock_guard lk(boards_lock_);
         b = host_boards_.emplace(s.id, std::move(made)).first->second.get();
     }
@@ -67,6 +67,16 @@ host_board* net_communicator::board_on_host(stream s, tag t) {
     return b;
 }
 
+host_board* net_communicator::large_board_on_host(stream s, tag t) {
+    {
+        std::lock_guard lk(boards_lock_);
+        if (auto it = large_boards_.find(s.id); it != large_boards_.end()) return it->second.get();
+    }
+    auto made = set_up_host_board(t, host_board::large_shape(size()));
+    std::lock_guard lk(boards_lock_);
+    return large_boards_.emplace(s.id, std::move(made)).first->second.get();
+}
+
 // Rank 0 makes the segment and sends its name (step 1; empty: none); each
 // other rank maps it and answers whether it could (step 2); rank 0 sends
 // whether all could (step 3), then removes the name: every rank that will
@@ -75,8 +85,8 @@ host_board* net_communicator::board_on_host(stream s, tag t) {
 // set up (a connection and a handshake: milliseconds). A lost peer fails
 // the step's receive, as in any collective; the board's destructor then
 // removes the name.
-std::unique_ptr<host_board> net_communicator::set_up_host_board(tag t) {
-    auto b = make_host_board(t);
+std::unique_ptr<host_board> net_communicator::set_up_host_board(tag t, host_board::shape sh) {
+    auto b = make_host_board(t, sh);
     if (b) {
         std::vector<int> everyone_else;
         for (int q = 0; q < size(); ++q)
@@ -87,7 +97,7 @@ std::unique_ptr<host_board> net_communicator::set_up_host_board(tag t) {
     return b;
 }
 
-std::unique_ptr<host_board> net_communicator::make_host_board(tag t) {
+std::unique_ptr<host_board> net_communicator::make_host_board(tag t, host_board::shape sh) {
     const int n = size(), me = rank();
     const bool oversubscribed = node_->host_oversubscribed();
     std::vector<int> others;
@@ -101,7 +111,7 @@ std::unique_ptr<host_board> net_communicator::make_host_board(tag t) {
     if (me == 0) {
         std::string name, why;
         try {
-            b = std::make_unique<host_board>(host_board::create(n, me, oversubscribed));
+            b = std::make_unique<host_board>(host_board::create(n, me, oversubscribed, sh));
             name = b->name();
         } catch (const net::net_error& e) {
             why = e.what();
@@ -119,7 +129,7 @@ std::unique_ptr<host_board> net_communicator::make_host_board(tag t) {
     if (name.empty()) return nullptr;  // rank 0 logged why
     std::string why;
     try {
-        b = std::make_unique<host_board>(host_board::open(name, n, me, oversubscribed));
+        b = std::make_unique<host_board>(host_board::open(name, n, me, oversubscribed, sh));
     } catch (const net::net_error& e) {
         why = e.what();
     }

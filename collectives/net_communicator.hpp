@@ -122,6 +122,11 @@ public:
     // stream makes it, a collective step of every rank with that call's
     // tag t (net_communicator.cpp).
     host_board* board_on_host(stream s, tag t);
+    // The large board of stream s (host_board::large_shape), for values too
+    // large for the board above; made by the first call on a stream that
+    // needs it, with that call's tag t, like the board above. Only ranks
+    // that have a board_on_host ask for one.
+    host_board* large_board_on_host(stream s, tag t);
 
 private:
     // The last stream id is reserved: its last tag stops the pump.
@@ -140,8 +145,8 @@ private:
         else node_->forward(to, port_id_, m, t.bits());
     }
     void run_pump(net::port port);
-    std::unique_ptr<host_board> set_up_host_board(tag t);
-    std::unique_ptr<host_board> make_host_board(tag t);
+    std::unique_ptr<host_board> set_up_host_board(tag t, host_board::shape sh);
+    std::unique_ptr<host_board> make_host_board(tag t, host_board::shape sh);
 
     net::node* node_;
     net::port_id port_id_;
@@ -150,6 +155,7 @@ private:
     context_pool contexts_;
     std::mutex boards_lock_;
     std::map<std::uint32_t, std::unique_ptr<host_board>> host_boards_;  // by stream id; null: none possible
+    std::map<std::uint32_t, std::unique_ptr<host_board>> large_boards_;  // the same, large ones
     host_board* default_board_ = nullptr;           // stream 0's, once
     std::atomic<bool> default_board_known_{false};  // default_board_ is set
     csp::process_group pump_;

@@ -64,7 +64,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 34> default_rules{{
+inline constexpr std::array<selection_rule, 33> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -84,6 +84,19 @@ inline constexpr std::array<selection_rule, 34> default_rules{{
     {"reduce", "arrival"},
     {"reduce", "binomial_parallel"},
     {"allreduce", "shared_memory"},
+    // Processes of one host over shared memory: one meeting on the host
+    // board below 16 KiB (host_board.hpp), chunks on a large board above
+    // (vectors with an element-wise op; other values take the butterfly).
+    // UCX, 2 / 4 / 8 ranks on 2 cores, bench/collectives_rank 2026-11-29:
+    // at 64 KiB 12.7-13.0 / 29 / 54-150 us against Rabenseifner's 19 / 88 /
+    // 334-347 and the butterfly's 33 / 89 / 438-532 (OpenMPI's shared
+    // memory 20-24 / 69 / 179-215); at 1 MiB 117-120 / 293 / 740-1,074
+    // against Rabenseifner's 179 / 502 / 3,231-3,526 in the same runs
+    // (OpenMPI 140-155 / 451 / 1,036-1,573). At 8 B: 0.25 us a hop makes
+    // the butterfly's log2 n rounds beat the tree's 2 log2 n even with more
+    // ranks than cores, but one meeting beats both (7.0 against 20.9 us at
+    // 8 ranks, 2026-11-27).
+    {"allreduce", "host_memory", any_size, 0, link_level::host},
     // Vectors of 64 KiB and more with a built-in op: Rabenseifner's. Over
     // TCP (bench/collectives_vs_mpi, 2026-11-25, one run) at 64 KiB it took
     // 200 us at 4 ranks and 759 at 8, against the ring's 379 and 1,322 and
@@ -91,16 +104,6 @@ inline constexpr std::array<selection_rule, 34> default_rules{{
     // ms against the ring's 28.6 and 50.1. (The ring had replaced the tree
     // from 1 MiB: 2.2-3.0 ms against 5.8 at 2 ranks, 22.0 against 27.1 at 8.)
     {"allreduce", "rabenseifner", any_size, 64 * 1024},
-    // Processes of one host over shared memory, from 16 KiB to 64 KiB (too
-    // large for a host board's part): the butterfly. A hop costs about
-    // 0.25 us there, so its log2 n rounds beat the tree's 2 log2 n even with
-    // more ranks than cores (UCX, 2 / 4 / 8 ranks on 2 cores, 8 B,
-    // bench/collectives_vs_mpi 2026-11-27: 0.56 / 5.7 / 20.9 us against
-    // reduce_broadcast's 1.0 / 14.2 / 26.4; at 64 KiB Rabenseifner's, above,
-    // took 8.9 / 45 / 114 against its 12.6 / 60 / 166).
-    {"allreduce", "butterfly", any_size, 16 * 1024, link_level::host},
-    // Below: one meeting on the host board, no message (HOST_MEMORY_NOTE).
-    {"allreduce", "host_memory", any_size, 0, link_level::host},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
     {"allreduce", "reduce_broadcast"},

@@ -92,6 +92,30 @@ std::vector<std::string> check_shared(C& comm) {
 struct digits {
     long value = 0, count = 0;
 };
+// Element by element, the decimal digits of acc followed by those of b
+// (values without a zero digit): associative, and the result shows the order.
+struct concat_digits {
+    static constexpr bool commutes = false;
+    static constexpr bool elementwise = true;
+    static long concat(long a, long b) {
+        for (long d = b; d > 0; d /= 10) a *= 10;
+        return a + b;
+    }
+    std::vector<long> operator()(const std::vector<long>& a, const std::vector<long>& b) const {
+        std::vector<long> out(a);
+        fold_into(out, b.begin());
+        return out;
+    }
+    template <class V, class It>
+    void fold_into(V& acc, It b) const {
+        for (std::size_t i = 0; i < acc.size(); ++i, ++b) acc[i] = concat(acc[i], *b);
+    }
+    template <class V, class It>
+    void fold_before(V& acc, It b) const {
+        for (std::size_t i = 0; i < acc.size(); ++i, ++b) acc[i] = concat(*b, acc[i]);
+    }
+};
+
 struct append_digits {
     digits operator()(const digits& a, const digits& b) const {
         long scale = 1;
@@ -175,10 +199,37 @@ int host_board_mode(const std::string& mode) {
             for (std::size_t k = 0; vector_ok && k < v.size(); ++k)
                 vector_ok = sum[k] == 100.0 * n * (n - 1) / 2 + double(n * k);
             expect(vector_ok, "a vector of 17 elements");
-            // Larger than a part: every rank falls back to messages.
+            // Larger than a part: on the large board (one chunk here).
             expect(cc::allreduce_host_memory(comm, std::vector<double>(5000, 1.0), cc::sum{}) ==
                        std::vector<double>(5000, double(n)),
                    "a vector larger than a part");
+            // Three chunks and a bit, every element checked; and twice more,
+            // so that each of the large board's three sets is written again.
+            const std::size_t chunk = cc::host_board::large_shape(n).part_capacity / sizeof(double);
+            for (int round = 0; round < 3; ++round) {
+                std::vector<double> big(3 * chunk + 123);
+                for (std::size_t k = 0; k < big.size(); ++k) big[k] = me * 1000.0 + double(k % 1000) + round;
+                const auto got = cc::allreduce_host_memory(comm, big, cc::sum{});
+                std::size_t bad = got.size() == big.size() ? got.size() : 0;
+                for (std::size_t k = 0; bad == got.size() && k < got.size(); ++k)
+                    if (got[k] != 1000.0 * n * (n - 1) / 2 + double(n) * (double(k % 1000) + round)) bad = k;
+                expect(bad == got.size(), "a vector of 3 chunks and 123 elements, round " + std::to_string(round) +
+                                              ": element " + std::to_string(bad) + " wrong");
+            }
+            // Rank order in every block of every chunk (an element-wise op
+            // that does not commute).
+            {
+                const auto got = cc::allreduce_host_memory(comm, std::vector<long>(chunk + 7, me + 1), concat_digits{});
+                long want = 0;
+                for (int q = 0; q < n; ++q) want = want * 10 + q + 1;
+                expect(got == std::vector<long>(chunk + 7, want), "the digits in rank order in every element");
+            }
+            // One meeting per chunk and one more: 2 + 3 x 5 + 3.
+            if (on_board) {
+                const cc::host_board* large = comm.large_board_on_host({}, comm.next_tag());
+                expect(large != nullptr && large->meetings() == 20,
+                       "large board meetings: " + (large ? std::to_string(large->meetings()) : std::string("no board")));
+            }
             // Lengths or types that differ: every rank throws, and the board
             // goes on. (Without a board the butterfly runs, which does not
             // promise that every rank finds the error.)
@@ -188,6 +239,20 @@ int host_board_mode(const std::string& mode) {
                     expect(false, "vectors of different lengths were reduced");
                 } catch (const csp::usage_error& e) {
                     expect(std::string(e.what()).find("different lengths") != std::string::npos, e.what());
+                }
+                // Large vectors of different lengths, and one rank's small
+                // among others' large: every rank throws before any chunk.
+                for (const std::size_t small : {std::size_t{5000}, std::size_t{3}}) {
+                    try {
+                        (void)cc::allreduce_host_memory(comm, std::vector<int>(me == n - 1 ? small : 5001, 1), cc::sum{});
+                        expect(false, "large vectors of different lengths were reduced");
+                    } catch (const csp::usage_error& e) {
+                        expect(std::string(e.what()).find("different lengths (5001 and " + std::to_string(small) + ")") !=
+                                       std::string::npos ||
+                                   std::string(e.what()).find("different lengths (" + std::to_string(small) + " and 5001)") !=
+                                       std::string::npos,
+                               e.what());
+                    }
                 }
                 try {
                     if (me == 0) (void)cc::allreduce_host_memory(comm, 1, cc::sum{});

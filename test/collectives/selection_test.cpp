@@ -132,18 +132,18 @@ TEST(selection, unknown_names_are_refused_with_the_choices) {
 }
 
 // The level column: processes of one host over shared memory meet on the
-// host board below 16 KiB (allreduce, barrier) and take the butterfly up to
-// 64 KiB, where a network takes the tree from 8 ranks, and Rabenseifner's
-// from 64 KiB at either level.
+// host board at every size (allreduce; barrier), where a network takes the
+// tree from 8 ranks, and Rabenseifner's from 64 KiB.
 TEST(selection, the_table_chooses_by_link_level) {
     auto& s = cc::selection::global();
     using cc::link_level;
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, false, link_level::network}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024 - 1, true, false, false, link_level::host}), "host_memory");
-    EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024, true, false, false, link_level::host}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024, true, false, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 32 * 1024, true, false, false, link_level::network}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true, false, link_level::host}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true, false, link_level::network}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, true, link_level::host}), "shared_memory");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::network}), "flat_parallel");
@@ -153,7 +153,7 @@ TEST(selection, the_table_chooses_by_link_level) {
     s.print_table(os);
     EXPECT_NE(os.str().find("allreduce       host_memory         any       any         host"), std::string::npos)
         << os.str();
-    EXPECT_NE(os.str().find("allreduce       butterfly           any       >= 16384    host"), std::string::npos)
+    EXPECT_EQ(os.str().find("allreduce       butterfly           any       >= 16384    host"), std::string::npos)
         << os.str();
 }
 
