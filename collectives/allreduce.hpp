@@ -405,14 +405,16 @@ private:
     }
 
     // A vector larger than a part of the default board, on a large board
-    // (host_board::large_shape): cut into chunks of a large part each,
-    // chunk j passed at meeting j. Rank q folds block q of every chunk (its
-    // 1/n of the work) in rank order, from the n parts, into its vector
-    // and into its own part over its own contribution (nobody else reads
-    // that block of it); after the next meeting every rank copies the other
-    // blocks out. So one meeting per chunk, plus one: folding chunk j - 1
-    // overlaps passing chunk j. A part of meeting m is read until the
-    // rank arrives at m + 2, which the board's three sets allow.
+    // (host_board::large_shape): cut into chunks of a part each, chunk j
+    // passed at the j-th meeting. Rank q folds block q of every chunk (its
+    // 1/n of the work) in rank order into its own part, where it never
+    // copied its own block in (the fold reads that from its vector: nobody
+    // else needs it), then into its vector; after the next meeting every
+    // rank copies the other blocks out. So one meeting per chunk, plus one:
+    // folding chunk j - 1 overlaps passing chunk j. A part of meeting m is
+    // read until the rank arrives at m + 2, which the board's three sets
+    // allow; a rank writes its part of meeting m + 1 (the set of m - 2)
+    // once m has completed, as arrive() would.
     template <class C, class T, class Op>
     static T in_blocks(C& comm, host_board& board, tag t, T value, const Op& op) {
         using E = typename T::value_type;
@@ -433,13 +435,21 @@ private:
             const std::size_t last_count = j > 0 ? std::min(per_chunk, length - last_first) : 0;
             if (j > 0) {
                 const auto [lo, hi] = block(last_count, me);
-                std::span<E> mine(value.data() + last_first + lo, hi - lo);
-                std::copy(part(last, 0) + lo, part(last, 0) + hi, mine.begin());
-                for (std::size_t q = 1; q < n; ++q) op.fold_into(mine, part(last, q) + lo);
-                std::memcpy(board.own_part(last) + lo * sizeof(E), mine.data(), mine.size_bytes());
+                E* const in_vector = value.data() + last_first + lo;  // still this rank's contribution
+                auto from = [&](std::size_t q) -> const E* { return q == me ? in_vector : part(last, q) + lo; };
+                std::span<E> acc(reinterpret_cast<E*>(board.own_part(last)) + lo, hi - lo);
+                std::copy(from(0), from(0) + acc.size(), acc.begin());
+                for (std::size_t q = 1; q < n; ++q) op.fold_into(acc, from(q));
+                std::copy(acc.begin(), acc.end(), in_vector);
             }
-            const std::uint64_t m =
-                board.arrive(host_board::type_of<T>(), std::as_bytes(std::span<const E>(value.data() + first, count)));
+            if (count > 0) {
+                const auto [lo, hi] = block(count, me);
+                E* const into = reinterpret_cast<E*>(board.own_part(board.meetings() + 1));
+                const E* const chunk = value.data() + first;
+                std::copy(chunk, chunk + lo, into);
+                std::copy(chunk + hi, chunk + count, into + hi);
+            }
+            const std::uint64_t m = board.arrive(host_board::type_of<T>(), {});
             board.wait(comm, t, m);
             if (j > 0) {
                 for (std::size_t q = 0; q < n; ++q) {
