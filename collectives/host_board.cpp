@@ -29,6 +29,13 @@ constexpr std::size_t line = 64;
 // collective together completes well within it, even with several ranks
 // per core; a rank that is late by more than this is waited for asleep.
 constexpr std::chrono::microseconds spin_for{100};
+// The same on a large board, where each rank copies up to a part in and
+// out between meetings, so ranks that share a core wait longer for each
+// other: 8 ranks on 2 cores, allreduce of 1 MiB over UCX
+// (bench/collectives_rank, six runs each, 2026-11-29, a noisy machine):
+// median 1,430 us (771-3,420) with the spin above, 1,045 (742-1,943) with
+// this one.
+constexpr std::chrono::microseconds large_spin_for{1000};
 // How much of that a rank that has a core of its own keeps it before it
 // lets other programs run between looks (at once when oversubscribed).
 constexpr std::chrono::microseconds keep_core{5};
@@ -173,7 +180,7 @@ bool host_board::spin(std::uint64_t m) const {
         if (complete(m)) return true;
         if (looks % looks_per_clock_read == 0) {
             now = std::chrono::steady_clock::now();
-            if (now - start >= spin_for) return false;
+            if (now - start >= (shape_ == shape{} ? spin_for : large_spin_for)) return false;
         }
         // The node's other processes first (its UCX progress among them);
         // then, if none was ready, the host's other programs: with more
