@@ -224,6 +224,23 @@ int host_board_mode(const std::string& mode) {
                 for (int q = 0; q < n; ++q) want = want * 10 + q + 1;
                 expect(got == std::vector<long>(chunk + 7, want), "the digits in rank order in every element");
             }
+            // Two streams at once, each with its own large board: two
+            // processes of every rank, each a loop of large allreduces.
+            {
+                std::vector<std::string> stream_wrong(2);
+                auto loop = [&](std::uint32_t id) {
+                    for (int i = 0; i < 4; ++i) {
+                        std::vector<long> v(2 * chunk + 5, long(me) + id * 100 + i);
+                        const auto got = cc::allreduce_host_memory(comm, v, cc::sum{}, cc::stream{id});
+                        const long want = long(n) * (n - 1) / 2 + long(n) * (id * 100 + i);
+                        if (got != std::vector<long>(v.size(), want))
+                            stream_wrong[id - 1] = "stream " + std::to_string(id) + ", call " + std::to_string(i);
+                    }
+                };
+                csp::par([&] { loop(1); }, [&] { loop(2); });
+                for (const auto& w : stream_wrong)
+                    if (!w.empty()) expect(false, "two streams at once: " + w + " wrong");
+            }
             // One meeting per chunk and one more: 2 + 3 x 5 + 3.
             if (on_board) {
                 const cc::host_board* large = comm.large_board_on_host({}, comm.next_tag());
