@@ -9,7 +9,7 @@
 //
 // One meeting, numbered m = 1, 2, ... on the board (the same at every rank:
 // the ranks call a stream's collectives in one order; one board per stream):
-//  1. arrive: copy the value into part (m & 1, me), then arrived[me] = m.
+//  1. arrive: copy the value into part (m % sets, me), then arrived[me] = m.
 //  2. Wait until arrived[q] >= m for every rank q: spin a while (letting
 //     the node's other processes, and when the host has more ranks than
 //     cores other programs, run between looks), then sleep.
