@@ -130,6 +130,7 @@ struct append_digits {
 //   host-board-lost      the last rank vanishes mid-loop (exits without
 //                        closing its node): every other rank prints "lost: "
 //                        and the peer error
+//   host-board-lost-large  the same with vectors on the large board
 //   host-board-leave     ranks leave the moment their last barrier is
 //                        over, while another still sleeps in it
 //   host-board-deadlock  the last rank never arrives: the launcher's
@@ -159,11 +160,19 @@ int host_board_mode(const std::string& mode) {
                 cc::barrier_host_memory(comm);
                 return;
             }
-            if (mode == "host-board-lost") {
+            if (mode == "host-board-lost" || mode == "host-board-lost-large") {
+                // Large: vectors of two chunks on the large board.
+                const std::size_t length =
+                    mode == "host-board-lost" ? 1 : cc::host_board::large_shape(n).part_capacity / sizeof(long) + 3;
                 try {
                     for (int i = 0;; ++i) {
-                        if (me == n - 1 && i == 300) std::_Exit(0);  // no goodbye: as if killed
-                        expect(cc::allreduce_host_memory(comm, 1L, cc::sum{}) == n, "sum before the loss");
+                        if (me == n - 1 && i == (length == 1 ? 300 : 30)) std::_Exit(0);  // no goodbye: as if killed
+                        if (length == 1) {
+                            expect(cc::allreduce_host_memory(comm, 1L, cc::sum{}) == n, "sum before the loss");
+                        } else {
+                            const auto got = cc::allreduce_host_memory(comm, std::vector<long>(length, 1), cc::sum{});
+                            expect(got == std::vector<long>(length, n), "sum before the loss");
+                        }
                     }
                 } catch (const csp::net::peer_error& e) {
                     lost = e.what();
@@ -304,7 +313,7 @@ int host_board_mode(const std::string& mode) {
         std::cout << (wrong.empty() ? "left ok\n" : "left FAILED\n");
         return wrong.empty() ? 0 : 1;
     }
-    if (mode == "host-board-lost") {
+    if (mode == "host-board-lost" || mode == "host-board-lost-large") {
         std::cout << "lost: " << (lost.empty() ? "nothing" : lost) << '\n';
         return lost.empty() || !wrong.empty() ? 1 : 0;
     }

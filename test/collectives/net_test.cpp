@@ -130,6 +130,15 @@ TEST(net_host_board_faults, a_rank_lost_mid_loop_fails_the_meeting_on_every_othe
     EXPECT_GE(count(r.output, "lost: lost node 3") + count(r.output, "lost: node 3"), 1u) << r.output;
 }
 
+// The same on the large board: a rank lost between two chunks' meetings.
+TEST(net_host_board_faults, a_rank_lost_mid_large_allreduce_fails_it_on_every_other_rank) {
+    auto r = launch(4, "", "host-board-lost-large");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "lost: "), 3u) << r.output;
+    EXPECT_EQ(count(r.output, "lost: nothing"), 0u) << r.output;
+    EXPECT_GE(count(r.output, "lost: lost node 3") + count(r.output, "lost: node 3"), 1u) << r.output;
+}
+
 // Regression (example_pi_4_nodes failed with the host board): a rank that
 // slept in the last barrier failed with "node 0 has left" when rank 0 left
 // right after it, before the wake from another rank came; a departure
