@@ -106,6 +106,8 @@ void standard_set(C& comm) {
            time_per_op(comm, k, [&] { cc::reduce_binomial_parallel(comm, small, cc::sum{}, 0); }));
     report(comm, "broadcast", "binomial", 8,
            time_per_op(comm, k, [&] { cc::broadcast_binomial(comm, small, 0); }));
+    report(comm, "broadcast", "host_memory", 8,
+           time_per_op(comm, k, [&] { cc::broadcast_host_memory(comm, small, 0); }));
     const std::string barrier_chosen =
         "table:" + std::string(cc::selection::global().choose(
                        {"barrier", comm.size(), 0, true, false, false, cc::detail::link_level_of(comm)}));

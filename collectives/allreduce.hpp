@@ -311,19 +311,6 @@ private:
 };
 inline constexpr allreduce_shared_memory_fn allreduce_shared_memory{};
 
-namespace detail {
-// Values a host board carries as their bytes: plain data (not a view, which
-// would carry its pointer) and vectors of plain elements.
-template <class T>
-concept host_board_value = element_vector<T> || (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T> &&
-                                                 !std::is_pointer_v<T> && !is_view_v<T>);
-
-template <class T>
-std::span<const std::byte> bytes_of(const T& v) {
-    if constexpr (element_vector<T>) return std::as_bytes(std::span(v));
-    else return std::as_bytes(std::span<const T, 1>(&v, 1));
-}
-}  // namespace detail
 
 struct allreduce_host_memory_fn {
     static constexpr algorithm_info info{"allreduce", "host_memory", false, false, false, true};

@@ -21,16 +21,21 @@
 //             it out. Elsewhere it runs binomial.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "csp/error.hpp"
+#include "csp/type_name.hpp"
+#include "csp/view.hpp"
 
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
+#include "collectives/host_board.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/relay.hpp"
@@ -148,5 +153,92 @@ struct broadcast_shared_memory_fn {
     }
 };
 inline constexpr broadcast_shared_memory_fn broadcast_shared_memory{};
+namespace detail {
+// Values a host board carries as their bytes: plain data (not a view, which
+// would carry its pointer) and vectors of plain elements.
+template <class T>
+concept host_board_value = element_vector<T> || (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T> &&
+                                                 !std::is_pointer_v<T> && !is_view_v<T>);
+
+template <class T>
+std::span<const std::byte> bytes_of(const T& v) {
+    if constexpr (element_vector<T>) return std::as_bytes(std::span(v));
+    else return std::as_bytes(std::span<const T, 1>(&v, 1));
+}
+}  // namespace detail
+
+struct broadcast_host_memory_fn {
+    static constexpr algorithm_info info{"broadcast", "host_memory", false, true, false, true};
+
+    // One meeting on the host board: the root copies its value into its
+    // part, the others copy it out. A vector over a part: the meeting
+    // carries its length, then the large board passes it in chunks, one
+    // meeting each (the root copies chunk j + 1 in while the others copy
+    // chunk j out). Other values, and other communicators: the binomial tree.
+    template <class C, class T>
+    T operator()(C& comm, T value, int root = 0, stream s = {}) const {
+        if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
+            topology::check(comm.rank(), comm.size(), root);
+            const tag t = comm.next_tag(s);
+            if (host_board* board = comm.board_on_host(s, t)) {
+                detail::announce(comm, info, t);
+                const bool is_root = comm.rank() == root;
+                const auto bytes = is_root ? detail::bytes_of(value) : std::span<const std::byte>{};
+                const std::uint64_t m = board->arrive(host_board::type_of<T>(), bytes);
+                board->wait(comm, t, m);
+                for (int q = 0; q < board->size(); ++q)
+                    if (board->part_of(m, q).type != board->part_of(m, root).type)
+                        throw usage_error("broadcast host_memory: rank " + std::to_string(q) +
+                                          " passed a value of another type than the root's " + csp::type_name<T>());
+                const auto from = board->part_of(m, root);
+                if constexpr (detail::element_vector<T>) {
+                    using E = typename T::value_type;
+                    if (from.fits) {
+                        if (!is_root) {
+                            const auto* first = reinterpret_cast<const E*>(from.data);
+                            value.assign(first, first + from.bytes / sizeof(E));
+                        }
+                        return value;
+                    }
+                    const tag u = comm.next_tag(s);
+                    if (host_board* large = comm.large_board_on_host(s, u))
+                        return in_chunks(comm, *large, u, std::move(value), root, from.bytes / sizeof(E));
+                    return broadcast_binomial(comm, std::move(value), root, s);
+                } else {
+                    if (!is_root) std::memcpy(&value, from.data, sizeof value);
+                    return value;
+                }
+            }
+        }
+        return broadcast_binomial(comm, std::move(value), root, s);
+    }
+
+private:
+    // The root's vector of `length` elements in chunks of a large part: the
+    // root writes its part of meeting m + 1 once m has completed, as
+    // arrive() would; the others read the root's part of m before they
+    // arrive at m + 1.
+    template <class C, class T>
+    static T in_chunks(C& comm, host_board& board, tag t, T value, int root, std::size_t length) {
+        using E = typename T::value_type;
+        const bool is_root = comm.rank() == root;
+        if (!is_root) value.resize(length);
+        const std::size_t per_chunk = board.capacity() / sizeof(E);
+        for (std::size_t first = 0; first < length; first += per_chunk) {
+            const std::size_t count = std::min(per_chunk, length - first);
+            if (is_root)
+                std::copy(value.data() + first, value.data() + first + count,
+                          reinterpret_cast<E*>(board.own_part(board.meetings() + 1)));
+            const std::uint64_t m = board.arrive(host_board::type_of<T>(), {});
+            board.wait(comm, t, m);
+            if (!is_root) {
+                const auto* chunk = reinterpret_cast<const E*>(board.part_of(m, root).data);
+                std::copy(chunk, chunk + count, value.data() + first);
+            }
+        }
+        return value;
+    }
+};
+inline constexpr broadcast_host_memory_fn broadcast_host_memory{};
 
 }  // namespace csp::collectives

@@ -233,6 +233,33 @@ int host_board_mode(const std::string& mode) {
                 for (int q = 0; q < n; ++q) want = want * 10 + q + 1;
                 expect(got == std::vector<long>(chunk + 7, want), "the digits in rank order in every element");
             }
+            // Broadcast on the boards from every root: a plain value, a
+            // vector that fits a part, and one of three chunks and a bit
+            // (the non-roots pass an empty vector).
+            for (int root = 0; root < n; ++root) {
+                expect(cc::broadcast_host_memory(comm, me == root ? 40.5 + root : -1.0, root) == 40.5 + root,
+                       "broadcast of a double from " + std::to_string(root));
+                std::vector<int> small(me == root ? 100 : 0);
+                for (std::size_t k = 0; k < small.size(); ++k) small[k] = root * 1000 + int(k);
+                std::vector<int> want_small(100);
+                for (std::size_t k = 0; k < want_small.size(); ++k) want_small[k] = root * 1000 + int(k);
+                expect(cc::broadcast_host_memory(comm, small, root) == want_small,
+                       "broadcast of 100 ints from " + std::to_string(root));
+                const std::size_t big_length = 3 * (cc::host_board::large_shape(n).part_capacity / sizeof(int)) + 11;
+                std::vector<int> want_big(big_length);
+                for (std::size_t k = 0; k < big_length; ++k) want_big[k] = int(k) * 7 + root;
+                const auto got = cc::broadcast_host_memory(comm, me == root ? want_big : std::vector<int>{}, root);
+                expect(got == want_big, "broadcast of " + std::to_string(big_length) + " ints from " + std::to_string(root));
+            }
+            if (n > 1 && on_board) {
+                try {
+                    if (me == 0) (void)cc::broadcast_host_memory(comm, 1, 0);
+                    else (void)cc::broadcast_host_memory(comm, 1.0, 0);
+                    expect(false, "a broadcast of values of different types");
+                } catch (const csp::usage_error& e) {
+                    expect(std::string(e.what()).find("another type than the root's") != std::string::npos, e.what());
+                }
+            }
             // Two streams at once, each with its own large board: two
             // processes of every rank, each a loop of large allreduces.
             {
@@ -250,10 +277,11 @@ int host_board_mode(const std::string& mode) {
                 for (const auto& w : stream_wrong)
                     if (!w.empty()) expect(false, "two streams at once: " + w + " wrong");
             }
-            // One meeting per chunk and one more: 2 + 3 x 5 + 3.
+            // Allreduce: one meeting per chunk and one more, 2 + 3 x 5 + 3;
+            // broadcast: one per chunk, 4 from each root.
             if (on_board) {
                 const cc::host_board* large = comm.large_board_on_host({}, comm.next_tag());
-                expect(large != nullptr && large->meetings() == 20,
+                expect(large != nullptr && large->meetings() == 20u + 4u * std::uint64_t(n),
                        "large board meetings: " + (large ? std::to_string(large->meetings()) : std::string("no board")));
             }
             // Lengths or types that differ: every rank throws, and the board
