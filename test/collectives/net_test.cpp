@@ -121,8 +121,8 @@ INSTANTIATE_TEST_SUITE_P(ranks, net_host_board, ::testing::Values(1, 2, 3, 5));
 
 // A rank that vanishes (no goodbye) while the others meet: each other rank
 // fails with the lost peer's error instead of waiting for it for ever.
-TEST(net_host_board_faults, a_rank_lost_mid_loop_fails_the_meeting_on_every_other_rank) {
-    auto r = launch(4, "", "host-board-lost");
+static void expect_every_other_rank_lost_node_3(const std::string& mode) {
+    auto r = launch(4, "", mode);
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(count(r.output, "lost: "), 3u) << r.output;
     EXPECT_EQ(count(r.output, "lost: nothing"), 0u) << r.output;
@@ -130,13 +130,13 @@ TEST(net_host_board_faults, a_rank_lost_mid_loop_fails_the_meeting_on_every_othe
     EXPECT_GE(count(r.output, "lost: lost node 3") + count(r.output, "lost: node 3"), 1u) << r.output;
 }
 
+TEST(net_host_board_faults, a_rank_lost_mid_loop_fails_the_meeting_on_every_other_rank) {
+    expect_every_other_rank_lost_node_3("host-board-lost");
+}
+
 // The same on the large board: a rank lost between two chunks' meetings.
 TEST(net_host_board_faults, a_rank_lost_mid_large_allreduce_fails_it_on_every_other_rank) {
-    auto r = launch(4, "", "host-board-lost-large");
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "lost: "), 3u) << r.output;
-    EXPECT_EQ(count(r.output, "lost: nothing"), 0u) << r.output;
-    EXPECT_GE(count(r.output, "lost: lost node 3") + count(r.output, "lost: node 3"), 1u) << r.output;
+    expect_every_other_rank_lost_node_3("host-board-lost-large");
 }
 
 // Regression (example_pi_4_nodes failed with the host board): a rank that
