@@ -36,8 +36,8 @@ namespace csp::collectives {
 
 class local_group {
 public:
-    explicit local_group(int size)
-        : boxes_(checked(size)), counters_(static_cast<std::size_t>(size)), contexts_(static_cast<std::size_t>(size)) {}
+    explicit local_group(int size);
+    ~local_group();
     local_group(const local_group&) = delete;
     local_group& operator=(const local_group&) = delete;
 
@@ -48,12 +48,7 @@ public:
 
     // One rank failed with `error`: every receive and every shared-board
     // meeting in the group, now and later, throws it.
-    void fail(std::exception_ptr error) {
-        for (auto& b : boxes_) b.fail(any_source, error);
-        std::lock_guard lk(boards_lock_);
-        if (!failed_) failed_ = error;
-        for (auto& [id, b] : boards_) b->fail(error, 1);
-    }
+    void fail(std::exception_ptr error);
 
     // The shared board of stream `id` (shared_board.hpp), made on first use.
     // A board lives as long as the group, so the default stream's, asked
@@ -61,18 +56,12 @@ public:
     shared_board& board(std::uint32_t id) {
         if (id == 0)
             if (shared_board* b = default_board_.load(std::memory_order_acquire)) return *b;
-        std::lock_guard lk(boards_lock_);
-        auto& b = boards_[id];
-        if (!b) b = std::make_unique<shared_board>(size(), failed_);
-        if (id == 0) default_board_.store(b.get(), std::memory_order_release);
-        return *b;
+        return make_board(id);
     }
 
 private:
-    static std::size_t checked(int size) {
-        if (size < 1) throw usage_error("a local group needs at least one rank, not " + std::to_string(size));
-        return static_cast<std::size_t>(size);
-    }
+    shared_board& make_board(std::uint32_t id);
+
     std::deque<mailbox<std::any>> boxes_;
     std::deque<tag_counter> counters_;
     std::deque<context_pool> contexts_;
@@ -130,19 +119,7 @@ private:
 
     // Under a recorder (csp/model/recorder.hpp) a message is recorded rank to
     // rank, and the mailbox channels that carry it stay out of the model.
-    mailbox<std::any>::envelope take(int from, tag t) const {
-        model::recorder* rec = model::recorder::active();
-        auto m = [&] {
-            model::recorder::quiet_scope hide(rec);
-            return group_->box(rank_).take(from, t.bits());
-        }();
-        if (rec) {
-            rec->message(model::direction::receive, m.source, rank_, model_id(t));
-            if (from == any_source)
-                rec->note("a receive from any rank is recorded as the sender it got in the recorded run");
-        }
-        return m;
-    }
+    mailbox<std::any>::envelope take(int from, tag t) const;
 
     template <class T>
     static T unbox(std::any&& a) {

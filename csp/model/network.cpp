@@ -6,6 +6,42 @@
 
 namespace csp::model {
 
+std::size_t network::add_channel(std::string name, std::size_t capacity) {
+    channels.push_back({std::move(name), capacity});
+    return channels.size() - 1;
+}
+
+std::size_t network::add_process(std::string name) {
+    processes.push_back({std::move(name), {}, {}, false, false});
+    return processes.size() - 1;
+}
+
+void network::send(std::size_t p, std::size_t c) {
+    processes.at(p).body.push_back({step::kind::communicate, c, direction::send, {}});
+}
+
+void network::receive(std::size_t p, std::size_t c) {
+    processes.at(p).body.push_back({step::kind::communicate, c, direction::receive, {}});
+}
+
+void network::par(std::size_t p, std::vector<std::size_t> children) {
+    processes.at(p).body.push_back({step::kind::par, 0, direction::send, std::move(children)});
+}
+
+void network::choice(std::size_t p, std::vector<offer> offered, std::size_t taken) {
+    auto& proc = processes.at(p);
+    const offer t = offered.at(taken);
+    proc.offers[proc.body.size()] = std::move(offered);
+    proc.body.push_back({step::kind::choice, t.channel, t.dir, {}});
+}
+
+std::size_t network::count(std::size_t c, direction d) const {
+    std::size_t n = 0;
+    for (const auto& p : processes)
+        for (const auto& s : p.body) n += s.communicates() && s.channel == c && s.dir == d;
+    return n;
+}
+
 std::string identifier(const std::string& prefix, std::size_t index, const std::string& label) {
     constexpr std::size_t max_length = 48;
     std::string out = prefix + std::to_string(index);

@@ -71,37 +71,20 @@ struct network {
     // What the model does not capture; exporters write these as comments.
     std::vector<std::string> notes;
 
-    std::size_t add_channel(std::string name, std::size_t capacity = 0) {
-        channels.push_back({std::move(name), capacity});
-        return channels.size() - 1;
-    }
-    std::size_t add_process(std::string name) {
-        processes.push_back({std::move(name), {}, {}, false, false});
-        return processes.size() - 1;
-    }
-    void send(std::size_t p, std::size_t c) { processes.at(p).body.push_back({step::kind::communicate, c, direction::send, {}}); }
-    void receive(std::size_t p, std::size_t c) {
-        processes.at(p).body.push_back({step::kind::communicate, c, direction::receive, {}});
-    }
-    void par(std::size_t p, std::vector<std::size_t> children) {
-        processes.at(p).body.push_back({step::kind::par, 0, direction::send, std::move(children)});
-    }
+    // Compiled in the model library: every file that includes a
+    // communicator sees this header, and would otherwise instantiate the
+    // containers of a whole network.
+    std::size_t add_channel(std::string name, std::size_t capacity = 0);
+    std::size_t add_process(std::string name);
+    void send(std::size_t p, std::size_t c);
+    void receive(std::size_t p, std::size_t c);
+    void par(std::size_t p, std::vector<std::size_t> children);
     // An alternation of process p over `offered` channel ends that took
     // offered[taken].
-    void choice(std::size_t p, std::vector<offer> offered, std::size_t taken) {
-        auto& proc = processes.at(p);
-        const offer t = offered.at(taken);
-        proc.offers[proc.body.size()] = std::move(offered);
-        proc.body.push_back({step::kind::choice, t.channel, t.dir, {}});
-    }
+    void choice(std::size_t p, std::vector<offer> offered, std::size_t taken);
 
     // Communications recorded on channel c, by direction.
-    std::size_t count(std::size_t c, direction d) const {
-        std::size_t n = 0;
-        for (const auto& p : processes)
-            for (const auto& s : p.body) n += s.communicates() && s.channel == c && s.dir == d;
-        return n;
-    }
+    std::size_t count(std::size_t c, direction d) const;
 };
 
 // Who wrote to and who read from each channel (process indices), counting
