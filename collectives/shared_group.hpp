@@ -37,7 +37,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,7 +45,6 @@
 #include "collectives/detail/fused_block.hpp"
 #include "collectives/dispatch.hpp"
 #include "csp/channel.hpp"
-#include "csp/config.hpp"
 #include "csp/process.hpp"
 #include "csp/runtime_lock.hpp"
 
@@ -58,11 +56,8 @@ struct shared_options {
     // of its peers waiting for it.
     bool check_every_force = false;
 
-    static shared_options from_environment() {
-        shared_options o;
-        if (auto v = config::choice("CSP_SHARED_CHECK", {"0", "1"})) o.check_every_force = *v == "1";
-        return o;
-    }
+    // CSP_SHARED_CHECK=1 sets check_every_force.
+    static shared_options from_environment();
 };
 
 // What a group did, for tests and the fusion benchmark.
@@ -122,7 +117,7 @@ public:
     shared_group(const shared_group&) = delete;
     shared_group& operator=(const shared_group&) = delete;
     // Variables must not outlive their group.
-    ~shared_group() = default;
+    ~shared_group();
 
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }
@@ -163,26 +158,13 @@ private:
 
     // Gives a new variable its id (the same at every rank that creates its
     // variables in the same order).
-    std::uint32_t enrol(const std::string& name, const detail::slot_kind& k) {
-        std::lock_guard lk(lock_);
-        const auto id = next_id_++;
-        if (!name.empty()) names_[id] = name;
-        kinds_named_.try_emplace(k.code, k.label);
-        return id;
-    }
+    std::uint32_t enrol(const std::string& name, const detail::slot_kind& k);
 
     using lock_type = detail::group_lock;
 
     // Under lock_: waits, lock released, until no force point of this group
     // runs, then returns with the lock held again.
-    void wait_for_force_end(std::unique_lock<lock_type>& lk) {
-        while (forcing_) {
-            ++waiters_;
-            lk.unlock();
-            (void)wake_.reader().read();
-            lk.lock();
-        }
-    }
+    void wait_for_force_end(std::unique_lock<lock_type>& lk);
     // Under lock_: the same, while the reduction that carries `v` runs.
     void wait_out_flight(std::unique_lock<lock_type>& lk, const owner& v) {
         while (v.state_ == owner::state::in_flight) wait_for_force_end(lk);
@@ -211,150 +193,16 @@ private:
 
     // Under lock_: `v` is going away with its slot still to be reduced; the
     // other ranks reduce it too, so its contribution stays.
-    void orphan(owner& v) {
-        auto& list = v.state_ == owner::state::in_flight ? in_flight() : pending();
-        slot& s = list[v.slot_];
-        if (v.state_ == owner::state::pending) {
-            orphans_.emplace_back(s.words);
-            v.pack_contribution(orphans_.back().data());
-            s.orphan = static_cast<std::uint32_t>(orphans_.size());
-        }
-        s.var = nullptr;
-    }
+    void orphan(owner& v);
 
     // The force point. `why` is the variable being read (null for flush):
     // if another process's reduction resolved it meanwhile, nothing is sent.
-    void force(const owner* why) {
-        std::unique_lock lk(lock_);
-        wait_for_force_end(lk);
-        throw_if_failed();
-        if (!options_.check_every_force && (why ? why->state_ == owner::state::resolved : pending().empty())) return;
+    void force(const owner* why);
 
-        // This process runs the force point; others of this rank that need
-        // it wait in wait_for_force_end until the end below.
-        forcing_ = true;
-        struct end_of_force {
-            shared_group* g;
-            std::unique_lock<lock_type>* lk;
-            ~end_of_force() {
-                if (!lk->owns_lock()) lk->lock();
-                g->forcing_ = false;
-                const std::size_t n = std::exchange(g->waiters_, 0);
-                lk->unlock();
-                for (std::size_t i = 0; i < n; ++i) g->wake_.writer().write(0);
-            }
-        } end{this, &lk};
-
-        // Slots in id order: the same at every rank however its processes
-        // interleaved their first updates.
-        pending_at_ ^= 1;
-        std::vector<slot>& flight = in_flight();
-        const auto by_id = [](const slot& a, const slot& b) { return a.id < b.id; };
-        if (!std::is_sorted(flight.begin(), flight.end(), by_id))
-            std::sort(flight.begin(), flight.end(), by_id);
-        const std::size_t n = flight.size();
-        std::size_t words = 1 + 2 * n;
-        for (const slot& s : flight) words += s.words;
-        // The last force point's block, so that a force point allocates
-        // nothing once the group has reduced a block of this size.
-        detail::block b = std::move(spare_);
-        b.resize(words);
-        b[0] = (detail::block_fused << 32) | n;
-        runs_.clear();
-        const detail::slot_kind* last = nullptr;
-        bool commutes = true;
-        std::size_t at = 1 + 2 * n;
-        for (std::size_t i = 0; i < n; ++i) {
-            slot& s = flight[i];
-            b[1 + 2 * i] = detail::descriptor(s.id, s.kind->code);
-            b[2 + 2 * i] = s.words;
-            if (s.var) {
-                s.var->pack_contribution(b.data() + at);
-                s.var->state_ = owner::state::in_flight;
-                s.var->slot_ = i;
-            } else {
-                const detail::block& o = orphans_[s.orphan - 1];
-                std::copy(o.begin(), o.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
-            }
-            at += s.words;
-            if (s.kind == last && s.kind->joins) runs_.back().words += s.words;
-            else runs_.push_back({s.kind->fold, s.words});
-            last = s.kind;
-            commutes = commutes && s.kind->commutes;
-        }
-        orphans_.clear();  // every orphan's slot is in the in-flight list, packed
-        const std::size_t updates = stats_.updates - std::exchange(updates_at_force_, stats_.updates);
-        lk.unlock();
-
-        detail::block result;
-        try {
-            result = reduce_(std::move(b), detail::fused_op{&runs_, commutes});
-            if (detail::block_kind(result) == detail::block_mismatch) throw usage_error(mismatch_message(result));
-            if (detail::block_kind(result) != detail::block_fused || result.size() != words)
-                throw csp::error("shared variables: a force point's reduction returned a malformed block");
-        } catch (...) {
-            lk.lock();
-            failed_ = std::current_exception();
-            for (slot& s : flight)
-                if (s.var) s.var->state_ = owner::state::failed;  // its reads throw failed_
-            flight.clear();
-            throw;
-        }
-
-        lk.lock();
-        at = 1 + 2 * n;
-        for (slot& s : flight) {
-            if (owner* v = s.var) {
-                v->resolve(result.data() + at, s.words);
-                v->state_ = owner::state::resolved;
-            }
-            at += s.words;
-        }
-        flight.clear();
-        spare_ = std::move(result);
-        ++stats_.reductions;
-        stats_.slots_reduced += n;
-        if (record_) {
-            lk.unlock();
-            record_(updates, n);
-        }
-    }
-
-    std::string describe(const detail::word* d, std::size_t n) const {
-        std::ostringstream os;
-        os << '{';
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto id = static_cast<std::uint32_t>(d[2 * i] >> 32);
-            const auto code = static_cast<std::uint32_t>(d[2 * i]);
-            if (i) os << ", ";
-            auto name = names_.find(id);
-            os << (name != names_.end() ? name->second : "variable #" + std::to_string(id)) << ": ";
-            auto kind = kinds_named_.find(code);
-            if (kind != kinds_named_.end()) os << kind->second;
-            else os << "op 0x" << std::hex << code << std::dec;
-            os << " (" << d[2 * i + 1] << " words)";
-        }
-        os << '}';
-        return os.str();
-    }
-
+    // The pending updates described by n descriptor pairs, for a mismatch.
+    std::string describe(const detail::word* d, std::size_t n) const;
     // Only the forcing process calls it (the in-flight list is its own meanwhile).
-    std::string mismatch_message(const detail::block& r) {
-        const std::size_t n1 = r[1];
-        const detail::word* d1 = r.data() + 2;
-        const std::size_t n2 = r[2 + 2 * n1];
-        const detail::word* d2 = d1 + 2 * n1 + 1;
-        std::vector<detail::word> mine;
-        std::lock_guard lk(lock_);
-        for (const slot& s : in_flight()) {
-            mine.push_back(detail::descriptor(s.id, s.kind->code));
-            mine.push_back(s.words);
-        }
-        return "shared variables: the ranks reached a force point with different pending updates: one rank had " +
-               describe(d1, n1) + ", another " + describe(d2, n2) + " (this rank, " + std::to_string(rank_) +
-               ", had " + describe(mine.data(), mine.size() / 2) +
-               "); every rank must make the same updates between force points (the SPMD rule)";
-    }
+    std::string mismatch_message(const detail::block& r);
 
     const int rank_;
     const int size_;
