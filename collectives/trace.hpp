@@ -15,7 +15,7 @@
 // first.
 #include <cstdint>
 #include <mutex>
-#include <ostream>
+#include <iosfwd>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,48 +42,16 @@ struct trace_event {
 
 class trace_log {
 public:
-    void record(trace_event e) {
-        std::lock_guard lk(lock_);
-        e.order = events_.size();
-        events_.push_back(std::move(e));
-    }
-    std::vector<trace_event> events() const {
-        std::lock_guard lk(lock_);
-        return events_;
-    }
-    std::vector<trace_event> of_kind(trace_event::kind k) const {
-        std::vector<trace_event> out;
-        for (auto& e : events())
-            if (e.what == k) out.push_back(e);
-        return out;
-    }
+    void record(trace_event e);
+    std::vector<trace_event> events() const;
+    std::vector<trace_event> of_kind(trace_event::kind k) const;
     // "collective algorithm" of each call that was recorded, in order.
-    std::vector<std::string> algorithms() const {
-        std::vector<std::string> out;
-        for (auto& e : of_kind(trace_event::kind::algorithm)) out.push_back(e.name);
-        return out;
-    }
+    std::vector<std::string> algorithms() const;
     // Per force point of shared variables, in order: how many updates the
     // one reduction carried (the fusion events).
     std::vector<trace_event> fusions() const { return of_kind(trace_event::kind::fusion); }
-    void clear() {
-        std::lock_guard lk(lock_);
-        events_.clear();
-    }
-    void print(std::ostream& os) const {
-        for (const auto& e : events()) {
-            os << e.order << " rank " << e.rank << ' ';
-            switch (e.what) {
-            case trace_event::kind::algorithm: os << "runs " << e.name; break;
-            case trace_event::kind::send: os << "sends to " << e.peer; break;
-            case trace_event::kind::receive: os << "received from " << e.peer; break;
-            case trace_event::kind::fusion:
-                os << "fused " << e.updates << " updates of " << e.slots << " variables into one reduction";
-                break;
-            }
-            os << " (tag " << e.t.stream_id() << '.' << e.t.sequence() << '.' << int(e.t.phase()) << ")\n";
-        }
-    }
+    void clear();
+    void print(std::ostream& os) const;
 
 private:
     mutable std::mutex lock_;
