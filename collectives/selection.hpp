@@ -24,13 +24,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <ostream>
-#include <sstream>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -214,16 +212,9 @@ public:
         link_level level = link_level::network;  // where the messages go (link_level_of)
     };
 
-    static selection& global() {
-        static selection s(from_environment());
-        return s;
-    }
+    static selection& global();
 
-    static std::optional<algorithm_info> find(std::string_view collective, std::string_view name) {
-        for (const auto& a : registry::every_algorithm)
-            if (a.collective == collective && a.name == name) return a;
-        return std::nullopt;
-    }
+    static std::optional<algorithm_info> find(std::string_view collective, std::string_view name);
     static bool usable(const algorithm_info& a, const request& r) {
         return (r.commuting_op || !a.needs_commuting_op) && (r.elementwise || !a.needs_elementwise) &&
                (r.shared_memory || !a.needs_shared_memory) && (r.level == link_level::host || !a.needs_host_level);
@@ -231,38 +222,12 @@ public:
 
     // "collective=algorithm,..." (the CSP_COLLECTIVES syntax); throws
     // usage_error naming a malformed item or an unknown name.
-    static std::map<std::string, std::string, std::less<>> parse_overrides(std::string_view spec) {
-        std::map<std::string, std::string, std::less<>> out;
-        std::istringstream items{std::string(spec)};
-        for (std::string item; std::getline(items, item, ',');) {
-            if (item.empty()) continue;
-            auto eq = item.find('=');
-            if (eq == std::string::npos)
-                throw usage_error("CSP_COLLECTIVES: \"" + item + "\" is not collective=algorithm");
-            std::string c = item.substr(0, eq), a = item.substr(eq + 1);
-            validate(c, a);
-            out[c] = a;
-        }
-        return out;
-    }
+    static std::map<std::string, std::string, std::less<>> parse_overrides(std::string_view spec);
 
     // Forces `algorithm` for every later call of `collective` in this process.
-    void force(std::string_view collective, std::string_view algorithm) {
-        validate(collective, algorithm);
-        std::lock_guard lk(lock_);
-        forced_[std::string(collective)] = std::string(algorithm);
-        any_forced_.store(true, std::memory_order_release);
-    }
-    void unforce(std::string_view collective) {
-        std::lock_guard lk(lock_);
-        if (auto it = forced_.find(collective); it != forced_.end()) forced_.erase(it);
-        any_forced_.store(!forced_.empty(), std::memory_order_release);
-    }
-    void unforce_all() {
-        std::lock_guard lk(lock_);
-        forced_.clear();
-        any_forced_.store(false, std::memory_order_release);
-    }
+    void force(std::string_view collective, std::string_view algorithm);
+    void unforce(std::string_view collective);
+    void unforce_all();
 
     std::string_view choose(const request& r) const { return choose(r, detail::rules_of(r.collective)); }
 
@@ -270,13 +235,8 @@ public:
     // collective's rules found at compile time): without overrides it takes
     // no lock, allocates nothing and compares no names.
     std::string_view choose(const request& r, detail::rule_range rules) const {
-        if (any_forced_.load(std::memory_order_acquire)) {
-            std::lock_guard lk(lock_);
-            if (auto it = forced_.find(r.collective); it != forced_.end()) {
-                auto a = find(r.collective, it->second);
-                if (usable(*a, r)) return a->name;  // else fall back to the table
-            }
-        }
+        if (any_forced_.load(std::memory_order_acquire))
+            if (auto a = forced_choice(r)) return *a;  // else fall back to the table
         for (std::size_t i = rules.first; i < rules.last; ++i) {
             const selection_rule& rule = default_rules[i];
             if (r.ranks > rule.max_ranks || r.bytes < rule.min_bytes) continue;
@@ -284,57 +244,22 @@ public:
             const algorithm_info& a = registry::every_algorithm[detail::rule_algorithms[i]];
             if (usable(a, r)) return a.name;
         }
-        throw usage_error("no algorithm for collective \"" + std::string(r.collective) + "\"");
+        no_algorithm(r);
     }
 
     // The table and the overrides in force.
-    void print_table(std::ostream& os) const {
-        os << "collective      algorithm           ranks     bytes       level     op                       ranks share memory\n";
-        for (const auto& rule : default_rules) {
-            std::ostringstream ranks, bytes;
-            ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
-            bytes << (rule.min_bytes == 0 ? std::string("any") : ">= " + std::to_string(rule.min_bytes));
-            const char* level = rule.level == link_level::host ? "host" : rule.level == link_level::network ? "network" : "any";
-            const auto a = *find(rule.collective, rule.algorithm);
-            const std::string op = a.needs_commuting_op && a.needs_elementwise ? "commuting, element-wise"
-                                   : a.needs_commuting_op                      ? "commuting"
-                                   : a.needs_elementwise                       ? "element-wise"
-                                                                               : "any";
-            os << pad(rule.collective, 16) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 12)
-               << pad(level, 10) << (a.needs_shared_memory ? pad(op, 25) + "yes" : op) << '\n';
-        }
-        std::lock_guard lk(lock_);
-        for (const auto& [c, a] : forced_) os << "forced: " << c << " = " << a << '\n';
-    }
+    void print_table(std::ostream& os) const;
 
 private:
-    explicit selection(std::map<std::string, std::string, std::less<>> forced)
-        : forced_(std::move(forced)), any_forced_(!forced_.empty()) {}
+    explicit selection(std::map<std::string, std::string, std::less<>> forced);
 
-    static void validate(std::string_view collective, std::string_view algorithm) {
-        if (find(collective, algorithm)) return;
-        std::string known;
-        for (const auto& a : registry::every_algorithm)
-            if (a.collective == collective) known += (known.empty() ? "" : ", ") + std::string(a.name);
-        if (known.empty())
-            throw usage_error("unknown collective \"" + std::string(collective) +
-                              "\" (broadcast, reduce, allreduce, barrier, gather, allgather, scatter, alltoall, "
-                              "scan, exscan, reduce_scatter, put_get)");
-        throw usage_error("unknown " + std::string(collective) + " algorithm \"" + std::string(algorithm) +
-                          "\" (known: " + known + ")");
-    }
+    // The forced algorithm for r's collective, if one is forced and usable.
+    std::optional<std::string_view> forced_choice(const request& r) const;
+    [[noreturn]] static void no_algorithm(const request& r);
+    static void validate(std::string_view collective, std::string_view algorithm);
 
     // The overrides CSP_COLLECTIVES asks for (csp/config.hpp).
-    static std::map<std::string, std::string, std::less<>> from_environment() {
-        auto spec = csp::config::text("CSP_COLLECTIVES");
-        return spec ? parse_overrides(*spec) : std::map<std::string, std::string, std::less<>>{};
-    }
-
-    static std::string pad(std::string_view s, std::size_t w) {
-        std::string out(s);
-        out.resize(std::max(w, out.size() + 1), ' ');
-        return out;
-    }
+    static std::map<std::string, std::string, std::less<>> from_environment();
 
     mutable std::mutex lock_;
     std::map<std::string, std::string, std::less<>> forced_;  // under lock_

@@ -17,11 +17,9 @@
 // Schedules. The butterfly and Aspen's reduce are given as data: rounds of
 // sender -> receiver transfers (schedule.hpp runs them). That keeps them
 // testable, printable and exportable as models.
-#include <algorithm>
 #include <bit>
 #include <cstddef>
-#include <ostream>
-#include <set>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -33,12 +31,10 @@ inline int ceil_log2(int n) { return n <= 1 ? 0 : std::bit_width(static_cast<uns
 // The largest power of two not above n (n >= 1).
 inline int floor_pow2(int n) { return static_cast<int>(std::bit_floor(static_cast<unsigned>(n))); }
 
+// usage_error naming the bad argument (check's slow path).
+[[noreturn]] void bad_arguments(int rank, int size, int root);
 inline void check(int rank, int size, int root) {
-    if (size < 1) throw usage_error("group size " + std::to_string(size) + " is not positive");
-    if (rank < 0 || rank >= size)
-        throw usage_error("rank " + std::to_string(rank) + " is outside the group of " + std::to_string(size));
-    if (root < 0 || root >= size)
-        throw usage_error("root " + std::to_string(root) + " is outside the group of " + std::to_string(size));
+    if (size < 1 || rank < 0 || rank >= size || root < 0 || root >= size) bad_arguments(rank, size, root);
 }
 
 inline int to_virtual(int rank, int size, int root) { return (rank - root + size) % size; }
@@ -101,15 +97,7 @@ struct schedule {
     std::vector<int> receivers;     // end with the result
 };
 
-inline std::ostream& operator<<(std::ostream& os, const schedule& s) {
-    for (std::size_t r = 0; r < s.rounds.size(); ++r) {
-        os << "round " << r + 1 << ":";
-        for (const auto& t : s.rounds[r])
-            os << ' ' << t.from << (t.kind == transfer_kind::combine ? "->" : "=>") << t.to;
-        os << '\n';
-    }
-    return os;
-}
+std::ostream& operator<<(std::ostream& os, const schedule& s);
 
 // Butterfly (recursive doubling) allreduce over ranks 0..size-1 that keeps
 // rank order, so it serves ops that do not commute. With p2 the largest
@@ -123,29 +111,7 @@ inline std::ostream& operator<<(std::ostream& os, const schedule& s) {
 //   unfold:     1=>0  3=>2
 //
 // 2 + log2(p2) rounds when size is not a power of two, log2(size) when it is.
-inline schedule butterfly_schedule(int size) {
-    if (size < 1) throw usage_error("group size " + std::to_string(size) + " is not positive");
-    schedule s;
-    for (int r = 0; r < size; ++r) s.participants.push_back(r), s.receivers.push_back(r);
-    const int p2 = floor_pow2(size), rem = size - p2;
-    auto real = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
-    if (rem > 0) {
-        auto& fold = s.rounds.emplace_back();
-        for (int i = 0; i < rem; ++i) fold.push_back({2 * i, 2 * i + 1, transfer_kind::combine, true});
-    }
-    for (int mask = 1; mask < p2; mask <<= 1) {
-        auto& round = s.rounds.emplace_back();
-        for (int v = 0; v < p2; ++v) {
-            int partner = v ^ mask;
-            round.push_back({real(partner), real(v), transfer_kind::combine, partner < v});
-        }
-    }
-    if (rem > 0) {
-        auto& unfold = s.rounds.emplace_back();
-        for (int i = 0; i < rem; ++i) unfold.push_back({2 * i + 1, 2 * i, transfer_kind::deliver, false});
-    }
-    return s;
-}
+schedule butterfly_schedule(int size);
 
 // Aspen's reduce: participants P contribute, receivers R get the result; R
 // may hold ranks outside P. The op must commute: participants are renumbered
@@ -169,67 +135,6 @@ inline schedule butterfly_schedule(int size) {
 //   round 3: 1<->3 4->2 (2->4 dropped)    (last stage, k = 3)
 //   round 4: 1=>9 2=>10 3=>11             (step 4)
 // One receiver in P gives a binomial tree reduce; R = P the butterfly.
-inline schedule aspen_schedule(const std::vector<int>& P, const std::vector<int>& R) {
-    auto check_set = [](const std::vector<int>& v, const char* what) {
-        std::set<int> seen;
-        for (int x : v) {
-            if (x < 0) throw usage_error(std::string("Aspen reduce: negative rank ") + std::to_string(x) + " in " + what);
-            if (!seen.insert(x).second)
-                throw usage_error(std::string("Aspen reduce: rank ") + std::to_string(x) + " appears twice in " + what);
-        }
-        return seen;
-    };
-    const std::set<int> pset = check_set(P, "the participants");
-    const std::set<int> rset = check_set(R, "the receivers");
-    if (pset.empty()) throw usage_error("Aspen reduce: no participants");
-
-    schedule s;
-    s.participants.assign(pset.begin(), pset.end());
-    s.receivers.assign(rset.begin(), rset.end());
-    if (rset.empty()) return s;
-
-    // Numbering: receiving participants, then the other participants; the
-    // non-participant receivers are kept apart, in rank order.
-    std::vector<int> order, rnp;
-    for (int x : pset) if (rset.count(x)) order.push_back(x);
-    std::size_t rp = order.size();
-    for (int x : pset) if (!rset.count(x)) order.push_back(x);
-    for (int x : rset) if (!pset.count(x)) rnp.push_back(x);
-
-    auto fold_into_lower = [&](std::size_t keep) {
-        auto& round = s.rounds.emplace_back();
-        for (std::size_t x = keep; x < order.size(); ++x)
-            round.push_back({order[x], order[x - keep], transfer_kind::combine, false});
-        // Receivers folded away now get the result like non-participants.
-        for (std::size_t x = keep; x < std::min(rp, order.size()); ++x) rnp.push_back(order[x]);
-        rp = std::min(rp, keep);
-        order.resize(keep);
-    };
-
-    if (std::size_t p2 = static_cast<std::size_t>(floor_pow2(static_cast<int>(order.size()))); p2 != order.size())
-        fold_into_lower(p2);
-    while (order.size() >= 2 * std::max(rp, rnp.size()) && order.size() > 1) fold_into_lower(order.size() / 2);
-
-    const std::size_t m = order.size();
-    const std::size_t k = std::min(std::max(rp, rnp.size()), m);
-    for (std::size_t mask = 1; mask < m; mask <<= 1) {
-        const bool last = (mask << 1) >= m;
-        auto& round = s.rounds.emplace_back();
-        for (std::size_t x = 0; x < m; ++x)
-            if (!last || x < k) round.push_back({order[x ^ mask], order[x], transfer_kind::combine, false});
-    }
-
-    std::vector<int> holders(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
-    std::size_t next = 0;
-    while (next < rnp.size()) {
-        auto& round = s.rounds.emplace_back();
-        const std::size_t senders = holders.size();
-        for (std::size_t h = 0; h < senders && next < rnp.size(); ++h, ++next) {
-            round.push_back({holders[h], rnp[next], transfer_kind::deliver, false});
-            holders.push_back(rnp[next]);
-        }
-    }
-    return s;
-}
+schedule aspen_schedule(const std::vector<int>& P, const std::vector<int>& R);
 
 }  // namespace csp::collectives::topology
