@@ -9,9 +9,7 @@
 // transfer that folds a std::vector with a built-in op over a net or hybrid
 // communicator is folded from the message's bytes, not decoded first.
 #include <cstddef>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -34,18 +32,7 @@ struct rank_plan {
     bool receiver = false;
 };
 
-inline rank_plan plan_for(const topology::schedule& s, int rank) {
-    rank_plan p;
-    p.rounds.resize(s.rounds.size());
-    for (std::size_t r = 0; r < s.rounds.size(); ++r)
-        for (const auto& t : s.rounds[r]) {
-            if (t.from == rank) p.rounds[r].send_to.push_back(t.to);
-            if (t.to == rank) p.rounds[r].receive.push_back(t);
-        }
-    for (int x : s.participants) p.participant |= x == rank;
-    for (int x : s.receivers) p.receiver |= x == rank;
-    return p;
-}
+rank_plan plan_for(const topology::schedule& s, int rank);
 
 // Runs `plan` with this rank's contribution (a value iff it participates).
 // Returns the result iff the rank is a receiver.
@@ -90,19 +77,7 @@ namespace detail {
 
 // The butterfly depends on the group size alone; its plans are built once
 // per size and shared.
-inline std::shared_ptr<const std::vector<rank_plan>> butterfly_plans(int size) {
-    static std::mutex lock;
-    static std::map<int, std::shared_ptr<const std::vector<rank_plan>>> cache;
-    std::lock_guard lk(lock);
-    auto& slot = cache[size];
-    if (!slot) {
-        auto s = topology::butterfly_schedule(size);
-        auto plans = std::make_shared<std::vector<rank_plan>>();
-        for (int r = 0; r < size; ++r) plans->push_back(plan_for(s, r));
-        slot = std::move(plans);
-    }
-    return slot;
-}
+std::shared_ptr<const std::vector<rank_plan>> butterfly_plans(int size);
 
 }  // namespace detail
 }  // namespace csp::collectives
