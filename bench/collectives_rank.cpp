@@ -108,6 +108,10 @@ void standard_set(C& comm) {
            time_per_op(comm, k, [&] { cc::broadcast_binomial(comm, small, 0); }));
     report(comm, "broadcast", "host_memory", 8,
            time_per_op(comm, k, [&] { cc::broadcast_host_memory(comm, small, 0); }));
+    cc::registry::allgather::for_each([&](auto algorithm) {
+        report(comm, "allgather", std::string(algorithm.info.name).c_str(), 8,
+               time_per_op(comm, k, [&] { algorithm(comm, small); }));
+    });
     const std::string barrier_chosen =
         "table:" + std::string(cc::selection::global().choose(
                        {"barrier", comm.size(), 0, true, false, false, cc::detail::link_level_of(comm)}));

@@ -9,6 +9,13 @@
 //                     each, n-1 rounds: every rank sends and receives n-1
 //                     values once, where the broadcast above sends the whole
 //                     vector down a tree (for large values).
+//   host_memory       the ranks are processes of one host (a
+//                     net_communicator over shared memory): one meeting on
+//                     the host board (host_board.hpp), where each rank
+//                     copies its value into its part and every part out;
+//                     vectors over a part pass through the large board in
+//                     chunks, one meeting per chunk. No message; every
+//                     rank copies the n - 1 other values once.
 #include <algorithm>
 #include <cstddef>
 #include <span>
@@ -109,5 +116,84 @@ struct allgather_ring_fn {
     }
 };
 inline constexpr allgather_ring_fn allgather_ring{};
+
+struct allgather_host_memory_fn {
+    static constexpr algorithm_info info{"allgather", "host_memory", false, false, false, true};
+
+    // The small board's meeting carries every value that fits a part and
+    // every rank's type and size; all ranks see all parts, so a type that
+    // differs makes every rank throw, and a value over a part sends every
+    // rank on to the large board (vectors) or the ring (other values)
+    // together. Without a board (other communicators, no shared memory):
+    // the ring.
+    template <class C, class T>
+    std::vector<T> operator()(C& comm, T value, stream s = {}) const {
+        if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
+            const tag t = comm.next_tag(s);
+            if (host_board* board = comm.board_on_host(s, t)) {
+                detail::announce(comm, info, t);
+                const int n = board->size(), me = comm.rank();
+                const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
+                board->wait(comm, t, m);
+                bool all_fit = true;
+                for (int q = 0; q < n; ++q) {
+                    const auto part = board->part_of(m, q);
+                    if (part.type != host_board::type_of<T>())
+                        throw usage_error("allgather host_memory: rank " + std::to_string(q) +
+                                          " passed a value of another type than rank " + std::to_string(me) + "'s " +
+                                          csp::type_name<T>());
+                    all_fit = all_fit && part.fits;
+                }
+                std::vector<T> all(static_cast<std::size_t>(n));
+                if (all_fit) {
+                    for (int q = 0; q < n; ++q)
+                        if (q != me) all[static_cast<std::size_t>(q)] = detail::value_from_part<T>(board->part_of(m, q));
+                    all[static_cast<std::size_t>(me)] = std::move(value);
+                    return all;
+                }
+                if constexpr (detail::element_vector<T>) {
+                    using E = typename T::value_type;
+                    for (int q = 0; q < n; ++q)
+                        if (q != me) all[static_cast<std::size_t>(q)].resize(board->part_of(m, q).bytes / sizeof(E));
+                    all[static_cast<std::size_t>(me)] = std::move(value);
+                    const tag u = comm.next_tag(s);
+                    if (host_board* large = comm.large_board_on_host(s, u)) return in_chunks(comm, *large, u, std::move(all));
+                    value = std::move(all[static_cast<std::size_t>(me)]);
+                }
+            }
+        }
+        return allgather_ring(comm, std::move(value), s);
+    }
+
+private:
+    // Every rank's vector (`all`, its own in place, the others sized) in
+    // chunks of a large part: at meeting m each rank has written chunk j of
+    // its own vector into its part (before arriving, as arrive() would),
+    // and copies chunk j of every other rank's out before it arrives at
+    // m + 1. Ranks whose vectors are shorter stop writing, not meeting.
+    template <class C, class T>
+    static std::vector<T> in_chunks(C& comm, host_board& board, tag t, std::vector<T> all) {
+        using E = typename T::value_type;
+        const auto me = static_cast<std::size_t>(comm.rank());
+        const std::size_t per_chunk = board.capacity() / sizeof(E);
+        std::size_t longest = 0;
+        for (const T& v : all) longest = std::max(longest, v.size());
+        for (std::size_t first = 0; first < longest; first += per_chunk) {
+            const T& mine = all[me];
+            if (first < mine.size())
+                std::copy(mine.data() + first, mine.data() + first + std::min(per_chunk, mine.size() - first),
+                          reinterpret_cast<E*>(board.own_part(board.meetings() + 1)));
+            const std::uint64_t m = board.arrive(host_board::type_of<T>(), {});
+            board.wait(comm, t, m);
+            for (std::size_t q = 0; q < all.size(); ++q) {
+                if (q == me || first >= all[q].size()) continue;
+                const auto* chunk = reinterpret_cast<const E*>(board.part_of(m, static_cast<int>(q)).data);
+                std::copy(chunk, chunk + std::min(per_chunk, all[q].size() - first), all[q].data() + first);
+            }
+        }
+        return all;
+    }
+};
+inline constexpr allgather_host_memory_fn allgather_host_memory{};
 
 }  // namespace csp::collectives

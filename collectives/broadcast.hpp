@@ -165,6 +165,20 @@ std::span<const std::byte> bytes_of(const T& v) {
     if constexpr (element_vector<T>) return std::as_bytes(std::span(v));
     else return std::as_bytes(std::span<const T, 1>(&v, 1));
 }
+
+// The value a part that fits holds (its bytes as a T, see bytes_of).
+template <class T>
+T value_from_part(const host_board::part& p) {
+    T v{};
+    if constexpr (element_vector<T>) {
+        using E = typename T::value_type;
+        const auto* first = reinterpret_cast<const E*>(p.data);
+        v.assign(first, first + p.bytes / sizeof(E));
+    } else {
+        std::memcpy(&v, p.data, sizeof v);
+    }
+    return v;
+}
 }  // namespace detail
 
 struct broadcast_host_memory_fn {

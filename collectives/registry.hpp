@@ -68,7 +68,7 @@ using allreduce = algorithm_list<allreduce_reduce_broadcast_fn, allreduce_butter
 using barrier = algorithm_list<barrier_flat_sequential_fn, barrier_flat_parallel_fn, barrier_binomial_fn, barrier_dissemination_fn, barrier_shared_memory_fn,
                                barrier_host_memory_fn>;
 using gather = algorithm_list<gather_sequential_fn, gather_parallel_fn>;
-using allgather = algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn>;
+using allgather = algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn, allgather_host_memory_fn>;
 using scatter = algorithm_list<scatter_sequential_fn, scatter_parallel_fn>;
 using alltoall = algorithm_list<alltoall_parallel_fn>;
 using scan = algorithm_list<scan_recursive_doubling_fn, scan_pipeline_fn>;

@@ -62,7 +62,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 34> default_rules{{
+inline constexpr std::array<selection_rule, 35> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -129,6 +129,13 @@ inline constexpr std::array<selection_rule, 34> default_rules{{
     {"barrier", "flat_parallel", 8},
     {"barrier", "binomial"},
     {"gather", "parallel"},
+    // Processes of one host: the host board at every size and group size
+    // (bench/collectives_rank over UCX, 2026-11-29, one run: 8 B / 64 KiB /
+    // 1 MiB per rank took 0.20 / 11.2 / 111 us at 2 ranks, 3.9 / 44 /
+    // 1,974 at 4, 7.9 / 120 / 6,904 at 8, against the ring's 1.1 / 23.9 /
+    // 168, 13.4 / 131 / 3,586, 56.7 / 508 / 10,698 and OpenMPI's shared
+    // memory at 64 KiB and 1 MiB 11.4 / 129, 267 / 2,367, 234 / 9,457).
+    {"allgather", "host_memory", any_size, 0, link_level::host},
     // Parts of 64 KiB and more (each rank's): the ring, n-1 steps in which
     // every rank sends one part to its neighbour, where gather_broadcast
     // sends all n parts through rank 0 and back out. Over TCP

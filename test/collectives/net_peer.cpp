@@ -317,6 +317,45 @@ int host_board_mode(const std::string& mode) {
                 }
             }
             expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "an allreduce after the errors");
+            // Allgather on the boards: a plain value; vectors of a length
+            // per rank that fit a part; and vectors of a length per rank
+            // from one that fits to three chunks and a bit (rank 0's fits,
+            // so the chunk meetings also pass ranks with nothing to write).
+            {
+                const auto doubles = cc::allgather_host_memory(comm, me + 0.5);
+                bool ok = doubles.size() == std::size_t(n);
+                for (int q = 0; ok && q < n; ++q) ok = doubles[std::size_t(q)] == q + 0.5;
+                expect(ok, "allgather of a double");
+                const std::size_t chunk_ints = cc::host_board::large_shape(n).part_capacity / sizeof(int);
+                const auto length_of = [&](int q, bool large) {
+                    return large ? (q == 0 ? std::size_t{100} : std::size_t(q) * chunk_ints + 11 * std::size_t(q))
+                                 : std::size_t(q) * 3 + 1;
+                };
+                for (const bool large : {false, true}) {
+                    const auto value_at = [](int q, std::size_t k) { return q * 1000003 + int(k % 1000); };
+                    std::vector<int> mine(length_of(me, large));
+                    for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = value_at(me, k);
+                    const auto all = cc::allgather_host_memory(comm, mine);
+                    std::string bad;
+                    if (all.size() != std::size_t(n)) bad = std::to_string(all.size()) + " values";
+                    for (int q = 0; bad.empty() && q < n; ++q) {
+                        const auto& v = all[std::size_t(q)];
+                        if (v.size() != length_of(q, large)) bad = "rank " + std::to_string(q) + "'s length " + std::to_string(v.size());
+                        for (std::size_t k = 0; bad.empty() && k < v.size(); ++k)
+                            if (v[k] != value_at(q, k)) bad = "rank " + std::to_string(q) + "'s element " + std::to_string(k);
+                    }
+                    expect(bad.empty(), std::string("allgather of ") + (large ? "large" : "small") + " vectors: " + bad);
+                }
+                if (n > 1 && on_board) {
+                    try {
+                        if (me == n - 1) (void)cc::allgather_host_memory(comm, 1);
+                        else (void)cc::allgather_host_memory(comm, 1.0);
+                        expect(false, "an allgather of values of different types");
+                    } catch (const csp::usage_error& e) {
+                        expect(std::string(e.what()).find("passed a value of another type") != std::string::npos, e.what());
+                    }
+                }
+            }
             // The barrier: nobody leaves before the last arrived (one clock for the whole host).
             for (int i = 0; i < 20; ++i) {
                 if (me == i % n) csp::sleep_for(std::chrono::microseconds(200));

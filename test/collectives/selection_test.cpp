@@ -149,6 +149,9 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"broadcast", 2, 0, true, false, false, link_level::host}), "flat");  // not a vector
     EXPECT_EQ(s.choose({"broadcast", 8, 0, true, true, false, link_level::host}), "binomial");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"allgather", 8, 8, true, false, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"allgather", 2, 1 << 20, true, false, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"allgather", 8, 1 << 20, true, false, false, link_level::network}), "ring");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::network}), "flat_parallel");
     // A communicator that does not say is a network.
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
