@@ -406,9 +406,11 @@ private:
     static T in_blocks(C& comm, host_board& board, tag t, T value, const Op& op) {
         using E = typename T::value_type;
         const std::size_t n = static_cast<std::size_t>(board.size()), me = static_cast<std::size_t>(comm.rank());
-        // Chunks of equal length (within one element), each in one part.
+        // As few chunks as fit in a part each, of equal length (within one
+        // element), so that the last one is not a sliver.
         const std::size_t length = value.size(), most = board.capacity() / sizeof(E);
-        const std::size_t per_chunk = (length + (length + most - 1) / most - 1) / ((length + most - 1) / most);
+        const std::size_t fewest = (length + most - 1) / most;
+        const std::size_t per_chunk = (length + fewest - 1) / fewest;
         const std::size_t chunks = (length + per_chunk - 1) / per_chunk;
         auto block = [n](std::size_t count, std::size_t r) { return std::pair(count * r / n, count * (r + 1) / n); };
         auto part = [&](std::uint64_t m, std::size_t q) {
