@@ -104,6 +104,8 @@ void standard_set(C& comm) {
     const int k = iterations_for(8);
     report(comm, "reduce", "binomial_parallel", 8,
            time_per_op(comm, k, [&] { cc::reduce_binomial_parallel(comm, small, cc::sum{}, 0); }));
+    report(comm, "reduce", "host_memory", 8,
+           time_per_op(comm, k, [&] { cc::reduce_host_memory(comm, small, cc::sum{}, 0); }));
     report(comm, "broadcast", "binomial", 8,
            time_per_op(comm, k, [&] { cc::broadcast_binomial(comm, small, 0); }));
     report(comm, "broadcast", "host_memory", 8,

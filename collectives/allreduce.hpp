@@ -323,14 +323,14 @@ struct allreduce_host_memory_fn {
                 detail::announce(comm, info, t);
                 const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
                 board->wait(comm, t, m);
-                if (all_fit<T>(*board, m, comm.rank())) return fold<T>(*board, m, op);
+                if (all_fit<T>(*board, m, comm.rank(), "allreduce host_memory")) return fold<T>(*board, m, op);
                 // Some rank's value did not fit in its part: all ranks saw
                 // it, and that all values have one length.
                 if constexpr (detail::element_vector<T> && detail::folds_in_place<Op, T> &&
                               requires(tag u) { comm.large_board_on_host(s, u); }) {
                     const tag u = comm.next_tag(s);
                     if (host_board* large = comm.large_board_on_host(s, u))
-                        return in_blocks(comm, *large, u, std::move(value), op);
+                        return in_blocks(comm, *large, u, std::move(value), op, everyone);
                 }
             }
         }
@@ -338,11 +338,16 @@ struct allreduce_host_memory_fn {
     }
 
 private:
+    friend struct reduce_host_memory_fn;  // the same steps, the result at one rank
+
+    // in_blocks' `wanted_at`: every rank wants the result.
+    static constexpr int everyone = -1;
+
     // Whether every rank's value of meeting m is in its part. Values of
     // another type or length throw, at every rank alike (each reads every
     // part's head).
     template <class T>
-    static bool all_fit(const host_board& board, std::uint64_t m, int me) {
+    static bool all_fit(const host_board& board, std::uint64_t m, int me, const char* what) {
         const auto mine = board.part_of(m, me);
         std::size_t unit = 1;
         if constexpr (detail::element_vector<T>) unit = sizeof(typename T::value_type);
@@ -350,7 +355,7 @@ private:
         for (int q = 0; q < board.size(); ++q) {
             const auto p = board.part_of(m, q);
             if (p.type != mine.type)
-                throw usage_error("allreduce host_memory: rank " + std::to_string(q) +
+                throw usage_error(std::string(what) + ": rank " + std::to_string(q) +
                                   " passed a value of another type than rank " + std::to_string(me) + "'s " +
                                   csp::type_name<T>());
             detail::check_same_length(mine.bytes / unit, p.bytes / unit);
@@ -401,11 +406,14 @@ private:
     // folding chunk j - 1 overlaps passing chunk j. A part of meeting m is
     // read until the rank arrives at m + 2, which the board's three sets
     // allow; a rank writes its part of meeting m + 1 (the set of m - 2)
-    // once m has completed, as arrive() would.
+    // once m has completed, as arrive() would. With `wanted_at` a rank
+    // (a reduce's root), the other ranks fold their blocks all the same but
+    // copy nothing out: their vectors come back as they were.
     template <class C, class T, class Op>
-    static T in_blocks(C& comm, host_board& board, tag t, T value, const Op& op) {
+    static T in_blocks(C& comm, host_board& board, tag t, T value, const Op& op, int wanted_at) {
         using E = typename T::value_type;
         const std::size_t n = static_cast<std::size_t>(board.size()), me = static_cast<std::size_t>(comm.rank());
+        const bool wanted = wanted_at == everyone || wanted_at == comm.rank();
         // As few chunks as fit in a part each, of equal length (within one
         // element), so that the last one is not a sliver.
         const std::size_t length = value.size(), most = board.capacity() / sizeof(E);
@@ -429,7 +437,7 @@ private:
                 std::span<E> acc(reinterpret_cast<E*>(board.own_part(last)) + lo, hi - lo);
                 std::copy(from(0), from(0) + acc.size(), acc.begin());
                 for (std::size_t q = 1; q < n; ++q) op.fold_into(acc, from(q));
-                std::copy(acc.begin(), acc.end(), in_vector);
+                if (wanted) std::copy(acc.begin(), acc.end(), in_vector);
             }
             if (count > 0) {
                 const auto [lo, hi] = block(count, me);
@@ -440,7 +448,7 @@ private:
             }
             const std::uint64_t m = board.arrive(host_board::type_of<T>(), {});
             board.wait(comm, t, m);
-            if (j > 0) {
+            if (j > 0 && wanted) {
                 for (std::size_t q = 0; q < n; ++q) {
                     if (q == me) continue;
                     const auto [lo, hi] = block(last_count, q);
@@ -453,5 +461,46 @@ private:
     }
 };
 inline constexpr allreduce_host_memory_fn allreduce_host_memory{};
+
+// A reduce on the host board (reduce.hpp lists the message algorithms): the
+// allreduce's meeting and, for a vector over a part, its chunks, where
+// every rank still folds its block of each chunk (the work stays spread)
+// but only the root copies the result out. Every rank waits for every
+// meeting: a part is rewritten only once all ranks have been through the
+// meeting after the one that read it. Other values and communicators: the
+// binomial tree.
+struct reduce_host_memory_fn {
+    static constexpr algorithm_info info{"reduce", "host_memory", false, false, false, true};
+
+    template <class C, class T, class Op>
+    std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
+        using host = allreduce_host_memory_fn;
+        if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
+            topology::check(comm.rank(), comm.size(), root);
+            const tag t = comm.next_tag(s);
+            if (host_board* board = comm.board_on_host(s, t)) {
+                detail::announce(comm, info, t);
+                const bool is_root = comm.rank() == root;
+                const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
+                board->wait(comm, t, m);
+                if (host::all_fit<T>(*board, m, comm.rank(), "reduce host_memory")) {
+                    if (is_root) return host::fold<T>(*board, m, op);
+                    return std::nullopt;
+                }
+                if constexpr (detail::element_vector<T> && detail::folds_in_place<Op, T> &&
+                              requires(tag u) { comm.large_board_on_host(s, u); }) {
+                    const tag u = comm.next_tag(s);
+                    if (host_board* large = comm.large_board_on_host(s, u)) {
+                        T result = host::in_blocks(comm, *large, u, std::move(value), op, root);
+                        if (is_root) return result;
+                        return std::nullopt;
+                    }
+                }
+            }
+        }
+        return reduce_binomial(comm, std::move(value), op, root, s);
+    }
+};
+inline constexpr reduce_host_memory_fn reduce_host_memory{};
 
 }  // namespace csp::collectives

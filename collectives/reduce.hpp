@@ -43,6 +43,11 @@
 //                     copies its value into its slot, all sync once, the
 //                     root folds the slots in rank order. Elsewhere it runs
 //                     binomial_parallel.
+//   host_memory       processes of one host (a net_communicator over
+//                     shared memory): the host board's allreduce, with
+//                     only the root copying the result out. In
+//                     allreduce.hpp, beside the allreduce it shares its
+//                     steps with.
 //
 // Over net and hybrid communicators, binomial and binomial_parallel fold a
 // std::vector's parts with a built-in op straight from the messages' bytes,

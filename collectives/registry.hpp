@@ -62,7 +62,7 @@ namespace registry {
 using broadcast = algorithm_list<broadcast_flat_fn, broadcast_binomial_fn, broadcast_pipeline_fn, broadcast_shared_memory_fn,
                                  broadcast_host_memory_fn>;
 using reduce = algorithm_list<reduce_flat_in_order_fn, reduce_binomial_fn, reduce_binomial_parallel_fn, reduce_chain_fn,
-                              reduce_arrival_fn, reduce_pipeline_fn, reduce_shared_memory_fn>;
+                              reduce_arrival_fn, reduce_pipeline_fn, reduce_shared_memory_fn, reduce_host_memory_fn>;
 using allreduce = algorithm_list<allreduce_reduce_broadcast_fn, allreduce_butterfly_fn, allreduce_ring_fn,
                                  allreduce_rabenseifner_fn, allreduce_shared_memory_fn, allreduce_host_memory_fn>;
 using barrier = algorithm_list<barrier_flat_sequential_fn, barrier_flat_parallel_fn, barrier_binomial_fn, barrier_dissemination_fn, barrier_shared_memory_fn,

@@ -62,7 +62,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 35> default_rules{{
+inline constexpr std::array<selection_rule, 37> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -81,6 +81,16 @@ inline constexpr std::array<selection_rule, 35> default_rules{{
     {"broadcast", "flat", 4},
     {"broadcast", "binomial"},
     {"reduce", "shared_memory"},
+    // Processes of one host: the host board (bench/collectives_rank over
+    // UCX, 2026-11-29, one run; 8 B / 64 KiB / 1 MiB): 0.19 / 11.2 / 98 us
+    // at 2 ranks, 3.7 / 24.7 / 202 at 4, 6.5 / 42.6 / 674 at 8, against the
+    // best message algorithm's 0.53 / 16.8 / 205, 1.3 / 46.8 / 490, 6.4 /
+    // 74.8 / 1,680 (OpenMPI's shared memory: 0.13 / 8.0 / 104, 0.35 / 24.6 /
+    // 339, 0.80 / 62.6 / 2,948). A meeting waits for every rank, where a
+    // tree lets the leaves go: small values keep the tree beyond 2 ranks
+    // (sizes between 8 B and 64 KiB were not measured).
+    {"reduce", "host_memory", 2, 0, link_level::host},
+    {"reduce", "host_memory", any_size, 64 * 1024, link_level::host},
     {"reduce", "flat_in_order", 2},
     // Vectors of 1 MiB and more with an element-wise op: the pipeline. Over
     // TCP (collectives_rank net beside mpi_collectives, 2026-11-27, one run)

@@ -317,6 +317,32 @@ int host_board_mode(const std::string& mode) {
                 }
             }
             expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "an allreduce after the errors");
+            // Reduce on the boards, at every root: a plain value, and a
+            // vector of three chunks and a bit with an element-wise op that
+            // does not commute (rank order in every element); only the
+            // root gets a value.
+            for (int root = 0; root < n; ++root) {
+                const auto sum = cc::reduce_host_memory(comm, me + 1.0, cc::sum{}, root);
+                expect(me == root ? sum == std::optional<double>(n * (n + 1) / 2.0) : !sum.has_value(),
+                       "reduce of a double to " + std::to_string(root));
+                const std::size_t chunk_longs = cc::host_board::large_shape(n).part_capacity / sizeof(long);
+                const auto digits = cc::reduce_host_memory(comm, std::vector<long>(3 * chunk_longs + 5, me + 1),
+                                                           concat_digits{}, root);
+                long want = 0;
+                for (int q = 0; q < n; ++q) want = want * 10 + q + 1;
+                expect(me == root ? digits == std::optional(std::vector<long>(3 * chunk_longs + 5, want))
+                                  : !digits.has_value(),
+                       "reduce of a large vector in rank order to " + std::to_string(root));
+            }
+            if (n > 1 && on_board) {
+                try {
+                    if (me == 0) (void)cc::reduce_host_memory(comm, 1, cc::sum{}, n - 1);
+                    else (void)cc::reduce_host_memory(comm, 1.0, cc::sum{}, n - 1);
+                    expect(false, "a reduce of values of different types");
+                } catch (const csp::usage_error& e) {
+                    expect(std::string(e.what()).find("reduce host_memory: rank") != std::string::npos, e.what());
+                }
+            }
             // Allgather on the boards: a plain value; vectors of a length
             // per rank that fit a part; and vectors of a length per rank
             // from one that fits to three chunks and a bit (rank 0's fits,

@@ -150,6 +150,10 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"broadcast", 8, 0, true, true, false, link_level::host}), "binomial");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allgather", 8, 8, true, false, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"reduce", 2, 8, true, false, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"reduce", 8, 8, true, false, false, link_level::host}), "arrival");
+    EXPECT_EQ(s.choose({"reduce", 8, 65536, true, true, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"reduce", 8, 65536, true, true, false, link_level::network}), "chain");
     EXPECT_EQ(s.choose({"allgather", 2, 1 << 20, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allgather", 8, 1 << 20, true, false, false, link_level::network}), "ring");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::network}), "flat_parallel");
