@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "collectives/broadcast.hpp"
+#include "collectives/detail/host_meeting.hpp"
 #include "collectives/gather.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/relay.hpp"
@@ -129,12 +130,10 @@ struct allgather_host_memory_fn {
     template <class C, class T>
     std::vector<T> operator()(C& comm, T value, stream s = {}) const {
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
-            const tag t = comm.next_tag(s);
-            if (host_board* board = comm.board_on_host(s, t)) {
-                detail::announce(comm, info, t);
+            if (const auto meeting =
+                    detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
+                const auto [board, m] = *meeting;
                 const int n = board->size(), me = comm.rank();
-                const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
-                board->wait(comm, t, m);
                 bool all_fit = true;
                 for (int q = 0; q < n; ++q) {
                     const auto part = board->part_of(m, q);

@@ -62,7 +62,7 @@
 
 #include "collectives/allgather.hpp"
 #include "collectives/broadcast.hpp"
-#include "collectives/host_board.hpp"
+#include "collectives/detail/host_meeting.hpp"
 #include "collectives/reduce.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/reduce_scatter.hpp"
@@ -318,11 +318,9 @@ struct allreduce_host_memory_fn {
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
-            const tag t = comm.next_tag(s);
-            if (host_board* board = comm.board_on_host(s, t)) {
-                detail::announce(comm, info, t);
-                const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
-                board->wait(comm, t, m);
+            if (const auto meeting =
+                    detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
+                const auto [board, m] = *meeting;
                 if (all_fit<T>(*board, m, comm.rank(), "allreduce host_memory")) return fold<T>(*board, m, op);
                 // Some rank's value did not fit in its part: all ranks saw
                 // it, and that all values have one length.
@@ -477,12 +475,10 @@ struct reduce_host_memory_fn {
         using host = allreduce_host_memory_fn;
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
             topology::check(comm.rank(), comm.size(), root);
-            const tag t = comm.next_tag(s);
-            if (host_board* board = comm.board_on_host(s, t)) {
-                detail::announce(comm, info, t);
+            if (const auto meeting =
+                    detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
+                const auto [board, m] = *meeting;
                 const bool is_root = comm.rank() == root;
-                const std::uint64_t m = board->arrive(host_board::type_of<T>(), detail::bytes_of(value));
-                board->wait(comm, t, m);
                 if (host::all_fit<T>(*board, m, comm.rank(), "reduce host_memory")) {
                     if (is_root) return host::fold<T>(*board, m, op);
                     return std::nullopt;

@@ -26,8 +26,8 @@
 
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
+#include "collectives/detail/host_meeting.hpp"
 #include "collectives/detail/peers.hpp"
-#include "collectives/host_board.hpp"
 #include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
 
@@ -139,12 +139,7 @@ struct barrier_host_memory_fn {
     template <class C>
     void operator()(C& comm, stream s = {}) const {
         if constexpr (requires(tag t) { comm.board_on_host(s, t); }) {
-            const tag t = comm.next_tag(s);
-            if (host_board* board = comm.board_on_host(s, t)) {
-                detail::announce(comm, info, t);
-                board->wait(comm, t, board->arrive(0, {}));
-                return;
-            }
+            if (detail::meet_on_host(comm, s, info, 0, {})) return;
         }
         barrier_binomial(comm, s);
     }

@@ -35,7 +35,7 @@
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
-#include "collectives/host_board.hpp"
+#include "collectives/detail/host_meeting.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/relay.hpp"
@@ -153,34 +153,6 @@ struct broadcast_shared_memory_fn {
     }
 };
 inline constexpr broadcast_shared_memory_fn broadcast_shared_memory{};
-namespace detail {
-// Values a host board carries as their bytes: plain data (not a view, which
-// would carry its pointer) and vectors of plain elements.
-template <class T>
-concept host_board_value = element_vector<T> || (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T> &&
-                                                 !std::is_pointer_v<T> && !is_view_v<T>);
-
-template <class T>
-std::span<const std::byte> bytes_of(const T& v) {
-    if constexpr (element_vector<T>) return std::as_bytes(std::span(v));
-    else return std::as_bytes(std::span<const T, 1>(&v, 1));
-}
-
-// The value a part that fits holds (its bytes as a T, see bytes_of).
-template <class T>
-T value_from_part(const host_board::part& p) {
-    T v{};
-    if constexpr (element_vector<T>) {
-        using E = typename T::value_type;
-        const auto* first = reinterpret_cast<const E*>(p.data);
-        v.assign(first, first + p.bytes / sizeof(E));
-    } else {
-        std::memcpy(&v, p.data, sizeof v);
-    }
-    return v;
-}
-}  // namespace detail
-
 struct broadcast_host_memory_fn {
     static constexpr algorithm_info info{"broadcast", "host_memory", false, true, false, true};
 
@@ -193,13 +165,10 @@ struct broadcast_host_memory_fn {
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
             topology::check(comm.rank(), comm.size(), root);
-            const tag t = comm.next_tag(s);
-            if (host_board* board = comm.board_on_host(s, t)) {
-                detail::announce(comm, info, t);
-                const bool is_root = comm.rank() == root;
-                const auto bytes = is_root ? detail::bytes_of(value) : std::span<const std::byte>{};
-                const std::uint64_t m = board->arrive(host_board::type_of<T>(), bytes);
-                board->wait(comm, t, m);
+            const bool is_root = comm.rank() == root;
+            const auto bytes = is_root ? detail::bytes_of(value) : std::span<const std::byte>{};
+            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<T>(), bytes)) {
+                const auto [board, m] = *meeting;
                 for (int q = 0; q < board->size(); ++q)
                     if (board->part_of(m, q).type != board->part_of(m, root).type)
                         throw usage_error("broadcast host_memory: rank " + std::to_string(q) +

@@ -1,0 +1,66 @@
+#pragma once
+// The first steps every host-board collective takes (host_board.hpp), and
+// how its values become a part's bytes and back.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "collectives/communicator.hpp"
+#include "collectives/host_board.hpp"
+#include "collectives/receive_view.hpp"
+#include "csp/view.hpp"
+
+namespace csp::collectives::detail {
+
+// Values a host board carries as their bytes: plain data (not a view, which
+// would carry its pointer) and vectors of plain elements.
+template <class T>
+concept host_board_value = element_vector<T> || (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T> &&
+                                                 !std::is_pointer_v<T> && !is_view_v<T>);
+
+template <class T>
+std::span<const std::byte> bytes_of(const T& v) {
+    if constexpr (element_vector<T>) return std::as_bytes(std::span(v));
+    else return std::as_bytes(std::span<const T, 1>(&v, 1));
+}
+
+// The value a part that fits holds (its bytes as a T, see bytes_of).
+template <class T>
+T value_from_part(const host_board::part& p) {
+    T v{};
+    if constexpr (element_vector<T>) {
+        using E = typename T::value_type;
+        const auto* first = reinterpret_cast<const E*>(p.data);
+        v.assign(first, first + p.bytes / sizeof(E));
+    } else {
+        std::memcpy(&v, p.data, sizeof v);
+    }
+    return v;
+}
+
+// A completed meeting: every rank's part of meeting m of the board.
+struct host_meeting {
+    host_board* board;
+    std::uint64_t m;
+};
+
+// The call's tag and, when the stream has a host board (every rank alike),
+// one meeting on it with `bytes` of type `type` in this rank's part,
+// waited for; nothing without a board (the caller passes messages).
+template <class C>
+std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info& info, std::uint32_t type,
+                                         std::span<const std::byte> bytes) {
+    const tag t = comm.next_tag(s);
+    host_board* board = comm.board_on_host(s, t);
+    if (board == nullptr) return std::nullopt;
+    announce(comm, info, t);
+    const std::uint64_t m = board->arrive(type, bytes);
+    board->wait(comm, t, m);
+    return host_meeting{board, m};
+}
+
+}  // namespace csp::collectives::detail
