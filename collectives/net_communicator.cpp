@@ -82,12 +82,14 @@ host_board* net_communicator::large_board_on_host(stream s, tag t) {
 // whether all could (step 3), then removes the name: every rank that will
 // ever map it has. Then every rank greets every other (step 4): any rank
 // may have to wake any other, and a wake should not wait for a link to be
-// set up (a connection and a handshake: milliseconds). A lost peer fails
-// the step's receive, as in any collective; the board's destructor then
-// removes the name.
+// set up (a connection and a handshake: milliseconds). A large board skips
+// step 4: it is asked for only after a meeting on the stream's small board,
+// whose set-up greeted every pair already. A lost peer fails the step's
+// receive, as in any collective; the board's destructor then removes the
+// name.
 std::unique_ptr<host_board> net_communicator::set_up_host_board(tag t, host_board::shape sh) {
     auto b = make_host_board(t, sh);
-    if (b) {
+    if (b && sh == host_board::shape{}) {
         std::vector<int> everyone_else;
         for (int q = 0; q < size(); ++q)
             if (q != rank()) everyone_else.push_back(q);

@@ -125,7 +125,8 @@ public:
     // The large board of stream s (host_board::large_shape), for values too
     // large for the board above; made by the first call on a stream that
     // needs it, with that call's tag t, like the board above. Only ranks
-    // that have a board_on_host ask for one.
+    // that have met on the stream's board_on_host ask for one (that
+    // board's set-up made the links a wake needs).
     host_board* large_board_on_host(stream s, tag t);
 
 private:
