@@ -62,7 +62,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 37> default_rules{{
+inline constexpr std::array<selection_rule, 38> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -87,10 +87,16 @@ inline constexpr std::array<selection_rule, 37> default_rules{{
     // best message algorithm's 0.53 / 16.8 / 205, 1.3 / 46.8 / 490, 6.4 /
     // 74.8 / 1,680 (OpenMPI's shared memory: 0.13 / 8.0 / 104, 0.35 / 24.6 /
     // 339, 0.80 / 62.6 / 2,948). A meeting waits for every rank, where a
-    // tree lets the leaves go: small values keep the tree beyond 2 ranks
-    // (sizes between 8 B and 64 KiB were not measured).
+    // tree lets the leaves go: below 64 KiB beyond 2 ranks, the tree with
+    // its children received at once wins (two runs, 1 / 4 / 16 KiB: at 4
+    // ranks binomial_parallel 1.3-2.6 / 2.6-4.7 / 8.2-9.0 us, host_memory
+    // 3.1-4.4 / 4.1-5.4 / 12.6-13.3, arrival 2.8-5.1 / 5.8-10.0 /
+    // 23.9-40.3; at 8 ranks 4.0-4.9 / 8.2-8.8 / 33.8-37.8, 8.6-9.4 /
+    // 8.9-10.7 / 28.5-34.3, 7.7-8.2 / 13.2-17.2 / 60.4-79.4), also for ops
+    // that commute, where a network takes arrival.
     {"reduce", "host_memory", 2, 0, link_level::host},
     {"reduce", "host_memory", any_size, 64 * 1024, link_level::host},
+    {"reduce", "binomial_parallel", any_size, 0, link_level::host},
     {"reduce", "flat_in_order", 2},
     // Vectors of 1 MiB and more with an element-wise op: the pipeline. Over
     // TCP (collectives_rank net beside mpi_collectives, 2026-11-27, one run)

@@ -151,7 +151,9 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allgather", 8, 8, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"reduce", 2, 8, true, false, false, link_level::host}), "host_memory");
-    EXPECT_EQ(s.choose({"reduce", 8, 8, true, false, false, link_level::host}), "arrival");
+    EXPECT_EQ(s.choose({"reduce", 8, 8, true, false, false, link_level::host}), "binomial_parallel");
+    EXPECT_EQ(s.choose({"reduce", 8, 16384, true, true, false, link_level::host}), "binomial_parallel");
+    EXPECT_EQ(s.choose({"reduce", 8, 8, true, false, false, link_level::network}), "arrival");
     EXPECT_EQ(s.choose({"reduce", 8, 65536, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"reduce", 8, 65536, true, true, false, link_level::network}), "chain");
     EXPECT_EQ(s.choose({"allgather", 2, 1 << 20, true, false, false, link_level::host}), "host_memory");
