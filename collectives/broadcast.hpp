@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
@@ -30,12 +29,11 @@
 
 #include "csp/error.hpp"
 #include "csp/type_name.hpp"
-#include "csp/view.hpp"
 
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
-#include "collectives/detail/peers.hpp"
 #include "collectives/detail/host_meeting.hpp"
+#include "collectives/detail/peers.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/relay.hpp"
@@ -160,7 +158,8 @@ struct broadcast_host_memory_fn {
     // part, the others copy it out. A vector over a part: the meeting
     // carries its length, then the large board passes it in chunks, one
     // meeting each (the root copies chunk j + 1 in while the others copy
-    // chunk j out). Other values, and other communicators: the binomial tree.
+    // chunk j out). Other values over a part, and other communicators: the
+    // binomial tree.
     template <class C, class T>
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
@@ -173,23 +172,17 @@ struct broadcast_host_memory_fn {
                     if (board->part_of(m, q).type != board->part_of(m, root).type)
                         throw usage_error("broadcast host_memory: rank " + std::to_string(q) +
                                           " passed a value of another type than the root's " + csp::type_name<T>());
+                // Whether the root's value is in its part: every rank sees it.
                 const auto from = board->part_of(m, root);
+                if (from.fits) {
+                    if (!is_root) value = detail::value_from_part<T>(from);
+                    return value;
+                }
                 if constexpr (detail::element_vector<T>) {
-                    using E = typename T::value_type;
-                    if (from.fits) {
-                        if (!is_root) {
-                            const auto* first = reinterpret_cast<const E*>(from.data);
-                            value.assign(first, first + from.bytes / sizeof(E));
-                        }
-                        return value;
-                    }
                     const tag u = comm.next_tag(s);
                     if (host_board* large = comm.large_board_on_host(s, u))
-                        return in_chunks(comm, *large, u, std::move(value), root, from.bytes / sizeof(E));
-                    return broadcast_binomial(comm, std::move(value), root, s);
-                } else {
-                    if (!is_root) std::memcpy(&value, from.data, sizeof value);
-                    return value;
+                        return in_chunks(comm, *large, u, std::move(value), root,
+                                         from.bytes / sizeof(typename T::value_type));
                 }
             }
         }

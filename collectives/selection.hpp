@@ -24,11 +24,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <iosfwd>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <type_traits>

@@ -6,6 +6,7 @@
 // "shared-forever" updates and reads one until it is killed.
 #include <cmath>
 #include <cstdint>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -135,9 +136,39 @@ struct append_digits {
 //                        over, while another still sleeps in it
 //   host-board-deadlock  the last rank never arrives: the launcher's
 //                        job-wide deadlock report must end the job
+//   host-board-plain-over-a-part  a plain value larger than a part (a
+//                        16 KiB std::array), broadcast and gathered whole
+// A plain value larger than a part is not on the board: every rank sees
+// that the part does not hold it, and it passes by messages, every byte of
+// it. Its own frame (16 KiB values, several copies deep), which only this
+// mode's larger stacks hold.
+template <class Expect>
+[[gnu::noinline]] void plain_values_over_a_part(cc::net_communicator& comm, const Expect& expect) {
+    const int n = comm.size(), me = comm.rank();
+    using big = std::array<char, 16 * 1024>;
+    static_assert(sizeof(big) > cc::host_board::part_capacity);
+    const auto filled = [](int v) {
+        big b{};
+        for (std::size_t k = 0; k < b.size(); ++k) b[k] = char('a' + (v * 7 + int(k)) % 26);
+        return b;
+    };
+    for (int root = 0; root < n; ++root)
+        expect(cc::broadcast_host_memory(comm, me == root ? filled(root) : big{}, root) == filled(root),
+               "a broadcast of a 16 KiB array from " + std::to_string(root));
+    const auto all = cc::allgather_host_memory(comm, filled(me));
+    for (int q = 0; q < n; ++q)
+        expect(all.at(std::size_t(q)) == filled(q), "an allgather of 16 KiB arrays, rank " + std::to_string(q));
+    expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "a sum on the board after them");
+    cc::barrier(comm);
+}
+
 int host_board_mode(const std::string& mode) {
     std::vector<std::string> wrong;
     std::string lost;
+    // Values of 16 KiB on the stack, a few copies deep: more than a
+    // process's default 64 KiB.
+    csp::runtime_options options;
+    if (mode == "host-board-plain-over-a-part") options.stack_size = 1 << 20;
     csp::run([&] {
         csp::net::node self;
         {
@@ -150,6 +181,10 @@ int host_board_mode(const std::string& mode) {
                 expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "the first sum");
                 if (me == n - 1) (void)self.open(7).receive();
                 (void)cc::allreduce_host_memory(comm, 1, cc::sum{});
+                return;
+            }
+            if (mode == "host-board-plain-over-a-part") {
+                plain_values_over_a_part(comm, expect);
                 return;
             }
             if (mode == "host-board-leave") {
@@ -400,7 +435,7 @@ int host_board_mode(const std::string& mode) {
             expect(comm.unclaimed() == 0, "messages left unclaimed: " + std::to_string(comm.unclaimed()));
         }
         self.close();
-    });
+    }, options);
     for (const auto& w : wrong) std::cerr << w << '\n';
     if (mode == "host-board-leave") {
         std::cout << (wrong.empty() ? "left ok\n" : "left FAILED\n");

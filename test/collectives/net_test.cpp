@@ -119,6 +119,15 @@ TEST_P(net_host_board, meetings_count_every_value_and_keep_rank_order) {
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_host_board, ::testing::Values(1, 2, 3, 5));
 
+// Regression: broadcast_host_memory copied a plain value (not a vector) out
+// of the root's part without asking whether it fit there, so a value over a
+// part arrived as whatever lay beyond the part.
+TEST(net_host_board_values, a_plain_value_over_a_part_is_broadcast_whole) {
+    auto r = launch(3, "", "host-board-plain-over-a-part");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "host ok"), 3u) << r.output;
+}
+
 // A rank that vanishes (no goodbye) while the others meet: each other rank
 // fails with the lost peer's error instead of waiting for it for ever.
 static void expect_every_other_rank_lost_node_3(const std::string& mode) {
