@@ -169,6 +169,12 @@ inline std::size_t runtime_threads() noexcept {
     auto* p = detail::current_process();
     return p ? p->runtime()->threads() : 0;
 }
+// Names the caller's runtime (nullptr outside any): equal for the processes
+// of one runtime, different for two runtimes alive at once.
+inline const void* runtime_id() noexcept {
+    auto* p = detail::current_process();
+    return p ? p->runtime() : nullptr;
+}
 // The calling process's name ("main.1.0" when it was not given one).
 inline std::string name() { return detail::calling_process("csp::this_process::name")->label(); }
 inline void set_name(std::string n) { detail::calling_process("csp::this_process::set_name")->set_name(std::move(n)); }

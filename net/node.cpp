@@ -180,6 +180,9 @@ void node::start_ucx(transport_kind transport) {
         core_->log_fault(std::string("links use TCP: ") + e.what());
         return;
     }
+    // Before the progress process starts: it shares the look with receivers that poll.
+    core_->receivers_poll = !csp::runtime_lock<csp::spinlock>::needed_here() && !core_->options.oversubscribed();
+    if (core_->receivers_poll) core_->look = std::make_shared<detail::ucx_look>(*core_);
     switch_.spawn(csp::proc("net.ucx.progress", [core = core_] { detail::run_ucx_progress(core); }),
                   csp::process_kind::daemon);
 #else
@@ -338,6 +341,13 @@ void node::forward(int to, port_id to_port, const message& m, std::uint64_t tag)
 
 namespace detail {
 
+bool receivers_poll(const node_core& core) noexcept { return core.receivers_poll; }
+
+#if !CSP_WITH_UCX
+// Without UCX receivers_poll stays false and no port calls this.
+std::optional<message> poll_port(node_core&, port_id, const csp::channel<message>&) { return std::nullopt; }
+#endif
+
 bool message_taken(node_core& core, const message& m, bool report) noexcept {
     if (m.failure || m.source == core.rank || m.source < 0) return false;  // not from a link
     if (report) {
@@ -372,7 +382,8 @@ node_stats node::stats() const {
 #if CSP_WITH_UCX
                 + (core_->ucx ? core_->ucx->landed() : 0)
 #endif
-    };
+            ,
+            core_->taken_polling.load(std::memory_order_relaxed)};
 }
 
 // A message from `from` comes over one link, TCP or UCX: the landing is

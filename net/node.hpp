@@ -61,6 +61,7 @@ struct node_stats {
     std::size_t faults = 0;          // faults handled in all (faults() keeps the last 256)
     std::size_t sent_direct = 0;     // messages a sending process gave UCX itself (ucx_worker::send_direct)
     std::size_t landed = 0;          // payloads received into a receiver's own buffer, over UCX or TCP (landing.hpp)
+    std::size_t taken_polling = 0;   // messages a receiving process took from UCX itself while it waited (port.hpp)
 };
 
 class node {

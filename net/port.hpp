@@ -22,6 +22,14 @@
 // yield inside select, so there the credit leaves when the process next
 // blocks or yields.
 //
+// On a node whose links use UCX and whose runtime has one worker thread,
+// receive() on an empty port first polls the worker itself, as an MPI rank
+// polls inside MPI_Recv, for up to about 50 us and yielding to the node's
+// other processes every few microseconds: a message for this port is then
+// taken straight from the worker, without the progress process's hand-over
+// (node_stats::taken_polling counts them). Nothing else changes: the same
+// order, errors and credit. A guard never polls.
+//
 // Which departures a port hears (a peer that closed its node cleanly):
 //   departures::last_sender  (the default) one that leaves no peer that could
 //                            still send: a receive would wait for ever
@@ -32,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -49,6 +58,10 @@ struct node_core;
 // (flow_control.hpp). True if a credit for the sender was queued. `report`:
 // tell the observer the calling process received it (report_taken).
 bool message_taken(node_core& core, const message& m, bool report) noexcept;
+// Whether a receiving process polls the node's UCX worker while it waits
+// (node_core::receivers_poll), and the poll (ucx_transport.hpp).
+bool receivers_poll(const node_core& core) noexcept;
+std::optional<message> poll_port(node_core& core, port_id port, const csp::channel<message>& ch);
 }  // namespace detail
 
 // A message from another node as received by the calling process, for the
@@ -71,7 +84,7 @@ public:
     port_id id() const noexcept { return id_; }
 
     message receive() const {
-        message m = in_.read();
+        message m = next();
         // A credit was queued for the switch: let it go out now, not once
         // this process next blocks (a reader that never empties the port
         // would otherwise hold it back, and the sender with it).
@@ -105,13 +118,24 @@ private:
     friend class node;
     template <class T> friend class port_guard;
     port(port_id id, csp::channel<message> c, std::shared_ptr<detail::node_core> core)
-        : id_(id), channel_(std::move(c)), in_(channel_.reader()), core_(std::move(core)) {}
+        : id_(id),
+          channel_(std::move(c)),
+          in_(channel_.reader()),
+          core_(std::move(core)),
+          polls_(core_ && detail::receivers_poll(*core_)) {}
+
+    message next() const {
+        if (polls_ && channel_.buffered() == 0)
+            if (std::optional<message> m = detail::poll_port(*core_, id_, channel_)) return std::move(*m);
+        return in_.read();
+    }
 
     port_id id_ = 0;
     csp::channel<message> channel_;
     csp::reader<message> in_;
     std::shared_ptr<detail::node_core> core_;
     bool report_ = true;  // false for a claimed port: see report_taken
+    bool polls_ = false;  // receive() polls the node's UCX worker while it waits
 };
 
 // A port as an alternation guard: on commit, the message (T = message) or its

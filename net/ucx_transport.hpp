@@ -12,13 +12,15 @@
 // over TCP.
 //
 // Three kinds of process:
-// progress  one per node: the only one that receives. It waits on the
+// progress  one per node: the one that receives. It waits on the
 //           worker's event fd through the IO scheduler (no thread of its own;
 //           an idle node sleeps in the same poll as everything else, after
 //           the scheduler's spin), progresses the worker, and delivers each
 //           peer's frames in order: data into ports, credit and asks to the
 //           flow control, a goodbye or a broken stream to that link's
-//           liveness process (node_core::ucx_links).
+//           liveness process (node_core::ucx_links). With one worker thread
+//           a process waiting on an empty port does the same while it waits
+//           (poll_port), and takes its own message straight from the frame.
 // outbound  one per link: sends the link's queue over UCX (what was sent
 //           before the link was up, credit frames, and any message while
 //           one of those is still queued; other messages go to UCX from
@@ -34,15 +36,49 @@
 // A peer's goodbye is sent before its TCP shutdown, and UCX keeps one
 // sender's frames in order, so the goodbye normally arrives first; an end of
 // connection seen first waits up to goodbye_grace for it.
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "csp/channel.hpp"
 #include "net/detail/node_core.hpp"
+#include "net/ucx_worker.hpp"
 
 namespace csp::net::detail {
 
 inline constexpr std::chrono::milliseconds goodbye_grace{2000};
+
+// What one look at the worker took in, and the writers of the ports its
+// messages go to (node_core::look). Made by a process of the node's runtime.
+struct ucx_look {
+    explicit ucx_look(node_core& core);
+    ~ucx_look();
+    ucx_look(const ucx_look&) = delete;
+    ucx_look& operator=(const ucx_look&) = delete;
+
+    std::vector<std::pair<int, ucx_worker::frame>> frames;
+    std::vector<std::pair<int, std::string>> faults;
+    node_core::port_writers ports;
+
+    // Nodes of this runtime that have a look. Receivers poll only while
+    // their node is the only one: nodes that share the runtime's thread
+    // would each poll for a message the other has not had the thread to
+    // send.
+    std::shared_ptr<std::atomic<int>> runtime_nodes;
+};
+
+// A process receiving from `port`, whose channel `ch` is empty, polls the
+// node's worker (node_core::receivers_poll) until a message for the port
+// comes, which it returns without the channel when the channel is still
+// empty then; or until the channel holds one, the poll has gone on for
+// ucx_spin, the node's other processes have work, or the node stops:
+// nullopt, and the caller reads the channel. Frames for other ports go to
+// their channels, in order, as the progress process would hand them out.
+std::optional<message> poll_port(node_core& core, port_id port, const csp::channel<message>& ch);
 
 // Until the node's stop channel is poisoned.
 void run_ucx_progress(std::shared_ptr<node_core> core);

@@ -430,7 +430,7 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
         active = true;
         const int peer = static_cast<int>(info.sender_tag & 0xffffffffu);
         peer_state* ps = find(peer);
-        auto* r = new receive;
+        auto* r = spare_ ? spare_.release() : new receive;
         r->length = info.length;
         if (ps == nullptr || ps->broken || info.length < header::size || info.length - header::size > ps->max_frame) {
             // Received into a header-sized block and dropped (UCX truncates
@@ -447,6 +447,17 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
             }
         }
         post(r, msg);
+        // The common case: a whole frame, received at once, of a peer with
+        // nothing before it still arriving. It goes out now, with no record
+        // kept (the record is used again for the next one).
+        if (r->done && !r->discard && ps->pending.empty() && r->length > header::size) {
+            take_whole(peer, *ps, *r, out, faults);
+            r->block.reset();
+            r->done = false;
+            r->status = UCS_OK;
+            spare_.reset(r);
+            continue;
+        }
         if (r->discard && ps == nullptr) {
             // Nobody to deliver to: kept only until UCX is done with it.
             peers_[-1 - peer].pending.push_back(r);  // an unknown sender's own list
@@ -535,46 +546,53 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
             --pending_;
             if (r->body && r->body->landed) landing_over(r->body.get());
             if (r->discard || ps.broken || peer < 0) continue;
-            try {
+            if (!r->body) {
+                take_whole(peer, ps, *r, out, faults);
+                continue;
+            }
+            try {  // a split frame
                 if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
                 const header h = header::decode(r->data(), ps.max_frame);
-                if (r->body) {  // a split frame
-                    if (r->body->status != UCS_OK) throw frame_error(ucx_text("receiving", r->body->status));
-                    if (r->body->length != h.length)
-                        throw frame_error("frame header says " + std::to_string(h.length) +
-                                          " payload bytes, its UCX payload message holds " +
-                                          std::to_string(r->body->length));
-                    if (static_cast<int>(h.source) != peer || h.op != opcode::data)
-                        throw frame_error("a split frame that is not a data frame of node " + std::to_string(peer));
-                    if (r->body->landed) {
-                        // The bytes are the landing's owner's: the message only points there.
-                        landed_.fetch_add(1, std::memory_order_relaxed);
-                        out.emplace_back(peer, frame{h, payload::adopt(std::shared_ptr<void>(), r->body->data(), h.length)});
-                        continue;
-                    }
+                if (r->body->status != UCS_OK) throw frame_error(ucx_text("receiving", r->body->status));
+                if (r->body->length != h.length)
+                    throw frame_error("frame header says " + std::to_string(h.length) +
+                                      " payload bytes, its UCX payload message holds " + std::to_string(r->body->length));
+                if (static_cast<int>(h.source) != peer || h.op != opcode::data)
+                    throw frame_error("a split frame that is not a data frame of node " + std::to_string(peer));
+                if (r->body->landed) {
+                    // The bytes are the landing's owner's: the message only points there.
+                    landed_.fetch_add(1, std::memory_order_relaxed);
+                    out.emplace_back(peer, frame{h, payload::adopt(std::shared_ptr<void>(), r->body->data(), h.length)});
+                } else {
                     out.emplace_back(peer, frame{h, payload::adopt(std::move(r->body->block), r->body->data(), h.length)});
-                    continue;
                 }
-                if (h.length != r->length - header::size)
-                    throw frame_error("frame header says " + std::to_string(h.length) + " payload bytes, the UCX message holds " +
-                                      std::to_string(r->length - header::size));
-                if (static_cast<int>(h.source) != peer)
-                    throw frame_error("frame claims to come from node " + std::to_string(h.source) +
-                                      " in a UCX message from node " + std::to_string(peer));
-                if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit &&
-                    h.op != opcode::ask_credit)
-                    throw frame_error(std::string("unexpected ") + describe(h.op) + " frame over UCX");
-                payload body;
-                if (h.length) {
-                    std::byte* at = r->data() + header::size;
-                    body = payload::adopt(std::move(r->block), at, h.length);
-                }
-                out.emplace_back(peer, frame{h, std::move(body)});
             } catch (const std::exception& e) {
                 ps.broken = true;
                 faults.emplace_back(peer, e.what());
             }
         }
+    }
+}
+
+void ucx_worker::take_whole(int peer, peer_state& ps, receive& r, std::vector<std::pair<int, frame>>& out,
+                            std::vector<std::pair<int, std::string>>& faults) {
+    try {
+        if (r.status != UCS_OK) throw frame_error(ucx_text("receiving", r.status));
+        const header h = header::decode(r.data(), ps.max_frame);
+        if (h.length != r.length - header::size)
+            throw frame_error("frame header says " + std::to_string(h.length) + " payload bytes, the UCX message holds " +
+                              std::to_string(r.length - header::size));
+        if (static_cast<int>(h.source) != peer)
+            throw frame_error("frame claims to come from node " + std::to_string(h.source) +
+                              " in a UCX message from node " + std::to_string(peer));
+        if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit && h.op != opcode::ask_credit)
+            throw frame_error(std::string("unexpected ") + describe(h.op) + " frame over UCX");
+        payload body;
+        if (h.length) body = payload::adopt(std::move(r.block), r.data() + header::size, h.length);
+        out.emplace_back(peer, frame{h, std::move(body)});
+    } catch (const std::exception& e) {
+        ps.broken = true;
+        faults.emplace_back(peer, e.what());
     }
 }
 

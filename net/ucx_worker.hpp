@@ -176,6 +176,10 @@ private:
     // Posts s's UCX sends on ps's endpoint; under lock_. True if in flight.
     bool send_locked(peer_state& ps, sending* s);
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
+    // A completed frame that came as one message: checked, and out; or the
+    // peer's fault.
+    void take_whole(int peer, peer_state& ps, receive& r, std::vector<std::pair<int, frame>>& out,
+                    std::vector<std::pair<int, std::string>>& faults);
 
     struct landing {
         std::byte* at;
@@ -200,6 +204,9 @@ private:
     csp::runtime_lock<csp::spinlock> lock_;
     std::unordered_map<int, peer_state> peers_;
     std::size_t pending_ = 0;  // receive records in all peers' `pending`; under lock_
+    // A record for the next probed message, left by one that needed none
+    // (progress); under lock_.
+    std::unique_ptr<receive> spare_;
     // Per peer: data frames on the long path (send_direct). Apart from
     // peers_, because a node posts to a peer before its link exists.
     std::unordered_map<int, std::uint64_t> long_path_;

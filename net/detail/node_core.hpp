@@ -81,6 +81,7 @@ using switch_input = std::variant<send_request, connector_connected, connect_res
                                   link_process_exited, peer_gone, close_request, flow_signal>;
 
 class ucx_worker;
+struct ucx_look;  // ucx_transport.hpp
 
 // What the node's UCX progress process (ucx_transport.hpp) tells a UCX link's
 // liveness process: the peer's goodbye arrived over UCX (empty), or why its
@@ -140,6 +141,21 @@ struct node_core {
     std::shared_ptr<ucx_worker> ucx;
     csp::channel<bool> ucx_poke{"ucx poke", csp::buffer::overwriting(1)};
     std::unordered_map<int, ucx_news> ucx_links;  // peer -> its link's news, under `lock`
+    // With one worker thread on a host that is not oversubscribed, a process
+    // that receives from an empty port polls the worker itself for a while
+    // before it blocks (poll_port, ucx_transport.hpp), as an MPI rank polls
+    // inside MPI_Recv: its message then skips the hand-over from the
+    // progress process (a channel write, a wake-up and a switch).
+    bool receivers_poll = false;
+    // What a look at the worker took in and the ports it goes to: one set,
+    // used in turn by the progress process and by polling receivers. A
+    // hand-out can block (a goodbye told to its link's liveness process);
+    // while one is under way (handing_out) nobody else looks, or a later
+    // frame of a peer could overtake the rest of the batch. Both are only
+    // used with receivers_poll, that is, by one thread.
+    std::shared_ptr<ucx_look> look;
+    bool handing_out = false;
+    std::uint64_t polled_batches = 0;  // looks of polling receivers that took something in
     std::atomic<std::size_t> links_over_ucx{0};
     std::atomic<std::size_t> links_over_tcp{0};  // of a node with UCX: links that chose TCP
     sheddable greeting;  // connections still in their handshake (own lock; never taken under `lock`)
@@ -166,6 +182,7 @@ struct node_core {
     std::atomic<std::size_t> links_accepted{0};  // by accepting
     std::atomic<std::size_t> duplicates{0};      // connections refused as the losing half of a crossing
     std::atomic<std::size_t> sent_direct{0};     // data frames that bypassed the switch
+    std::atomic<std::size_t> taken_polling{0};   // messages a polling receiver took from the worker (poll_port)
     // Buffers receivers named for their messages, for the TCP links' readers
     // (landing.hpp; the UCX worker keeps its own, under its lock).
     landing_table landings;

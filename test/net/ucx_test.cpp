@@ -357,6 +357,126 @@ TEST(net_ucx, a_computing_node_takes_ucx_messages_in_within_a_few_steps_without_
     EXPECT_LE(delays[messages / 2], 5) << "steps between a send and its arrival, median of " << messages;
 }
 
+// A receiver on an empty port of a one-thread node polls the worker itself
+// (port.hpp) and takes its messages from it: a ping-pong's replies are
+// taken that way (node_stats::taken_polling), and a stream to two ports,
+// where one process polls while the other's messages go to its channel,
+// arrives whole and in order at both.
+TEST(net_ucx, a_receiver_that_polls_takes_its_messages_from_the_worker_in_order) {
+    csp::net::nameserver ns;
+    constexpr int round_trips = 5'000, stream = 50'000;
+    std::vector<std::size_t> polled(2);
+    run_nodes(
+        ns, "ucx-polling", 2,
+        [&](csp::net::node& self) {
+            auto one = self.open(1);
+            auto two = self.open(2);
+            if (self.rank() == 0) {
+                for (int i = 0; i < round_trips; ++i) {
+                    self.send(1, 1, i);
+                    ASSERT_EQ(one.receive<int>(), i);
+                }
+                for (int i = 0; i < stream; ++i) self.send(1, 1 + i % 2, i);
+                EXPECT_EQ(one.receive<int>(), stream);
+            } else {
+                for (int i = 0; i < round_trips; ++i) self.send(0, 1, one.receive<int>());
+                int last_one = -2, last_two = -1;  // port 1 gets the even values, port 2 the odd
+                csp::par(
+                    [&] {
+                        for (int k = 0; k < stream / 2; ++k) {
+                            const int v = one.receive<int>();
+                            ASSERT_EQ(v, last_one + 2);
+                            last_one = v;
+                        }
+                    },
+                    [&] {
+                        for (int k = 0; k < stream / 2; ++k) {
+                            const int v = two.receive<int>();
+                            ASSERT_EQ(v, last_two + 2);
+                            last_two = v;
+                        }
+                    });
+                EXPECT_EQ(last_one, stream - 2);
+                EXPECT_EQ(last_two, stream - 1);
+                self.send(0, 1, stream);
+            }
+            polled[static_cast<std::size_t>(self.rank())] = self.stats().taken_polling;
+        },
+        1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+    // Nearly every reply on a quiet machine (4,700-5,000 of 5,000 at node
+    // 0); a loaded one deschedules nodes for longer than a poll lasts (8 in
+    // one run beside the rest of the suite), and then the progress process
+    // hands the message over.
+    EXPECT_GT(polled[0] + polled[1], 0u) << "messages taken by polling receivers";
+    EXPECT_LE(polled[0], std::size_t{round_trips + 1});
+    EXPECT_LE(polled[1], std::size_t{round_trips + stream});
+}
+
+// A polling receiver gives its thread up: the message it waits for is sent
+// only once another process of its node has computed for a while (200
+// steps of 20 us, yielding between them), which it could not do if the
+// receiver kept the thread.
+TEST(net_ucx, a_polling_receiver_lets_the_other_processes_of_its_node_compute) {
+    csp::net::nameserver ns;
+    run_nodes(
+        ns, "ucx-polling-computing", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            if (self.rank() == 0) {
+                const int steps = inbox.receive<int>();
+                self.send(1, 1, steps * 2);
+                return;
+            }
+            int got = 0;
+            csp::par([&] { got = inbox.receive<int>(); },
+                     [&] {
+                         int s = 0;
+                         for (; s < 200; ++s) {
+                             const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+                             while (std::chrono::steady_clock::now() < until) {
+                             }
+                             csp::yield();
+                         }
+                         self.send(0, 1, s);
+                     });
+            EXPECT_EQ(got, 400);
+        },
+        1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+}
+
+// Receivers do not poll on a node of a runtime with several worker threads,
+// nor on nodes that share one runtime (each would poll for a message the
+// other had not had the thread to send): every message still arrives.
+TEST(net_ucx, receivers_poll_only_on_a_one_thread_node_alone_in_its_runtime) {
+    csp::net::nameserver ns;
+    constexpr int round_trips = 2'000;
+    const auto ping_pong = [](csp::net::node& self) {
+        auto inbox = self.open(1);
+        for (int i = 0; i < round_trips; ++i) {
+            if (self.rank() == 0) self.send(1, 1, i);
+            EXPECT_EQ(inbox.receive<int>(), i);
+            if (self.rank() == 1) self.send(0, 1, i);
+        }
+        return self.stats().taken_polling;
+    };
+    std::vector<std::size_t> polled(2, 99);
+    run_nodes(
+        ns, "ucx-two-threads", 2, [&](csp::net::node& self) { polled[static_cast<std::size_t>(self.rank())] = ping_pong(self); },
+        2, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+    EXPECT_EQ(polled, (std::vector<std::size_t>{0, 0}));
+
+    polled.assign(2, 99);
+    csp::run([&] {
+        csp::par_for(2, [&](std::size_t r) {
+            auto o = net_test::options_for(ns, "ucx-one-runtime", static_cast<int>(r), 2);
+            o.transport = csp::net::transport_kind::ucx;
+            csp::net::node self(o);
+            polled[r] = ping_pong(self);
+        });
+    });
+    EXPECT_EQ(polled, (std::vector<std::size_t>{0, 0}));
+}
+
 // A job all of whose ranks run on this host, linked over UCX, shares host
 // memory (the collectives' table then reads the host level); a node that
 // does not know its host's ranks, or links over TCP, does not.
