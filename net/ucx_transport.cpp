@@ -104,46 +104,52 @@ namespace {
 std::optional<message> hand_out(node_core& core, ucx_look& look, port_id wanted = 0,
                                 const csp::channel<message>* wanted_channel = nullptr) {
     std::optional<message> mine;
-    core.handing_out = true;
-    for (auto& [peer, f] : look.frames) {
-        try {
-            switch (f.head.op) {
-                case opcode::data: {
-                    message m{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}, f.head.sequence};
-                    if (wanted_channel && !mine && m.port == wanted && wanted_channel->buffered() == 0) {
-                        core.traffic_in.fetch_add(1, std::memory_order_relaxed);
-                        // One thread writes it (receivers_poll): no read-modify-write needed.
-                        core.taken_polling.store(core.taken_polling.load(std::memory_order_relaxed) + 1,
-                                                 std::memory_order_relaxed);
-                        mine = std::move(m);
-                    } else {
-                        look.ports.deliver(std::move(m));
+    {
+        // Cleared however the frames' hand-out ends: no look would come again.
+        struct busy_flag {
+            explicit busy_flag(bool& f) : flag(f) { flag = true; }
+            ~busy_flag() { flag = false; }
+            bool& flag;
+        } busy(core.handing_out);
+        for (auto& [peer, f] : look.frames) {
+            try {
+                switch (f.head.op) {
+                    case opcode::data: {
+                        message m{peer, f.head.port, f.head.tag, std::move(f.body), f.head.type, {}, f.head.sequence};
+                        if (wanted_channel && !mine && m.port == wanted && wanted_channel->buffered() == 0) {
+                            core.traffic_in.fetch_add(1, std::memory_order_relaxed);
+                            // One thread writes it (receivers_poll): no read-modify-write needed.
+                            core.taken_polling.store(core.taken_polling.load(std::memory_order_relaxed) + 1,
+                                                     std::memory_order_relaxed);
+                            mine = std::move(m);
+                        } else {
+                            look.ports.deliver(std::move(m));
+                        }
+                        break;
                     }
-                    break;
+                    case opcode::credit:
+                        core.traffic_in.fetch_add(f.head.tag, std::memory_order_relaxed);
+                        core.flow.returned(peer, f.head.tag);
+                        break;
+                    case opcode::ask_credit:
+                        core.traffic_in.fetch_add(1, std::memory_order_relaxed);
+                        core.flow.asked(peer);
+                        break;
+                    case opcode::goodbye:
+                        // The peer is leaving: sends to it go through the
+                        // switch again, which refuses them once the
+                        // departure is recorded.
+                        core.ucx->close_direct(peer);
+                        tell(core, peer, {});
+                        break;
+                    default: break;  // ucx_worker lets no other frame through
                 }
-                case opcode::credit:
-                    core.traffic_in.fetch_add(f.head.tag, std::memory_order_relaxed);
-                    core.flow.returned(peer, f.head.tag);
-                    break;
-                case opcode::ask_credit:
-                    core.traffic_in.fetch_add(1, std::memory_order_relaxed);
-                    core.flow.asked(peer);
-                    break;
-                case opcode::goodbye:
-                    // The peer is leaving: sends to it go through the
-                    // switch again, which refuses them once the
-                    // departure is recorded.
-                    core.ucx->close_direct(peer);
-                    tell(core, peer, {});
-                    break;
-                default: break;  // ucx_worker lets no other frame through
+            } catch (const std::exception& e) {
+                look.faults.emplace_back(peer, e.what());
             }
-        } catch (const std::exception& e) {
-            look.faults.emplace_back(peer, e.what());
         }
+        look.frames.clear();
     }
-    look.frames.clear();
-    core.handing_out = false;
     if (!look.faults.empty()) {
         // Telling can block, and another look may meanwhile add faults.
         const auto faults = std::exchange(look.faults, {});
