@@ -33,7 +33,7 @@ admission flow_control::admit(int peer, std::size_t payload_bytes, bool wait) {
     {
         std::lock_guard lk(lock_);
         if (!closed_.empty()) throw usage_error(closed_);
-        peer_state& p = peers_[peer];
+        peer_state& p = state(peer);
         if (p.failed) throw *p.failed;
         if (p.limits.max_frame != 0 && payload_bytes > p.limits.max_frame)
             throw usage_error("send of " + std::to_string(payload_bytes) + " bytes to node " + std::to_string(peer) +
@@ -58,7 +58,7 @@ admission flow_control::admit(int peer, std::size_t payload_bytes, bool wait) {
         {
             std::lock_guard lk(lock_);
             if (b.linked) {
-                auto& q = peers_[peer].blocked;
+                auto& q = state(peer).blocked;
                 for (auto it = q.begin(); it != q.end(); ++it)
                     if (*it == &b) {
                         q.erase(it);
@@ -90,7 +90,7 @@ void flow_control::returned(int peer, std::uint64_t bytes) {
     bool still_blocked;
     {
         std::lock_guard lk(lock_);
-        peer_state& p = peers_[peer];
+        peer_state& p = state(peer);
         if (bytes > p.in_flight)
             throw frame_error("node " + std::to_string(peer) + " credited " + std::to_string(bytes) +
                               " bytes, more than the " + std::to_string(p.in_flight) + " in flight to it");
@@ -115,7 +115,7 @@ void flow_control::release_all(peer_state& p, F outcome) {
 
 void flow_control::fail(int peer, const std::shared_ptr<const peer_error>& error) {
     std::lock_guard lk(lock_);
-    peer_state& p = peers_[peer];
+    peer_state& p = state(peer);
     if (!p.failed) p.failed = error;
     release_all(p, [&](blocked_send& b) { b.error = p.failed; });
 }
@@ -128,7 +128,7 @@ void flow_control::close(const std::string& why) {
 
 void flow_control::learnt(int peer, const link_limits& limits) {
     std::lock_guard lk(lock_);
-    peers_[peer].limits = limits;
+    state(peer).limits = limits;
 }
 
 std::uint32_t flow_control::peer_max_frame(int peer) const {
@@ -154,7 +154,7 @@ bool flow_control::taken(int peer, std::uint64_t charge) {
     std::uint64_t credit = 0;
     {
         std::lock_guard lk(lock_);
-        peer_state& p = peers_[peer];
+        peer_state& p = state(peer);
         p.taken += charge;
         // A quarter of the window the peer keeps (ours until its handshake told us).
         const std::uint64_t batch = (p.limits.window ? p.limits.window : window_) / 4;
@@ -168,7 +168,7 @@ void flow_control::asked(int peer) {
     std::uint64_t credit = 0;
     {
         std::lock_guard lk(lock_);
-        peer_state& p = peers_[peer];
+        peer_state& p = state(peer);
         if (p.taken > p.credited) credit = owed_now(p);
         else p.wanted = true;
     }

@@ -190,8 +190,19 @@ ucx_worker::~ucx_worker() {
 }
 
 ucx_worker::peer_state* ucx_worker::find(int peer) {
+    if (peer == last_found_ && found_ != nullptr) return found_;
     auto it = peers_.find(peer);
-    return it == peers_.end() ? nullptr : &it->second;
+    if (it == peers_.end()) return nullptr;
+    last_found_ = peer;
+    return found_ = &it->second;
+}
+
+std::uint64_t& ucx_worker::long_path(int peer) {
+    if (peer != last_long_ || long_ == nullptr) {
+        long_ = &long_path_[peer];
+        last_long_ = peer;
+    }
+    return *long_;
 }
 
 void ucx_worker::expect(int peer, std::uint32_t max_frame) {
@@ -258,7 +269,7 @@ void ucx_worker::send(int peer, outgoing f) {
     {
         std::lock_guard lk(lock_);
         // Every data frame that reaches this came the long path (send_direct).
-        if (f.head.op == opcode::data) --long_path_[peer];
+        if (f.head.op == opcode::data) --long_path(peer);
         peer_state* ps = find(peer);
         if (ps == nullptr || ps->ep == nullptr) throw net_error("UCX: no endpoint to node " + std::to_string(peer));
         // Nothing may overtake the goodbye: the direct path ends with it.
@@ -288,7 +299,7 @@ ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
     {
         std::lock_guard lk(lock_);
         peer_state* ps = find(peer);
-        std::uint64_t& queued = long_path_[peer];
+        std::uint64_t& queued = long_path(peer);
         if (ps == nullptr || !ps->direct || ps->ep == nullptr || queued != 0) {
             ++queued;
             return direct::not_taken;
@@ -302,7 +313,7 @@ ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
 
 void ucx_worker::left_long_path(int peer) {
     std::lock_guard lk(lock_);
-    --long_path_[peer];
+    --long_path(peer);
 }
 
 void ucx_worker::open_direct(int peer, std::uint32_t peer_max_frame) {

@@ -163,7 +163,11 @@ private:
         std::deque<receive*> pending;  // in arrival order
         bool broken = false;           // a fault was reported; its frames are dropped
     };
+    // The peer's record, or nullptr; under lock_. The last one found is
+    // kept (records never move or go): a stream or a ping-pong asks for
+    // the same peer at every frame, and the map's hash costs a division.
     peer_state* find(int peer);
+    std::uint64_t& long_path(int peer);  // long_path_[peer], kept the same way
     // Force-closes the peer's endpoint, if any (its requests end); under lock_.
     void close_locked(peer_state& ps) noexcept;
     // Posts the receive of `message` (a ucp_tag_message_h) into `at`, or
@@ -210,6 +214,9 @@ private:
     // Per peer: data frames on the long path (send_direct). Apart from
     // peers_, because a node posts to a peer before its link exists.
     std::unordered_map<int, std::uint64_t> long_path_;
+    int last_found_ = 0, last_long_ = 0;  // see find()
+    peer_state* found_ = nullptr;
+    std::uint64_t* long_ = nullptr;
     std::string address_;
     int efd_ = -1;
     std::function<void()> wake_progress_;  // see the constructor

@@ -102,6 +102,16 @@ private:
     bool fits(const peer_state& p, std::uint64_t charge) const noexcept {
         return p.in_flight == 0 || p.in_flight + charge <= window_;
     }
+    // The peer's record, under lock_. The last one looked up is kept: a
+    // stream or a ping-pong asks for the same peer at every message, and
+    // the map's hash costs a division. Records never move or go.
+    peer_state& state(int peer) {
+        if (peer != last_peer_ || last_ == nullptr) {
+            last_ = &peers_[peer];
+            last_peer_ = peer;
+        }
+        return *last_;
+    }
     std::uint64_t owed_now(peer_state& p);
     void grant(peer_state& p);
     // Ends every blocked send of `p` (their outcome set by `outcome`).
@@ -115,6 +125,8 @@ private:
     // waits under it.
     mutable csp::runtime_lock<csp::spinlock> lock_;
     std::unordered_map<int, peer_state> peers_;
+    int last_peer_ = 0;  // see state()
+    peer_state* last_ = nullptr;
     std::string closed_;  // why sends fail after close(); empty while open
 };
 
