@@ -69,12 +69,11 @@ constexpr unsigned looks_per_clock_read = 8;
 // yields). Fine-grained local traffic (looks well under this apart) still
 // lets it sleep after ucx_spin.
 constexpr std::chrono::microseconds computing_gap{4};
-// Looks a polling receiver takes between turns it gives the node's other
-// processes (poll_port). A turn costs two switches and the progress
-// process's own look, 100-170 ns, against 50-60 ns a look: one turn every
-// 8 looks made a round trip 30% slower than no polling at all; every 64
-// (a few microseconds) it is 15% faster.
-constexpr unsigned poll_looks_per_turn = 64;
+// How long the progress process stands aside while a receiver polls, at
+// most: a poll that ends with the receiver's own message does not call it
+// back (the next receive would only send it away again), and the node's
+// other traffic must not wait for that receiver's next receive.
+constexpr std::chrono::microseconds stand_aside{10};
 
 namespace {
 
@@ -177,6 +176,17 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
         bool others_worked = false;  // the node's other processes ran between looks since that read
         std::uint64_t polled_seen = 0;  // core->polled_batches at the last clock read
         for (;;) {
+            if (core->pollers > 0) {
+                // A receiver polls the worker and hands out what comes: in
+                // the ready queue this process would only take turns from it.
+                bool ignored;
+                if (csp::select(csp::input(poked, ignored), csp::input(stop, ignored), csp::timeout(stand_aside)) == 1)
+                    return;
+                looks = looks_per_clock_read - 1;  // the next look reads the clock
+                recent = true;  // traffic came, or the poll would not have been
+                others_worked = false;
+                continue;
+            }
             // Spin (progress, let the node's other processes run, progress
             // again) while something happened within ucx_spin: a reply that
             // comes back quickly costs no sleep and no wake-up. Then arm the
@@ -245,8 +255,25 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
     ucx_look& look = *core.look;
     if (look.runtime_nodes->load(std::memory_order_relaxed) != 1) return std::nullopt;
     ucx_worker& w = *core.ucx;
-    const auto give_up = std::chrono::steady_clock::now() + ucx_spin;
+    struct polling {  // the progress process stands aside while any receiver polls
+        explicit polling(node_core& c) : core(c) { ++core.pollers; }
+        ~polling() { --core.pollers; }
+        node_core& core;
+    } counted(core);
+    // The progress process takes over when a poll gives up without the
+    // message: it stood aside, and must look again (or arm and sleep) now.
+    const auto hand_back = [&] {
+        try {
+            core.ucx_poke.writer().write(true);  // an overwriting buffer: never blocks
+        } catch (const csp::error&) {
+            // the node is closing
+        }
+        return std::nullopt;
+    };
+    auto last_read = std::chrono::steady_clock::now();
+    const auto give_up = last_read + ucx_spin;
     unsigned looks = 0;
+    bool others_worked = false;
     try {
         while (ch.buffered() == 0) {
             if (!core.handing_out) {
@@ -256,16 +283,20 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
                     if (std::optional<message> m = hand_out(core, look, port, &ch)) return m;
                 }
             }
-            if (++looks < poll_looks_per_turn) continue;
+            // The node's other processes first, at every look (a process
+            // this hand-out woke, a spin on the host board): with nobody
+            // else ready a yield costs a few checks. Those that take long
+            // have work, and get the thread: the receiver waits on the
+            // channel instead.
+            others_worked = csp::yield() || others_worked;
+            if (++looks < looks_per_clock_read) continue;
             looks = 0;
-            // The node's other processes get a turn (the progress process
-            // a look of its own). If they took long, they have work: the
-            // thread is theirs, and this process waits on the channel.
-            const auto before = std::chrono::steady_clock::now();
-            const bool others_ran = csp::yield();
             const auto now = std::chrono::steady_clock::now();
-            if (now >= give_up || (others_ran && now - before >= computing_gap) || core.stop.poisoned())
-                return std::nullopt;
+            if (now >= give_up || (others_worked && now - last_read >= looks_per_clock_read * computing_gap) ||
+                core.stop.poisoned())
+                return hand_back();
+            last_read = now;
+            others_worked = false;
         }
     } catch (const csp::error&) {
         // the IO scheduler or the node stopped: the channel says the rest
@@ -276,7 +307,7 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
         core.receivers_poll = false;
         core.fault(std::string("UCX poll by a receiving process: ") + e.what());
     }
-    return std::nullopt;
+    return hand_back();
 }
 
 void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<std::string> news) {

@@ -156,6 +156,7 @@ struct node_core {
     std::shared_ptr<ucx_look> look;
     bool handing_out = false;
     std::uint64_t polled_batches = 0;  // looks of polling receivers that took something in
+    int pollers = 0;                   // receivers polling now: the progress process stands aside
     std::atomic<std::size_t> links_over_ucx{0};
     std::atomic<std::size_t> links_over_tcp{0};  // of a node with UCX: links that chose TCP
     sheddable greeting;  // connections still in their handshake (own lock; never taken under `lock`)
