@@ -9,10 +9,15 @@
 //   collectives_rank small          under csp-launch: allreduce of 8 B only
 //   collectives_rank figure5 net    Aspen's Figure 5 under csp-launch -n 4
 //   collectives_rank figure5 local
+//   collectives_rank broadcast      under csp-launch: broadcast_into a buffer
+//                                   from 8 B to 1 MiB, the table's choice, the
+//                                   host board and the tree (what sets its rule)
 //   collectives_rank hybrid <f>     under csp-launch: f ranks as fibers per node
 //                                   (hybrid_communicator.hpp), allreduce flat
 //                                   by the table and two-level by node
+#include <algorithm>
 #include <chrono>
+#include <span>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -124,6 +129,30 @@ void standard_set(C& comm) {
     });
 }
 
+// broadcast_into by size: the table's choice, the host board's copy into
+// the buffer and the binomial tree's vector copied into it (the two the
+// table chooses between on one host).
+template <class C>
+void broadcast_set(C& comm) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{1024}, std::size_t{4096}, std::size_t{16384},
+                              std::size_t{65536}, std::size_t{1} << 20}) {
+        std::vector<double> buffer(bytes / sizeof(double), 1.0);
+        const std::span<double> data(buffer);
+        const int k = iterations_for(bytes);
+        const std::string chosen = "table:" + std::string(cc::selection::global().choose(
+                                                  {"broadcast", comm.size(), bytes, true, true, false,
+                                                   cc::detail::link_level_of(comm)}));
+        report(comm, "broadcast_into", chosen.c_str(), bytes,
+               time_per_op(comm, k, [&] { cc::broadcast_into(comm, data, 0); }));
+        report(comm, "broadcast_into", "host_memory", bytes,
+               time_per_op(comm, k, [&] { (void)cc::broadcast_host_memory.into(comm, data, 0, {}); }));
+        report(comm, "broadcast_into", "binomial", bytes, time_per_op(comm, k, [&] {
+                   auto v = cc::broadcast_binomial(comm, comm.rank() == 0 ? buffer : std::vector<double>{}, 0);
+                   std::copy(v.begin(), v.end(), data.begin());
+               }));
+    }
+}
+
 // Allreduce of one double only, every message-passing algorithm and the
 // table's choice (bench/intranode_allreduce).
 template <class C>
@@ -219,7 +248,7 @@ void figure5(C& comm) {
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "net";
     const bool fig5 = mode == "figure5";
-    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" ? "net" : mode;
+    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" || mode == "broadcast" ? "net" : mode;
     try {
         if (where == "local") {
             const int n = fig5 ? 4 : (argc > 2 ? std::atoi(argv[2]) : 8);
@@ -249,6 +278,7 @@ int main(int argc, char** argv) {
                     cc::net_communicator comm(self);
                     if (fig5) figure5(comm);
                     else if (mode == "small") small_set(comm);
+                    else if (mode == "broadcast") broadcast_set(comm);
                     else standard_set(comm);
                     cc::barrier(comm);
                 }

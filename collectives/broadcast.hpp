@@ -22,8 +22,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -189,7 +191,68 @@ struct broadcast_host_memory_fn {
         return broadcast_binomial(comm, std::move(value), root, s);
     }
 
+    // broadcast_into's step on the host board (dispatch.hpp): every rank's
+    // buffer gets the root's elements, copied straight out of the board. In
+    // one meeting the root puts its elements in its part (or, over a part,
+    // says how many: the large board then passes them in chunks) and every
+    // other rank its buffer's length, so a length that differs from the
+    // root's is refused at every rank alike. False, with no tag used up
+    // beyond the meeting's, when the stream has no board (nor a large one
+    // for a buffer over a part): the caller passes messages.
+    template <class C, class E>
+    bool into(C& comm, std::span<E> data, int root, stream s) const {
+        if constexpr (requires(tag t) { comm.board_on_host(s, t); }) {
+            using V = std::vector<std::remove_const_t<E>>;
+            const bool is_root = comm.rank() == root;
+            const std::uint64_t length = data.size();
+            const auto bytes = is_root ? std::as_bytes(data) : std::as_bytes(std::span(&length, 1));
+            const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<V>(), bytes);
+            if (!meeting) return false;
+            const auto [board, m] = *meeting;
+            const auto from = board->part_of(m, root);
+            for (int q = 0; q < board->size(); ++q) {
+                const auto p = board->part_of(m, q);
+                if (p.type != from.type)
+                    throw usage_error("broadcast_into host_memory: rank " + std::to_string(q) +
+                                      " passed a buffer of another type than the root's " + csp::type_name<V>());
+                if (q == root) continue;
+                std::uint64_t theirs;
+                std::memcpy(&theirs, p.data, sizeof theirs);
+                if (theirs * sizeof(E) != from.bytes)
+                    throw usage_error("broadcast_into: rank " + std::to_string(q) + "'s buffer holds " +
+                                      std::to_string(theirs) + " elements, the root's " +
+                                      std::to_string(from.bytes / sizeof(E)));
+            }
+            if (from.fits) {
+                if (!is_root && !data.empty()) std::memcpy(data.data(), from.data, from.bytes);
+                return true;
+            }
+            const tag u = comm.next_tag(s);
+            host_board* large = comm.large_board_on_host(s, u);
+            if (large == nullptr) return false;
+            in_chunks(comm, *large, u, data, root);
+            return true;
+        }
+        return false;
+    }
+
 private:
+    // The root's elements in chunks of a large part, as in_chunks below,
+    // between buffers of the same length.
+    template <class C, class E>
+    static void in_chunks(C& comm, host_board& board, tag t, std::span<E> data, int root) {
+        using V = std::vector<std::remove_const_t<E>>;
+        const bool is_root = comm.rank() == root;
+        const std::size_t per_chunk = board.capacity() / sizeof(E);
+        for (std::size_t first = 0; first < data.size(); first += per_chunk) {
+            const std::size_t count = std::min(per_chunk, data.size() - first);
+            if (is_root) std::memcpy(board.own_part(board.meetings() + 1), data.data() + first, count * sizeof(E));
+            const std::uint64_t m = board.arrive(host_board::type_of<V>(), {});
+            board.wait(comm, t, m);
+            if (!is_root) std::memcpy(data.data() + first, board.part_of(m, root).data, count * sizeof(E));
+        }
+    }
+
     // The root's vector of `length` elements in chunks of a large part: the
     // root writes its part of meeting m + 1 once m has completed, as
     // arrive() would; the others read the root's part of m before they

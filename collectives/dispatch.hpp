@@ -7,8 +7,12 @@
 //
 // Calling an algorithm by its own name (reduce_chain, allreduce_butterfly,
 // ...) bypasses the table; the names are listed in registry.hpp.
+#include <algorithm>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -47,6 +51,32 @@ T broadcast(C& comm, T value, int root = 0, stream s = {}) {
     // group size, and whether the value is a vector (the same everywhere).
     return registry::broadcast::run(detail::choose<registry::broadcast>(comm, 0, true, detail::is_vector<T>::value), comm,
                                     std::move(value), root, s);
+}
+
+// MPI_Bcast's form: every rank passes a buffer of the same length, and the
+// root's elements end up in every rank's buffer. The size is then known
+// everywhere, so the table chooses by it: on one host the board copies the
+// elements from the root's buffer into the others' (in chunks through the
+// large board beyond a part), with no allocation; the other algorithms
+// carry a vector of the root's elements, copied into each buffer where it
+// arrives. A rank whose buffer has another length than the root's gets
+// usage_error naming both (on the board every rank does).
+template <class C, class E>
+void broadcast_into(C& comm, std::span<E> data, int root = 0, stream s = {}) {
+    static_assert(std::is_trivially_copyable_v<E> && !std::is_const_v<E>,
+                  "broadcast_into: a writable buffer of plain elements");
+    topology::check(comm.rank(), comm.size(), root);
+    const std::string_view a = detail::choose<registry::broadcast>(comm, data.size_bytes(), true, true);
+    if (a == broadcast_host_memory.info.name && broadcast_host_memory.into(comm, data, root, s)) return;
+    std::vector<E> v;
+    if (comm.rank() == root) v.assign(data.begin(), data.end());
+    v = registry::broadcast::run(a == broadcast_host_memory.info.name ? broadcast_binomial.info.name : a, comm,
+                                 std::move(v), root, s);
+    if (comm.rank() == root) return;
+    if (v.size() != data.size())
+        throw usage_error("broadcast_into: rank " + std::to_string(comm.rank()) + "'s buffer holds " +
+                          std::to_string(data.size()) + " elements, the root's " + std::to_string(v.size()));
+    std::copy(v.begin(), v.end(), data.begin());
 }
 
 template <class C, class T, class Op>

@@ -62,22 +62,30 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 38> default_rules{{
+inline constexpr std::array<selection_rule, 39> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
     {"broadcast", "shared_memory"},
-    // Vectors among processes of one host: the host board. The choice
-    // cannot see the size (only the root knows it), and a meeting waits for
-    // every rank where the tree lets the root go: UCX on 2 cores,
+    // Vectors among processes of one host: the host board. broadcast()'s
+    // choice cannot see the size (only the root knows it; broadcast_into's
+    // can, next rule), and a meeting waits for every rank where the tree
+    // lets the root go: UCX on 2 cores,
     // bench/collectives_rank 2026-11-29, two runs, a vector of one double at
     // 2 / 4 / 8 ranks took 0.15 / 2.6-3.7 / 7.9-10.7 us against the tree's
     // 0.50 / 1.1-1.5 / 2.9-3.4; 1 MiB at 2 / 8 ranks 83-86 / 405-648 us
     // against the best message algorithm's 196-213 / 1,340-1,465 (OpenMPI's
     // shared memory 83-85 / 399-449). So the table takes it at 2 ranks;
-    // with more, a program of large broadcasts forces it
-    // (CSP_COLLECTIVES=broadcast=host_memory).
+    // with more, a program of large broadcasts uses broadcast_into or
+    // forces it (CSP_COLLECTIVES=broadcast=host_memory).
     {"broadcast", "host_memory", 2, 0, link_level::host},
+    // broadcast_into, whose size every rank knows: the board from 16 KiB at
+    // the host level. UCX, bench/collectives_rank broadcast, 2026-11-29,
+    // board against the binomial tree at 4 / 8 ranks: 8 B 2.7 / 6.4 against
+    // 1.4 / 2.0 us, 4 KiB 3.8 / 8.7 against 2.6 / 2.9, 16 KiB 8.5 / 19.7
+    // against 10.1 / 29.2, 64 KiB 15.7 / 28.8 against 61 / 90, 1 MiB 193 /
+    // 254 against 675 / 1,237.
+    {"broadcast", "host_memory", any_size, 16 * 1024, link_level::host},
     {"broadcast", "flat", 4},
     {"broadcast", "binomial"},
     {"reduce", "shared_memory"},

@@ -61,6 +61,37 @@ TEST_P(sizes, broadcast_every_root_and_payload) {
     });
 }
 
+// broadcast_into: every rank's buffer gets the root's elements (the local
+// group's table takes the shared board); a buffer of another length than
+// the root's is refused at that rank, naming both lengths.
+TEST_P(sizes, broadcast_into_fills_every_buffer_from_every_root) {
+    const int n = GetParam();
+    for_each_root(n, [&](cc::local_communicator& c, int root) {
+        for (std::size_t len : {0u, 1u, 33u, 5000u}) {
+            const auto want = grid::numbers_of(root, len);
+            std::vector<std::int64_t> buffer = c.rank() == root ? want : std::vector<std::int64_t>(len, -1);
+            cc::broadcast_into(c, std::span(buffer), root);
+            EXPECT_EQ(buffer, want) << "length " << len;
+        }
+    });
+    if (n == 1) return;
+    csp::run([&] {
+        cc::run_local(n, [&](cc::local_communicator& c) {
+            std::vector<double> buffer(c.rank() == n - 1 ? 4 : 3, 1.0);
+            try {
+                cc::broadcast_into(c, std::span(buffer), 0);
+                EXPECT_NE(c.rank(), n - 1) << "a buffer of 4 took the root's 3";
+            } catch (const csp::usage_error& e) {
+                EXPECT_EQ(c.rank(), n - 1);
+                EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(n - 1) +
+                                                     "'s buffer holds 4 elements, the root's 3"),
+                          std::string::npos)
+                    << e.what();
+            }
+        });
+    });
+}
+
 TEST_P(sizes, reduce_every_algorithm_root_payload_and_op) {
     const int n = GetParam();
     for_each_root(n, [&](cc::local_communicator& c, int root) {

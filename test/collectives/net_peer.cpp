@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
+#include <span>
 #include <string>
 
 #include "collectives/hybrid_communicator.hpp"
@@ -416,6 +417,49 @@ int host_board_mode(const std::string& mode) {
                         expect(std::string(e.what()).find("passed a value of another type") != std::string::npos, e.what());
                     }
                 }
+            }
+            // broadcast_into from every root, into buffers of every rank:
+            // empty, one element, a part's worth and three chunks and a bit
+            // (the board, and the large board's chunks), by the table and
+            // by the board's own step; every element checked. Lengths that
+            // differ: on the board every rank is refused, naming both.
+            {
+                const std::size_t chunk_ints = cc::host_board::large_shape(n).part_capacity / sizeof(int);
+                const auto fill = [](int root, std::size_t k) { return root * 1000003 + int(k % 9973); };
+                for (const std::size_t length : {std::size_t{0}, std::size_t{1}, cc::host_board::part_capacity / sizeof(int),
+                                                 3 * chunk_ints + 11}) {
+                    for (int root = 0; root < n; ++root) {
+                        for (const bool by_table : {true, false}) {
+                            std::vector<int> buffer(length, -1);
+                            if (me == root)
+                                for (std::size_t k = 0; k < length; ++k) buffer[k] = fill(root, k);
+                            if (by_table) cc::broadcast_into(comm, std::span(buffer), root);
+                            else if (!cc::broadcast_host_memory.into(comm, std::span(buffer), root, {}))
+                                cc::broadcast_into(comm, std::span(buffer), root);  // no board: messages
+                            std::size_t bad = length;
+                            for (std::size_t k = 0; bad == length && k < length; ++k)
+                                if (buffer[k] != fill(root, k)) bad = k;
+                            expect(bad == length, "broadcast_into of " + std::to_string(length) + " ints from " +
+                                                      std::to_string(root) + (by_table ? " by the table" : " on the board") +
+                                                      ", element " + std::to_string(bad));
+                        }
+                    }
+                }
+                if (n > 1 && on_board) {
+                    for (const std::size_t length : {std::size_t{10}, 2 * chunk_ints}) {
+                        std::vector<int> buffer(me == n - 1 ? length + 1 : length);
+                        try {
+                            (void)cc::broadcast_host_memory.into(comm, std::span(buffer), 0, {});
+                            expect(false, "broadcast_into buffers of different lengths");
+                        } catch (const csp::usage_error& e) {
+                            expect(std::string(e.what()).find("rank " + std::to_string(n - 1) + "'s buffer holds " +
+                                                              std::to_string(length + 1) + " elements, the root's " +
+                                                              std::to_string(length)) != std::string::npos,
+                                   e.what());
+                        }
+                    }
+                }
+                expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "an allreduce after broadcast_into");
             }
             // The barrier: nobody leaves before the last arrived (one clock for the whole host).
             for (int i = 0; i < 20; ++i) {

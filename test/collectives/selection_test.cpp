@@ -148,6 +148,11 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"broadcast", 2, 0, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"broadcast", 2, 0, true, false, false, link_level::host}), "flat");  // not a vector
     EXPECT_EQ(s.choose({"broadcast", 8, 0, true, true, false, link_level::host}), "binomial");
+    // broadcast_into, which knows the size at every rank: the board from 16 KiB.
+    EXPECT_EQ(s.choose({"broadcast", 8, 16 * 1024 - 1, true, true, false, link_level::host}), "binomial");
+    EXPECT_EQ(s.choose({"broadcast", 8, 16 * 1024, true, true, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"broadcast", 4, 1 << 20, true, true, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"broadcast", 8, 1 << 20, true, true, false, link_level::network}), "binomial");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allgather", 8, 8, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"reduce", 2, 8, true, false, false, link_level::host}), "host_memory");
