@@ -374,15 +374,14 @@ node_stats node::stats() const {
         std::lock_guard lk(core_->lock);
         faults = core_->faults_total;
     }
+    std::size_t landed = core_->landings.landed();
+#if CSP_WITH_UCX
+    if (core_->ucx) landed += core_->ucx->landed();
+#endif
     return {core_->links_up.load(std::memory_order_relaxed), core_->links_over_ucx.load(std::memory_order_relaxed),
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
-            faults, core_->sent_direct.load(std::memory_order_relaxed),
-            core_->landings.landed()
-#if CSP_WITH_UCX
-                + (core_->ucx ? core_->ucx->landed() : 0)
-#endif
-            ,
+            faults, core_->sent_direct.load(std::memory_order_relaxed), landed,
             core_->taken_polling.load(std::memory_order_relaxed)};
 }
 

@@ -24,8 +24,8 @@
 //
 // On a node whose links use UCX and whose runtime has one worker thread,
 // receive() on an empty port first polls the worker itself, as an MPI rank
-// polls inside MPI_Recv, for up to about 50 us and yielding to the node's
-// other processes every few microseconds: a message for this port is then
+// polls inside MPI_Recv, for up to about 50 us, letting the node's other
+// processes run at every look: a message for this port is then
 // taken straight from the worker, without the progress process's hand-over
 // (node_stats::taken_polling counts them). Nothing else changes: the same
 // order, errors and credit. A guard never polls.

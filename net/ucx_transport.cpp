@@ -5,9 +5,9 @@
 
 #include <cerrno>
 #include <mutex>
-#include <unordered_map>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
