@@ -182,9 +182,11 @@ struct broadcast_host_memory_fn {
                 }
                 if constexpr (detail::element_vector<T>) {
                     const tag u = comm.next_tag(s);
-                    if (host_board* large = comm.large_board_on_host(s, u))
-                        return in_chunks(comm, *large, u, std::move(value), root,
-                                         from.bytes / sizeof(typename T::value_type));
+                    if (host_board* large = comm.large_board_on_host(s, u)) {
+                        if (!is_root) value.resize(from.bytes / sizeof(typename T::value_type));
+                        in_chunks(comm, *large, u, std::span(value), root, host_board::type_of<T>());
+                        return value;
+                    }
                 }
             }
         }
@@ -230,52 +232,28 @@ struct broadcast_host_memory_fn {
             const tag u = comm.next_tag(s);
             host_board* large = comm.large_board_on_host(s, u);
             if (large == nullptr) return false;
-            in_chunks(comm, *large, u, data, root);
+            in_chunks(comm, *large, u, data, root, host_board::type_of<V>());
             return true;
         }
         return false;
     }
 
 private:
-    // The root's elements in chunks of a large part, as in_chunks below,
-    // between buffers of the same length.
+    // The root's elements in chunks of a large part, between buffers of one
+    // length: the root writes its part of meeting m + 1 once m has
+    // completed, as arrive() would; the others read the root's part of m
+    // before they arrive at m + 1.
     template <class C, class E>
-    static void in_chunks(C& comm, host_board& board, tag t, std::span<E> data, int root) {
-        using V = std::vector<std::remove_const_t<E>>;
+    static void in_chunks(C& comm, host_board& board, tag t, std::span<E> data, int root, std::uint32_t type) {
         const bool is_root = comm.rank() == root;
         const std::size_t per_chunk = board.capacity() / sizeof(E);
         for (std::size_t first = 0; first < data.size(); first += per_chunk) {
             const std::size_t count = std::min(per_chunk, data.size() - first);
             if (is_root) std::memcpy(board.own_part(board.meetings() + 1), data.data() + first, count * sizeof(E));
-            const std::uint64_t m = board.arrive(host_board::type_of<V>(), {});
+            const std::uint64_t m = board.arrive(type, {});
             board.wait(comm, t, m);
             if (!is_root) std::memcpy(data.data() + first, board.part_of(m, root).data, count * sizeof(E));
         }
-    }
-
-    // The root's vector of `length` elements in chunks of a large part: the
-    // root writes its part of meeting m + 1 once m has completed, as
-    // arrive() would; the others read the root's part of m before they
-    // arrive at m + 1.
-    template <class C, class T>
-    static T in_chunks(C& comm, host_board& board, tag t, T value, int root, std::size_t length) {
-        using E = typename T::value_type;
-        const bool is_root = comm.rank() == root;
-        if (!is_root) value.resize(length);
-        const std::size_t per_chunk = board.capacity() / sizeof(E);
-        for (std::size_t first = 0; first < length; first += per_chunk) {
-            const std::size_t count = std::min(per_chunk, length - first);
-            if (is_root)
-                std::copy(value.data() + first, value.data() + first + count,
-                          reinterpret_cast<E*>(board.own_part(board.meetings() + 1)));
-            const std::uint64_t m = board.arrive(host_board::type_of<T>(), {});
-            board.wait(comm, t, m);
-            if (!is_root) {
-                const auto* chunk = reinterpret_cast<const E*>(board.part_of(m, root).data);
-                std::copy(chunk, chunk + count, value.data() + first);
-            }
-        }
-        return value;
     }
 };
 inline constexpr broadcast_host_memory_fn broadcast_host_memory{};
