@@ -174,7 +174,6 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
         unsigned looks = 0;
         bool recent = false;        // traffic since the clock was last read: last_activity is due to move
         bool others_worked = false;  // the node's other processes ran between looks since that read
-        std::uint64_t polled_seen = 0;  // core->polled_batches at the last clock read
         for (;;) {
             if (core->pollers > 0) {
                 // A receiver polls the worker and hands out what comes: in
@@ -183,7 +182,10 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 if (csp::select(csp::input(poked, ignored), csp::input(stop, ignored), csp::timeout(stand_aside)) == 1)
                     return;
                 looks = looks_per_clock_read - 1;  // the next look reads the clock
-                recent = true;  // traffic came, or the poll would not have been
+                // Traffic came, or the poll would not have been: the worker
+                // stays unarmed while it flows (an armed worker costs each
+                // sender a signal).
+                recent = true;
                 others_worked = false;
                 continue;
             }
@@ -195,13 +197,6 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             if (++looks >= looks_per_clock_read) {
                 looks = 0;
                 now = std::chrono::steady_clock::now();
-                // What receivers took while polling is traffic too: the
-                // worker stays unarmed while it flows, since an armed worker
-                // costs each sender a signal.
-                if (core->polled_batches != polled_seen) {
-                    polled_seen = core->polled_batches;
-                    recent = true;
-                }
                 const bool computing =
                     std::exchange(others_worked, false) && now - last_read >= looks_per_clock_read * computing_gap;
                 last_read = now;
@@ -278,10 +273,8 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
         while (ch.buffered() == 0) {
             if (!core.handing_out) {
                 (void)w.progress(look.frames, look.faults, false);
-                if (!look.frames.empty() || !look.faults.empty()) {
-                    ++core.polled_batches;
+                if (!look.frames.empty() || !look.faults.empty())
                     if (std::optional<message> m = hand_out(core, look, port, &ch)) return m;
-                }
             }
             // The node's other processes first, at every look (a process
             // this hand-out woke, a spin on the host board): with nobody

@@ -155,7 +155,6 @@ struct node_core {
     // used with receivers_poll, that is, by one thread.
     std::shared_ptr<ucx_look> look;
     bool handing_out = false;
-    std::uint64_t polled_batches = 0;  // looks of polling receivers that took something in
     int pollers = 0;                   // receivers polling now: the progress process stands aside
     std::atomic<std::size_t> links_over_ucx{0};
     std::atomic<std::size_t> links_over_tcp{0};  // of a node with UCX: links that chose TCP
