@@ -16,6 +16,12 @@
 // A group refers to its parent, which must outlive it; its messages travel
 // through the parent (and so through the parent's transport). A rank may
 // hold many groups; splits at one rank run one after another.
+//
+// Shared memory: a group of a net_communicator whose ranks share a host
+// (every group of a job that fits on one host, and a group marked
+// on_one_host(), as a hierarchy's host groups are) has host boards of its
+// own (host_boards.hpp): the table then picks the host_memory algorithms
+// for it, as for a whole job on one host.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -27,6 +33,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/context_pool.hpp"
 #include "collectives/dispatch.hpp"
+#include "collectives/host_boards.hpp"
 #include "collectives/tag.hpp"
 
 namespace csp::collectives {
@@ -35,6 +42,19 @@ inline constexpr int undefined = -1;  // a split colour: this rank joins no grou
 
 template <class C>
 class group;
+
+namespace detail {
+// A communicator whose groups can meet in shared memory (net_communicator,
+// and groups of it).
+template <class C>
+concept has_host_boards = requires(C& c, const C& cc, stream s, tag t, const std::string& line) {
+    c.board_on_host(s, t);
+    cc.host_links_share_memory();
+    cc.host_oversubscribed();
+    cc.log_line(line);
+};
+}  // namespace detail
+
 // The group of the ranks that passed `color`, ordered by (key, parent rank);
 // nothing for `undefined`. Collective over `parent`, in stream `s` of the
 // parent. A colour below `undefined` is a usage_error on every rank.
@@ -46,7 +66,8 @@ class group {
 public:
     group(group&& o) noexcept
         : parent_(o.parent_), members_(std::move(o.members_)), index_(std::move(o.index_)), rank_(o.rank_),
-          context_(std::exchange(o.context_, -1)), counter_(std::move(o.counter_)) {}
+          context_(std::exchange(o.context_, -1)), counter_(std::move(o.counter_)), one_host_(o.one_host_),
+          boards_(std::move(o.boards_)) {}
     group& operator=(group&& o) noexcept {
         if (this != &o) {
             release();
@@ -56,6 +77,8 @@ public:
             rank_ = o.rank_;
             context_ = std::exchange(o.context_, -1);
             counter_ = std::move(o.counter_);
+            one_host_ = o.one_host_;
+            boards_ = std::move(o.boards_);
         }
         return *this;
     }
@@ -91,6 +114,46 @@ public:
     const std::vector<int>& members() const noexcept { return members_; }
     int context() const noexcept { return context_; }
 
+    // Every member runs on this host (the caller knows: a hierarchy's host
+    // groups); every member marks it alike, before the group's first
+    // collective. Where the parent's links to ranks of its host go through
+    // shared memory, the group's collectives then meet in it.
+    void on_one_host() noexcept { one_host_ = true; }
+
+    // Shared memory (see the header comment), for a parent that has it.
+    csp::collectives::link_level link_level() const
+        requires detail::has_host_boards<C>
+    {
+        return shares_host_memory() ? link_level::host : link_level::network;
+    }
+    bool host_links_share_memory() const
+        requires detail::has_host_boards<C>
+    {
+        return parent_->host_links_share_memory();
+    }
+    bool host_oversubscribed() const
+        requires detail::has_host_boards<C>
+    {
+        return parent_->host_oversubscribed();
+    }
+    void log_line(const std::string& line) const
+        requires detail::has_host_boards<C>
+    {
+        parent_->log_line("a group of " + std::to_string(size()) + " ranks: " + line);
+    }
+    // The group's host boards (net_communicator::board_on_host).
+    host_board* board_on_host(stream s, tag t)
+        requires detail::has_host_boards<C>
+    {
+        return boards_->small(*this, s, t, shares_host_memory(), host_oversubscribed(),
+                              [this](const std::string& line) { log_line(line); });
+    }
+    host_board* large_board_on_host(stream s, tag t)
+        requires detail::has_host_boards<C>
+    {
+        return boards_->large(*this, s, t, host_oversubscribed(), [this](const std::string& line) { log_line(line); });
+    }
+
 private:
     template <class P>
     friend std::optional<group<P>> split(P& parent, int color, int key, stream s);
@@ -106,6 +169,15 @@ private:
         parent_->contexts().take(context_);
     }
 
+    // The same answer at every member: the parent's is, and on_one_host is
+    // marked alike.
+    bool shares_host_memory() const {
+        if constexpr (detail::has_host_boards<C>)
+            return size() > 1 && (detail::link_level_of(*parent_) == link_level::host ||
+                                  (one_host_ && parent_->host_links_share_memory()));
+        else return false;
+    }
+
     void release() noexcept {
         if (context_ >= 0) parent_->contexts().release(context_);
         context_ = -1;
@@ -117,6 +189,8 @@ private:
     int rank_ = -1;
     int context_ = -1;  // -1: moved from
     std::unique_ptr<tag_counter> counter_;
+    bool one_host_ = false;
+    std::unique_ptr<host_boards> boards_ = std::make_unique<host_boards>();  // null: moved from
 };
 
 namespace detail {

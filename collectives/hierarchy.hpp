@@ -17,7 +17,9 @@
 // one process (local_communicator) all share a host.
 //
 // The hierarchical collectives aggregate inside each host first (through
-// channels for fibers, through same-host links for processes), run the flat
+// channels for fibers; for processes on the host group's own board in
+// shared memory where the links between them go through it, as UCX's do,
+// else through the links), run the flat
 // collective among the leaders, and hand the result out inside each host:
 // only one message per host crosses the network in each direction. Each
 // level picks its own algorithm from the selection table. Rank order is kept
@@ -68,6 +70,7 @@ public:
         }
         hosts_ = static_cast<int>(first.size());
         local_.emplace(std::move(*split(comm, first_of[static_cast<std::size_t>(comm.rank())], comm.rank(), s)));
+        local_->on_one_host();  // its collectives may meet in shared memory (group.hpp)
         leaders_ = split(comm, local_->rank() == 0 ? 0 : undefined, comm.rank(), s);
         // With as many ranks on every host (known alike at every rank), the
         // ranks of one local index across the hosts form a group too.

@@ -31,7 +31,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/context_pool.hpp"
 #include "collectives/detail/byte_messages.hpp"
-#include "collectives/host_board.hpp"
+#include "collectives/host_boards.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/selection.hpp"
 #include "collectives/tag.hpp"
@@ -84,6 +84,13 @@ public:
     }
     // Whether a receive is served by the IO scheduler's poll (net::node).
     bool receives_through_io() const { return node_->receives_through_io(); }
+    // What a group of ranks that share a host (group::on_one_host) needs to
+    // meet in shared memory: links between nodes of one host that go
+    // through it (UCX), whether the host has more ranks than hardware
+    // threads, and where a board that cannot be made is reported.
+    bool host_links_share_memory() const { return node_->host_links_share_memory(); }
+    bool host_oversubscribed() const { return node_->host_oversubscribed(); }
+    void log_line(const std::string& line) const;
 
     template <class T>
     void send(int to, tag t, T value) {
@@ -120,7 +127,7 @@ public:
     // when its segment could not be made or mapped (every rank then falls
     // back to messages alike; the reason is logged). The first call on a
     // stream makes it, a collective step of every rank with that call's
-    // tag t (net_communicator.cpp).
+    // tag t (host_boards.hpp).
     host_board* board_on_host(stream s, tag t);
     // The large board of stream s (host_board::large_shape), for values too
     // large for the board above; made by the first call on a stream that
@@ -146,19 +153,13 @@ private:
         else node_->forward(to, port_id_, m, t.bits());
     }
     void run_pump(net::port port);
-    std::unique_ptr<host_board> set_up_host_board(tag t, host_board::shape sh);
-    std::unique_ptr<host_board> make_host_board(tag t, host_board::shape sh);
 
     net::node* node_;
     net::port_id port_id_;
     mailbox<net::message> box_;  // whole messages: a receive checks the sent type
     tag_counter counter_;
     context_pool contexts_;
-    std::mutex boards_lock_;
-    std::map<std::uint32_t, std::unique_ptr<host_board>> host_boards_;  // by stream id; null: none possible
-    std::map<std::uint32_t, std::unique_ptr<host_board>> large_boards_;  // the same, large ones
-    host_board* default_board_ = nullptr;           // stream 0's, once
-    std::atomic<bool> default_board_known_{false};  // default_board_ is set
+    host_boards boards_;
     csp::process_group pump_;
 };
 

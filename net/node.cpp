@@ -156,6 +156,8 @@ bool node::shares_host_memory() const noexcept {
     return core_->ucx != nullptr && core_->size > 1 && core_->options.local_size >= core_->size;
 }
 
+bool node::host_links_share_memory() const noexcept { return core_->ucx != nullptr; }
+
 bool node::host_oversubscribed() const noexcept { return core_->options.oversubscribed(); }
 
 bool node::receives_through_io() const noexcept {

@@ -78,6 +78,10 @@ public:
     // local_size) and this node links over UCX: its messages go through
     // shared memory, which the collectives' table tells from a network.
     bool shares_host_memory() const noexcept;
+    // Whether this node's links to nodes of its own host go through shared
+    // memory (it links over UCX): ranks known to share a host (a
+    // hierarchy's host groups) may then meet in shared memory too.
+    bool host_links_share_memory() const noexcept;
     // Whether more ranks of the job run on this host than it has hardware
     // threads (node_options::oversubscribed): then a waiting rank gives up
     // its core at every look.

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "collectives/hierarchy.hpp"
 #include "collectives/hybrid_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "collectives/shared.hpp"
@@ -161,6 +162,98 @@ template <class Expect>
         expect(all.at(std::size_t(q)) == filled(q), "an allgather of 16 KiB arrays, rank " + std::to_string(q));
     expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "a sum on the board after them");
     cc::barrier(comm);
+}
+
+// Hosts of two ranks each (the last may hold one) in a job that runs on
+// one machine: each node is told its host holds two ranks (local_size), so
+// the job's own level is the network, as on a cluster, and a hierarchy by
+// the host names "h<rank / 2>" marks its host groups. The host groups meet
+// on boards of their own exactly when the links go through shared memory
+// (UCX); every collective and every hierarchical one counts its values.
+// ("split-groups": a plain split of a job on one host instead, whose
+// groups share the host's memory as the job does.)
+int host_groups_mode(bool split_only) {
+    std::vector<std::string> wrong;
+    if (split_only) {
+        csp::run([&] {
+            csp::net::node self;
+            {
+                cc::net_communicator comm(self);
+                const int me = comm.rank();
+                auto half = *cc::split(comm, me % 2, me);
+                const bool shared = half.size() > 1 && self.shares_host_memory();
+                const cc::host_board* board = half.board_on_host({}, half.next_tag());
+                if ((board != nullptr) != shared)
+                    wrong.push_back("rank " + std::to_string(me) + ": a split group's board iff the job shares memory");
+                for (auto& w : grid::check_all(half)) wrong.push_back("a split group: " + w);
+                cc::barrier(comm);
+            }
+            self.close();
+        });
+    } else csp::run([&] {
+        csp::net::node_options o = csp::net::node_options::from_environment();
+        o.local_size = 2;
+        csp::net::node self(o);
+        {
+            cc::net_communicator comm(self);
+            const int n = comm.size(), me = comm.rank();
+            auto expect = [&](bool ok, const std::string& what) {
+                if (!ok) wrong.push_back("rank " + std::to_string(me) + ": " + what);
+            };
+            expect(comm.link_level() == (n <= 2 && self.shares_host_memory() ? cc::link_level::host
+                                                                               : cc::link_level::network),
+                   "the job's level");
+            cc::hierarchy h(comm, "h" + std::to_string(me / 2));
+            auto& local = h.local();
+            const bool shared = local.size() > 1 && self.host_links_share_memory();
+            expect(local.link_level() == (shared ? cc::link_level::host : cc::link_level::network),
+                   "the host group's level");
+            cc::host_board* board = local.board_on_host({}, local.next_tag());
+            expect((board != nullptr) == shared, "a board for the host's ranks iff its links share memory");
+            if (h.leaders() != nullptr && n > 2)
+                expect(h.leaders()->link_level() == cc::link_level::network, "the leaders' level");
+            const auto meetings_before = board ? board->meetings() : 0;
+            for (auto& w : grid::check_all(local)) wrong.push_back("inside the host: " + w);
+            if (board) expect(board->meetings() > meetings_before, "meetings on the host group's board");
+
+            // Hierarchical sums that change each round, a vector over the
+            // large board's part, a broadcast from every root, an allgather.
+            constexpr int rounds = 300;
+            for (int i = 0; i < rounds; ++i) {
+                const long got = cc::hierarchical::allreduce(h, long(me) * rounds + i, cc::sum{});
+                const long want = long(n) * (n - 1) / 2 * rounds + long(n) * i;
+                if (got != want) {
+                    expect(false, "hierarchical sum, round " + std::to_string(i) + ": " + std::to_string(got) +
+                                      " for " + std::to_string(want));
+                    break;
+                }
+            }
+            const std::size_t big = cc::host_board::large_shape(2).part_capacity / sizeof(long) * 2 + 5;
+            std::vector<long> mine(big);
+            for (std::size_t k = 0; k < big; ++k) mine[k] = long(me) * 7 + long(k);
+            const auto sum = cc::hierarchical::allreduce(h, mine, cc::sum{});
+            bool right = sum.size() == big;
+            for (std::size_t k = 0; right && k < big; ++k) right = sum[k] == long(n) * (n - 1) / 2 * 7 + long(n) * long(k);
+            expect(right, "a hierarchical sum of " + std::to_string(big) + " longs");
+            for (int root = 0; root < n; ++root) {
+                const auto got = cc::hierarchical::broadcast(h, me == root ? mine : std::vector<long>{}, root);
+                expect(got.size() == big && got[1] == long(root) * 7 + 1, "a hierarchical broadcast from " +
+                                                                                std::to_string(root));
+            }
+            const auto all = cc::hierarchical::allgather(h, me * 3);
+            bool ordered = all.size() == static_cast<std::size_t>(n);
+            for (int q = 0; ordered && q < n; ++q) ordered = all[static_cast<std::size_t>(q)] == q * 3;
+            expect(ordered, "a hierarchical allgather in rank order");
+            cc::hierarchical::local_barrier(h);
+            cc::hierarchical::barrier(h);
+            if (board) expect(board->wakes() <= board->meetings(), "no more wakes than meetings");
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+    for (const auto& w : wrong) std::cerr << w << '\n';
+    std::cout << (wrong.empty() ? "groups ok\n" : "groups FAILED\n");
+    return wrong.empty() ? 0 : 1;
 }
 
 int host_board_mode(const std::string& mode) {
@@ -518,6 +611,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (argc > 1 && std::string(argv[1]).starts_with("host-board")) return host_board_mode(argv[1]);
+    if (argc > 1 && std::string(argv[1]) == "host-groups") return host_groups_mode(false);
+    if (argc > 1 && std::string(argv[1]) == "split-groups") return host_groups_mode(true);
     if (argc > 1 && std::string(argv[1]) == "hybrid-fail") {
         // Rank 1 (a fiber of node 0) throws before an allreduce: every rank of
         // every node must fail, none wait for ever. Exits 0 when this node saw

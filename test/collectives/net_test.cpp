@@ -119,6 +119,29 @@ TEST_P(net_host_board, meetings_count_every_value_and_keep_rank_order) {
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_host_board, ::testing::Values(1, 2, 3, 5));
 
+// Hosts of two ranks in a job on one machine (net_peer.cpp host-groups):
+// a hierarchy's host groups meet on boards of their own over UCX, pass
+// messages over TCP, and every collective inside them and every
+// hierarchical one counts its values. A plain split of a job on one host
+// has boards too.
+class net_host_groups : public ::testing::TestWithParam<int> {};
+
+TEST_P(net_host_groups, meet_on_boards_of_their_own_and_count_every_value) {
+    const int n = GetParam();
+    auto r = launch(n, "", "host-groups");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "groups ok"), static_cast<std::size_t>(n)) << r.output;
+}
+
+TEST_P(net_host_groups, of_a_job_on_one_host_meet_on_boards_of_their_own) {
+    const int n = GetParam();
+    auto r = launch(n, "", "split-groups");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "groups ok"), static_cast<std::size_t>(n)) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(ranks, net_host_groups, ::testing::Values(2, 4, 5));
+
 // Regression: broadcast_host_memory copied a plain value (not a vector) out
 // of the root's part without asking whether it fit there, so a value over a
 // part arrived as whatever lay beyond the part.
