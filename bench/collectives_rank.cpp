@@ -15,6 +15,14 @@
 //   collectives_rank hybrid <f>     under csp-launch: f ranks as fibers per node
 //                                   (hybrid_communicator.hpp), allreduce flat
 //                                   by the table and two-level by node
+//   collectives_rank hosts <k>      under csp-launch: k processes per host, as
+//                                   on a cluster of n / k hosts (each node is
+//                                   told its host holds k ranks, and the
+//                                   hierarchy names hosts by rank / k):
+//                                   allreduce, reduce and broadcast flat by
+//                                   the table (the network level) and
+//                                   two-level, the host groups on their
+//                                   boards where the links share memory
 #include <algorithm>
 #include <chrono>
 #include <span>
@@ -24,6 +32,7 @@
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "collectives/hierarchy.hpp"
 #include "collectives/hybrid_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
@@ -186,6 +195,36 @@ void hybrid_set(cc::hybrid_communicator& c) {
     }
 }
 
+// k processes per host (see the header): the table's flat collectives over
+// the whole job (its level: the network) and the hierarchical ones.
+void hosts_set(cc::net_communicator& comm, int k) {
+    cc::hierarchy h(comm, "h" + std::to_string(comm.rank() / k));
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
+        std::vector<double> v(bytes / sizeof(double), 1.0);
+        const int n = iterations_for(bytes);
+        const std::string chosen =
+            "table:" + std::string(cc::selection::global().choose(
+                           {"allreduce", comm.size(), bytes, true, true, false, cc::detail::link_level_of(comm)}));
+        report(comm, "allreduce", chosen.c_str(), bytes, time_per_op(comm, n, [&] { cc::allreduce(comm, v, cc::sum{}); }));
+        report(comm, "allreduce", "hierarchical", bytes,
+               time_per_op(comm, n, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));
+        // Its steps inside the hosts (every host at once), by the table at
+        // the host groups' level.
+        report(comm, "reduce", "inside_hosts", bytes,
+               time_per_op(comm, n, [&] { (void)cc::reduce(h.local(), v, cc::sum{}, 0); }));
+        report(comm, "broadcast", "inside_hosts", bytes,
+               time_per_op(comm, n, [&] { (void)cc::broadcast(h.local(), v, 0); }));
+        report(comm, "allreduce", "inside_hosts", bytes,
+               time_per_op(comm, n, [&] { (void)cc::allreduce(h.local(), v, cc::sum{}); }));
+        report(comm, "reduce", "table", bytes, time_per_op(comm, n, [&] { (void)cc::reduce(comm, v, cc::sum{}, 0); }));
+        report(comm, "reduce", "hierarchical", bytes,
+               time_per_op(comm, n, [&] { (void)cc::hierarchical::reduce(h, v, cc::sum{}, 0); }));
+        report(comm, "broadcast", "table", bytes, time_per_op(comm, n, [&] { (void)cc::broadcast(comm, v, 0); }));
+        report(comm, "broadcast", "hierarchical", bytes,
+               time_per_op(comm, n, [&] { (void)cc::hierarchical::broadcast(h, v, 0); }));
+    }
+}
+
 // Ranks as processes of one runtime: the small-value latencies, on the
 // shared board (the table's choice) and by message passing.
 void local_set(cc::local_communicator& c) {
@@ -268,6 +307,19 @@ int main(int argc, char** argv) {
                         hybrid_set(c);
                         cc::barrier(c);
                     });
+                }
+                self.close();
+            });
+        } else if (mode == "hosts") {
+            const int k = argc > 2 ? std::atoi(argv[2]) : 4;
+            csp::run([&] {
+                csp::net::node_options o = csp::net::node_options::from_environment();
+                o.local_size = k;
+                csp::net::node self(o);
+                {
+                    cc::net_communicator comm(self);
+                    hosts_set(comm, k);
+                    cc::barrier(comm);
                 }
                 self.close();
             });

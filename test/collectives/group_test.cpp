@@ -257,6 +257,30 @@ TEST(hierarchy, the_global_barrier_waits_for_everyone_the_local_one_for_the_host
     }
 }
 
+// An element-wise allreduce hands its result out inside each host into a
+// buffer as long as each rank's vector (broadcast_into): vectors of two
+// lengths are a usage_error, and no rank waits for ever.
+TEST(hierarchy, an_elementwise_allreduce_of_vectors_of_two_lengths_is_refused) {
+    const auto& layout = layouts[1];
+    EXPECT_THROW(csp::run([&] {
+        cc::run_local(static_cast<int>(layout.size()), [&](cc::local_communicator& c) {
+            cc::hierarchy h(c, layout[static_cast<std::size_t>(c.rank())]);
+            const std::vector<long> v(c.rank() == 3 ? 4 : 5, 1);
+            (void)cc::hierarchical::allreduce(h, v, cc::sum{});
+        });
+    }),
+                 csp::usage_error);
+    // Of one length, every element is counted at every rank.
+    csp::run([&] {
+        cc::run_local(static_cast<int>(layout.size()), [&](cc::local_communicator& c) {
+            cc::hierarchy h(c, layout[static_cast<std::size_t>(c.rank())]);
+            const std::vector<long> v(5000, c.rank() + 1);
+            const long n = c.size();
+            EXPECT_EQ(cc::hierarchical::allreduce(h, v, cc::sum{}), std::vector<long>(5000, n * (n + 1) / 2));
+        });
+    });
+}
+
 // A rank that fails inside a two-level collective fails it at every rank:
 // ranks on its host, leaders, and ranks on other hosts, none waits forever.
 TEST(hierarchy, a_failing_rank_fails_the_collective_on_every_rank) {
