@@ -164,6 +164,34 @@ template <class Expect>
     cc::barrier(comm);
 }
 
+// Hosts of two ranks as in host_groups_mode; the last rank vanishes (no
+// goodbye) in the middle of a loop of sums on its host's board. Every other
+// rank fails with the lost peer's error, its host mate in the meeting it
+// waits in, the others in their own loop or in the barrier after it.
+int host_groups_lost_mode() {
+    std::string lost;
+    csp::run([&] {
+        csp::net::node_options o = csp::net::node_options::from_environment();
+        o.local_size = 2;
+        csp::net::node self(o);
+        cc::net_communicator comm(self);
+        const int n = comm.size(), me = comm.rank();
+        cc::hierarchy h(comm, "h" + std::to_string(me / 2));
+        try {
+            for (int i = 0; i < 2000; ++i) {
+                if (me == n - 1 && i == 300) std::_Exit(0);  // as if killed
+                if (cc::allreduce(h.local(), 1L, cc::sum{}) != h.local().size()) lost = "a wrong sum";
+            }
+            cc::barrier(comm);
+            lost = "nothing";
+        } catch (const csp::net::peer_error& e) {
+            lost = e.what();
+        }
+    });
+    std::cout << "lost: " << lost << '\n';
+    return 0;
+}
+
 // Hosts of two ranks each (the last may hold one) in a job that runs on
 // one machine: each node is told its host holds two ranks (local_size), so
 // the job's own level is the network, as on a cluster, and a hierarchy by
@@ -613,6 +641,7 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]).starts_with("host-board")) return host_board_mode(argv[1]);
     if (argc > 1 && std::string(argv[1]) == "host-groups") return host_groups_mode(false);
     if (argc > 1 && std::string(argv[1]) == "split-groups") return host_groups_mode(true);
+    if (argc > 1 && std::string(argv[1]) == "host-groups-lost") return host_groups_lost_mode();
     if (argc > 1 && std::string(argv[1]) == "hybrid-fail") {
         // Rank 1 (a fiber of node 0) throws before an allreduce: every rank of
         // every node must fail, none wait for ever. Exits 0 when this node saw

@@ -142,6 +142,17 @@ TEST_P(net_host_groups, of_a_job_on_one_host_meet_on_boards_of_their_own) {
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_host_groups, ::testing::Values(2, 4, 5));
 
+// A rank lost in the middle of its host group's meetings: its host mate and
+// the ranks of the other host all fail with its error, none waits for ever.
+TEST(net_host_groups_faults, a_rank_lost_mid_loop_fails_every_other_rank) {
+    auto r = launch(4, "", "host-groups-lost");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, "lost: "), 3u) << r.output;
+    EXPECT_EQ(count(r.output, "lost: nothing"), 0u) << r.output;
+    EXPECT_EQ(count(r.output, "lost: a wrong sum"), 0u) << r.output;
+    EXPECT_GE(count(r.output, "node 3"), 1u) << r.output;
+}
+
 // Regression: broadcast_host_memory copied a plain value (not a vector) out
 // of the root's part without asking whether it fit there, so a value over a
 // part arrived as whatever lay beyond the part.
