@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -99,10 +100,28 @@ public:
         detail::check_rank(from, size(), "receive from");
         return parent_->template receive<T>(member(from), t);
     }
-    // Only members send with this group's tags, so any sender is one.
+    // Only members send with this group's tags, so any sender is one; and
+    // only a member's failure fails the receive, where the parent can tell
+    // (receive_any_of): the group goes on while its members do.
     template <class T>
     received<T> receive_any(tag t) {
-        auto m = parent_->template receive_any<T>(t);
+        if constexpr (requires { parent_->template receive_any_of<T>(t, std::span<const int>{}); }) {
+            auto m = parent_->template receive_any_of<T>(t, members_);
+            return {index_[static_cast<std::size_t>(m.source)], std::move(m.value)};
+        } else {
+            auto m = parent_->template receive_any<T>(t);
+            return {index_[static_cast<std::size_t>(m.source)], std::move(m.value)};
+        }
+    }
+    // receive_any from the group ranks `among` only (a group of a group).
+    template <class T>
+    received<T> receive_any_of(tag t, std::span<const int> among)
+        requires requires(C& c) { c.template receive_any_of<T>(t, std::span<const int>{}); }
+    {
+        std::vector<int> in_parent;
+        in_parent.reserve(among.size());
+        for (const int r : among) in_parent.push_back(member(r));
+        auto m = parent_->template receive_any_of<T>(t, in_parent);
         return {index_[static_cast<std::size_t>(m.source)], std::move(m.value)};
     }
     tag next_tag(stream s = {}) { return tag(context_pool::stream_of(context_, s), counter_->next(s).sequence()); }

@@ -178,8 +178,8 @@ private:
     friend class detail::byte_messages<hybrid_communicator>;
     hybrid_job::rank_state& mine() const { return job_->ranks_[static_cast<std::size_t>(local_)]; }
     // As net_communicator's: reported once out of the mailbox.
-    mailbox<net::message>::envelope take(int from, tag t) {
-        auto e = mine().box.take(from, hybrid_job::key(t.bits()));
+    mailbox<net::message>::envelope take(int from, tag t, std::span<const int> among = {}) {
+        auto e = mine().box.take(from, hybrid_job::key(t.bits()), among);
         net::report_taken(e.body, job_->node_->rank());
         return e;
     }

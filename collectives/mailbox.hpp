@@ -14,7 +14,8 @@
 //   - a failed source stays failed: every receive from it, or from any
 //     source, that no message already here satisfies throws the stored
 //     error, posted or not. What arrived before the failure is still
-//     received.
+//     received. A receive from any source `among` a set (a group's
+//     members) fails only for a source of the set.
 // Channel writes happen after the lock is released; a posted receive's
 // channel holds one value, so the write never blocks.
 //
@@ -25,6 +26,7 @@
 // value (its read threw) gives the slot back only if no deliverer took it
 // from posted_; otherwise the slot is abandoned, still owned by slots_, and
 // a late write into it goes nowhere.
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -32,6 +34,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,8 +74,11 @@ public:
 
     // Blocks the calling process until a message from `source` (any_source:
     // from anyone) with `tag` is here; throws the source's stored failure
-    // when no such message came before it.
-    envelope take(int source, std::uint64_t tag) {
+    // when no such message came before it. `among` (with any_source only;
+    // empty: everyone): the sources whose failure fails the receive, those
+    // that may send with `tag`; the caller keeps it alive until take
+    // returns.
+    envelope take(int source, std::uint64_t tag, std::span<const int> among = {}) {
         // A message that arrived already is taken without a switch, so a
         // receive is a preemption point (before the lock is taken).
         csp::preemption_point();
@@ -83,12 +89,12 @@ public:
             unexpected_.erase(it);
             return m;
         }
-        if (auto e = failure_for(source)) std::rethrow_exception(e);
+        if (auto e = failure_for(source, among)) std::rethrow_exception(e);
         reply_slot* reply = free_slot_locked();
-        posted_.push_back(posted{source, tag, reply});
+        posted_.push_back(posted{source, tag, reply, among});
         lk.unlock();
         envelope m;
-        const posted wanted{source, tag, nullptr};
+        const posted wanted{source, tag, nullptr, among};
         const csp::wait_note note(&describe_wanted, &wanted);
         try {
             m = reply->in.read();
@@ -113,6 +119,8 @@ public:
             else failed_.emplace(source, error);
             std::erase_if(posted_, [&](const posted& p) {
                 if (source != any_source && p.source != any_source && p.source != source) return false;
+                if (source != any_source && !p.among.empty() && std::find(p.among.begin(), p.among.end(), source) == p.among.end())
+                    return false;
                 woken.push_back(p);
                 return true;
             });
@@ -138,6 +146,7 @@ private:
         int source;
         std::uint64_t tag;
         reply_slot* reply;
+        std::span<const int> among;  // see take
     };
 
     // For deadlock reports: which message a blocked take waits for.
@@ -171,9 +180,14 @@ private:
         if (n != 0) free_.push_back(reply);  // no deliverer has it: still empty
     }
 
-    std::exception_ptr failure_for(int source) const {
+    std::exception_ptr failure_for(int source, std::span<const int> among) const {
         if (everyone_) return everyone_;
-        if (source == any_source) return failed_.empty() ? nullptr : failed_.begin()->second;
+        if (source == any_source) {
+            if (among.empty()) return failed_.empty() ? nullptr : failed_.begin()->second;
+            for (const int q : among)
+                if (auto it = failed_.find(q); it != failed_.end()) return it->second;
+            return nullptr;
+        }
         auto it = failed_.find(source);
         return it == failed_.end() ? nullptr : it->second;
     }

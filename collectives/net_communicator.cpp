@@ -28,8 +28,8 @@ net_communicator::~net_communicator() {
     node_->release(port_id_);
 }
 
-mailbox<net::message>::envelope net_communicator::take(int from, std::uint64_t bits) {
-    auto e = box_.take(from, bits);
+mailbox<net::message>::envelope net_communicator::take(int from, std::uint64_t bits, std::span<const int> among) {
+    auto e = box_.take(from, bits, among);
     net::report_taken(e.body, rank());
     return e;
 }

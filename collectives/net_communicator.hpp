@@ -145,8 +145,11 @@ private:
     // (net_communicator.cpp, like the constructor and the destructor: a
     // program's files need not compile the pump, the mailbox or a process.)
     friend class detail::byte_messages<net_communicator>;
-    mailbox<net::message>::envelope take(int from, std::uint64_t bits);
-    mailbox<net::message>::envelope take(int from, tag t) { return take(from, t.bits()); }
+    // `among`: see mailbox::take.
+    mailbox<net::message>::envelope take(int from, std::uint64_t bits, std::span<const int> among = {});
+    mailbox<net::message>::envelope take(int from, tag t, std::span<const int> among = {}) {
+        return take(from, t.bits(), among);
+    }
     // m's bytes and type to rank `to` (itself included) with tag t.
     void pass(int to, tag t, const net::message& m) {
         if (to == rank()) box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m));

@@ -34,6 +34,13 @@ public:
         auto m = self().take(any_source, t);
         return {m.source, m.body.template as<T>()};
     }
+    // From any of the ranks `among` (a group's members, the only ranks that
+    // send with t): the failure of another rank does not fail it.
+    template <class T>
+    received<T> receive_any_of(tag t, std::span<const int> among) {
+        auto m = self().take(any_source, t, among);
+        return {m.source, m.body.template as<T>()};
+    }
     // Into the caller's buffer, without allocating (neighbours.hpp).
     template <class E>
     std::size_t receive_into(int from, tag t, std::span<E> out) {

@@ -182,6 +182,52 @@ TEST(local_group, a_type_mismatch_is_named) {
     });
 }
 
+// A receive from any of a set of sources (a group's members) fails for a
+// failed member only: a posted one is not woken by another source's
+// failure and still takes its message; a later one fails at once once a
+// member failed; a plain receive from any source fails for either.
+TEST(mailbox_failures, a_receive_from_any_member_fails_only_for_a_member) {
+    cc::mailbox<long> box;
+    const std::vector<int> members{1, 2};
+    long got = 0;
+    csp::run([&] {
+        csp::par([&] { got = box.take(cc::any_source, 7, members).body; },
+                 [&] {
+                     csp::yield();  // the receive is posted
+                     box.fail(3, std::make_exception_ptr(std::runtime_error("rank 3 lost")));
+                     csp::yield();
+                     box.deliver(2, 7, 42);
+                 });
+    });
+    EXPECT_EQ(got, 42);
+    EXPECT_THROW((void)box.take(cc::any_source, 8), std::runtime_error);
+    box.deliver(1, 8, 5);
+    EXPECT_EQ(box.take(cc::any_source, 8, members).body, 5);
+    box.fail(2, std::make_exception_ptr(std::runtime_error("rank 2 lost")));
+    try {
+        (void)box.take(cc::any_source, 9, members);
+        ADD_FAILURE() << "a member failed, and the receive went on";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "rank 2 lost");
+    }
+    std::string woken;
+    csp::run([&] {
+        csp::par(
+            [&] {
+                try {
+                    (void)box.take(cc::any_source, 10, std::vector<int>{4, 5});
+                } catch (const std::runtime_error& e) {
+                    woken = e.what();
+                }
+            },
+            [&] {
+                csp::yield();
+                box.fail(5, std::make_exception_ptr(std::runtime_error("rank 5 lost")));
+            });
+    });
+    EXPECT_EQ(woken, "rank 5 lost");
+}
+
 // A receive that finds its message already there does not switch; a loop of
 // them (here one process feeding its own mailbox) must still let the other
 // processes of its worker run (csp/preemption.hpp). Every message counted.
