@@ -105,13 +105,12 @@ public:
     // (receive_any_of): the group goes on while its members do.
     template <class T>
     received<T> receive_any(tag t) {
-        if constexpr (requires { parent_->template receive_any_of<T>(t, std::span<const int>{}); }) {
-            auto m = parent_->template receive_any_of<T>(t, members_);
-            return {index_[static_cast<std::size_t>(m.source)], std::move(m.value)};
-        } else {
-            auto m = parent_->template receive_any<T>(t);
-            return {index_[static_cast<std::size_t>(m.source)], std::move(m.value)};
-        }
+        auto m = [&] {
+            if constexpr (requires { parent_->template receive_any_of<T>(t, std::span<const int>{}); })
+                return parent_->template receive_any_of<T>(t, members_);
+            else return parent_->template receive_any<T>(t);
+        }();
+        return {index_[static_cast<std::size_t>(m.source)], std::move(m.value)};
     }
     // receive_any from the group ranks `among` only (a group of a group).
     template <class T>
