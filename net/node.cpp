@@ -56,7 +56,9 @@ transport_kind transport_of(const node_options& o) {
 }  // namespace
 
 bool node_options::oversubscribed() const noexcept {
-    const unsigned cores = std::thread::hardware_concurrency();
+    // Read once: glibc reads a sysfs file at every call (an open and a read,
+    // microseconds), and the collectives ask at every call on a host board.
+    static const unsigned cores = std::thread::hardware_concurrency();
     return cores != 0 && local_size > static_cast<int>(cores);
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -542,6 +543,35 @@ TEST(net_ucx, a_build_without_ucx_refuses_to_require_it_by_name) {
 }
 
 #endif
+
+// Regression: node_options::oversubscribed() asked glibc for the host's
+// hardware threads at every call, which opens and reads a sysfs file; the
+// host board's collectives ask at every call, and an allreduce of 8 B at 2
+// ranks took 6 us instead of 0.15. It is read once: 10,000 calls make no
+// read system call (/proc/self/io counts them; reading it is one or two).
+static long read_syscalls() {
+    std::ifstream io("/proc/self/io");
+    std::string key;
+    long value = 0;
+    while (io >> key >> value)
+        if (key == "syscr:") return value;
+    return -1;
+}
+
+TEST(net_ucx, node_options_oversubscribed_reads_the_hosts_threads_once) {
+    csp::net::node_options o;
+    o.local_size = 1'000'000;
+    EXPECT_TRUE(o.oversubscribed());  // the first call may read
+    const long before = read_syscalls();
+    ASSERT_GE(before, 0) << "no syscr in /proc/self/io";
+    bool all = true;
+    for (int i = 0; i < 10'000; ++i) all = o.oversubscribed() && all;
+    const long after = read_syscalls();
+    EXPECT_TRUE(all);
+    EXPECT_LT(after - before, 10) << "read system calls during 10,000 calls";
+    o.local_size = 1;
+    EXPECT_FALSE(o.oversubscribed());
+}
 
 // How many ranks share the host (which decides whether an idle UCX spin
 // keeps its core): csp-launch's CSP_LOCAL_SIZE first, then Open MPI's; 0
