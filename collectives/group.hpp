@@ -138,11 +138,15 @@ public:
     // shared memory, the group's collectives then meet in it.
     void on_one_host() noexcept { one_host_ = true; }
 
-    // Shared memory (see the header comment), for a parent that has it.
+    // Shared memory (see the header comment), for a parent that has it. The
+    // same answer at every member: the parent's is, and on_one_host is
+    // marked alike.
     csp::collectives::link_level link_level() const
         requires detail::has_host_boards<C>
     {
-        return shares_host_memory() ? link_level::host : link_level::network;
+        const bool shared = size() > 1 && (detail::link_level_of(*parent_) == link_level::host ||
+                                           (one_host_ && parent_->host_links_share_memory()));
+        return shared ? link_level::host : link_level::network;
     }
     bool host_links_share_memory() const
         requires detail::has_host_boards<C>
@@ -163,13 +167,12 @@ public:
     host_board* board_on_host(stream s, tag t)
         requires detail::has_host_boards<C>
     {
-        return boards_->small(*this, s, t, shares_host_memory(), host_oversubscribed(),
-                              [this](const std::string& line) { log_line(line); });
+        return boards_->small(*this, s, t);
     }
     host_board* large_board_on_host(stream s, tag t)
         requires detail::has_host_boards<C>
     {
-        return boards_->large(*this, s, t, host_oversubscribed(), [this](const std::string& line) { log_line(line); });
+        return boards_->large(*this, s, t);
     }
 
 private:
@@ -185,15 +188,6 @@ private:
             if (members_[i] == parent.rank()) rank_ = static_cast<int>(i);
         }
         parent_->contexts().take(context_);
-    }
-
-    // The same answer at every member: the parent's is, and on_one_host is
-    // marked alike.
-    bool shares_host_memory() const {
-        if constexpr (detail::has_host_boards<C>)
-            return size() > 1 && (detail::link_level_of(*parent_) == link_level::host ||
-                                  (one_host_ && parent_->host_links_share_memory()));
-        else return false;
     }
 
     void release() noexcept {

@@ -166,6 +166,10 @@ T allreduce_across(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
 template <class C, class T, class Op>
 T allreduce(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
     if (!h.contiguous() && !commutes(op)) return csp::collectives::allreduce(h.all(), std::move(value), op, s);
+    std::size_t length = 0;
+    if constexpr (csp::collectives::detail::element_vector<T>) length = value.size();
+    auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
+    if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
     if constexpr (csp::collectives::detail::element_vector<T>) {
         if (acts_elementwise(op)) {
             // The result is as long as every rank's vector (an element-wise
@@ -173,16 +177,11 @@ T allreduce(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
             // host goes into a buffer of that length, which the table may
             // fill through the host's board (broadcast_into) where a plain
             // broadcast, whose size only the root knows, passes messages.
-            const std::size_t length = value.size();
-            auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
-            if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
             T result = here ? std::move(*here) : T(length);
             csp::collectives::broadcast_into(h.local(), std::span(result), 0, s);
             return result;
         }
     }
-    auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
-    if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
     return csp::collectives::broadcast(h.local(), here ? std::move(*here) : T{}, 0, s);
 }
 

@@ -18,10 +18,9 @@
 // already. A lost peer fails the step's receive, as in any collective; the
 // board's destructor then removes the name. A board that cannot be made or
 // mapped at some rank is none at every rank (they all pass messages), and
-// the reason goes to `log`.
+// the reason goes to the communicator's log_line.
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +28,7 @@
 #include <utility>
 
 #include "collectives/host_board.hpp"
+#include "collectives/selection.hpp"
 #include "collectives/tag.hpp"
 
 namespace csp::collectives {
@@ -36,11 +36,11 @@ namespace csp::collectives {
 namespace detail {
 
 template <class C>
-std::unique_ptr<host_board> make_host_board(C& comm, tag t, host_board::shape sh, bool oversubscribed,
-                                            const std::function<void(const std::string&)>& log) {
+std::unique_ptr<host_board> make_host_board(C& comm, tag t, host_board::shape sh) {
     const int n = comm.size(), me = comm.rank();
+    const bool oversubscribed = comm.host_oversubscribed();
     auto unusable = [&](const std::string& why) -> std::unique_ptr<host_board> {
-        log("collectives pass messages instead of meeting in shared memory: " + why);
+        comm.log_line("collectives pass messages instead of meeting in shared memory: " + why);
         return nullptr;
     };
     std::unique_ptr<host_board> b;
@@ -76,9 +76,8 @@ std::unique_ptr<host_board> make_host_board(C& comm, tag t, host_board::shape sh
 }
 
 template <class C>
-std::unique_ptr<host_board> set_up_host_board(C& comm, tag t, host_board::shape sh, bool oversubscribed,
-                                              const std::function<void(const std::string&)>& log) {
-    auto b = make_host_board(comm, t, sh, oversubscribed, log);
+std::unique_ptr<host_board> set_up_host_board(C& comm, tag t, host_board::shape sh) {
+    auto b = make_host_board(comm, t, sh);
     if (b && sh == host_board::shape{}) {
         for (int q = 0; q < comm.size(); ++q)
             if (q != comm.rank()) comm.send(q, t.step(4), true);
@@ -92,22 +91,23 @@ std::unique_ptr<host_board> set_up_host_board(C& comm, tag t, host_board::shape 
 
 class host_boards {
 public:
-    // The small board of stream s, or null (see above); `usable`: whether
-    // the communicator's ranks share this host's memory at all (else null
-    // without a step). The same `usable` at every rank.
+    // The small board of stream s of `comm`, or null (see above): none
+    // without a step where its ranks do not share the host's memory (its
+    // link_level() is not host, the same at every rank). `comm` also answers
+    // host_oversubscribed() and takes log_line(); both are asked only while
+    // a board is made.
     template <class C>
-    host_board* small(C& comm, stream s, tag t, bool usable, bool oversubscribed,
-                      const std::function<void(const std::string&)>& log) {
+    host_board* small(C& comm, stream s, tag t) {
         // Every plain allreduce and barrier at the host level asks for the
         // default stream's board: once known, without the lock or the map.
         if (s.id == 0 && default_known_.load(std::memory_order_acquire)) return default_;
         host_board* b = nullptr;
-        if (usable) {
+        if (comm.link_level() == link_level::host) {
             {
                 std::lock_guard lk(lock_);
                 if (auto it = small_.find(s.id); it != small_.end()) return it->second.get();
             }
-            auto made = detail::set_up_host_board(comm, t, {}, oversubscribed, log);
+            auto made = detail::set_up_host_board(comm, t, {});
             std::lock_guard lk(lock_);
             b = small_.emplace(s.id, std::move(made)).first->second.get();
         }
@@ -120,13 +120,12 @@ public:
     // The large board of stream s (host_board::large_shape), asked for only
     // by ranks that have met on the stream's small board.
     template <class C>
-    host_board* large(C& comm, stream s, tag t, bool oversubscribed,
-                      const std::function<void(const std::string&)>& log) {
+    host_board* large(C& comm, stream s, tag t) {
         {
             std::lock_guard lk(lock_);
             if (auto it = large_.find(s.id); it != large_.end()) return it->second.get();
         }
-        auto made = detail::set_up_host_board(comm, t, host_board::large_shape(comm.size()), oversubscribed, log);
+        auto made = detail::set_up_host_board(comm, t, host_board::large_shape(comm.size()));
         std::lock_guard lk(lock_);
         return large_.emplace(s.id, std::move(made)).first->second.get();
     }

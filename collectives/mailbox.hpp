@@ -119,7 +119,8 @@ public:
             else failed_.emplace(source, error);
             std::erase_if(posted_, [&](const posted& p) {
                 if (source != any_source && p.source != any_source && p.source != source) return false;
-                if (source != any_source && !p.among.empty() && std::find(p.among.begin(), p.among.end(), source) == p.among.end())
+                if (source != any_source && !p.among.empty() &&
+                    std::find(p.among.begin(), p.among.end(), source) == p.among.end())
                     return false;
                 woken.push_back(p);
                 return true;

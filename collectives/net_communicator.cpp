@@ -50,13 +50,8 @@ void net_communicator::log_line(const std::string& line) const {
     net::log_line("csp.net " + node_->job() + "/" + std::to_string(rank()) + ": " + line);
 }
 
-host_board* net_communicator::board_on_host(stream s, tag t) {
-    return boards_.small(*this, s, t, node_->shares_host_memory(), host_oversubscribed(),
-                         [this](const std::string& line) { log_line(line); });
-}
+host_board* net_communicator::board_on_host(stream s, tag t) { return boards_.small(*this, s, t); }
 
-host_board* net_communicator::large_board_on_host(stream s, tag t) {
-    return boards_.large(*this, s, t, host_oversubscribed(), [this](const std::string& line) { log_line(line); });
-}
+host_board* net_communicator::large_board_on_host(stream s, tag t) { return boards_.large(*this, s, t); }
 
 }  // namespace csp::collectives

@@ -19,13 +19,11 @@
 // pump). One communicator per node and port: it claims its port
 // (node::claim), so opening that port, or making a second communicator on
 // it, is a usage_error while it lives.
-#include <atomic>
 #include <cstdint>
 #include <exception>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "collectives/communicator.hpp"

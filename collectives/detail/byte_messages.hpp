@@ -31,11 +31,11 @@ public:
     }
     template <class T>
     received<T> receive_any(tag t) {
-        auto m = self().take(any_source, t);
-        return {m.source, m.body.template as<T>()};
+        return receive_any_of<T>(t, {});
     }
     // From any of the ranks `among` (a group's members, the only ranks that
-    // send with t): the failure of another rank does not fail it.
+    // send with t; empty: any rank): the failure of another rank does not
+    // fail it.
     template <class T>
     received<T> receive_any_of(tag t, std::span<const int> among) {
         auto m = self().take(any_source, t, among);
