@@ -15,9 +15,10 @@
 //     context::create_waker / boost::fibers::waker: the epoch-checked wake
 //     the waiter protocol is built on (csp/waiter.hpp);
 //   - fiber_properties with a no-op delete (record_hook below);
-//   - detail::spinlock_ttas::lock()'s thread-local random generator (below).
+//   - detail::spinlock_ttas::lock()'s thread-local random generator and its
+//     5 KiB frame (warm_up_thread and lock_shallow below).
 #include <chrono>
-
+#include <mutex>
 #include <new>
 
 #include <boost/fiber/context.hpp>
@@ -29,6 +30,7 @@
 #include <boost/version.hpp>
 
 #include "csp/detail/process_record.hpp"
+#include "csp/spinlock.hpp"
 
 static_assert(BOOST_VERSION >= 108100, "csp needs Boost.Fiber 1.81 or newer (see fiber_internals.hpp)");
 
@@ -59,6 +61,20 @@ inline void warm_up_thread() noexcept {
     used.unlock();
 }
 
+// Takes one of Boost's spinlocks on a process's stack. Boost's own lock()
+// keeps the thread-local generator's std::random_device in its frame, 5 KiB
+// of it, reserved on entry whether or not it is built; a contended lock()
+// then calls out (its back-off draw, sched_yield) from the bottom of that
+// frame, writing 5 KiB deeper than the caller. A park lock is contended for
+// a few instructions (a worker's try_lock in hand-off step 3), so a plain
+// exchange loop does, with no frame at all.
+[[nodiscard]] inline boost::fibers::detail::spinlock_lock lock_shallow(boost::fibers::detail::spinlock& l) noexcept {
+    while (!l.try_lock()) {
+        for (int spins = 0; spins < 64; ++spins) spin_pause();
+    }
+    return boost::fibers::detail::spinlock_lock(l, std::adopt_lock);
+}
+
 // Moving a (not pinned) fiber between threads' schedulers.
 inline void detach_from_its_thread(context* ctx) noexcept { ctx->detach(); }
 inline void attach_to_this_thread(context* ctx) noexcept { context::active()->attach(ctx); }
@@ -66,7 +82,7 @@ inline void attach_to_this_thread(context* ctx) noexcept { context::active()->at
 // Suspends the calling fiber until `w` is woken or `deadline` passes.
 inline void wait_until(context* self, std::chrono::steady_clock::time_point deadline, boost::fibers::waker w) {
     boost::fibers::detail::spinlock splk;
-    boost::fibers::detail::spinlock_lock lk(splk);
+    boost::fibers::detail::spinlock_lock lk = lock_shallow(splk);
     self->wait_until(deadline, lk, std::move(w));
 }
 

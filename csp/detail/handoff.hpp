@@ -40,7 +40,7 @@ inline void park(boost::fibers::context* self, process_record* rec) noexcept {
     // unlocked, and Boost's unlock threw EPERM (operation not permitted). The
     // next park on this thread starts only after this switch has finished.
     thread_local boost::fibers::detail::spinlock_lock lk;
-    lk = boost::fibers::detail::spinlock_lock(fiber::hook_of(rec)->park_lock);
+    lk = fiber::lock_shallow(fiber::hook_of(rec)->park_lock);
     rec->parked = true;
     // Detached, the fiber belongs to no thread until a worker claims it; the
     // lock is released by Boost once the switch away has saved its context.

@@ -186,10 +186,9 @@ bool has_waited(const worker_policy* thief, const worker_policy* victim, time_po
 
 }  // namespace
 
-int worker_pool::best_stealable(const worker_policy* thief, worker_policy*& victim) const noexcept {
+int worker_pool::best_stealable(const worker_policy* thief, worker_policy*& victim, time_point& now) const noexcept {
     int best = injected_.top_level();
     victim = nullptr;
-    time_point now{};
     for_each_other(thief, [&](worker_policy* w) {
         if (const int level = w->queued_level(); level > best && has_waited(thief, w, now)) best = level, victim = w;
     });
@@ -198,7 +197,8 @@ int worker_pool::best_stealable(const worker_policy* thief, worker_policy*& vict
 
 int worker_pool::stealable_level(const worker_policy* thief) const noexcept {
     worker_policy* victim;
-    return best_stealable(thief, victim);
+    time_point now{};
+    return best_stealable(thief, victim, now);
 }
 
 bool worker_pool::young_work(const worker_policy* thief) const noexcept {
@@ -211,9 +211,14 @@ context* worker_pool::steal_for(worker_policy* thief) noexcept {
     // Highest priority first: look at every queue, take from the best; a
     // queue whose best was taken meanwhile (or is still suspending) makes us
     // look again, a bounded number of times.
+    // The clock is read here, not in has_waited below: a process that ends
+    // runs this on its own stack, and two frames more of the clock took an
+    // ending reader to 2,016 bytes on four workers, past the 2 KiB budget.
+    time_point now{};
+    if (young_work(thief)) now = std::chrono::steady_clock::now();
     for (std::size_t attempt = 0; attempt <= workers_.size(); ++attempt) {
         worker_policy* victim;
-        if (best_stealable(thief, victim) < 0) break;
+        if (best_stealable(thief, victim, now) < 0) break;
         if (context* ctx = victim ? victim->steal() : take_injected()) return ctx;
     }
     // A run-next slot, last: only a process that sat there since the thief's

@@ -201,8 +201,10 @@ private:
         }
     }
     // The highest level `thief` may take now (stealable_level), and from whom:
-    // `victim` is null when it is the shared queue.
-    int best_stealable(const worker_policy* thief, worker_policy*& victim) const noexcept;
+    // `victim` is null when it is the shared queue. `now` is read on first
+    // need when the caller left it unset.
+    int best_stealable(const worker_policy* thief, worker_policy*& victim,
+                       std::chrono::steady_clock::time_point& now) const noexcept;
 
 
 private:

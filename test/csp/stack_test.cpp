@@ -1,9 +1,12 @@
 // How deep processes write into their stacks: what decides how small a
 // stack may be (runtime_options::stack_size) and what a blocked process costs.
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 
+#include "csp/detail/fiber_internals.hpp"
 #include "helpers.hpp"
 
 namespace {
@@ -47,10 +50,10 @@ std::size_t deepest_reader(csp::runtime_options o) {
 
 // A blocked reader, its release and its exit take about 1.8 KiB here; the
 // par's own processes, or an exit that goes looking for work to steal, up to
-// about 1.9 KiB (1,864 bytes on one worker, 1,880 on two or four, now and
-// then 1,944-1,960 on four; 1,720 / 1,816 before the process's closure was
-// type-erased to keep Boost.Fiber out of the public headers). All of them
-// must fit the 2 KiB stacks of million_processes (bench/csp_bench.cpp):
+// about 1.9 KiB (1,816 bytes on one worker, 1,912 on two, 1,912-1,928 on
+// four). An exit that read the clock two frames further down, in
+// has_waited, reached 2,016 on four workers in about one run of 100. All of
+// them must fit the 2 KiB stacks of million_processes (bench/csp_bench.cpp):
 // 2,048 bytes less the canary word and a margin of 56.
 constexpr std::size_t reader_bound = 1984;
 
@@ -70,6 +73,42 @@ TEST_P(stacks, no_process_writes_ten_kib_deep_for_boosts_spinlock_generator) {
 TEST_P(stacks, no_process_runs_the_dynamic_linkers_resolver_on_its_stack) {
     SKIP_UNDER_SANITIZERS();
     EXPECT_LT(deepest_reader(opts()), reader_bound);
+}
+
+// Boost's spinlock lock() reserves 5 KiB of frame for its generator's
+// std::random_device and, when contended, calls out from below it: a process
+// parking while a worker held its park lock wrote 6,664 bytes deep (one run
+// in about 150 on four workers). The park lock, and every Boost spinlock a
+// process takes, is taken with lock_shallow, which has no frame.
+TEST(park_lock, when_contended_is_taken_without_boosts_five_kib_frame) {
+    SKIP_UNDER_SANITIZERS();
+    boost::fibers::detail::spinlock lock;
+    std::atomic<bool> trying{false};
+    std::thread holder([&] {
+        lock.lock();  // on this thread's own stack
+        while (!trying.load()) std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // long enough for Boost's lock() to yield
+        lock.unlock();
+    });
+    std::shared_ptr<csp::detail::stack_pool> pool;
+    bool taken = false;
+    csp::runtime_options o;
+    o.stack_size = 64 * 1024;
+    csp_test::run_watched(
+        [&] {
+            pool = csp::detail::current_process()->runtime()->stack_store();
+            pool->watch_depth();
+            csp::par([&] {
+                trying = true;
+                auto held = csp::detail::fiber::lock_shallow(lock);
+                taken = held.owns_lock();
+            });
+        },
+        o);
+    holder.join();
+    EXPECT_TRUE(taken);
+    EXPECT_GT(pool->deepest(), 256u) << "the watch saw no stack at all";
+    EXPECT_LT(pool->deepest(), reader_bound);
 }
 
 // Stacks have no guard page (stack_pool.hpp); a canary in the lowest word of
