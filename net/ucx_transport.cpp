@@ -265,8 +265,11 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
         }
         return std::nullopt;
     };
-    auto last_read = std::chrono::steady_clock::now();
-    const auto give_up = last_read + ucx_spin;
+    // The clock is first read after looks_per_clock_read looks, not on
+    // entry: a reply that comes within them (a ping-pong's) costs no read.
+    // The spin's limit starts there, a few looks late.
+    std::chrono::steady_clock::time_point last_read{};
+    std::chrono::steady_clock::time_point give_up{};
     unsigned looks = 0;
     bool others_worked = false;
     try {
@@ -285,6 +288,12 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
             if (++looks < looks_per_clock_read) continue;
             looks = 0;
             const auto now = std::chrono::steady_clock::now();
+            if (give_up == std::chrono::steady_clock::time_point{}) {
+                give_up = now + ucx_spin;
+                last_read = now;
+                others_worked = false;
+                continue;
+            }
             if (now >= give_up || (others_worked && now - last_read >= looks_per_clock_read * computing_gap) ||
                 core.stop.poisoned())
                 return hand_back();
