@@ -2,16 +2,17 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -102,10 +103,16 @@ void host_board::unlink_name() {
 }
 
 host_board host_board::create(int size, int rank, bool oversubscribed, shape sh) {
-    std::random_device random;
     for (int attempt = 0;; ++attempt) {
+        // A name nobody else is likely to hold (O_EXCL catches the rest).
+        // getrandom, not std::random_device: that object is 5 KiB, and this
+        // runs on a process's stack.
+        std::uint64_t bits = 0;
+        if (::getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits))
+            bits = (static_cast<std::uint64_t>(::getpid()) << 32) ^
+                   static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
         char name[40];
-        std::snprintf(name, sizeof name, "/csp-host-board-%08x%08x", random(), random());
+        std::snprintf(name, sizeof name, "/csp-host-board-%016llx", static_cast<unsigned long long>(bits));
         const int fd = ::shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0 && errno == EEXIST && attempt < 8) continue;
         if (fd < 0) fail("creating", name);

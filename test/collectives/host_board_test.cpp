@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "collectives/host_board.hpp"
+#include "csp/detail/process_record.hpp"
+#include "csp/detail/runtime_core.hpp"
+#include "csp/detail/stack_pool.hpp"
+#include "csp/runtime.hpp"
 
 namespace cc = csp::collectives;
 
@@ -82,6 +86,31 @@ TEST(host_board_sets, a_large_boards_meetings_take_turns_over_three_sets) {
     const auto m = first.arrive(7, over);
     EXPECT_FALSE(first.part_of(m, 0).fits);
     EXPECT_EQ(first.part_of(m, 0).bytes, over.size());
+}
+
+// A board is made by a process, on its stack: the name's random bits came
+// from a std::random_device, a 5 KiB object, and the process wrote 8,728
+// bytes deep; with getrandom, 3,704 (about 1.8 KiB of it the process's own
+// start and end).
+TEST(host_board, is_made_without_a_five_kib_random_device_on_the_process_stack) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "stack depths are not measured under AddressSanitizer";
+#endif
+    std::shared_ptr<csp::detail::stack_pool> pool;
+    std::size_t made = 0;
+    csp::run(
+        [&] {
+            pool = csp::detail::current_process()->runtime()->stack_store();
+            pool->watch_depth();
+            csp::par([&] {
+                auto board = cc::host_board::create(2, 0, false, {});
+                made = board.name().size();
+            });
+        },
+        {.stack_size = 64 * 1024});
+    EXPECT_GT(made, 0u);
+    EXPECT_GT(pool->deepest(), 256u) << "the watch saw no stack at all";
+    EXPECT_LT(pool->deepest(), 6144u);
 }
 
 }  // namespace
