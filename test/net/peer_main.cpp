@@ -93,6 +93,11 @@ void all_to_all(std::chrono::milliseconds duration) {
             });
         for (int p = 0; p < n; ++p)
             if (p != self.rank()) std::printf("from %d %s\n", p, report[static_cast<std::size_t>(p)].c_str());
+        // For a failure's trace: how the node's links and UCX traffic went.
+        const csp::net::node_stats st = self.stats();
+        std::printf("stats links %zu over_ucx %zu faults %zu sent_direct %zu taken_polling %zu\n", st.links,
+                    st.links_over_ucx, st.faults, st.sent_direct, st.taken_polling);
+        for (const std::string& f : self.faults()) std::printf("fault %s\n", f.c_str());
         std::fflush(stdout);
     });
 }
