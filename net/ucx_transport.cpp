@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "csp/alt.hpp"
 #include "csp/process.hpp"
 #include "csp/timer.hpp"
+#include "iosched/io_error.hpp"
 #include "iosched/watch.hpp"
 #include "net/errors.hpp"
 #include "net/socket.hpp"
@@ -40,6 +42,20 @@ void tell(node_core& core, int peer, std::string what) {
             // the link's liveness process has ended: nobody to tell
         }
     }
+}
+
+// Once the node's UCX progress has stopped, nothing more arrives over its UCX
+// links: each link's liveness process is told why, so that the link ends
+// with that reason and every wait on its peer gets it, instead of waiting
+// until the peer's end of connection.
+void end_ucx_links(node_core& core, const std::string& why) {
+    core.fault(why);
+    std::vector<int> peers;
+    {
+        std::lock_guard lk(core.lock);
+        for (const auto& [peer, news] : core.ucx_links) peers.push_back(peer);
+    }
+    for (int peer : peers) tell(core, peer, why);
 }
 
 }  // namespace
@@ -239,10 +255,16 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             looks = looks_per_clock_read - 1;  // after a sleep, the next look reads the clock
             others_worked = false;  // a sleep is not computing
         }
+    } catch (const csp::io::io_error& e) {
+        // The IO scheduler ends with the runtime, and the node with it. Any
+        // other condition of the worker's event fd (closed, invalid, in
+        // error) would leave the node deaf to UCX without a word.
+        if (e.cond() != csp::io::io_error::condition::stopped)
+            end_ucx_links(*core, std::string("UCX progress stopped: ") + e.what());
     } catch (const csp::error&) {
-        // stop poisoned (the node closed), or the IO scheduler stopped
+        // stop poisoned: the node closed
     } catch (const std::exception& e) {
-        core->fault(std::string("UCX progress stopped: ") + e.what());
+        end_ucx_links(*core, std::string("UCX progress stopped: ") + e.what());
     }
 }
 

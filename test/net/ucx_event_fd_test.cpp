@@ -1,0 +1,91 @@
+// What a node does when its UCX worker's event fd fails under the progress
+// process (net/ucx_transport.cpp). This program is linked with
+// --wrap=ucp_worker_get_efd: the node is handed the read end of a pipe of
+// the test's own in place of UCX's event fd, kept readable (the progress
+// process then never sleeps long, and the node works), and closed by the
+// test when it wants the fault.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <ucp/api/ucp.h>
+
+#include "csp/alt.hpp"
+#include "csp/timer.hpp"
+#include "iosched/wait.hpp"
+#include "net/node.hpp"
+#include "net/port.hpp"
+#include "net_fixture.hpp"
+
+namespace {
+int substitute_fd = -1;  // handed out once, by the next call
+}  // namespace
+
+extern "C" ucs_status_t __real_ucp_worker_get_efd(ucp_worker_h worker, int* fd);
+extern "C" ucs_status_t __wrap_ucp_worker_get_efd(ucp_worker_h worker, int* fd) {
+    const ucs_status_t s = __real_ucp_worker_get_efd(worker, fd);
+    if (s == UCS_OK && substitute_fd >= 0) *fd = std::exchange(substitute_fd, -1);
+    return s;
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// The progress process ended silently on any csp::error, an io_error of the
+// worker's event fd among them: the node then took nothing more over UCX,
+// and a wait on a live peer that sent nothing more waited until that peer
+// left. Now the links over UCX end with the reason, and the wait gets it.
+TEST(net_ucx_event_fd, a_failed_event_fd_ends_the_nodes_ucx_links_with_the_reason) {
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    ASSERT_EQ(::write(pipe_fds[1], "x", 1), 1);  // readable until closed
+    substitute_fd = pipe_fds[0];
+
+    csp::net::nameserver ns;
+    const pid_t peer = net_test::spawn_node(NET_TEST_PEER, {"hold"}, ns, "efd", 1, 2);
+    std::string reply, after;
+    std::size_t over_ucx = 0;
+    csp::run([&] {
+        csp::net::node_options o;
+        o.job = "efd";
+        o.rank = 0;
+        o.size = 2;
+        o.nameserver = ns.address();
+        o.token = "secret";
+        o.transport = csp::net::transport_kind::ucx;
+        csp::net::node self(o);
+        auto back = self.open(2);
+        self.send(1, 1, std::uint64_t{7});
+        csp::net::message m;
+        if (csp::select(csp::net::input(back, m), csp::timeout(30s)) == 0) reply = std::to_string(m.as<std::uint64_t>());
+        over_ucx = self.stats().links_over_ucx;
+
+        csp::io::close(pipe_fds[0]);
+        // Node 1 sends nothing more and stays: only the fault can end this.
+        try {
+            if (csp::select(csp::net::input(back, m), csp::timeout(30s)) == 0)
+                after = m.failure ? std::string("failure: ") + m.failure->what() : "a message";
+            else
+                after = "nothing within 30 s";
+        } catch (const csp::net::peer_error& e) {
+            after = std::string("peer_error: ") + e.what();
+        }
+        EXPECT_GE(self.stats().faults, 1u);
+    });
+    ::close(pipe_fds[1]);
+    ::kill(peer, SIGKILL);
+    ::waitpid(peer, nullptr, 0);
+
+    EXPECT_EQ(reply, "7");
+    EXPECT_EQ(over_ucx, 1u);
+    EXPECT_NE(after.find("UCX progress stopped"), std::string::npos) << after;
+    EXPECT_NE(after.find("fd " + std::to_string(pipe_fds[0])), std::string::npos) << after;
+}
+
+}  // namespace
