@@ -76,14 +76,20 @@ void report(C& comm, const char* collective, const char* algorithm, std::size_t 
         std::printf("RESULT %s %s %d %zu %.3f\n", collective, algorithm, comm.size(), bytes, us), std::fflush(stdout);
 }
 
+// "table:" and the table's algorithm for `collective` of `bytes` with a
+// built-in op (element-wise on a vector, or on one value) at comm's level.
+template <class C>
+std::string table_choice(C& comm, const char* collective, std::size_t bytes, bool elementwise) {
+    return "table:" + std::string(cc::selection::global().choose(
+                          {collective, comm.size(), bytes, true, elementwise, false, cc::detail::link_level_of(comm)}));
+}
+
 template <class C>
 void standard_set(C& comm) {
     for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         const int k = iterations_for(bytes);
-        const std::string chosen =
-            "table:" + std::string(cc::selection::global().choose(
-                           {"allreduce", comm.size(), bytes, true, true, false, cc::detail::link_level_of(comm)}));
+        const std::string chosen = table_choice(comm, "allreduce", bytes, true);
         report(comm, "allreduce", chosen.c_str(), bytes,
                time_per_op(comm, k, [&] { cc::allreduce(comm, v, cc::sum{}); }));
         cc::registry::allreduce::for_each([&](auto algorithm) {
@@ -128,9 +134,7 @@ void standard_set(C& comm) {
         report(comm, "allgather", std::string(algorithm.info.name).c_str(), 8,
                time_per_op(comm, k, [&] { algorithm(comm, small); }));
     });
-    const std::string barrier_chosen =
-        "table:" + std::string(cc::selection::global().choose(
-                       {"barrier", comm.size(), 0, true, false, false, cc::detail::link_level_of(comm)}));
+    const std::string barrier_chosen = table_choice(comm, "barrier", 0, false);
     report(comm, "barrier", barrier_chosen.c_str(), 0, time_per_op(comm, k, [&] { cc::barrier(comm); }));
     cc::registry::barrier::for_each([&](auto algorithm) {
         report(comm, "barrier", std::string(algorithm.info.name).c_str(), 0,
@@ -148,9 +152,7 @@ void broadcast_set(C& comm) {
         std::vector<double> buffer(bytes / sizeof(double), 1.0);
         const std::span<double> data(buffer);
         const int k = iterations_for(bytes);
-        const std::string chosen = "table:" + std::string(cc::selection::global().choose(
-                                                  {"broadcast", comm.size(), bytes, true, true, false,
-                                                   cc::detail::link_level_of(comm)}));
+        const std::string chosen = table_choice(comm, "broadcast", bytes, true);
         report(comm, "broadcast_into", chosen.c_str(), bytes,
                time_per_op(comm, k, [&] { cc::broadcast_into(comm, data, 0); }));
         report(comm, "broadcast_into", "host_memory", bytes,
@@ -168,8 +170,7 @@ template <class C>
 void small_set(C& comm) {
     constexpr int k = 2000;
     const double x = 1.0;
-    const std::string chosen = "table:" + std::string(cc::selection::global().choose(
-                                              {"allreduce", comm.size(), 8, true, false, false, cc::detail::link_level_of(comm)}));
+    const std::string chosen = table_choice(comm, "allreduce", 8, false);
     report(comm, "allreduce", chosen.c_str(), 8, time_per_op(comm, k, [&] { cc::allreduce(comm, x, cc::sum{}); }));
     report(comm, "allreduce", "butterfly", 8, time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, x, cc::sum{}); }));
     report(comm, "allreduce", "reduce_broadcast", 8,
@@ -202,9 +203,7 @@ void hosts_set(cc::net_communicator& comm, int k) {
     for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         const int n = iterations_for(bytes);
-        const std::string chosen =
-            "table:" + std::string(cc::selection::global().choose(
-                           {"allreduce", comm.size(), bytes, true, true, false, cc::detail::link_level_of(comm)}));
+        const std::string chosen = table_choice(comm, "allreduce", bytes, true);
         report(comm, "allreduce", chosen.c_str(), bytes, time_per_op(comm, n, [&] { cc::allreduce(comm, v, cc::sum{}); }));
         report(comm, "allreduce", "hierarchical", bytes,
                time_per_op(comm, n, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));

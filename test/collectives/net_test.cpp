@@ -30,15 +30,20 @@ std::size_t count(const std::string& text, const std::string& what) {
     return c;
 }
 
+// Runs net_peer's `mode` on n ranks and expects the job to succeed with each
+// rank saying `ok` once.
+void expect_each_rank_says(int n, const std::string& mode, const std::string& ok) {
+    auto r = launch(n, "", mode);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(count(r.output, ok), static_cast<std::size_t>(n)) << r.output;
+}
+
 }  // namespace
 
 class net_grid : public ::testing::TestWithParam<int> {};
 
 TEST_P(net_grid, every_algorithm_and_root_over_tcp) {
-    const int n = GetParam();
-    auto r = launch(n);
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "grid ok"), static_cast<std::size_t>(n)) << r.output;
+    expect_each_rank_says(GetParam(), "", "grid ok");
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_grid, ::testing::Values(1, 2, 3, 5));
@@ -55,10 +60,7 @@ TEST(net_grid_selection, the_environment_forces_an_algorithm_in_every_rank) {
 class net_shared : public ::testing::TestWithParam<int> {};
 
 TEST_P(net_shared, variables_fuse_their_updates_and_match_sequential_results) {
-    const int n = GetParam();
-    auto r = launch(n, "", "shared");
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "shared ok"), static_cast<std::size_t>(n)) << r.output;
+    expect_each_rank_says(GetParam(), "shared", "shared ok");
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_shared, ::testing::Values(1, 2, 3, 5, 8));
@@ -68,10 +70,7 @@ INSTANTIATE_TEST_SUITE_P(ranks, net_shared, ::testing::Values(1, 2, 3, 5, 8));
 class net_hybrid : public ::testing::TestWithParam<int> {};
 
 TEST_P(net_hybrid, every_algorithm_over_fibers_of_several_nodes) {
-    const int n = GetParam();
-    auto r = launch(n, "", "hybrid");
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "hybrid ok"), static_cast<std::size_t>(n)) << r.output;
+    expect_each_rank_says(GetParam(), "hybrid", "hybrid ok");
 }
 
 INSTANTIATE_TEST_SUITE_P(nodes, net_hybrid, ::testing::Values(1, 2, 3));
@@ -82,9 +81,7 @@ class net_hybrid_even : public ::testing::TestWithParam<std::pair<int, int>> {};
 
 TEST_P(net_hybrid_even, every_algorithm_over_nodes_of_equal_fibers) {
     const auto [nodes, fibers] = GetParam();
-    auto r = launch(nodes, "", "hybrid " + std::to_string(fibers));
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "hybrid ok"), static_cast<std::size_t>(nodes)) << r.output;
+    expect_each_rank_says(nodes, "hybrid " + std::to_string(fibers), "hybrid ok");
 }
 
 INSTANTIATE_TEST_SUITE_P(nodes_x_fibers, net_hybrid_even,
@@ -111,10 +108,7 @@ TEST(net_hybrid_failure, a_throwing_fiber_fails_every_rank_of_every_node) {
 class net_host_board : public ::testing::TestWithParam<int> {};
 
 TEST_P(net_host_board, meetings_count_every_value_and_keep_rank_order) {
-    const int n = GetParam();
-    auto r = launch(n, "", "host-board");
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "host ok"), static_cast<std::size_t>(n)) << r.output;
+    expect_each_rank_says(GetParam(), "host-board", "host ok");
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_host_board, ::testing::Values(1, 2, 3, 5));
@@ -127,17 +121,11 @@ INSTANTIATE_TEST_SUITE_P(ranks, net_host_board, ::testing::Values(1, 2, 3, 5));
 class net_host_groups : public ::testing::TestWithParam<int> {};
 
 TEST_P(net_host_groups, meet_on_boards_of_their_own_and_count_every_value) {
-    const int n = GetParam();
-    auto r = launch(n, "", "host-groups");
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "groups ok"), static_cast<std::size_t>(n)) << r.output;
+    expect_each_rank_says(GetParam(), "host-groups", "groups ok");
 }
 
 TEST_P(net_host_groups, of_a_job_on_one_host_meet_on_boards_of_their_own) {
-    const int n = GetParam();
-    auto r = launch(n, "", "split-groups");
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "groups ok"), static_cast<std::size_t>(n)) << r.output;
+    expect_each_rank_says(GetParam(), "split-groups", "groups ok");
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_host_groups, ::testing::Values(2, 4, 5));
@@ -158,9 +146,7 @@ TEST(net_host_groups_faults, a_lost_rank_fails_its_host_group_and_no_other) {
 // of the root's part without asking whether it fit there, so a value over a
 // part arrived as whatever lay beyond the part.
 TEST(net_host_board_values, a_plain_value_over_a_part_is_broadcast_whole) {
-    auto r = launch(3, "", "host-board-plain-over-a-part");
-    EXPECT_EQ(r.status, 0) << r.output;
-    EXPECT_EQ(count(r.output, "host ok"), 3u) << r.output;
+    expect_each_rank_says(3, "host-board-plain-over-a-part", "host ok");
 }
 
 // A rank that vanishes (no goodbye) while the others meet: each other rank
