@@ -1,8 +1,8 @@
 // csp-launch: runs N nodes of a program on this machine, like mpiexec -n N.
 //
 //   csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] [--nameserver HOST:PORT]
-//              [--transport auto|tcp|ucx] [--timeout SECONDS] [--no-prefix] [--trace FILE]
-//              [--] program [args...]
+//              [--transport auto|tcp|ucx] [--bind-to cpu|none] [--timeout SECONDS] [--no-prefix]
+//              [--trace FILE] [--] program [args...]
 //
 // It starts a nameserver of its own (unless --nameserver names one), then N
 // copies of the program with CSP_NAMESERVER, CSP_JOB, CSP_RANK, CSP_SIZE,
@@ -24,6 +24,11 @@
 // processes are doing (blocked on what, ready, or computing), that is
 // printed, and the job is stopped (exit 124). A deadlock is reported
 // before that, within a second of it forming.
+//
+// --bind-to cpu: rank r is pinned to one logical CPU, the r-th (round robin)
+// of tools/cpu_binding.hpp's order: one per core before any core's second
+// hardware thread. A node's runtime threads then share that CPU. Without it
+// (--bind-to none, the default) the kernel places and moves the ranks.
 //
 // --trace FILE: each node records a timeline (CSP_TRACE=FILE.rank<r>,
 // net/node_options.hpp), and once the job ends they are merged into FILE,
@@ -55,6 +60,7 @@
 
 #include "csp/model/timeline_merge.hpp"
 #include "net/nameserver.hpp"
+#include "tools/cpu_binding.hpp"
 
 extern char** environ;
 
@@ -63,8 +69,8 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
                  "csp-launch: %s\nusage: csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] "
-                 "[--nameserver HOST:PORT] [--transport auto|tcp|ucx] [--timeout SECONDS] [--no-prefix] "
-                 "[--trace FILE] [--] program [args...]\n",
+                 "[--nameserver HOST:PORT] [--transport auto|tcp|ucx] [--bind-to cpu|none] [--timeout SECONDS] "
+                 "[--no-prefix] [--trace FILE] [--] program [args...]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -223,6 +229,7 @@ int main(int argc, char** argv) {
     std::string job = "launch-" + std::to_string(::getpid());
     std::string token, bind, transport, trace;
     bool prefix = true;
+    bool bind_cpus = false;
     std::optional<std::chrono::seconds> timeout;
     std::optional<csp::net::endpoint> external;
     int i = 1;
@@ -256,6 +263,11 @@ int main(int argc, char** argv) {
             transport = value();
             if (transport != "auto" && transport != "tcp" && transport != "ucx")
                 usage("--transport " + transport + ": use auto, tcp or ucx");
+        }
+        else if (a == "--bind-to") {
+            const std::string to = value();
+            if (to != "cpu" && to != "none") usage("--bind-to " + to + ": use cpu or none");
+            bind_cpus = to == "cpu";
         }
         else if (a == "--nameserver") {
             try {
@@ -308,6 +320,16 @@ int main(int argc, char** argv) {
     for (char** e = environ; *e != nullptr; ++e)
         if (!overridden(*e)) inherited.emplace_back(*e);
 
+    std::vector<int> cpus;  // --bind-to cpu: rank r's is cpus[r % size]
+    if (bind_cpus) {
+        try {
+            cpus = csp::launch::binding_order();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "csp-launch: --bind-to cpu: %s\n", e.what());
+            return 1;
+        }
+    }
+
     std::map<pid_t, int> ranks;  // running children
     output_relay relay;
     for (int r = 0; r < n; ++r) {
@@ -332,7 +354,17 @@ int main(int argc, char** argv) {
             }
         }
         pid_t pid;
-        const int e = ::posix_spawnp(&pid, argv[i], &actions, nullptr, argv + i, envp.data());
+        int e;
+        try {
+            // The child inherits this thread's mask; the launcher's threads
+            // (the nameserver's, the relay's) keep theirs.
+            std::optional<csp::launch::bound_thread> bound;
+            if (!cpus.empty()) bound.emplace(cpus[static_cast<std::size_t>(r) % cpus.size()]);
+            e = ::posix_spawnp(&pid, argv[i], &actions, nullptr, argv + i, envp.data());
+        } catch (const std::exception& x) {
+            std::fprintf(stderr, "csp-launch: rank %d: %s\n", r, x.what());
+            e = EINVAL;
+        }
         posix_spawn_file_actions_destroy(&actions);
         if (prefix)
             for (int k = 0; k < 2; ++k) {

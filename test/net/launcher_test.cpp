@@ -1,11 +1,17 @@
 // csp-launch starting nodes as OS processes.
+#include <sched.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -98,6 +104,76 @@ TEST(net_launcher, bad_arguments_are_named) {
     out.clear();
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2", out), 2);
     EXPECT_NE(out.find("no program"), std::string::npos) << out;
+}
+
+// Each rank's CPUs, from lines "<rank> <taskset's list>" that `command`
+// prints through csp-launch (one per rank).
+std::map<int, std::string> cpus_of_ranks(const std::string& options, std::string& out, const std::string& wrap = "") {
+    std::map<int, std::string> cpus;
+    EXPECT_EQ(run(wrap + CSP_LAUNCH + " " + options +
+                      " --no-prefix sh -c 'echo \"$CSP_RANK $(taskset -pc $$ | sed \"s/.*: //\")\"'",
+                  out),
+              0)
+        << out;
+    std::istringstream lines(out);
+    int rank;
+    std::string list;
+    while (lines >> rank >> list) cpus[rank] = list;
+    return cpus;
+}
+
+std::vector<int> cpus_of_this_process() {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    EXPECT_EQ(::sched_getaffinity(0, sizeof mask, &mask), 0);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+    return cpus;
+}
+
+// --bind-to cpu pins each rank to one CPU of the launcher's, every CPU
+// used once before any is used twice, round robin (rank r and rank r + m,
+// m CPUs, share one), as mpirun --map-by core --bind-to core does.
+TEST(net_launcher, bind_to_cpu_pins_each_rank_to_one_cpu_round_robin) {
+    const std::vector<int> mine = cpus_of_this_process();
+    const int m = static_cast<int>(mine.size());
+    const int n = 2 * m + 1;
+    std::string out;
+    const auto cpus = cpus_of_ranks("-n " + std::to_string(n) + " --bind-to cpu", out);
+    ASSERT_EQ(static_cast<int>(cpus.size()), n) << out;
+    std::set<std::string> first_round;
+    for (const auto& [rank, list] : cpus) {
+        const int cpu = std::stoi(list);
+        EXPECT_EQ(list, std::to_string(cpu)) << "rank " << rank << " may run on more than one CPU: " << out;
+        EXPECT_NE(std::find(mine.begin(), mine.end(), cpu), mine.end()) << "rank " << rank << ": " << out;
+        if (rank < m) first_round.insert(list);
+        else EXPECT_EQ(list, cpus.at(rank - m)) << "rank " << rank << ": " << out;
+    }
+    EXPECT_EQ(static_cast<int>(first_round.size()), m) << "a CPU was used twice before every CPU was used once: " << out;
+}
+
+// Without it a rank may run wherever the launcher may; a launcher held to
+// one CPU binds every rank there.
+TEST(net_launcher, bind_to_cpu_stays_within_the_launchers_cpus) {
+    const std::vector<int> mine = cpus_of_this_process();
+    std::string out;
+    for (const auto& [rank, list] : cpus_of_ranks("-n 2", out)) {
+        // taskset prints ranges ("0-3") or lists ("0,2"): compare as a set
+        // by asking taskset for this process's own list the same way.
+        std::string own;
+        EXPECT_EQ(run("taskset -pc $$ | sed 's/.*: //'", own), 0);
+        own.erase(own.find_last_not_of('\n') + 1);
+        EXPECT_EQ(list, own) << "rank " << rank << " was bound without --bind-to: " << out;
+    }
+    out.clear();
+    const std::string last = std::to_string(mine.back());
+    const auto held = cpus_of_ranks("-n 3 --bind-to cpu", out, "taskset -c " + last + " ");
+    ASSERT_EQ(held.size(), 3u) << out;
+    for (const auto& [rank, list] : held) EXPECT_EQ(list, last) << "rank " << rank << ": " << out;
+    out.clear();
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 --bind-to core true", out), 2);
+    EXPECT_NE(out.find("--bind-to core: use cpu or none"), std::string::npos) << out;
 }
 
 // Regression: a job whose nodes waited for each other hung silently for ever
