@@ -386,7 +386,7 @@ node_stats node::stats() const {
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
             faults, core_->sent_direct.load(std::memory_order_relaxed), landed,
-            core_->taken_polling.load(std::memory_order_relaxed)};
+            core_->taken_polling.load(std::memory_order_relaxed), core_->late_wakeups.load(std::memory_order_relaxed)};
 }
 
 // A message from `from` comes over one link, TCP or UCX: the landing is

@@ -62,6 +62,10 @@ struct node_stats {
     std::size_t sent_direct = 0;     // messages a sending process gave UCX itself (ucx_worker::send_direct)
     std::size_t landed = 0;          // payloads received into a receiver's own buffer, over UCX or TCP (landing.hpp)
     std::size_t taken_polling = 0;   // messages a receiving process took from UCX itself while it waited (port.hpp)
+    // Looks of the UCX progress process, woken by its sleep's limit and not
+    // by UCX's event fd, that found messages: each a wake-up the fd did not
+    // give (net/ucx_transport.cpp, armed_sleep); they came late, not never.
+    std::size_t late_wakeups = 0;
 };
 
 class node {

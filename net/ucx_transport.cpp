@@ -64,6 +64,13 @@ void end_ucx_links(node_core& core, const std::string& why) {
 // flight: UCX completes those only while progressed, and not every transport
 // (nor an endpoint's wire-up) signals the event fd.
 constexpr std::chrono::microseconds in_flight_poll{50};
+// How long it sleeps at most with nothing in flight. UCX's event fd should
+// end every such sleep that traffic needs; should it ever not (a signal
+// lost to a stopped or overloaded process), the node would be deaf to UCX
+// for good, its peers' messages and goodbyes never taken. The limit turns
+// that into a delay of at most this, counted in node_stats::late_wakeups;
+// an idle node pays a look ten times a second.
+constexpr std::chrono::milliseconds armed_sleep{100};
 // How long the progress process keeps polling after the last thing it saw
 // happen, before it sleeps (like the IO scheduler's spin).
 constexpr std::chrono::microseconds ucx_spin{50};
@@ -190,6 +197,7 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
         unsigned looks = 0;
         bool recent = false;        // traffic since the clock was last read: last_activity is due to move
         bool others_worked = false;  // the node's other processes ran between looks since that read
+        bool unprompted = false;     // this look follows an idle sleep that ended at its limit
         for (;;) {
             if (core->pollers > 0) {
                 // A receiver polls the worker and hands out what comes: in
@@ -224,6 +232,8 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
                 const auto [was_armed, active] = w.progress(look->frames, look->faults, !spinning);
                 armed = was_armed;
                 recent = recent || active;
+                if (std::exchange(unprompted, false) && !look->frames.empty())
+                    core->late_wakeups.fetch_add(1, std::memory_order_relaxed);
                 if (!look->frames.empty() || !look->faults.empty()) hand_out(*core, *look);
             }
             if (!armed) {
@@ -246,12 +256,11 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             }
             csp::io::io_events ev;
             bool ignored;
-            if (w.in_flight() == 0) {
-                if (csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored)) == 2) return;
-            } else if (csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored),
-                                   csp::timeout(in_flight_poll)) == 2) {
-                return;
-            }
+            const bool idle = w.in_flight() == 0;
+            const std::size_t woke = csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored),
+                                                 csp::timeout(idle ? armed_sleep : in_flight_poll));
+            if (woke == 2) return;
+            unprompted = idle && woke == 3;
             looks = looks_per_clock_read - 1;  // after a sleep, the next look reads the clock
             others_worked = false;  // a sleep is not computing
         }

@@ -183,6 +183,7 @@ struct node_core {
     std::atomic<std::size_t> duplicates{0};      // connections refused as the losing half of a crossing
     std::atomic<std::size_t> sent_direct{0};     // data frames that bypassed the switch
     std::atomic<std::size_t> taken_polling{0};   // messages a polling receiver took from the worker (poll_port)
+    std::atomic<std::size_t> late_wakeups{0};    // node_stats::late_wakeups
     // Buffers receivers named for their messages, for the TCP links' readers
     // (landing.hpp; the UCX worker keeps its own, under its lock).
     landing_table landings;

@@ -12,9 +12,10 @@
 //                    from P ok N             all N arrived, in order
 //                    from P ended N: ERROR   N arrived in order, then ERROR
 //                    from P DISORDER ...     a number came out of order
-//   hold           prints "ready" once registered, receives one number from
-//                  node 0 on port 1, sends it back to port 2 of node 0, then
-//                  waits on port 3 (for ever, unless node 0 goes)
+//   hold [MS]      prints "ready" once registered, receives one number from
+//                  node 0 on port 1, sends it back to port 2 of node 0 (MS
+//                  milliseconds later, if given), then waits on port 3 (for
+//                  ever, unless node 0 goes)
 //   crossed        each node receives from the next on port 3, and nobody
 //                  sends: a job-wide deadlock (the error is not caught)
 //   busy MS        computes for MS milliseconds, printing nothing
@@ -31,6 +32,7 @@
 
 #include "csp/alt.hpp"
 #include "csp/runtime.hpp"
+#include "csp/timer.hpp"
 #include "net/node.hpp"
 
 namespace {
@@ -95,8 +97,8 @@ void all_to_all(std::chrono::milliseconds duration) {
             if (p != self.rank()) std::printf("from %d %s\n", p, report[static_cast<std::size_t>(p)].c_str());
         // For a failure's trace: how the node's links and UCX traffic went.
         const csp::net::node_stats st = self.stats();
-        std::printf("stats links %zu over_ucx %zu faults %zu sent_direct %zu taken_polling %zu\n", st.links,
-                    st.links_over_ucx, st.faults, st.sent_direct, st.taken_polling);
+        std::printf("stats links %zu over_ucx %zu faults %zu sent_direct %zu taken_polling %zu late_wakeups %zu\n", st.links,
+                    st.links_over_ucx, st.faults, st.sent_direct, st.taken_polling, st.late_wakeups);
         for (const std::string& f : self.faults()) std::printf("fault %s\n", f.c_str());
         std::fflush(stdout);
     });
@@ -123,13 +125,16 @@ int main(int argc, char** argv) {
         });
         return 0;
     }
-    if (argc == 2 && std::string(argv[1]) == "hold") {
-        csp::run([] {
+    if ((argc == 2 || argc == 3) && std::string(argv[1]) == "hold") {
+        const std::chrono::milliseconds delay(argc == 3 ? std::strtol(argv[2], nullptr, 10) : 0);
+        csp::run([delay] {
             csp::net::node self;
             auto inbox = self.open(1);
             std::printf("ready\n");
             std::fflush(stdout);
-            self.send(0, 2, inbox.receive<std::uint64_t>());
+            const auto v = inbox.receive<std::uint64_t>();
+            if (delay.count() > 0) csp::sleep_for(delay);
+            self.send(0, 2, v);
             try {
                 self.open(3).receive<int>();
             } catch (const csp::net::peer_error&) {

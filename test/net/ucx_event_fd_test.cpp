@@ -1,9 +1,10 @@
 // What a node does when its UCX worker's event fd fails under the progress
-// process (net/ucx_transport.cpp). This program is linked with
-// --wrap=ucp_worker_get_efd: the node is handed the read end of a pipe of
-// the test's own in place of UCX's event fd, kept readable (the progress
-// process then never sleeps long, and the node works), and closed by the
-// test when it wants the fault.
+// process (net/ucx_transport.cpp), or never wakes it. This program is
+// linked with --wrap=ucp_worker_get_efd: the node is handed the read end of
+// a pipe of the test's own in place of UCX's event fd, either kept readable
+// (the progress process then never sleeps long, and the node works) and
+// closed by the test when it wants the fault, or never written (every
+// wake-up UCX would give is lost).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,6 +87,52 @@ TEST(net_ucx_event_fd, a_failed_event_fd_ends_the_nodes_ucx_links_with_the_reaso
     EXPECT_EQ(over_ucx, 1u);
     EXPECT_NE(after.find("UCX progress stopped"), std::string::npos) << after;
     EXPECT_NE(after.find("fd " + std::to_string(pipe_fds[0])), std::string::npos) << after;
+}
+
+// A node whose UCX event fd never woke its sleeping progress process took
+// nothing more over UCX, for good: its peers' messages and goodbyes stayed
+// in shared memory (seen once as a stopped and resumed node of the fault
+// injection test that its peers waited 10 s for, then left). The sleep now
+// has a limit: the reply, sent while the node sleeps, arrives within it,
+// and the node counts the late wake-up.
+TEST(net_ucx_event_fd, a_wakeup_the_event_fd_never_gives_only_delays_the_message) {
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);  // never written: never readable
+    substitute_fd = pipe_fds[0];
+
+    csp::net::nameserver ns;
+    // The reply comes 300 ms after the request: the node has long stopped
+    // spinning by then and sleeps on the pipe.
+    const pid_t peer = net_test::spawn_node(NET_TEST_PEER, {"hold", "300"}, ns, "efd-quiet", 1, 2);
+    std::string reply;
+    csp::net::node_stats st;
+    double waited_ms = 0;
+    csp::run([&] {
+        csp::net::node_options o;
+        o.job = "efd-quiet";
+        o.rank = 0;
+        o.size = 2;
+        o.nameserver = ns.address();
+        o.token = "secret";
+        o.transport = csp::net::transport_kind::ucx;
+        csp::net::node self(o);
+        auto back = self.open(2);
+        const auto sent = std::chrono::steady_clock::now();
+        self.send(1, 1, std::uint64_t{11});
+        csp::net::message m;
+        if (csp::select(csp::net::input(back, m), csp::timeout(30s)) == 0) reply = std::to_string(m.as<std::uint64_t>());
+        waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+        st = self.stats();
+    });
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    ::kill(peer, SIGKILL);
+    ::waitpid(peer, nullptr, 0);
+
+    EXPECT_EQ(reply, "11");
+    EXPECT_EQ(st.links_over_ucx, 1u);
+    EXPECT_GE(st.late_wakeups, 1u) << "the reply came without the sleep's limit";
+    EXPECT_LT(waited_ms, 5000.0);
 }
 
 }  // namespace
