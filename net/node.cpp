@@ -1,6 +1,7 @@
 #include "net/node.hpp"
 
 #include <malloc.h>
+#include <sched.h>
 
 #include <fstream>
 
@@ -55,11 +56,27 @@ transport_kind transport_of(const node_options& o) {
 
 }  // namespace
 
+namespace {
+
+// The CPUs this process may run on (node_options::local_cpus). Read once:
+// glibc reads a sysfs file for hardware_concurrency at every call (an open
+// and a read, microseconds), and the collectives ask at every call on a
+// host board.
+int cpus_of_this_process() noexcept {
+    static const int cpus = [] {
+        cpu_set_t mask;
+        CPU_ZERO(&mask);
+        if (::sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) > 1) return CPU_COUNT(&mask);
+        return static_cast<int>(std::thread::hardware_concurrency());
+    }();
+    return cpus;
+}
+
+}  // namespace
+
 bool node_options::oversubscribed() const noexcept {
-    // Read once: glibc reads a sysfs file at every call (an open and a read,
-    // microseconds), and the collectives ask at every call on a host board.
-    static const unsigned cores = std::thread::hardware_concurrency();
-    return cores != 0 && local_size > static_cast<int>(cores);
+    const int cpus = local_cpus > 0 ? local_cpus : cpus_of_this_process();
+    return cpus > 0 && local_size > cpus;
 }
 
 node_options node_options::from_environment() {
@@ -82,6 +99,7 @@ node_options node_options::from_environment() {
     if (auto k = csp::config::choice("CSP_KEEP_FREED_MEMORY", {"0", "1"})) o.keep_freed_memory = *k == "1";
     if (auto t = text("CSP_TRACE")) o.trace = *t;
     o.local_size = env_int({"CSP_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 0);
+    o.local_cpus = env_int({"CSP_LOCAL_CPUS"}, 0);
     return o;
 }
 

@@ -89,13 +89,20 @@ struct node_options {
     std::string trace;
 
     // How many ranks of the job run on this host; 0: unknown. With more than
-    // the host's hardware threads (oversubscribed), an idle node's UCX
+    // the CPUs they may use (local_cpus: oversubscribed), an idle node's UCX
     // progress gives its core to the host's other processes at every look
     // instead of keeping it for a few microseconds first: a rank that spins
     // on a core another rank needs delays the very message it waits for
     // (Open MPI turns on mpi_yield_when_idle by the same rule).
     int local_size = 0;
-    // Whether local_size is more than the host's hardware threads.
+    // How many CPUs the job's ranks on this host may use; 0: this process's
+    // CPU affinity mask says (what taskset, a cpuset, a container or a batch
+    // system's allocation allow it), unless that mask holds one CPU only,
+    // which is a launcher's binding of this rank and says nothing of the
+    // job's share: then the host's hardware threads. csp-launch sets
+    // CSP_LOCAL_CPUS to the CPUs it may use itself.
+    int local_cpus = 0;
+    // Whether local_size is more than those CPUs.
     bool oversubscribed() const noexcept;
 
     // Options from the variables above; usage_error naming a malformed one.

@@ -6,7 +6,8 @@
 //
 // It starts a nameserver of its own (unless --nameserver names one), then N
 // copies of the program with CSP_NAMESERVER, CSP_JOB, CSP_RANK, CSP_SIZE,
-// CSP_LOCAL_SIZE (N: every rank runs here) and CSP_TOKEN set (CSP_BIND too, with --bind; CSP_TRANSPORT with --transport:
+// CSP_LOCAL_SIZE (N: every rank runs here), CSP_LOCAL_CPUS (how many CPUs
+// this launcher may use) and CSP_TOKEN set (CSP_BIND too, with --bind; CSP_TRANSPORT with --transport:
 // without it, nodes use UCX between them where the build has it, as
 // CSP_TRANSPORT=auto says); csp::net::node reads them. The
 // token is random unless given. If a node fails, the others are stopped
@@ -298,6 +299,18 @@ int main(int argc, char** argv) {
         return 1;
     }
 
+    // The CPUs this launcher may use; with --bind-to cpu rank r runs on
+    // cpus[r % size].
+    std::vector<int> cpus;
+    try {
+        cpus = csp::launch::binding_order();
+    } catch (const std::exception& e) {
+        if (bind_cpus) {
+            std::fprintf(stderr, "csp-launch: --bind-to cpu: %s\n", e.what());
+            return 1;
+        }
+    }
+
     // Each child's environment is built here, not with setenv: the
     // nameserver's thread is already running and reads the environment
     // (getenv), and setenv under a concurrent getenv is a data race that can
@@ -307,6 +320,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> common = {"CSP_NAMESERVER=" + ns_at.str(), "CSP_JOB=" + job,
                                        "CSP_SIZE=" + std::to_string(n), "CSP_LOCAL_SIZE=" + std::to_string(n),
                                        "CSP_TOKEN=" + token};
+    // The CPUs the ranks share: this launcher's (node_options::local_cpus;
+    // a rank bound to one CPU cannot tell them from its own mask).
+    if (!cpus.empty()) common.push_back("CSP_LOCAL_CPUS=" + std::to_string(cpus.size()));
     if (!bind.empty()) common.push_back("CSP_BIND=" + bind);
     if (!transport.empty()) common.push_back("CSP_TRANSPORT=" + transport);
     auto overridden = [&](const char* entry) {
@@ -319,16 +335,6 @@ int main(int argc, char** argv) {
     std::vector<std::string> inherited;
     for (char** e = environ; *e != nullptr; ++e)
         if (!overridden(*e)) inherited.emplace_back(*e);
-
-    std::vector<int> cpus;  // --bind-to cpu: rank r's is cpus[r % size]
-    if (bind_cpus) {
-        try {
-            cpus = csp::launch::binding_order();
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "csp-launch: --bind-to cpu: %s\n", e.what());
-            return 1;
-        }
-    }
 
     std::map<pid_t, int> ranks;  // running children
     output_relay relay;
@@ -359,7 +365,7 @@ int main(int argc, char** argv) {
             // The child inherits this thread's mask; the launcher's threads
             // (the nameserver's, the relay's) keep theirs.
             std::optional<csp::launch::bound_thread> bound;
-            if (!cpus.empty()) bound.emplace(cpus[static_cast<std::size_t>(r) % cpus.size()]);
+            if (bind_cpus) bound.emplace(cpus[static_cast<std::size_t>(r) % cpus.size()]);
             e = ::posix_spawnp(&pid, argv[i], &actions, nullptr, argv + i, envp.data());
         } catch (const std::exception& x) {
             std::fprintf(stderr, "csp-launch: rank %d: %s\n", r, x.what());

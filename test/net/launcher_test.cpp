@@ -176,6 +176,35 @@ TEST(net_launcher, bind_to_cpu_stays_within_the_launchers_cpus) {
     EXPECT_NE(out.find("--bind-to core: use cpu or none"), std::string::npos) << out;
 }
 
+// Regression: a node judged its host oversubscribed by the host's hardware
+// threads, so a job held to fewer CPUs (taskset, a cpuset, a batch
+// allocation) spun on cores its other ranks needed. csp-launch now tells
+// each node the CPUs it may use itself (CSP_LOCAL_CPUS), and 2 ranks held
+// to one CPU know they share it.
+TEST(net_launcher, a_job_held_to_fewer_cpus_than_ranks_knows_it_is_oversubscribed) {
+    const std::vector<int> mine = cpus_of_this_process();
+    std::string out;
+    EXPECT_EQ(run("taskset -c " + std::to_string(mine.front()) + " " + CSP_LAUNCH + " -n 2 sh -c 'echo \"cpus=$CSP_LOCAL_CPUS\"; exec " +
+                      NET_TEST_PEER + " oversubscribed'",
+                  out),
+              0)
+        << out;
+    EXPECT_NE(out.find("[0] cpus=1"), std::string::npos) << out;
+    EXPECT_NE(out.find("[0] oversubscribed 0 1"), std::string::npos) << out;
+    EXPECT_NE(out.find("[1] oversubscribed 1 1"), std::string::npos) << out;
+    if (mine.size() >= 2) {
+        out.clear();
+        EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 sh -c 'echo \"cpus=$CSP_LOCAL_CPUS\"; exec " + NET_TEST_PEER +
+                          " oversubscribed'",
+                      out),
+                  0)
+            << out;
+        EXPECT_NE(out.find("[0] cpus=" + std::to_string(mine.size())), std::string::npos) << out;
+        EXPECT_NE(out.find("[0] oversubscribed 0 0"), std::string::npos) << out;
+        EXPECT_NE(out.find("[1] oversubscribed 1 0"), std::string::npos) << out;
+    }
+}
+
 // Regression: a job whose nodes waited for each other hung silently for ever
 // under csp-launch. Now the launcher prints the job-wide report, each node
 // fails with it, and the launcher's status is not 0.

@@ -19,6 +19,9 @@
 //   crossed        each node receives from the next on port 3, and nobody
 //                  sends: a job-wide deadlock (the error is not caught)
 //   busy MS        computes for MS milliseconds, printing nothing
+//   oversubscribed prints "oversubscribed R 0|1": whether the node options
+//                  from this process's environment say its host has more
+//                  ranks than CPUs for them (node_options::oversubscribed)
 //   stuck          node 0 computes for ever in a process that yields; the
 //                  others wait on port 3 for a message from it
 #include <cstdint>
@@ -123,6 +126,11 @@ int main(int argc, char** argv) {
                 if (inbox.receive<std::uint64_t>() == i) ++in_order;
             self.send(0, 2, in_order);
         });
+        return 0;
+    }
+    if (argc == 2 && std::string(argv[1]) == "oversubscribed") {
+        const csp::net::node_options o = csp::net::node_options::from_environment();
+        std::printf("oversubscribed %d %d\n", o.rank, o.oversubscribed() ? 1 : 0);
         return 0;
     }
     if ((argc == 2 || argc == 3) && std::string(argv[1]) == "hold") {

@@ -573,6 +573,21 @@ TEST(net_ucx, node_options_oversubscribed_reads_the_hosts_threads_once) {
     EXPECT_FALSE(o.oversubscribed());
 }
 
+// Oversubscribed means more ranks than the CPUs they may use: local_cpus
+// when known (csp-launch's CSP_LOCAL_CPUS), not the host's hardware threads.
+TEST(net_ucx, node_options_oversubscribed_counts_the_cpus_the_job_may_use) {
+    csp::net::node_options o;
+    o.local_size = 2;
+    o.local_cpus = 1;
+    EXPECT_TRUE(o.oversubscribed());
+    o.local_cpus = 2;
+    EXPECT_FALSE(o.oversubscribed());
+    o.local_size = 3;
+    EXPECT_TRUE(o.oversubscribed());
+    o.local_size = 0;  // unknown: never
+    EXPECT_FALSE(o.oversubscribed());
+}
+
 // How many ranks share the host (which decides whether an idle UCX spin
 // keeps its core): csp-launch's CSP_LOCAL_SIZE first, then Open MPI's; 0
 // when neither is set; a malformed value is refused by name. No thread runs
@@ -583,6 +598,10 @@ TEST(net_ucx, node_options_read_how_many_ranks_share_the_host) {
     EXPECT_EQ(csp::net::node_options::from_environment().local_size, 6);
     ::setenv("CSP_LOCAL_SIZE", "12", 1);
     EXPECT_EQ(csp::net::node_options::from_environment().local_size, 12);
+    EXPECT_EQ(csp::net::node_options::from_environment().local_cpus, 0);
+    ::setenv("CSP_LOCAL_CPUS", "4", 1);
+    EXPECT_EQ(csp::net::node_options::from_environment().local_cpus, 4);
+    ::unsetenv("CSP_LOCAL_CPUS");
     ::setenv("CSP_LOCAL_SIZE", "many", 1);
     try {
         (void)csp::net::node_options::from_environment();
