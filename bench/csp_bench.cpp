@@ -18,6 +18,8 @@
 //                                           100 others compute
 //   million_processes                       peak RSS per blocked process
 //                                           (only with --benchmark_filter=million)
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,6 +35,19 @@
 
 #include "bench/peer_ratio.hpp"
 #include "csp/csp.hpp"
+
+namespace {
+
+// The CPUs this benchmark may run on (as nproc counts them: taskset, a
+// cpuset or a container may allow fewer than the machine has).
+unsigned usable_cpus() {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (::sched_getaffinity(0, sizeof mask, &mask) == 0) return static_cast<unsigned>(CPU_COUNT(&mask));
+    return std::thread::hardware_concurrency();
+}
+
+}  // namespace
 
 namespace {
 
@@ -314,7 +329,7 @@ void farm(benchmark::State& state) {
             {.threads = threads});
         benchmark::DoNotOptimize(sum);
     }
-    state.counters["nproc"] = static_cast<double>(std::thread::hardware_concurrency());
+    state.counters["nproc"] = static_cast<double>(usable_cpus());
 }
 
 // Four stages in a line, each about 50 us of arithmetic per item.
@@ -345,7 +360,7 @@ void pipeline(benchmark::State& state) {
             {.threads = threads});
         benchmark::DoNotOptimize(sum);
     }
-    state.counters["nproc"] = static_cast<double>(std::thread::hardware_concurrency());
+    state.counters["nproc"] = static_cast<double>(usable_cpus());
 }
 
 // A process waits for timestamps written by the first of `busy` processes,
@@ -410,7 +425,7 @@ int main(int argc, char** argv) {
     bench::register_ratio("buffered/ratio", "buffered/csp", "buffered/boost_fiber");
     // On machines with more cores, the CPU-bound networks also run on up to
     // nproc workers (1 and 2 are registered above).
-    for (unsigned t = 4; t <= std::thread::hardware_concurrency(); t *= 2) {
+    for (unsigned t = 4; t <= usable_cpus(); t *= 2) {
         benchmark::RegisterBenchmark("farm/threads", farm)->Arg(t)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
         benchmark::RegisterBenchmark("pipeline/threads", pipeline)->Arg(t)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
     }
