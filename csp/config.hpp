@@ -28,7 +28,7 @@ struct variable {
     std::string_view meaning;
 };
 
-inline constexpr std::array<variable, 20> variables{{
+inline constexpr std::array<variable, 21> variables{{
     {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
      "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
@@ -52,7 +52,9 @@ inline constexpr std::array<variable, 20> variables{{
     {"CSP_KEEP_FREED_MEMORY", "csp::net::node_options", "0 or 1 (default 1)",
      "1: large message buffers come from the heap and freed memory is kept for reuse (glibc's mmap and trim thresholds)"},
     {"CSP_LOCAL_SIZE", "csp::net::node_options", "ranks (default: OMPI_COMM_WORLD_LOCAL_SIZE, else unknown)",
-     "how many ranks of the job run on this host (csp-launch sets it); more than its cores: idle UCX spins yield at once"},
+     "how many ranks of the job run on this host (csp-launch sets it); more than its CPUs: idle UCX spins yield at once"},
+    {"CSP_LOCAL_CPUS", "csp::net::node_options", "CPUs (default: this process's affinity mask, else the hardware threads)",
+     "how many CPUs the job's ranks on this host may use (csp-launch sets it to its own); fewer than CSP_LOCAL_SIZE: oversubscribed"},
     {"CSP_TRACE", "csp::net::node_options", "a file name",
      "the node records a timeline of its run and writes it there when it closes (csp-launch --trace sets it per node)"},
     {"CSP_DEADLOCK_PROBE_MS", "csp::net::nameserver", "0..3600000 (default 500)",
