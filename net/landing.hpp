@@ -25,8 +25,8 @@
 //     buffer changed (with unique tags nobody does).
 // Over TCP the link's reading process reads the payload into the buffer
 // (from the socket, or from its read buffer for a frame that came with
-// others); over UCX a large payload (a split frame, 64 KiB and more) is
-// received there by UCX's rendezvous, and a smaller one comes as usual.
+// others); over UCX a large payload (64 KiB and more, which UCX sends by
+// rendezvous) is fetched there, and a smaller one comes as usual.
 #include <cstdint>
 #include <memory>
 

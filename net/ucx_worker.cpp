@@ -9,6 +9,7 @@
 #include "csp/timer.hpp"
 #include "net/detail/node_core.hpp"
 #include "net/errors.hpp"
+#include "net/little_endian.hpp"
 
 namespace csp::net::detail {
 
@@ -31,11 +32,10 @@ struct ucx_worker::impl {
 
 namespace {
 
-// Tags: the sender's rank, with body_bit set on the second message of a
-// split frame (a large payload sent on its own, contiguous, so that UCX's
-// rendezvous moves it with a single copy, by CMA on one host).
-constexpr std::uint64_t body_bit = std::uint64_t{1} << 32;
-// Payloads from this size on are sent split.
+// The one active message handler's id.
+constexpr unsigned am_frame = 0;
+// Payloads from this size on go by rendezvous (one copy, from the sender's
+// bytes into the receiver's block or landing).
 constexpr std::size_t split_from = 64 * 1024;
 
 std::shared_ptr<std::max_align_t[]> block_of(std::size_t bytes) {
@@ -93,37 +93,26 @@ private:
     std::size_t kept_ = 0;
 };
 
-// A posted receive: a frame (header and payload in one message), the header
-// of a split frame, or a split frame's payload (`body` of its header's
-// record), each filled by UCX in place.
+// A frame in its peer's `pending`: one whose payload UCX's rendezvous is
+// bringing (done once it is there), or one that came complete behind such a
+// frame and waits its turn.
 struct ucx_worker::receive {
+    header head;
     std::shared_ptr<std::max_align_t[]> block;
-    std::byte* at = nullptr;  // where UCX writes: block's bytes, or a landing's buffer
-    bool landed = false;      // into a landing's buffer (a split frame's payload only)
-    std::size_t length = 0;
-    bool discard = false;  // from a broken or unknown peer, or too long: dropped
+    std::byte* at = nullptr;  // the payload's bytes: block's, or a landing's buffer
+    bool landed = false;      // in a landing's buffer
     bool done = false;
     ucs_status_t status = UCS_OK;
-    // A header-sized message: once done, whether its frame has a payload
-    // still to come as a message of its own.
-    bool classified = false;
-    bool needs_body = false;
-    std::unique_ptr<receive> body;
-    std::byte* data() const noexcept { return at; }
-    bool complete() const noexcept {
-        if (!done) return false;
-        if (length != header::size || discard) return true;
-        return classified && (!needs_body || (body && body->done));
-    }
 };
 
 // Frames up to pack_max bytes (header and payload) are first packed into
 // the worker's one packing buffer and offered to UCX as one contiguous
 // message that it must take at once (sent_at_once_locked): its short
-// protocol sends it in place, with no record to allocate and no request
-// (gathering an iov of the same 40 bytes took twice as long), and copying
-// a few KiB costs less than the gather. Only when UCX cannot take a frame
-// at once (its queue to the peer is full) does it get a record, below.
+// protocol, which takes a message whose data has no separate header, sends
+// it in place, with no record to allocate and no request (gathering an iov
+// of the same 40 bytes took twice as long). Only when UCX cannot take a
+// frame at once (larger than its short protocol, or its queue to the peer
+// full) does it get a record, below.
 constexpr std::size_t pack_max = 8 * 1024;
 
 // A send in flight: the frame (whose payload UCX reads in place) and its
@@ -136,10 +125,6 @@ struct ucx_worker::sending {
     sending* prev = nullptr;
     sending* next = nullptr;
     std::array<std::byte, header::size> head{};
-    std::array<ucp_dt_iov_t, 2> iov{};
-    int parts = 1;  // UCX requests still using this (2 for a split frame)
-    // Called once per part UCX is done with; true when it was the last.
-    bool part_done() noexcept { return --parts == 0; }
 };
 
 ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress)
@@ -152,7 +137,7 @@ ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress)
     check("reading the configuration", ucp_config_read(nullptr, nullptr, &config));
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     const ucs_status_t s = ucp_init(&params, config, &impl_->context);
     ucp_config_release(config);
     check("initialising", s);
@@ -167,6 +152,19 @@ ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress)
         address_.assign(reinterpret_cast<const char*>(a), n);
         ucp_worker_release_address(impl_->worker, a);
         check("getting the worker's event fd", ucp_worker_get_efd(impl_->worker, &efd_));
+        ucp_am_handler_param_t hp{};
+        hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                        UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+        hp.id = am_frame;
+        hp.flags = UCP_AM_FLAG_WHOLE_MSG;  // an eager message reaches the handler whole
+        hp.cb = [](void* arg, const void* user_header, std::size_t header_length, void* data, std::size_t length,
+                   const ucp_am_recv_param_t* param) {
+            const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+            static_cast<ucx_worker*>(arg)->arrived(user_header, header_length, data, length, rndv);
+            return UCS_OK;
+        };
+        hp.arg = this;
+        check("setting the frame handler", ucp_worker_set_am_recv_handler(impl_->worker, &hp));
     } catch (...) {
         if (impl_->worker) ucp_worker_destroy(impl_->worker);
         ucp_cleanup(impl_->context);
@@ -287,7 +285,7 @@ bool ucx_worker::sent_at_once_locked(peer_state& ps, const outgoing& f) {
     if (body) std::memcpy(packed + header::size, f.body.data(), body);
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-    void* req = ucp_tag_send_nbx(static_cast<ucp_ep_h>(ps.ep), packed, header::size + body, f.head.source, &p);
+    void* req = ucp_am_send_nbx(static_cast<ucp_ep_h>(ps.ep), am_frame, nullptr, 0, packed, header::size + body, &p);
     if (req == nullptr) return true;
     if (UCS_PTR_IS_ERR(req) && UCS_PTR_STATUS(req) != UCS_ERR_NO_RESOURCE)
         throw net_error(ucx_text("sending", UCS_PTR_STATUS(req)));
@@ -337,55 +335,36 @@ void ucx_worker::unlink_sending(sending* s) noexcept {
 bool ucx_worker::send_locked(peer_state& ps, sending* s) {
     s->f.head.encode(s->head.data());
     const std::size_t body = s->f.body.size();
-    const bool split = body >= split_from;
-    s->iov[0] = {s->head.data(), header::size};
-    s->iov[1] = {const_cast<std::byte*>(s->f.body.data()), body};
     // Callbacks run inside a later progress(), under lock_, as does this
-    // function: `parts` needs no atomic.
+    // function.
     auto done_cb = [](void* req, ucs_status_t, void* user) {
         auto* done = static_cast<sending*>(user);
         ucp_request_free(req);
-        if (!done->part_done()) return;
         done->owner->in_flight_.fetch_sub(1, std::memory_order_relaxed);
         done->owner->unlink_sending(done);
         delete done;
     };
     ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
     p.user_data = s;
     p.cb.send = done_cb;
-    const std::uint64_t tag = s->f.head.source;
-    auto* ep = static_cast<ucp_ep_h>(ps.ep);
+    // A large payload by rendezvous: the receiver fetches it from the
+    // frame's own bytes, into its block or a landing, with one copy.
+    p.flags = body >= split_from ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
     in_flight_.fetch_add(1, std::memory_order_relaxed);
-    std::array<void*, 2> reqs{};
-    if (split) {
-        s->parts = 2;
-        reqs[0] = ucp_tag_send_nbx(ep, s->head.data(), header::size, tag, &p);
-        reqs[1] = ucp_tag_send_nbx(ep, s->iov[1].buffer, body, tag | body_bit, &p);
-    } else {
-        p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-        p.datatype = ucp_dt_make_iov();
-        reqs[0] = ucp_tag_send_nbx(ep, s->iov.data(), body ? 2 : 1, tag, &p);
-    }
-    // Parts done at once (or failed) have no callback coming.
-    std::string failure;
-    bool last = false;
-    for (int i = 0; i < (split ? 2 : 1); ++i) {
-        if (UCS_PTR_IS_PTR(reqs[static_cast<std::size_t>(i)])) continue;
-        if (UCS_PTR_IS_ERR(reqs[static_cast<std::size_t>(i)]))
-            failure = ucx_text("sending", UCS_PTR_STATUS(reqs[static_cast<std::size_t>(i)]));
-        last = s->part_done();
-    }
-    if (last) {
-        in_flight_.fetch_sub(1, std::memory_order_relaxed);
-        delete s;
-    } else {
+    void* req = ucp_am_send_nbx(static_cast<ucp_ep_h>(ps.ep), am_frame, s->head.data(), header::size,
+                                s->f.body.data(), body, &p);
+    if (UCS_PTR_IS_PTR(req)) {
         s->next = sends_;
         if (sends_) sends_->prev = s;
         sends_ = s;
+        return true;
     }
-    if (!failure.empty()) throw net_error(failure);
-    return !last;
+    // Done at once (or failed): no callback is coming.
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    delete s;
+    if (UCS_PTR_IS_ERR(req)) throw net_error(ucx_text("sending", UCS_PTR_STATUS(req)));
+    return false;
 }
 
 namespace {
@@ -433,177 +412,138 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
     bool active = ucp_worker_progress(w) != 0;
     if (arm)
         while (ucp_worker_progress(w) != 0) active = true;
-    for (;;) {
-        ucp_tag_recv_info_t info{};
-        // Frames and the headers of split frames; their payloads below.
-        ucp_tag_message_h msg = ucp_tag_probe_nb(w, 0, body_bit, 1, &info);
-        if (msg == nullptr) break;
+    // A peer's frames in arrived_ came before any of its pending ones (a
+    // frame goes there only while its peer has none pending).
+    if (!arrived_.empty()) {
         active = true;
-        const int peer = static_cast<int>(info.sender_tag & 0xffffffffu);
-        peer_state* ps = find(peer);
-        auto* r = spare_ ? spare_.release() : new receive;
-        r->length = info.length;
-        if (ps == nullptr || ps->broken || info.length < header::size || info.length - header::size > ps->max_frame) {
-            // Received into a header-sized block and dropped (UCX truncates
-            // the rest); a known peer's stream cannot go on.
-            r->discard = true;
-            r->length = header::size;
-            if (ps != nullptr && !ps->broken) {
-                ps->broken = true;
-                faults.emplace_back(peer, info.length < header::size
-                                              ? "a UCX message of " + std::to_string(info.length) + " bytes, shorter than a frame header"
-                                              : "a frame of " + std::to_string(info.length - header::size) +
-                                                    " payload bytes, over this node's max_frame of " +
-                                                    std::to_string(ps->max_frame));
-            }
-        }
-        post(r, msg);
-        // The common case: a whole frame, received at once, of a peer with
-        // nothing before it still arriving. It goes out now, with no record
-        // kept (the record is used again for the next one).
-        if (r->done && !r->discard && ps->pending.empty() && r->length > header::size) {
-            take_whole(peer, *ps, *r, out, faults);
-            r->block.reset();
-            r->done = false;
-            r->status = UCS_OK;
-            spare_.reset(r);
-            continue;
-        }
-        if (r->discard && ps == nullptr) {
-            // Nobody to deliver to: kept only until UCX is done with it.
-            peers_[-1 - peer].pending.push_back(r);  // an unknown sender's own list
-            ++pending_;
-            peers_[-1 - peer].broken = true;
+        if (out.empty()) {
+            out.swap(arrived_);
         } else {
-            ps->pending.push_back(r);
-            ++pending_;
+            for (auto& f : arrived_) out.push_back(std::move(f));
+            arrived_.clear();
         }
     }
-    // Nothing received and nothing still arriving: the common idle look.
-    if (pending_ == 0) return {arm && ucp_worker_arm(w) == UCS_OK, active};
-    // The payloads of split frames: each peer's, in the order of their headers.
-    for (auto& [peer, ps] : peers_) {
-        if (peer < 0 || ps.broken) continue;
-        for (receive* r : ps.pending) {
-            if (r->discard || r->length != header::size) continue;
-            if (!r->done) break;  // later headers wait: payloads are taken in order
-            if (!r->classified) {
-                r->classified = true;
-                try {
-                    if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
-                    r->needs_body = header::decode(r->data(), ps.max_frame).length > 0;
-                } catch (const std::exception& e) {
-                    ps.broken = true;
-                    faults.emplace_back(peer, e.what());
-                    break;
-                }
-            }
-            if (!r->needs_body || r->body) continue;
-            ucp_tag_recv_info_t info{};
-            ucp_tag_message_h msg =
-                ucp_tag_probe_nb(w, static_cast<std::uint64_t>(peer) | body_bit, ~std::uint64_t{0}, 1, &info);
-            if (msg == nullptr) break;
-            active = true;
-            r->body = std::make_unique<receive>();
-            r->body->length = info.length;
-            const header h = header::decode(r->data(), ps.max_frame);
-            if (landing* l = h.length == info.length ? landing_for(peer, h) : nullptr) {
-                r->body->landed = true;
-                l->body = r->body.get();
-                post(r->body.get(), msg, l->at);
-            } else {
-                post(r->body.get(), msg);
-            }
-        }
+    if (!faulted_.empty()) {
+        for (auto& f : faulted_) faults.push_back(std::move(f));
+        faulted_.clear();
     }
-    drain_receives(out, faults);
+    if (pending_ != 0) drain_receives(out, faults);
     if (!arm) return {false, active};
     return {ucp_worker_arm(w) == UCS_OK, active};
 }
 
-void ucx_worker::post(receive* r, void* message, std::byte* at) {
-    if (at == nullptr) {
-        r->block = r->length >= split_from ? blocks_->get(r->length) : block_of(r->length);
-        at = reinterpret_cast<std::byte*>(r->block.get());
-    }
-    r->at = at;
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    p.user_data = r;
-    p.cb.recv = [](void* req, ucs_status_t s, const ucp_tag_recv_info_t*, void* user) {
-        auto* rr = static_cast<receive*>(user);
-        rr->status = s;
-        rr->done = true;
-        ucp_request_free(req);
-    };
-    void* req = ucp_tag_msg_recv_nbx(impl_->worker, r->data(), r->length, static_cast<ucp_tag_message_h>(message), &p);
-    if (req == nullptr) {
-        r->done = true;
-    } else if (UCS_PTR_IS_ERR(req)) {
-        r->done = true;
-        r->status = UCS_PTR_STATUS(req);
+void ucx_worker::arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
+                                 bool rndv) noexcept {
+    // The frame's header is the message's own header, or (a frame sent
+    // whole) the first bytes of its data.
+    const bool whole = header_length == 0 && !rndv;
+    const auto* head = static_cast<const std::byte*>(whole ? data : user_header);
+    const std::size_t head_bytes = whole ? length : header_length;
+    constexpr std::size_t source_at = 12;  // frame.hpp
+    // Too short to name its sender: nobody to tell (a rendezvous so
+    // dropped completes at its sender).
+    if (head_bytes < source_at + 4) return;
+    const int peer = static_cast<int>(get<std::uint32_t>(head + source_at));
+    peer_state* ps = find(peer);
+    if (ps == nullptr || ps->broken) return;  // an unknown or broken peer's: dropped
+    const std::size_t payload_bytes = whole ? length - std::min(length, header::size) : length;
+    try {
+        if (head_bytes < header::size)
+            throw frame_error("a UCX message with " + std::to_string(head_bytes) + " header bytes, shorter than a frame header");
+        const header h = header::decode(head, ps->max_frame);
+        if (h.length != payload_bytes)
+            throw frame_error("frame header says " + std::to_string(h.length) + " payload bytes, the UCX message holds " +
+                              std::to_string(payload_bytes));
+        if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit && h.op != opcode::ask_credit)
+            throw frame_error(std::string("unexpected ") + describe(h.op) + " frame over UCX");
+        if (!rndv) {
+            // UCX's bytes until this returns: copied into a block of the frame's own.
+            std::shared_ptr<std::max_align_t[]> block;
+            std::byte* at = nullptr;
+            if (h.length) {
+                block = h.length >= split_from ? blocks_->get(h.length) : block_of(h.length);
+                at = reinterpret_cast<std::byte*>(block.get());
+                std::memcpy(at, static_cast<const std::byte*>(data) + (whole ? header::size : 0), h.length);
+            }
+            if (ps->pending.empty()) {
+                arrived_.emplace_back(peer, frame{h, h.length ? payload::adopt(std::move(block), at, h.length) : payload{}});
+            } else {
+                auto r = std::make_unique<receive>();
+                r->head = h;
+                r->block = std::move(block);
+                r->at = at;
+                r->done = true;
+                ps->pending.push_back(r.release());
+                ++pending_;
+            }
+            return;
+        }
+        auto r = std::make_unique<receive>();
+        r->head = h;
+        if (landing* l = landing_for(peer, h)) {
+            r->landed = true;
+            r->at = l->at;
+            l->body = r.get();
+        } else {
+            r->block = h.length >= split_from ? blocks_->get(h.length) : block_of(h.length);
+            r->at = reinterpret_cast<std::byte*>(r->block.get());
+        }
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        p.user_data = r.get();
+        p.cb.recv_am = [](void* req, ucs_status_t s, std::size_t, void* user) {
+            auto* rr = static_cast<receive*>(user);
+            rr->status = s;
+            rr->done = true;
+            ucp_request_free(req);
+        };
+        void* req = ucp_am_recv_data_nbx(impl_->worker, data, r->at, h.length, &p);
+        if (req == nullptr) {
+            r->done = true;
+        } else if (UCS_PTR_IS_ERR(req)) {
+            r->done = true;
+            r->status = UCS_PTR_STATUS(req);
+        }
+        ps->pending.push_back(r.release());
+        ++pending_;
+    } catch (const std::exception& e) {
+        // A malformed frame (or no memory for its block): the peer's stream
+        // cannot go on.
+        ps->broken = true;
+        try {
+            faulted_.emplace_back(peer, e.what());
+        } catch (...) {
+            // no memory to say so: the peer is cut off all the same
+        }
     }
 }
 
 void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
                                 std::vector<std::pair<int, std::string>>& faults) {
     for (auto& [peer, ps] : peers_) {
-        while (!ps.pending.empty() && (ps.pending.front()->complete() || ps.broken)) {
-            receive* front = ps.pending.front();
-            // A broken peer's records go once UCX is done with them.
-            if (ps.broken && !(front->done && (!front->body || front->body->done))) break;
-            std::unique_ptr<receive> r(front);
+        // In arrival order; a broken peer's records go too, once UCX is done
+        // with them.
+        while (!ps.pending.empty() && ps.pending.front()->done) {
+            std::unique_ptr<receive> r(ps.pending.front());
             ps.pending.pop_front();
             --pending_;
-            if (r->body && r->body->landed) landing_over(r->body.get());
-            if (r->discard || ps.broken || peer < 0) continue;
-            if (!r->body) {
-                take_whole(peer, ps, *r, out, faults);
+            if (r->landed) landing_over(r.get());
+            if (ps.broken) continue;
+            if (r->status != UCS_OK) {
+                ps.broken = true;
+                faults.emplace_back(peer, ucx_text("receiving", r->status));
                 continue;
             }
-            try {  // a split frame
-                if (r->status != UCS_OK) throw frame_error(ucx_text("receiving", r->status));
-                const header h = header::decode(r->data(), ps.max_frame);
-                if (r->body->status != UCS_OK) throw frame_error(ucx_text("receiving", r->body->status));
-                if (r->body->length != h.length)
-                    throw frame_error("frame header says " + std::to_string(h.length) +
-                                      " payload bytes, its UCX payload message holds " + std::to_string(r->body->length));
-                if (static_cast<int>(h.source) != peer || h.op != opcode::data)
-                    throw frame_error("a split frame that is not a data frame of node " + std::to_string(peer));
-                if (r->body->landed) {
-                    // The bytes are the landing's owner's: the message only points there.
-                    landed_.fetch_add(1, std::memory_order_relaxed);
-                    out.emplace_back(peer, frame{h, payload::adopt(std::shared_ptr<void>(), r->body->data(), h.length)});
-                } else {
-                    out.emplace_back(peer, frame{h, payload::adopt(std::move(r->body->block), r->body->data(), h.length)});
-                }
-            } catch (const std::exception& e) {
-                ps.broken = true;
-                faults.emplace_back(peer, e.what());
+            if (r->landed) {
+                // The bytes are the landing's owner's: the message only points there.
+                landed_.fetch_add(1, std::memory_order_relaxed);
+                out.emplace_back(peer, frame{r->head, payload::adopt(std::shared_ptr<void>(), r->at, r->head.length)});
+            } else {
+                out.emplace_back(peer, frame{r->head, r->head.length
+                                                          ? payload::adopt(std::move(r->block), r->at, r->head.length)
+                                                          : payload{}});
             }
         }
-    }
-}
-
-void ucx_worker::take_whole(int peer, peer_state& ps, receive& r, std::vector<std::pair<int, frame>>& out,
-                            std::vector<std::pair<int, std::string>>& faults) {
-    try {
-        if (r.status != UCS_OK) throw frame_error(ucx_text("receiving", r.status));
-        const header h = header::decode(r.data(), ps.max_frame);
-        if (h.length != r.length - header::size)
-            throw frame_error("frame header says " + std::to_string(h.length) + " payload bytes, the UCX message holds " +
-                              std::to_string(r.length - header::size));
-        if (static_cast<int>(h.source) != peer)
-            throw frame_error("frame claims to come from node " + std::to_string(h.source) +
-                              " in a UCX message from node " + std::to_string(peer));
-        if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit && h.op != opcode::ask_credit)
-            throw frame_error(std::string("unexpected ") + describe(h.op) + " frame over UCX");
-        payload body;
-        if (h.length) body = payload::adopt(std::move(r.block), r.data() + header::size, h.length);
-        out.emplace_back(peer, frame{h, std::move(body)});
-    } catch (const std::exception& e) {
-        ps.broken = true;
-        faults.emplace_back(peer, e.what());
     }
 }
 

@@ -1,36 +1,39 @@
 #pragma once
-// A node's one UCX worker (UCP, tag API): the shared memory and HPC
+// A node's one UCX worker (UCP, active messages): the shared memory and HPC
 // interconnect path of the UCX transport (ucx_transport.hpp).
 //
-// One worker per node, shared by every UCX link of it. Frames travel as one
-// tagged UCX message each (the 32-byte header, then the payload), tagged
-// with the sender's rank; UCX matches messages of one sender in the order
-// they were sent, so a link's frames arrive in order. A frame with a large
-// payload is split: its header, then its payload alone (contiguous, so UCX's
-// rendezvous moves it with one copy), tagged apart; the receiver takes each
-// peer's payloads in the order of their headers.
+// One worker per node, shared by every UCX link of it. Frames travel as UCX
+// active messages of one handler: a frame that UCX's short protocol takes
+// at once (up to about a hundred bytes on shared memory) packed whole
+// (header, then payload) as the message's data, sent in place; any other with its 32-byte header as the message's own
+// header and its payload as the data, which UCX moves by rendezvous from
+// split_from bytes on (one copy, by CMA on one host) and by its eager
+// protocol below. UCX hands one endpoint's active messages to the handler in
+// the order they were sent; a rendezvous payload completes later, so a
+// peer's frames that come behind one wait in arrival order (`pending`).
 //
 // Who calls what:
-//   - the node's progress process (progress()) is the only one that receives:
-//     it probes, posts a receive per message straight into the message's own
-//     block (large ones by UCX's rendezvous, with no copy of ours), and hands
-//     each peer's completed frames out in arrival order;
+//   - the node's progress process (progress()), or a receiving process that
+//     polls, progresses the worker; the handler runs inside, checks each
+//     frame's header, copies an eager payload into a block of its own (or
+//     starts a rendezvous straight into one, or into a landing), and
+//     progress() hands each peer's completed frames out in arrival order;
 //   - a link's sending process calls send() and flush(); a user process
 //     sending a message calls send_direct() (node::post);
 //   - the transport registers and forgets peers.
 // The worker is made in UCS_THREAD_MODE_SERIALIZED: every UCX call is made
 // under lock_, since the node's processes may run on several workers of a
 // multi-thread runtime (with one worker thread lock_ costs nothing). UCX
-// callbacks run inside those calls, so they only mark completions and never
-// take lock_.
+// callbacks, the handler among them, run inside those calls and never take
+// lock_.
 //
 // Landings: a receiving process that knows which message it waits for (a
 // peer, a port and a tag no other message of that peer and port carries,
 // as the collectives' tags are) may name a buffer of its own for it
-// (land()). When the header of a split frame with exactly that address, of
-// the named type and fitting the buffer, comes in, its payload is received
-// straight into the buffer, and the frame's payload points there: the
-// receiver's copy becomes a no-op. Whoever named the buffer must unland()
+// (land()). When a frame with exactly that address, of the named type and
+// fitting the buffer, comes by rendezvous, its payload is received straight
+// into the buffer, and the frame's payload points there: the receiver's copy
+// becomes a no-op. Whoever named the buffer must unland()
 // it before the buffer goes; unland waits while UCX is writing into it.
 //
 // Lifetime: per-peer records live as long as the worker (a late completion
@@ -153,14 +156,17 @@ public:
 
 private:
     struct impl;
-    struct receive;  // one posted receive
+    struct receive;  // a frame whose turn has not come (see pending)
     struct sending;  // one send in flight
     struct peer_state {
         void* ep = nullptr;  // ucp_ep_h
         bool direct = false;             // see send_direct
         std::uint32_t peer_max_frame = 0;  // the peer's, for the direct path
         std::uint32_t max_frame = 0;
-        std::deque<receive*> pending;  // in arrival order
+        // Frames behind one whose rendezvous payload is still arriving, that
+        // one first, in arrival order; empty in the common case, where the
+        // handler puts a frame in arrived_ at once.
+        std::deque<receive*> pending;
         bool broken = false;           // a fault was reported; its frames are dropped
     };
     // The peer's record, or nullptr; under lock_. The last one found is
@@ -170,28 +176,29 @@ private:
     std::uint64_t& long_path(int peer);  // long_path_[peer], kept the same way
     // Force-closes the peer's endpoint, if any (its requests end); under lock_.
     void close_locked(peer_state& ps) noexcept;
-    // Posts the receive of `message` (a ucp_tag_message_h) into `at`, or
-    // into a block of r's own.
-    void post(receive* r, void* message, std::byte* at = nullptr);
     // A frame of up to a few KiB, packed into packing_ and sent if UCX
     // takes it at once (most small frames): no record to allocate and free.
     // False: send it with send_locked. Under lock_.
     bool sent_at_once_locked(peer_state& ps, const outgoing& f);
     // Posts s's UCX sends on ps's endpoint; under lock_. True if in flight.
     bool send_locked(peer_state& ps, sending* s);
+    // The active message handler's work (see the header comment); under
+    // lock_, inside a UCX call. `rndv`: `data` is UCX's descriptor of a
+    // payload to fetch, not the payload. The message is always consumed:
+    // taken, being fetched, or dropped (a dropped rendezvous completes at
+    // its sender).
+    void arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
+                         bool rndv) noexcept;
+    // Each peer's completed pending frames, in order, to `out`.
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
-    // A completed frame that came as one message: checked, and out; or the
-    // peer's fault.
-    void take_whole(int peer, peer_state& ps, receive& r, std::vector<std::pair<int, frame>>& out,
-                    std::vector<std::pair<int, std::string>>& faults);
 
     struct landing {
         std::byte* at;
         std::size_t capacity;
         std::uint32_t type;
-        receive* body = nullptr;  // the payload's receive, once one was posted into `at`
+        receive* body = nullptr;  // the frame whose rendezvous writes into `at`, once one does
     };
-    // The landing for a split frame's payload, if one fits it; under lock_.
+    // The landing for a rendezvous frame's payload, if one fits it; under lock_.
     landing* landing_for(int peer, const header& h);
     // The record of a landed payload goes (delivered or dropped); under lock_.
     void landing_over(const receive* body) noexcept;
@@ -208,9 +215,10 @@ private:
     csp::runtime_lock<csp::spinlock> lock_;
     std::unordered_map<int, peer_state> peers_;
     std::size_t pending_ = 0;  // receive records in all peers' `pending`; under lock_
-    // A record for the next probed message, left by one that needed none
-    // (progress); under lock_.
-    std::unique_ptr<receive> spare_;
+    // Frames and faults the handler found since progress() last took them
+    // (it also runs inside other calls that progress the worker); under lock_.
+    std::vector<std::pair<int, frame>> arrived_;
+    std::vector<std::pair<int, std::string>> faulted_;
     // Per peer: data frames on the long path (send_direct). Apart from
     // peers_, because a node posts to a peer before its link exists.
     std::unordered_map<int, std::uint64_t> long_path_;
