@@ -38,6 +38,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Rank 0 of a 2-node job whose links go over UCX.
+csp::net::node_options over_ucx_options(const csp::net::nameserver& ns, const std::string& job) {
+    csp::net::node_options o = net_test::options_for(ns, job, 0, 2);
+    o.transport = csp::net::transport_kind::ucx;
+    return o;
+}
+
 // The progress process ended silently on any csp::error, an io_error of the
 // worker's event fd among them: the node then took nothing more over UCX,
 // and a wait on a live peer that sent nothing more waited until that peer
@@ -53,14 +60,7 @@ TEST(net_ucx_event_fd, a_failed_event_fd_ends_the_nodes_ucx_links_with_the_reaso
     std::string reply, after;
     std::size_t over_ucx = 0;
     csp::run([&] {
-        csp::net::node_options o;
-        o.job = "efd";
-        o.rank = 0;
-        o.size = 2;
-        o.nameserver = ns.address();
-        o.token = "secret";
-        o.transport = csp::net::transport_kind::ucx;
-        csp::net::node self(o);
+        csp::net::node self(over_ucx_options(ns, "efd"));
         auto back = self.open(2);
         self.send(1, 1, std::uint64_t{7});
         csp::net::message m;
@@ -108,14 +108,7 @@ TEST(net_ucx_event_fd, a_wakeup_the_event_fd_never_gives_only_delays_the_message
     csp::net::node_stats st;
     double waited_ms = 0;
     csp::run([&] {
-        csp::net::node_options o;
-        o.job = "efd-quiet";
-        o.rank = 0;
-        o.size = 2;
-        o.nameserver = ns.address();
-        o.token = "secret";
-        o.transport = csp::net::transport_kind::ucx;
-        csp::net::node self(o);
+        csp::net::node self(over_ucx_options(ns, "efd-quiet"));
         auto back = self.open(2);
         const auto sent = std::chrono::steady_clock::now();
         self.send(1, 1, std::uint64_t{11});
