@@ -168,22 +168,19 @@ TEST(net_ucx, direct_sends_keep_each_senders_order_across_the_switch_path) {
     EXPECT_EQ(direct2, std::size_t{senders * phase2});
 }
 
-// Frames sent whole may complete out of order: with UCX's rendezvous
-// threshold lowered to 512 bytes (UCX reads UCX_RNDV_THRESH when a node makes
-// its worker), a frame of a few KiB waits for the receiver to fetch it while
-// the short frames sent after it are already in. The worker hands each
-// peer's frames out in the order it probed them, whatever order they
-// complete in: every message, of every size (short, whole by rendezvous,
-// split with its payload apart), arrives in the order sent, every byte
-// checked.
+// Frames may complete out of order: a frame of 64 KiB and more goes by
+// UCX's rendezvous and waits for the receiver to fetch it, while the short
+// frames sent after it are already in. The worker hands each peer's frames
+// out in the order they came, whatever order they complete in: every
+// message, of every size (short, eager in several fragments, by
+// rendezvous), arrives in the order sent, every byte checked.
 TEST(net_ucx, frames_that_complete_out_of_order_are_handed_out_in_the_order_sent) {
-    struct env_guard {
-        env_guard() { ::setenv("UCX_RNDV_THRESH", "512", 1); }
-        ~env_guard() { ::unsetenv("UCX_RNDV_THRESH"); }
-    } lowered;
     constexpr std::uint32_t n = 6'000;
-    // Sizes in elements: 2 (short), 700 (2.8 KiB, whole, by rendezvous), 5,000 (20 KiB, split).
-    const auto size_of = [](std::uint32_t i) -> std::size_t { return i % 7 == 3 ? 700 : i % 97 == 50 ? 5'000 : 2; };
+    // Sizes in elements: 2 (short), 700 (2.8 KiB, eager), 5,000 (20 KiB,
+    // eager), 17,000 (68 KiB, by rendezvous).
+    const auto size_of = [](std::uint32_t i) -> std::size_t {
+        return i % 7 == 3 ? 700 : i % 97 == 50 ? 5'000 : i % 13 == 5 ? 17'000 : 2;
+    };
     csp::net::nameserver ns;
     std::uint32_t received = 0;
     bool over_ucx = false;
