@@ -172,13 +172,15 @@ TEST(net_exhaustion, a_nameserver_out_of_descriptors_keeps_serving) {
         EXPECT_TRUE(eventually([&] { return log.contains("accepting again"); })) << testing::PrintToString(log.lines());
         strangers.release();
     }
-    int total = 0;
+    // Each node runs on a thread of its own: the sum is atomic (a plain int
+    // lost one of the two additions when they came at the same moment).
+    std::atomic<int> total{0};
     net_test::run_nodes(ns, "after-exhaustion", 2, [&](csp::net::node& self) {
         auto inbox = self.open(1);
         self.send(1 - self.rank(), 1, self.rank() + 1);
         total += inbox.receive<int>();
     });
-    EXPECT_EQ(total, 3);
+    EXPECT_EQ(total.load(), 3);
 }
 
 // Regression: a LOOKUP kept its connection, and so its descriptor, until its
