@@ -36,7 +36,7 @@ namespace {
 constexpr unsigned am_frame = 0;
 // Payloads from this size on go by rendezvous (one copy, from the sender's
 // bytes into the receiver's block or landing).
-constexpr std::size_t split_from = 64 * 1024;
+constexpr std::size_t rendezvous_from = 64 * 1024;
 
 std::shared_ptr<std::max_align_t[]> block_of(std::size_t bytes) {
     constexpr std::size_t unit = sizeof(std::max_align_t);
@@ -45,7 +45,7 @@ std::shared_ptr<std::max_align_t[]> block_of(std::size_t bytes) {
 
 }  // namespace
 
-// Blocks for split frames' payloads, given back when their message is
+// Blocks for large payloads, given back when their message is
 // dropped and handed out again: UCX then writes large payloads (by CMA, the
 // kernel copying from the sender) into pages that are already mapped; a
 // fresh block costs a page fault per 4 KiB inside that copy. Sizes are
@@ -353,7 +353,7 @@ bool ucx_worker::send_locked(peer_state& ps, sending* s) {
     p.cb.send = done_cb;
     // A large payload by rendezvous: the receiver fetches it from the
     // frame's own bytes, into its block or a landing, with one copy.
-    p.flags = body >= split_from ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+    p.flags = body >= rendezvous_from ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
     in_flight_.fetch_add(1, std::memory_order_relaxed);
     void* req = ucp_am_send_nbx(static_cast<ucp_ep_h>(ps.ep), am_frame, s->head.data(), header::size,
                                 s->f.body.data(), body, &p);
@@ -464,7 +464,7 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             std::shared_ptr<std::max_align_t[]> block;
             std::byte* at = nullptr;
             if (h.length) {
-                block = h.length >= split_from ? blocks_->get(h.length) : block_of(h.length);
+                block = payload_block(h.length);
                 at = reinterpret_cast<std::byte*>(block.get());
                 std::memcpy(at, static_cast<const std::byte*>(data) + (whole ? header::size : 0), h.length);
             }
@@ -476,8 +476,7 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
                 r->block = std::move(block);
                 r->at = at;
                 r->done = true;
-                ps->pending.push_back(r.release());
-                ++pending_;
+                wait_turn(*ps, std::move(r));
             }
             return;
         }
@@ -488,7 +487,7 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             r->at = l->at;
             l->body = r.get();
         } else {
-            r->block = h.length >= split_from ? blocks_->get(h.length) : block_of(h.length);
+            r->block = payload_block(h.length);
             r->at = reinterpret_cast<std::byte*>(r->block.get());
         }
         ucp_request_param_t p{};
@@ -507,8 +506,7 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             r->done = true;
             r->status = UCS_PTR_STATUS(req);
         }
-        ps->pending.push_back(r.release());
-        ++pending_;
+        wait_turn(*ps, std::move(r));
     } catch (const std::exception& e) {
         // A malformed frame (or no memory for its block): the peer's stream
         // cannot go on.
@@ -519,6 +517,16 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             // no memory to say so: the peer is cut off all the same
         }
     }
+}
+
+std::shared_ptr<std::max_align_t[]> ucx_worker::payload_block(std::size_t bytes) {
+    return bytes >= rendezvous_from ? blocks_->get(bytes) : block_of(bytes);
+}
+
+void ucx_worker::wait_turn(peer_state& ps, std::unique_ptr<receive> r) {
+    ps.pending.push_back(r.get());
+    r.release();
+    ++pending_;
 }
 
 void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,

@@ -7,7 +7,7 @@
 // at once (up to about a hundred bytes on shared memory) packed whole
 // (header, then payload) as the message's data, sent in place; any other with its 32-byte header as the message's own
 // header and its payload as the data, which UCX moves by rendezvous from
-// split_from bytes on (one copy, by CMA on one host) and by its eager
+// rendezvous_from bytes on (one copy, by CMA on one host) and by its eager
 // protocol below. UCX hands one endpoint's active messages to the handler in
 // the order they were sent; a rendezvous payload completes later, so a
 // peer's frames that come behind one wait in arrival order (`pending`).
@@ -189,6 +189,11 @@ private:
     // its sender).
     void arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
                          bool rndv) noexcept;
+    // A block for a payload of `bytes`: a large one from blocks_ (its pages
+    // already mapped), a small one new.
+    std::shared_ptr<std::max_align_t[]> payload_block(std::size_t bytes);
+    // `r` waits in its peer's pending queue for its turn; under lock_.
+    void wait_turn(peer_state& ps, std::unique_ptr<receive> r);
     // Each peer's completed pending frames, in order, to `out`.
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
 
