@@ -7,6 +7,10 @@
 //   collectives_rank net            under csp-launch: ranks are OS processes
 //   collectives_rank local <n>      ranks are processes of one runtime
 //   collectives_rank small          under csp-launch: allreduce of 8 B only
+//   collectives_rank allreduce <bytes> [iterations] [algorithm]
+//                                   under csp-launch: allreduce of one size, the
+//                                   table's choice and each algorithm, or only
+//                                   the one named (for A/B runs and profiles)
 //   collectives_rank figure5 net    Aspen's Figure 5 under csp-launch -n 4
 //   collectives_rank figure5 local
 //   collectives_rank broadcast      under csp-launch: broadcast_into a buffer
@@ -82,6 +86,20 @@ template <class C>
 std::string table_choice(C& comm, const char* collective, std::size_t bytes, bool elementwise) {
     return "table:" + std::string(cc::selection::global().choose(
                           {collective, comm.size(), bytes, true, elementwise, false, cc::detail::link_level_of(comm)}));
+}
+
+template <class C>
+void allreduce_of(C& comm, std::size_t bytes, int iterations, const std::string& only) {
+    std::vector<double> v(std::max<std::size_t>(bytes / sizeof(double), 1), 1.0);
+    const std::string chosen = table_choice(comm, "allreduce", bytes, true);
+    if (only.empty())
+        report(comm, "allreduce", chosen.c_str(), bytes,
+               time_per_op(comm, iterations, [&] { cc::allreduce(comm, v, cc::sum{}); }));
+    cc::registry::allreduce::for_each([&](auto algorithm) {
+        if (!only.empty() && algorithm.info.name != only) return;
+        report(comm, "allreduce", std::string(algorithm.info.name).c_str(), bytes,
+               time_per_op(comm, iterations, [&] { algorithm(comm, v, cc::sum{}); }));
+    });
 }
 
 template <class C>
@@ -286,7 +304,7 @@ void figure5(C& comm) {
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "net";
     const bool fig5 = mode == "figure5";
-    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" || mode == "broadcast" ? "net" : mode;
+    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" || mode == "broadcast" || mode == "allreduce" ? "net" : mode;
     try {
         if (where == "local") {
             const int n = fig5 ? 4 : (argc > 2 ? std::atoi(argv[2]) : 8);
@@ -330,6 +348,10 @@ int main(int argc, char** argv) {
                     if (fig5) figure5(comm);
                     else if (mode == "small") small_set(comm);
                     else if (mode == "broadcast") broadcast_set(comm);
+                    else if (mode == "allreduce") {
+                        const std::size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 65536;
+                        allreduce_of(comm, bytes, argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes), argc > 4 ? argv[4] : "");
+                    }
                     else standard_set(comm);
                     cc::barrier(comm);
                 }

@@ -1,9 +1,15 @@
 // OpenMPI's side of bench/collectives_vs_mpi, timed exactly like
 // collectives_rank.cpp: warm-up, barrier, a back-to-back loop, the slowest
 // rank's time per operation. Built by the script with mpicxx.
+//   mpirun -n N mpi_collectives                    everything
+//   mpirun -n N mpi_collectives allreduce8         allreduce of 8 B
+//   mpirun -n N mpi_collectives allreduce <bytes> [iterations]
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -33,6 +39,16 @@ void report(const char* collective, std::size_t bytes, double us) {
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     const bool only_allreduce_8 = argc > 1 && std::string_view(argv[1]) == "allreduce8";
+    if (argc > 2 && std::string_view(argv[1]) == "allreduce") {  // one size, as collectives_rank allreduce
+        const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
+        const int n = static_cast<int>(std::max<std::size_t>(bytes / sizeof(double), 1));
+        std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
+        report("allreduce", bytes, time_per_op(argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes), [&] {
+                   MPI_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+               }));
+        MPI_Finalize();
+        return 0;
+    }
     for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         if (only_allreduce_8 && bytes != 8) continue;
         const int n = static_cast<int>(bytes / sizeof(double));
