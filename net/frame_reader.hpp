@@ -81,6 +81,11 @@ public:
             }  // else: drained, shared, with room enough: read on after the slices
         }
         n = read_capacity - end_;
+        // After a payload too large for the buffer, the next one is likely
+        // large too (a stream of big blocks): reading only its header first
+        // lets the whole payload go straight to its block, where a full
+        // read would have brought up to a buffer of it here to be copied.
+        if (after_large_ && drained) n = std::min(n, header::size);
         return base(buf_) + end_;
     }
 
@@ -91,6 +96,7 @@ public:
             if (large_have_ == large_->size()) {
                 out.push_back(std::move(*large_));
                 large_.reset();
+                after_large_ = true;
                 if (large_landing_) landings_->written(peer_, *std::exchange(large_landing_, std::nullopt));
             }
             return;
@@ -113,6 +119,7 @@ public:
             }
             const std::size_t have = end_ - begin_ - header::size;
             const bool whole = have >= h.length;
+            after_large_ = false;
             if (!whole && header::size + h.length <= read_capacity) return;  // the rest is still on its way
             message m{static_cast<int>(h.source), h.port, h.tag, {}, h.type, {}, h.sequence};
             const std::byte* src = base(buf_) + begin_ + header::size;
@@ -218,6 +225,7 @@ private:
     detail::landing_table* landings_;
     std::optional<header> large_landing_;  // large_'s header, when its payload goes into a landing
     bool goodbye_ = false;
+    bool after_large_ = false;  // the last data frame was larger than the buffer
     std::uint64_t slices_ = 0;
     std::uint64_t credit_ = 0;
     std::uint64_t asked_ = 0;

@@ -309,3 +309,41 @@ TEST(frame_reader, payloads_that_share_the_read_buffer_keep_their_bytes_while_he
     }
     EXPECT_GT(sliced, 0u);
 }
+
+// After a payload larger than the read buffer the reader asks for a header
+// only, so that a second large payload goes to its block whole instead of a
+// buffer of it being read here and copied; a small frame after it brings
+// back full reads.
+TEST(frame_reader, after_a_payload_larger_than_the_buffer_the_next_read_takes_a_header_only) {
+    const std::string big(net::frame_reader::read_capacity + 1000, 'b');
+    std::vector<std::byte> stream = data(1, 1, big);
+    append(stream, data(1, 2, big));
+    append(stream, data(1, 3, "small"));
+    append(stream, data(1, 4, "next"));
+    net::frame_reader r(1 << 24, peer);
+    std::vector<std::size_t> rooms;
+    std::vector<net::message> got;
+    for (std::size_t at = 0; at < stream.size();) {
+        std::size_t room;
+        std::byte* dst = r.space(room);
+        rooms.push_back(room);
+        const std::size_t n = std::min(room, stream.size() - at);
+        std::memcpy(dst, stream.data() + at, n);
+        at += n;
+        r.arrived(n, got);
+    }
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_EQ(text(got[0]), big);
+    EXPECT_EQ(text(got[1]), big);
+    EXPECT_EQ(text(got[2]), "small");
+    EXPECT_EQ(text(got[3]), "next");
+    // A full read (header and the start of the first payload), the rest of
+    // it straight into its block, a header, the second payload whole, a
+    // header (the small frame's), then a full read again.
+    ASSERT_GE(rooms.size(), 6u);
+    EXPECT_EQ(rooms[0], net::frame_reader::read_capacity);
+    EXPECT_EQ(rooms[2], net::header::size);
+    EXPECT_EQ(rooms[3], big.size());
+    EXPECT_EQ(rooms[4], net::header::size);
+    EXPECT_GT(rooms[5], net::header::size);
+}
