@@ -198,7 +198,28 @@ struct allreduce_rabenseifner_fn {
             // place; otherwise it is received as a vector first.
             using E = typename T::value_type;
             constexpr bool in_place = detail::folds_in_place<Op, T> && detail::element_vector<T>;
-            int lo = 0, hi = p2;  // the blocks this rank holds a part of
+            // The partner's blocks of each doubling step land in place
+            // (receive_view.hpp's land), all named now, before halving: a
+            // peer's doubling blocks then go straight into `value` even when
+            // they arrive while this rank still halves, instead of waiting
+            // in a block of the node's to be copied. Doubling step d (partner
+            // v ^ d) fills the blocks this rank sent to that same partner in
+            // the halving step of distance d. Before they can arrive, the
+            // partner must have finished halving, so it must have received
+            // those blocks whole: by then this rank has written them for the
+            // last time (its folds come before it sends them), and the
+            // transport has read them out (lent or copied).
+            int lo = 0, hi = p2;
+            std::vector<net::landing> landed;
+            if constexpr (in_place) {
+                int l = v, h = v + 1;  // the window halving leaves: block v
+                for (int d = 1, s = 1 + rounds; d < p2; d *= 2, ++s) {
+                    const int plo = l ^ d, phi = plo + d;
+                    landed.push_back(detail::land(comm, rank_of(v ^ d), t.step(static_cast<std::uint8_t>(s)),
+                                                  std::span<E>(value.data() + edge(plo), static_cast<std::size_t>(edge(phi) - edge(plo)))));
+                    l = std::min(l, plo), h = std::max(h, phi);
+                }
+            }
             std::uint8_t step = 1;
             for (int d = p2 / 2; d >= 1; d /= 2, ++step) {  // reduce_scatter: halve the window
                 const int partner = v ^ d, mid = (lo + hi) / 2;
@@ -224,13 +245,6 @@ struct allreduce_rabenseifner_fn {
             book.settle();
             for (int d = 1; d < p2; d *= 2, ++step) {  // allgather: double it
                 const int partner = v ^ d, plo = lo ^ d, phi = plo + d;
-                // The partner's blocks land in place (receive_view.hpp's
-                // land), named before this rank's go out: they fill a part
-                // of `value` nobody reads or sends during this step.
-                net::landing landed;
-                if constexpr (in_place)
-                    landed = detail::land(comm, rank_of(partner), t.step(step),
-                                          std::span<E>(value.data() + edge(plo), static_cast<std::size_t>(edge(phi) - edge(plo))));
                 send_blocks(rank_of(partner), t.step(step), lo, hi);
                 auto place = [&](const auto& got) {
                     expect_length(got.size(), plo, phi, rank_of(partner));
@@ -240,6 +254,7 @@ struct allreduce_rabenseifner_fn {
                 else place(comm.template receive<T>(rank_of(partner), t.step(step)));
                 lo = std::min(lo, plo), hi = std::max(hi, phi);
             }
+            landed.clear();
             if (me < 2 * extra) send_blocks(me - 1, t.step(step), 0, p2);
             book.settle();
             return value;
