@@ -51,6 +51,7 @@ struct selection_rule {
     int max_ranks = std::numeric_limits<int>::max();
     std::size_t min_bytes = 0;
     link_level level = link_level::any;  // any: whatever the communicator's
+    std::size_t below_bytes = std::numeric_limits<std::size_t>::max();  // admits only calls of fewer bytes
 };
 
 inline constexpr int any_size = std::numeric_limits<int>::max();
@@ -62,7 +63,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 39> default_rules{{
+inline constexpr std::array<selection_rule, 40> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -136,6 +137,14 @@ inline constexpr std::array<selection_rule, 39> default_rules{{
     // the tree's 2,407 at 8 (OpenMPI 276 and 1,060); at 1 MiB 14.4 and 20.1
     // ms against the ring's 28.6 and 50.1. (The ring had replaced the tree
     // from 1 MiB: 2.2-3.0 ms against 5.8 at 2 ranks, 22.0 against 27.1 at 8.)
+    // Two ranks, vectors from 64 KiB up to the TCP reader's buffer: the
+    // butterfly's one exchange of the whole vector beats Rabenseifner's two
+    // of halves (received vectors below 256 KiB are not copied out of the
+    // read buffer, net/frame_reader.hpp). Over TCP (collectives_rank
+    // allreduce, 2026-12-01, three runs) at 64 KiB 22.8-24.5 us against
+    // Rabenseifner's 25.6-27.4 (OpenMPI 29.2-32.2), at 128 KiB 41-45
+    // against 45-53; at 256 KiB 74-82 against 69-75, at 512 KiB even.
+    {"allreduce", "butterfly", 2, 64 * 1024, link_level::any, 256 * 1024},
     {"allreduce", "rabenseifner", any_size, 64 * 1024},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},
@@ -270,7 +279,7 @@ public:
             if (auto a = forced_choice(r)) return *a;  // else fall back to the table
         for (std::size_t i = rules.first; i < rules.last; ++i) {
             const selection_rule& rule = default_rules[i];
-            if (r.ranks > rule.max_ranks || r.bytes < rule.min_bytes) continue;
+            if (r.ranks > rule.max_ranks || r.bytes < rule.min_bytes || r.bytes >= rule.below_bytes) continue;
             if (rule.level != link_level::any && rule.level != r.level) continue;
             const algorithm_info& a = registry::every_algorithm[detail::rule_algorithms[i]];
             if (usable(a, r)) return a.name;

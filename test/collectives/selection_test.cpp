@@ -38,10 +38,15 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"reduce", 4, 1 << 20, false, true}), "pipeline");  // a vector, an element-wise op
     EXPECT_EQ(s.choose({"allreduce", 4, 8, true}), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 2, 65536, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true}), "reduce_broadcast");
+    // Two ranks: one exchange of the whole value from 64 KiB to below 256 KiB.
+    EXPECT_EQ(s.choose({"allreduce", 2, 65536, true}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 2, 65536, true, true}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 2, 256 * 1024 - 1, true, true}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 2, 256 * 1024, true, true}), "rabenseifner");
     // Rabenseifner from 64 KiB, for vectors with an element-wise op that commutes.
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true}), "rabenseifner");
-    EXPECT_EQ(s.choose({"allreduce", 2, 65536, true, true}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true, true}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, false}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, false, true}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allgather", 8, 65536, true}), "ring");
@@ -168,9 +173,9 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
     std::ostringstream os;
     s.print_table(os);
-    EXPECT_NE(os.str().find("allreduce       host_memory         any       any         host"), std::string::npos)
+    EXPECT_NE(os.str().find("allreduce       host_memory         any       any                 host"), std::string::npos)
         << os.str();
-    EXPECT_EQ(os.str().find("allreduce       butterfly           any       >= 16384    host"), std::string::npos)
+    EXPECT_EQ(os.str().find("allreduce       butterfly           any       >= 16384            host"), std::string::npos)
         << os.str();
 }
 
