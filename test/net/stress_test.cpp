@@ -2,6 +2,7 @@
 // and two nodes that connect to each other at the same moment.
 #include <atomic>
 #include <barrier>
+#include <deque>
 #include <vector>
 
 #include "csp/timer.hpp"
@@ -69,6 +70,53 @@ TEST_P(net_stress_threads, eight_nodes_all_to_all_deliver_every_message_exactly_
     }, GetParam());
     for (int r = 0; r < n; ++r)
         for (int s = 0; s < n; ++s) EXPECT_EQ(counts[r][s], r == s ? 0 : per_peer) << r << " from " << s;
+}
+
+// Messages of 20 KiB, which a TCP link hands out as slices of its read
+// buffer (net/frame_reader.hpp): four receivers of one port, on every
+// worker, each keeps its last few messages for a while and checks their
+// bytes only when it lets them go. A buffer reused while a slice of it is
+// held, or released on one worker and rewritten without ordering on the
+// reader's, shows up as a wrong element; every message is counted.
+TEST_P(net_stress_threads, large_messages_kept_by_receivers_on_every_worker_keep_their_bytes) {
+    csp::net::nameserver ns;
+    constexpr std::uint32_t count = 6000, elements = 5120, receivers = 4;
+    std::atomic<std::uint32_t> checked{0}, wrong{0};
+    run_nodes(ns, "slices", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            for (std::uint32_t i = 0; i < count; ++i) {
+                std::vector<std::uint32_t> v(elements);
+                for (std::uint32_t j = 0; j < elements; ++j) v[j] = i * 7 + j;
+                self.send(1, 1, std::move(v));
+            }
+            EXPECT_EQ(inbox.receive<std::uint32_t>(), count);  // node 1's tally
+            return;
+        }
+        auto receiver = [&](std::uint32_t who) {
+            std::deque<csp::net::message> kept;
+            auto let_go = [&] {
+                const auto got = kept.front().view<std::uint32_t>();
+                const std::uint32_t i = got.empty() ? 0 : got[0] / 7;
+                bool ok = got.size() == elements;
+                for (std::uint32_t j = 0; ok && j < elements; ++j) ok = got[j] == i * 7 + j;
+                if (!ok) wrong.fetch_add(1);
+                checked.fetch_add(1);
+                kept.pop_front();
+            };
+            for (std::uint32_t m = who; m < count; m += receivers) {
+                kept.push_back(inbox.receive());
+                if (kept.size() > 1 + (m / receivers) % 6) let_go();
+                if (m % 11 == 0) csp::yield();
+            }
+            while (!kept.empty()) let_go();
+        };
+        csp::par(
+            [&] { receiver(0); }, [&] { receiver(1); }, [&] { receiver(2); }, [&] { receiver(3); });
+        self.send(0, 1, checked.load());
+    }, GetParam());
+    EXPECT_EQ(checked.load(), count);
+    EXPECT_EQ(wrong.load(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(runtime, net_stress_threads, ::testing::Values(1, 2, 4),
