@@ -212,12 +212,13 @@ struct allreduce_rabenseifner_fn {
             int lo = 0, hi = p2;
             std::vector<net::landing> landed;
             if constexpr (in_place) {
-                int l = v, h = v + 1;  // the window halving leaves: block v
+                landed.reserve(static_cast<std::size_t>(rounds));
+                int l = v;  // the window's low end, from block v (what halving leaves), as doubling grows it
                 for (int d = 1, s = 1 + rounds; d < p2; d *= 2, ++s) {
                     const int plo = l ^ d, phi = plo + d;
                     landed.push_back(detail::land(comm, rank_of(v ^ d), t.step(static_cast<std::uint8_t>(s)),
                                                   std::span<E>(value.data() + edge(plo), static_cast<std::size_t>(edge(phi) - edge(plo)))));
-                    l = std::min(l, plo), h = std::max(h, phi);
+                    l = std::min(l, plo);
                 }
             }
             std::uint8_t step = 1;

@@ -72,13 +72,9 @@ public:
         // take a header.
         const bool drained = begin_ == end_, full = read_capacity - end_ < header::size;
         if (drained || full) {
-            if (!shared()) {
-                std::memmove(base(buf_), base(buf_) + begin_, end_ - begin_);
-                end_ -= begin_;
-                begin_ = 0;
-            } else if (full || read_capacity - end_ < read_capacity / 4) {
-                move_to_another_buffer();
-            }  // else: drained, shared, with room enough: read on after the slices
+            if (!shared()) move_rest_to(buf_);
+            else if (full || read_capacity - end_ < read_capacity / 4) move_to_another_buffer();
+            // else: drained, shared, with room enough: read on after the slices
         }
         n = read_capacity - end_;
         // After a payload too large for the buffer, the next one is likely
@@ -126,9 +122,14 @@ public:
             std::byte* dst = h.length && landings_ ? landings_->claim(peer_, h) : nullptr;
             const bool landed = dst != nullptr;
             // A landed payload is the receiver's buffer: the message only points there.
-            if (landed) m.body = payload::adopt(std::shared_ptr<void>(), dst, h.length);
-            else if (whole && h.length >= slice_from && aligned(src)) m.body = payload::adopt(buf_, src, h.length), ++slices_;
-            else m.body = payload::allocate(h.length, dst);
+            if (landed) {
+                m.body = payload::adopt(std::shared_ptr<void>(), dst, h.length);
+            } else if (whole && h.length >= slice_from && aligned(src)) {
+                m.body = payload::adopt(buf_, src, h.length);
+                ++slices_;
+            } else {
+                m.body = payload::allocate(h.length, dst);
+            }
             if (whole) {
                 if (dst) std::memcpy(dst, src, h.length);
                 begin_ += header::size + h.length;
@@ -187,6 +188,14 @@ private:
     }
     bool shared() const noexcept { return shared(buf_); }
 
+    // The unparsed bytes [begin_, end_) to the front of `into` (buf_ itself,
+    // or the buffer about to replace it).
+    void move_rest_to(const buffer& into) noexcept {
+        std::memmove(base(into), base(buf_) + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+    }
+
     // The unparsed bytes go to the front of a buffer nobody shares: a spare
     // whose slices are all gone, or a new one. The current buffer becomes a
     // spare, or is left to its slices when there are spares enough.
@@ -195,9 +204,7 @@ private:
         auto free = std::find_if(spares_.begin(), spares_.end(), [](const buffer& b) { return !shared(b); });
         if (free != spares_.end()) next = std::move(*free);
         else next = new_buffer();
-        std::memcpy(base(next), base(buf_) + begin_, end_ - begin_);
-        end_ -= begin_;
-        begin_ = 0;
+        move_rest_to(next);
         if (free != spares_.end()) *free = std::move(buf_);
         else if (spares_.size() < spare_buffers) spares_.push_back(std::move(buf_));
         buf_ = std::move(next);
