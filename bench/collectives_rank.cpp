@@ -88,6 +88,8 @@ std::string table_choice(C& comm, const char* collective, std::size_t bytes, boo
                           {collective, comm.size(), bytes, true, elementwise, false, cc::detail::link_level_of(comm)}));
 }
 
+// Allreduce of `bytes` (a vector of doubles): the table's choice and every
+// algorithm, or only the algorithm named `only`.
 template <class C>
 void allreduce_of(C& comm, std::size_t bytes, int iterations, const std::string& only) {
     std::vector<double> v(std::max<std::size_t>(bytes / sizeof(double), 1), 1.0);
@@ -104,17 +106,8 @@ void allreduce_of(C& comm, std::size_t bytes, int iterations, const std::string&
 
 template <class C>
 void standard_set(C& comm) {
-    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
-        std::vector<double> v(bytes / sizeof(double), 1.0);
-        const int k = iterations_for(bytes);
-        const std::string chosen = table_choice(comm, "allreduce", bytes, true);
-        report(comm, "allreduce", chosen.c_str(), bytes,
-               time_per_op(comm, k, [&] { cc::allreduce(comm, v, cc::sum{}); }));
-        cc::registry::allreduce::for_each([&](auto algorithm) {
-            report(comm, "allreduce", std::string(algorithm.info.name).c_str(), bytes,
-                   time_per_op(comm, k, [&] { algorithm(comm, v, cc::sum{}); }));
-        });
-    }
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20})
+        allreduce_of(comm, bytes, iterations_for(bytes), "");
     // reduce_scatter: `bytes` is the whole vector (8 ranks divide it);
     // allgather: each rank's part.
     for (std::size_t bytes : {std::size_t{65536}, std::size_t{1} << 20}) {

@@ -34,6 +34,15 @@ void report(const char* collective, std::size_t bytes, double us) {
     if (rank == 0) std::printf("RESULT %s mpi %d %zu %.3f\n", collective, size, bytes, us), std::fflush(stdout);
 }
 
+// MPI_Allreduce of `bytes` (doubles, summed).
+void allreduce_of(std::size_t bytes, int iterations) {
+    const int n = static_cast<int>(std::max<std::size_t>(bytes / sizeof(double), 1));
+    std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
+    report("allreduce", bytes, time_per_op(iterations, [&] {
+               MPI_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+           }));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,22 +50,12 @@ int main(int argc, char** argv) {
     const bool only_allreduce_8 = argc > 1 && std::string_view(argv[1]) == "allreduce8";
     if (argc > 2 && std::string_view(argv[1]) == "allreduce") {  // one size, as collectives_rank allreduce
         const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
-        const int n = static_cast<int>(std::max<std::size_t>(bytes / sizeof(double), 1));
-        std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
-        report("allreduce", bytes, time_per_op(argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes), [&] {
-                   MPI_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-               }));
+        allreduce_of(bytes, argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes));
         MPI_Finalize();
         return 0;
     }
-    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
-        if (only_allreduce_8 && bytes != 8) continue;
-        const int n = static_cast<int>(bytes / sizeof(double));
-        std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
-        report("allreduce", bytes, time_per_op(iterations_for(bytes), [&] {
-                   MPI_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-               }));
-    }
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20})
+        if (!only_allreduce_8 || bytes == 8) allreduce_of(bytes, iterations_for(bytes));
     if (!only_allreduce_8) {
         int size;
         MPI_Comm_size(MPI_COMM_WORLD, &size);
