@@ -44,6 +44,17 @@ std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, co
     return {h, std::move(body)};
 }
 
+// A link within this host takes node_options::local_congestion (checked when
+// the node was made). Should the kernel refuse it now after all, the link
+// keeps the system's: slower in bursts, never wrong.
+void tune_if_host_local(const node_core& core, int fd) {
+    if (core.options.local_congestion.empty() || !host_local(fd)) return;
+    try {
+        set_congestion_control(fd, core.options.local_congestion);
+    } catch (const net_error&) {
+    }
+}
+
 }  // namespace
 
 outgoing welcome_frame(const node_core& core) {
@@ -65,6 +76,7 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
             core.greeting.remove(fd.get());
         }
     } leave{*core, fd};
+    tune_if_host_local(*core, fd.get());
     const auto deadline = clock::now() + core->options.handshake_timeout;
     const std::string what = "connection from " + from;
     // Answers refuse(reason), best effort: the stranger may be gone already.
@@ -175,6 +187,7 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         }
         const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
         unique_fd fd = connect_to(at, deadline, stop);
+        tune_if_host_local(*core, fd.get());
         core->to_switch.writer().write(connector_connected{peer});
         handshake_context ctx{};
         ctx.job = core->options.job;

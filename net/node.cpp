@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <sched.h>
+#include <sys/socket.h>
 
 #include <fstream>
 
@@ -79,6 +80,8 @@ bool node_options::oversubscribed() const noexcept {
     return cpus > 0 && local_size > cpus;
 }
 
+node_options::node_options() = default;
+
 node_options node_options::from_environment() {
     node_options o;
     o.rank = env_int({"CSP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, -1);
@@ -98,6 +101,7 @@ node_options node_options::from_environment() {
         o.liveness_timeout = std::chrono::milliseconds(*l);
     if (auto k = csp::config::choice("CSP_KEEP_FREED_MEMORY", {"0", "1"})) o.keep_freed_memory = *k == "1";
     if (auto t = text("CSP_TRACE")) o.trace = *t;
+    if (auto c = text("CSP_TCP_LOCAL_CONGESTION")) o.local_congestion = *c == "system" ? "" : *c;
     o.local_size = env_int({"CSP_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 0);
     o.local_cpus = env_int({"CSP_LOCAL_CPUS"}, 0);
     return o;
@@ -115,6 +119,27 @@ void keep_freed_memory() {
         ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
     });
 #endif
+}
+
+// One line of a file of /proc/sys, or "?" if it cannot be read.
+std::string sysctl_line(const char* path) {
+    std::ifstream in(path);
+    std::string line;
+    return std::getline(in, line) ? line : "?";
+}
+
+// Refuses, at once, a congestion control the kernel would refuse each link.
+void check_congestion_control(const std::string& algorithm) {
+    unique_fd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe) return;  // no socket now: the links will say why
+    try {
+        set_congestion_control(probe.get(), algorithm);
+    } catch (const net_error& e) {
+        throw usage_error("node_options::local_congestion (CSP_TCP_LOCAL_CONGESTION): " + std::string(e.what()) +
+                          "; this kernel has " + sysctl_line("/proc/sys/net/ipv4/tcp_available_congestion_control") +
+                          ", and allows every process " +
+                          sysctl_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control"));
+    }
 }
 
 }  // namespace
@@ -142,6 +167,7 @@ node::node(node_options o) {
     }
 
     if (o.window == 0) throw usage_error("node_options::window must be at least 1 byte");
+    if (!o.local_congestion.empty()) check_congestion_control(o.local_congestion);
     core_ = std::make_shared<detail::node_core>(o.window);
     endpoint bound;
     unique_fd listener = listen_on(o.bind, bound);

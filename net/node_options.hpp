@@ -20,6 +20,8 @@
 //   CSP_KEEP_FREED_MEMORY  0 or 1 (default 1): see keep_freed_memory
 //   CSP_TRACE       a file for this node's timeline (see trace below;
 //                   csp-launch --trace sets it per node)
+//   CSP_TCP_LOCAL_CONGESTION  TCP congestion control of links within this
+//                   host (default reno; "system": the host's default)
 //   CSP_LOCAL_SIZE  how many ranks of the job run on this host (csp-launch
 //                   sets it; else OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS)
 #include <chrono>
@@ -88,6 +90,17 @@ struct node_options {
     // csp-launch --trace merges the nodes' files into one (timeline_merge.hpp).
     std::string trace;
 
+    // The TCP congestion control of links whose two ends are on this host.
+    // Over loopback there is no network queue for one to protect, and a
+    // pacing one (BBR, the default of several current distributions)
+    // only spaces the segments of a large message out in time: a 1 MiB
+    // allreduce between two nodes of this machine took 355-585 us under
+    // BBR, run by run, and 320-385 under reno. "reno" (the default) is
+    // built into every Linux kernel, allowed to every process, and never
+    // paces. Empty: the system's default. Links to other hosts always keep
+    // the system's: that is the network's administrators' choice.
+    std::string local_congestion = "reno";
+
     // How many ranks of the job run on this host; 0: unknown. With more than
     // the CPUs they may use (local_cpus: oversubscribed), an idle node's UCX
     // progress gives its core to the host's other processes at every look
@@ -104,6 +117,11 @@ struct node_options {
     int local_cpus = 0;
     // Whether local_size is more than those CPUs.
     bool oversubscribed() const noexcept;
+
+    // Made out of line: GCC 12 inlining the defaults of so many strings into
+    // a caller's temporary then warns (wrongly) that one may be destroyed
+    // uninitialized.
+    node_options();
 
     // Options from the variables above; usage_error naming a malformed one.
     static node_options from_environment();

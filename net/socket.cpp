@@ -189,4 +189,30 @@ void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadlin
     }
 }
 
+bool host_local(int fd) {
+    sockaddr_storage ours{}, theirs{};
+    socklen_t ours_len = sizeof ours, theirs_len = sizeof theirs;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ours), &ours_len) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&theirs), &theirs_len) != 0)
+        return false;
+    if (ours.ss_family != theirs.ss_family) return false;
+    if (theirs.ss_family == AF_INET) {
+        const in_addr a = reinterpret_cast<const sockaddr_in&>(ours).sin_addr;
+        const in_addr b = reinterpret_cast<const sockaddr_in&>(theirs).sin_addr;
+        return a.s_addr == b.s_addr || (ntohl(b.s_addr) >> 24) == IN_LOOPBACKNET;
+    }
+    if (theirs.ss_family == AF_INET6) {
+        const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(ours).sin6_addr;
+        const in6_addr& b = reinterpret_cast<const sockaddr_in6&>(theirs).sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(&b) || std::memcmp(&a, &b, sizeof a) == 0) return true;
+        return IN6_IS_ADDR_V4MAPPED(&b) && b.s6_addr[12] == IN_LOOPBACKNET;
+    }
+    return false;
+}
+
+void set_congestion_control(int fd, const std::string& algorithm) {
+    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, algorithm.data(), static_cast<socklen_t>(algorithm.size())) != 0)
+        throw net_error("TCP congestion control '" + algorithm + "': " + error_text(errno));
+}
+
 }  // namespace csp::net

@@ -86,6 +86,18 @@ void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, co
 void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what,
                give_up stop = nullptr);
 
+// Whether both ends of the connection on fd are on this host: the peer's
+// address is a loopback one, or the same as ours (the kernel carries a
+// connection to one of the host's own addresses over loopback).
+bool host_local(int fd);
+
+// Gives the connection (or the listener) on fd the TCP congestion control
+// named (the kernel lists what it has in
+// net.ipv4.tcp_available_congestion_control, and what an unprivileged
+// process may choose in net.ipv4.tcp_allowed_congestion_control); throws
+// net_error naming the algorithm and the kernel's reason if it refuses.
+void set_congestion_control(int fd, const std::string& algorithm);
+
 // The text of errno value e.
 std::string error_text(int e);
 

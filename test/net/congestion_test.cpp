@@ -1,0 +1,142 @@
+// The TCP congestion control of links within one host (node_options::
+// local_congestion): every link socket of two nodes of this host takes it,
+// "" keeps the system's, and one the kernel refuses is named at once.
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test/net/net_fixture.hpp"
+
+using net_test::run_nodes;
+
+namespace {
+
+std::string first_line(const char* path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+std::vector<std::string> words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+std::uint16_t port_of(const sockaddr_storage& a) {
+    if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+    if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+    return 0;
+}
+
+// The congestion control of every connected TCP socket of this process with
+// one end on a port of `listeners` (the nodes' link connections, both the
+// connecting and the accepting side).
+std::vector<std::string> link_congestion(const std::set<std::uint16_t>& listeners) {
+    std::vector<std::string> out;
+    DIR* d = ::opendir("/proc/self/fd");
+    if (d == nullptr) return out;
+    while (dirent* e = ::readdir(d)) {
+        const int fd = std::atoi(e->d_name);
+        struct stat st{};
+        if (e->d_name[0] == '.' || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+        sockaddr_storage ours{}, theirs{};
+        socklen_t a = sizeof ours, b = sizeof theirs;
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ours), &a) != 0 ||
+            ::getpeername(fd, reinterpret_cast<sockaddr*>(&theirs), &b) != 0)
+            continue;
+        if (!listeners.count(port_of(ours)) && !listeners.count(port_of(theirs))) continue;
+        char name[16] = {};  // the kernel's TCP_CA_NAME_MAX
+        socklen_t len = sizeof name;
+        if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0) out.emplace_back(name);
+    }
+    ::closedir(d);
+    return out;
+}
+
+// Two nodes exchange a message each way (so their link is up), then rank 0
+// reads the congestion control of the link's sockets while both still live.
+std::vector<std::string> congestion_of_a_link(const std::string& job, const std::string& local_congestion) {
+    csp::net::nameserver ns;
+    std::vector<std::string> seen;
+    run_nodes(
+        ns, job, 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(3);
+            const int port = self.address().port;
+            if (self.rank() == 1) {
+                self.send(0, 3, port);
+                inbox.receive<int>();  // rank 0 has looked
+            } else {
+                const int other = inbox.receive<int>();
+                seen = link_congestion({static_cast<std::uint16_t>(port), static_cast<std::uint16_t>(other)});
+                self.send(1, 3, 0);
+            }
+        },
+        1, [&](int, csp::net::node_options& o) { o.local_congestion = local_congestion; });
+    return seen;
+}
+
+}  // namespace
+
+TEST(net_congestion, links_between_nodes_of_one_host_take_the_local_congestion_control) {
+    const std::string system = first_line("/proc/sys/net/ipv4/tcp_congestion_control");
+    // One the kernel has and this process may choose, other than the
+    // system's default (so that the test sees the option work).
+    std::string want;
+    const bool privileged = ::geteuid() == 0;
+    for (const auto& a : words(first_line(privileged ? "/proc/sys/net/ipv4/tcp_available_congestion_control"
+                                                     : "/proc/sys/net/ipv4/tcp_allowed_congestion_control")))
+        if (a != system && want.empty()) want = a;
+    if (want.empty()) GTEST_SKIP() << "this kernel offers no congestion control but the system's " << system;
+    const auto seen = congestion_of_a_link("congestion-local", want);
+    ASSERT_GE(seen.size(), 2u) << "both ends of the link are sockets of this process";
+    for (const auto& s : seen) EXPECT_EQ(s, want);
+}
+
+TEST(net_congestion, an_empty_local_congestion_keeps_the_systems) {
+    const std::string system = first_line("/proc/sys/net/ipv4/tcp_congestion_control");
+    const auto seen = congestion_of_a_link("congestion-system", "");
+    ASSERT_GE(seen.size(), 2u);
+    for (const auto& s : seen) EXPECT_EQ(s, system);
+}
+
+TEST(net_congestion, one_the_kernel_refuses_is_a_usage_error_naming_it_and_what_the_kernel_has) {
+    try {
+        csp::run([] {
+            csp::net::node_options o;
+            o.local_congestion = "no_such_algorithm";
+            csp::net::node n(o);
+        });
+        ADD_FAILURE() << "a node was made with a congestion control the kernel does not have";
+    } catch (const csp::usage_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("'no_such_algorithm'"), std::string::npos) << what;
+        EXPECT_NE(what.find("CSP_TCP_LOCAL_CONGESTION"), std::string::npos) << what;
+        EXPECT_NE(what.find("this kernel has " + first_line("/proc/sys/net/ipv4/tcp_available_congestion_control")),
+                  std::string::npos)
+            << what;
+    }
+}
+
+TEST(net_congestion, the_variable_names_an_algorithm_or_the_system_default) {
+    ::setenv("CSP_TCP_LOCAL_CONGESTION", "cubic", 1);
+    EXPECT_EQ(csp::net::node_options::from_environment().local_congestion, "cubic");
+    ::setenv("CSP_TCP_LOCAL_CONGESTION", "system", 1);
+    EXPECT_EQ(csp::net::node_options::from_environment().local_congestion, "");
+    ::unsetenv("CSP_TCP_LOCAL_CONGESTION");
+    EXPECT_EQ(csp::net::node_options::from_environment().local_congestion, "reno");
+}
