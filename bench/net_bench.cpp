@@ -58,9 +58,14 @@ enum : std::uint64_t { tag_echo = 0, tag_stream = 1, tag_stop = 2 };
 
 // --- raw sockets -------------------------------------------------------------
 
-void nodelay(int fd) {
+// As a node's links within one host: no Nagle, and the node's congestion
+// control for such links (node_options::local_congestion), so that the
+// ratios measure the framing and not a difference in the kernel's pacing.
+void tune_like_a_link(int fd) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    csp::net::node_options o = csp::net::node_options::from_environment();
+    if (!o.local_congestion.empty()) csp::net::set_congestion_control(fd, o.local_congestion);
 }
 
 void read_full(int fd, void* buf, std::size_t n, bool spin) {
@@ -139,7 +144,7 @@ struct raw_peer {
         fd = ::accept(l, nullptr, nullptr);
         ::close(l);
         if (fd < 0) die("accept");
-        nodelay(fd);
+        tune_like_a_link(fd);
         if (spin) ::fcntl(fd, F_SETFL, O_NONBLOCK);
     }
     ~raw_peer() {
@@ -155,7 +160,7 @@ int peer_raw(const std::string& mode, int port, std::size_t bytes) {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(static_cast<std::uint16_t>(port));
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
-    nodelay(fd);
+    tune_like_a_link(fd);
     const bool spin = mode == "raw_polling";
     if (spin) ::fcntl(fd, F_SETFL, O_NONBLOCK);
     std::vector<char> buf(bytes);
