@@ -95,7 +95,7 @@ struct node_options {
     // pacing one (BBR, the default of several current distributions)
     // only spaces the segments of a large message out in time: a 1 MiB
     // allreduce between two nodes of this machine took 355-585 us under
-    // BBR, run by run, and 320-385 under reno. "reno" (the default) is
+    // BBR, run by run, and 319-398 under reno. "reno" (the default) is
     // built into every Linux kernel, allowed to every process, and never
     // paces. Empty: the system's default. Links to other hosts always keep
     // the system's: that is the network's administrators' choice.
