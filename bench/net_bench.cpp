@@ -64,8 +64,8 @@ enum : std::uint64_t { tag_echo = 0, tag_stream = 1, tag_stop = 2 };
 void tune_like_a_link(int fd) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    csp::net::node_options o = csp::net::node_options::from_environment();
-    if (!o.local_congestion.empty()) csp::net::set_congestion_control(fd, o.local_congestion);
+    const std::string cc = csp::net::node_options::from_environment().local_congestion.value_or("reno");
+    if (!cc.empty()) csp::net::set_congestion_control(fd, cc);
 }
 
 void read_full(int fd, void* buf, std::size_t n, bool spin) {

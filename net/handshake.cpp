@@ -44,13 +44,14 @@ std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, co
     return {h, std::move(body)};
 }
 
-// A link within this host takes node_options::local_congestion (checked when
-// the node was made). Should the kernel refuse it now after all, the link
-// keeps the system's: slower in bursts, never wrong.
+// A link within this host takes node_options::local_congestion (resolved
+// and checked when the node was made). Should the kernel refuse it now after
+// all, the link keeps the system's: slower in bursts, never wrong.
 void tune_if_host_local(const node_core& core, int fd) {
-    if (core.options.local_congestion.empty() || !host_local(fd)) return;
+    const std::string& algorithm = core.options.local_congestion.value_or("");
+    if (algorithm.empty() || !host_local(fd)) return;
     try {
-        set_congestion_control(fd, core.options.local_congestion);
+        set_congestion_control(fd, algorithm);
     } catch (const net_error&) {
     }
 }

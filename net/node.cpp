@@ -128,13 +128,19 @@ std::string sysctl_line(const char* path) {
     return std::getline(in, line) ? line : "?";
 }
 
-// Refuses, at once, a congestion control the kernel would refuse each link.
-void check_congestion_control(const std::string& algorithm) {
+// The congestion control of links within the host (node_options::
+// local_congestion), or "" for the system's. One the user named and the
+// kernel refuses is a usage_error now, rather than a surprise per link.
+std::string local_congestion_of(const std::optional<std::string>& named) {
+    const std::string algorithm = named.value_or("reno");
+    if (algorithm.empty()) return algorithm;
     unique_fd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!probe) return;  // no socket now: the links will say why
+    if (!probe) return algorithm;  // no socket now: the links will fail and say why
     try {
         set_congestion_control(probe.get(), algorithm);
+        return algorithm;
     } catch (const net_error& e) {
+        if (!named) return "";  // the default, where the kernel does not allow it
         throw usage_error("node_options::local_congestion (CSP_TCP_LOCAL_CONGESTION): " + std::string(e.what()) +
                           "; this kernel has " + sysctl_line("/proc/sys/net/ipv4/tcp_available_congestion_control") +
                           ", and allows every process " +
@@ -167,7 +173,7 @@ node::node(node_options o) {
     }
 
     if (o.window == 0) throw usage_error("node_options::window must be at least 1 byte");
-    if (!o.local_congestion.empty()) check_congestion_control(o.local_congestion);
+    o.local_congestion = local_congestion_of(o.local_congestion);
     core_ = std::make_shared<detail::node_core>(o.window);
     endpoint bound;
     unique_fd listener = listen_on(o.bind, bound);

@@ -21,7 +21,7 @@
 //   CSP_TRACE       a file for this node's timeline (see trace below;
 //                   csp-launch --trace sets it per node)
 //   CSP_TCP_LOCAL_CONGESTION  TCP congestion control of links within this
-//                   host (default reno; "system": the host's default)
+//                   host (default reno where allowed; "system": the host's)
 //   CSP_LOCAL_SIZE  how many ranks of the job run on this host (csp-launch
 //                   sets it; else OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS)
 #include <chrono>
@@ -95,11 +95,14 @@ struct node_options {
     // pacing one (BBR, the default of several current distributions)
     // only spaces the segments of a large message out in time: a 1 MiB
     // allreduce between two nodes of this machine took 355-585 us under
-    // BBR, run by run, and 319-398 under reno. "reno" (the default) is
-    // built into every Linux kernel, allowed to every process, and never
-    // paces. Empty: the system's default. Links to other hosts always keep
-    // the system's: that is the network's administrators' choice.
-    std::string local_congestion = "reno";
+    // BBR, run by run, and 319-398 under reno, which is built into every
+    // Linux kernel and never paces. Unset: reno where the kernel lets this
+    // process choose it (it does unless an administrator took it out of
+    // net.ipv4.tcp_allowed_congestion_control), else the system's default.
+    // Empty: the system's default. A name: that one, or a usage_error when
+    // the node is made. Links to other hosts always keep the system's: that
+    // is the network's administrators' choice.
+    std::optional<std::string> local_congestion;
 
     // How many ranks of the job run on this host; 0: unknown. With more than
     // the CPUs they may use (local_cpus: oversubscribed), an idle node's UCX

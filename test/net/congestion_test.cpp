@@ -1,6 +1,7 @@
 // The TCP congestion control of links within one host (node_options::
 // local_congestion): every link socket of two nodes of this host takes it,
-// "" keeps the system's, and one the kernel refuses is named at once.
+// reno by default, "" keeps the system's, and one the kernel refuses is
+// named at once.
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -9,7 +10,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -69,7 +72,7 @@ std::vector<std::string> link_congestion(const std::set<std::uint16_t>& listener
 
 // Two nodes exchange a message each way (so their link is up), then rank 0
 // reads the congestion control of the link's sockets while both still live.
-std::vector<std::string> congestion_of_a_link(const std::string& job, const std::string& local_congestion) {
+std::vector<std::string> congestion_of_a_link(const std::string& job, const std::optional<std::string>& local_congestion) {
     csp::net::nameserver ns;
     std::vector<std::string> seen;
     run_nodes(
@@ -107,6 +110,16 @@ TEST(net_congestion, links_between_nodes_of_one_host_take_the_local_congestion_c
     for (const auto& s : seen) EXPECT_EQ(s, want);
 }
 
+TEST(net_congestion, by_default_links_within_a_host_use_reno_where_the_kernel_allows_it) {
+    const std::string system = first_line("/proc/sys/net/ipv4/tcp_congestion_control");
+    const auto allowed = words(first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control"));
+    const bool may_choose_reno =
+        ::geteuid() == 0 || std::find(allowed.begin(), allowed.end(), "reno") != allowed.end();
+    const auto seen = congestion_of_a_link("congestion-default", std::nullopt);
+    ASSERT_GE(seen.size(), 2u);
+    for (const auto& s : seen) EXPECT_EQ(s, may_choose_reno ? "reno" : system);
+}
+
 TEST(net_congestion, an_empty_local_congestion_keeps_the_systems) {
     const std::string system = first_line("/proc/sys/net/ipv4/tcp_congestion_control");
     const auto seen = congestion_of_a_link("congestion-system", "");
@@ -138,5 +151,5 @@ TEST(net_congestion, the_variable_names_an_algorithm_or_the_system_default) {
     ::setenv("CSP_TCP_LOCAL_CONGESTION", "system", 1);
     EXPECT_EQ(csp::net::node_options::from_environment().local_congestion, "");
     ::unsetenv("CSP_TCP_LOCAL_CONGESTION");
-    EXPECT_EQ(csp::net::node_options::from_environment().local_congestion, "reno");
+    EXPECT_EQ(csp::net::node_options::from_environment().local_congestion, std::nullopt);
 }
