@@ -44,14 +44,16 @@ std::pair<header, std::string> read_frame(int fd, clock::time_point deadline, co
     return {h, std::move(body)};
 }
 
-// A link within this host takes node_options::local_congestion (resolved
-// and checked when the node was made). Should the kernel refuse it now after
-// all, the link keeps the system's: slower in bursts, never wrong.
-void tune_if_host_local(const node_core& core, int fd) {
-    const std::string& algorithm = core.options.local_congestion.value_or("");
-    if (algorithm.empty() || !host_local(fd)) return;
+// Every link socket starts under node_options::local_congestion (resolved
+// when the node was made; listen_on, connect_to); one whose peer is on
+// another host then goes back to the system's. Should the kernel refuse
+// that, the link keeps the local one: a choice of speed, never of what
+// arrives.
+void congestion_for_peer(const node_core& core, int fd) {
+    const std::string& local = core.options.local_congestion.value_or("");
+    if (local.empty() || core.usual_congestion.empty() || local == core.usual_congestion || host_local(fd)) return;
     try {
-        set_congestion_control(fd, algorithm);
+        set_congestion_control(fd, core.usual_congestion);
     } catch (const net_error&) {
     }
 }
@@ -77,7 +79,7 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
             core.greeting.remove(fd.get());
         }
     } leave{*core, fd};
-    tune_if_host_local(*core, fd.get());
+    congestion_for_peer(*core, fd.get());
     const auto deadline = clock::now() + core->options.handshake_timeout;
     const std::string what = "connection from " + from;
     // Answers refuse(reason), best effort: the stranger may be gone already.
@@ -187,8 +189,8 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
                                    ": no nameserver and no peers table entry");
         }
         const std::string what = "connection to " + core->peer_name(peer) + " at " + at.str();
-        unique_fd fd = connect_to(at, deadline, stop);
-        tune_if_host_local(*core, fd.get());
+        unique_fd fd = connect_to(at, deadline, stop, core->options.local_congestion.value_or(""));
+        congestion_for_peer(*core, fd.get());
         core->to_switch.writer().write(connector_connected{peer});
         handshake_context ctx{};
         ctx.job = core->options.job;

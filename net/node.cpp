@@ -176,7 +176,8 @@ node::node(node_options o) {
     o.local_congestion = local_congestion_of(o.local_congestion);
     core_ = std::make_shared<detail::node_core>(o.window);
     endpoint bound;
-    unique_fd listener = listen_on(o.bind, bound);
+    core_->usual_congestion = system_congestion_control();
+    unique_fd listener = listen_on(o.bind, bound, 128, o.local_congestion.value_or(""));
     core_->address = {o.advertise.empty() ? bound.host : o.advertise, bound.port};
     if (alone) o.peers = {core_->address};
     registration entry;

@@ -52,6 +52,12 @@ void tune(int fd) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+// Best effort (listen_on, connect_to): a refusal leaves the system's.
+void start_with(int fd, const std::string& congestion) {
+    if (congestion.empty()) return;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion.data(), static_cast<socklen_t>(congestion.size()));
+}
+
 asio::ip::tcp::endpoint resolve(const endpoint& e) {
     boost::system::error_code ec;
     const auto addr = asio::ip::make_address(e.host, ec);
@@ -82,12 +88,13 @@ bool wait_until(int fd, csp::io::interest in, clock::time_point deadline, give_u
 
 }  // namespace
 
-unique_fd listen_on(const endpoint& at, endpoint& bound, int backlog) {
+unique_fd listen_on(const endpoint& at, endpoint& bound, int backlog, const std::string& congestion) {
     const auto ep = resolve(at);
     unique_fd fd(::socket(ep.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) throw net_error("socket() for a listener on " + at.str() + ": " + error_text(errno));
     const int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    start_with(fd.get(), congestion);
     if (::bind(fd.get(), ep.data(), static_cast<socklen_t>(ep.size())) != 0)
         throw net_error("cannot bind a listener to " + at.str() + ": " + error_text(errno));
     if (::listen(fd.get(), backlog) != 0) throw net_error("cannot listen on " + at.str() + ": " + error_text(errno));
@@ -115,11 +122,12 @@ unique_fd accept_from(int listener) {
     }
 }
 
-unique_fd connect_to(const endpoint& to, clock::time_point deadline, give_up stop) {
+unique_fd connect_to(const endpoint& to, clock::time_point deadline, give_up stop, const std::string& congestion) {
     const auto ep = resolve(to);
     unique_fd fd(::socket(ep.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) throw net_error("socket() to connect to " + to.str() + ": " + error_text(errno));
     tune(fd.get());
+    start_with(fd.get(), congestion);
     int rc;
     do rc = ::connect(fd.get(), ep.data(), static_cast<socklen_t>(ep.size()));
     while (rc != 0 && errno == EINTR);
@@ -208,6 +216,16 @@ bool host_local(int fd) {
         return IN6_IS_ADDR_V4MAPPED(&b) && b.s6_addr[12] == IN_LOOPBACKNET;
     }
     return false;
+}
+
+std::string system_congestion_control() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return {};
+    char name[16] = {};  // the kernel's TCP_CA_NAME_MAX
+    socklen_t len = sizeof name;
+    const bool known = ::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0;
+    ::close(fd);
+    return known ? std::string(name, ::strnlen(name, len)) : std::string();
 }
 
 void set_congestion_control(int fd, const std::string& algorithm) {

@@ -105,6 +105,9 @@ struct node_core {
               csp::runtime_lock<csp::spinlock>::needed_here()) {}
 
     node_options options;
+    // The system's TCP congestion control, for links to other hosts
+    // (node_options::local_congestion; "" if unknown).
+    std::string usual_congestion;
     int rank = -1;
     int size = 0;
     endpoint address;  // where this node's listener is
