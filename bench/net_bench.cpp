@@ -59,8 +59,9 @@ enum : std::uint64_t { tag_echo = 0, tag_stream = 1, tag_stop = 2 };
 // --- raw sockets -------------------------------------------------------------
 
 // As a node's links within one host: no Nagle, and the node's congestion
-// control for such links (node_options::local_congestion), so that the
-// ratios measure the framing and not a difference in the kernel's pacing.
+// control for such links (node_options::local_congestion), set before the
+// socket listens or connects as a node does, so that the ratios measure the
+// framing and not a difference in the kernel's pacing.
 void tune_like_a_link(int fd) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -134,6 +135,7 @@ struct raw_peer {
     pid_t pid = -1;
     raw_peer(const std::string& mode, std::size_t bytes, bool spin) {
         const int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        tune_like_a_link(l);  // accepted connections inherit it
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -144,7 +146,6 @@ struct raw_peer {
         fd = ::accept(l, nullptr, nullptr);
         ::close(l);
         if (fd < 0) die("accept");
-        tune_like_a_link(fd);
         if (spin) ::fcntl(fd, F_SETFL, O_NONBLOCK);
     }
     ~raw_peer() {
@@ -159,8 +160,8 @@ int peer_raw(const std::string& mode, int port, std::size_t bytes) {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(static_cast<std::uint16_t>(port));
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
     tune_like_a_link(fd);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
     const bool spin = mode == "raw_polling";
     if (spin) ::fcntl(fd, F_SETFL, O_NONBLOCK);
     std::vector<char> buf(bytes);
