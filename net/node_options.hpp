@@ -95,13 +95,15 @@ struct node_options {
     // pacing one (BBR, the default of several current distributions)
     // only spaces the segments of a large message out in time: a 1 MiB
     // allreduce between two nodes of this machine took 355-585 us under
-    // BBR, run by run, and 319-398 under reno, which is built into every
-    // Linux kernel and never paces. Unset: reno where the kernel lets this
-    // process choose it (it does unless an administrator took it out of
-    // net.ipv4.tcp_allowed_congestion_control), else the system's default.
-    // Empty: the system's default. A name: that one, or a usage_error when
-    // the node is made. Links to other hosts always keep the system's: that
-    // is the network's administrators' choice.
+    // BBR, run by run, and 340-390 under reno, which is built into every
+    // Linux kernel and never paces. Every link socket starts under it
+    // (before connecting or listening: switched later, a connection keeps
+    // BBR's pacing); one whose peer is on another host then goes back to
+    // the system's, the network's administrators' choice. Unset: reno where
+    // the kernel lets this process choose it (it does unless an
+    // administrator took it out of net.ipv4.tcp_allowed_congestion_control),
+    // else the system's default. Empty: the system's default. A name: that
+    // one, or a usage_error when the node is made.
     std::optional<std::string> local_congestion;
 
     // How many ranks of the job run on this host; 0: unknown. With more than
