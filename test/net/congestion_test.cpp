@@ -103,16 +103,19 @@ congestion_seen congestion_of_a_link(const std::string& job, const std::optional
 
 }  // namespace
 
-TEST(net_congestion, links_between_nodes_of_one_host_take_the_local_congestion_control) {
+// A congestion control the kernel has and this process may choose, other
+// than the system's default (so that a test sees the option work), or "".
+static std::string other_than_the_systems() {
     const std::string system = first_line("/proc/sys/net/ipv4/tcp_congestion_control");
-    // One the kernel has and this process may choose, other than the
-    // system's default (so that the test sees the option work).
-    std::string want;
-    const bool privileged = ::geteuid() == 0;
-    for (const auto& a : words(first_line(privileged ? "/proc/sys/net/ipv4/tcp_available_congestion_control"
-                                                     : "/proc/sys/net/ipv4/tcp_allowed_congestion_control")))
-        if (a != system && want.empty()) want = a;
-    if (want.empty()) GTEST_SKIP() << "this kernel offers no congestion control but the system's " << system;
+    for (const auto& a : words(first_line(::geteuid() == 0 ? "/proc/sys/net/ipv4/tcp_available_congestion_control"
+                                                           : "/proc/sys/net/ipv4/tcp_allowed_congestion_control")))
+        if (a != system) return a;
+    return "";
+}
+
+TEST(net_congestion, links_between_nodes_of_one_host_take_the_local_congestion_control) {
+    const std::string want = other_than_the_systems();
+    if (want.empty()) GTEST_SKIP() << "this kernel offers no congestion control but the system's";
     const auto seen = congestion_of_a_link("congestion-local", want);
     ASSERT_GE(seen.links.size(), 2u) << "both ends of the link are sockets of this process";
     for (const auto& s : seen.links) EXPECT_EQ(s, want);
@@ -124,12 +127,8 @@ TEST(net_congestion, links_between_nodes_of_one_host_take_the_local_congestion_c
 // start). Accepted connections inherit their listener's, so the listeners
 // must have it already.
 TEST(net_congestion, link_connections_start_under_the_local_congestion_control_not_switched_later) {
-    const std::string system = first_line("/proc/sys/net/ipv4/tcp_congestion_control");
-    std::string want;
-    for (const auto& a : words(first_line(::geteuid() == 0 ? "/proc/sys/net/ipv4/tcp_available_congestion_control"
-                                                           : "/proc/sys/net/ipv4/tcp_allowed_congestion_control")))
-        if (a != system && want.empty()) want = a;
-    if (want.empty()) GTEST_SKIP() << "this kernel offers no congestion control but the system's " << system;
+    const std::string want = other_than_the_systems();
+    if (want.empty()) GTEST_SKIP() << "this kernel offers no congestion control but the system's";
     const auto seen = congestion_of_a_link("congestion-start", want);
     ASSERT_EQ(seen.listeners.size(), 2u) << "each node's listener";
     for (const auto& s : seen.listeners) EXPECT_EQ(s, want);
