@@ -55,7 +55,10 @@ void tune(int fd) {
 // Best effort (listen_on, connect_to): a refusal leaves the system's.
 void start_with(int fd, const std::string& congestion) {
     if (congestion.empty()) return;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion.data(), static_cast<socklen_t>(congestion.size()));
+    try {
+        set_congestion_control(fd, congestion);
+    } catch (const net_error&) {
+    }
 }
 
 asio::ip::tcp::endpoint resolve(const endpoint& e) {
