@@ -32,7 +32,7 @@ waiter::waiter(bool timed) noexcept
       published_(!timed && proc_ != nullptr),
       how_(published_ && proc_->runtime()->workers() != nullptr ? sleep::hand_off : sleep::fiber) {
     static_assert(sizeof(boost::fibers::waker) <= sizeof(waker_) && alignof(boost::fibers::waker) <= alignof(void*));
-    if (how_ == sleep::fiber) ::new (waker_) boost::fibers::waker(ctx_->create_waker());
+    if (how_ == sleep::fiber && !published_) ::new (waker_) boost::fibers::waker(ctx_->create_waker());
 }
 
 void waiter::wake() noexcept {
@@ -43,7 +43,7 @@ void waiter::wake() noexcept {
 }
 
 int waiter::wait_timed(clock::time_point deadline, int timeout_index) {
-    BOOST_ASSERT_MSG(how_ != sleep::hand_off, "a waiter made untimed cannot wait with a deadline");
+    BOOST_ASSERT_MSG(how_ != sleep::hand_off && !published_, "a waiter made untimed cannot wait with a deadline");
     {
         const detail::exception_state own;
         detail::fiber::wait_until(ctx_, deadline, waker_in(waker_));
@@ -69,15 +69,18 @@ void waiter::wake_fiber() noexcept {
         else ctx_->get_scheduler()->schedule(ctx_);  // the run is ending: its policy has gone
         return;
     }
-    const boost::fibers::waker& w = waker_in(waker_);
     if (rt == nullptr || rt == detail::runtime_of_this_thread) {
-        w.wake();
+        waker_in(waker_).wake();
         return;
     }
     // From outside the process's runtime: keep the runtime's workers up
     // until Boost has finished the wake (runtime_core::outside_wake_begin).
+    // A published waiter has no waker (invariant 5): the one made here is
+    // the fiber's only live one, since the fiber is (about to be) suspended
+    // in this wait and makes none meanwhile.
     rt->outside_wake_begin();
-    w.wake();
+    if (published_) ctx_->create_waker().wake();
+    else waker_in(waker_).wake();
     rt->outside_wake_end();
 }
 

@@ -34,6 +34,14 @@
 //       - every other waiter suspends its fiber and is woken through its
 //         Boost waker, except an untimed one of a one-thread runtime woken on
 //         that runtime's thread, which is scheduled directly (wake_fiber).
+//     An untimed waiter of a one-thread runtime makes no waker of its own:
+//     creating one is an atomic increment of the fiber's epoch on every
+//     blocking operation, and only a wake from another thread needs one, so
+//     that wake creates it (wake_fiber). No stale waker can match the epoch
+//     such a wait leaves as it found it: every waker a fiber ever made was
+//     either used (a wake or a timer moved the epoch past it) or died with
+//     its waiter unused and unshared (invariant 3: a committed waiter is
+//     woken before it ends).
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -133,7 +141,8 @@ private:
     boost::fibers::context* ctx_;
     detail::process_record* proc_;
     enum class sleep : std::uint8_t { hand_off, fiber };
-    // sleep::fiber: this wait's Boost waker (waiter.cpp; trivially copyable).
+    // sleep::fiber and not published_: this wait's Boost waker (waiter.cpp;
+    // trivially copyable).
     alignas(void*) unsigned char waker_[2 * sizeof(void*)];
     bool published_;
     sleep how_;

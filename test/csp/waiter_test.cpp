@@ -130,3 +130,51 @@ TEST(waiter, plain_threads_and_processes_ping_pong_through_the_shared_queue) {
 }
 
 }  // namespace
+
+namespace {
+
+// A one-thread runtime's process makes no Boost waker for an untimed wait;
+// a plain thread that wakes it makes one then (waiter.hpp, invariant 5).
+// The process alternates a timed select, whose deadline races a thread's
+// commit (so that thread's wake often comes after the timer and is stale),
+// with an untimed read from another thread: a stale wake that matched the
+// fiber's epoch would end the read before any value came (a wrong value, a
+// lost one, or a hang under the watchdog). Every value is counted.
+TEST(waiter, one_thread_processes_woken_by_plain_threads_after_timed_waits_take_no_stale_wake) {
+    static constexpr int rounds = 4000;
+    std::atomic<int> offered{0};
+    int taken = 0;
+    long read_sum = 0;
+    csp::channel<int> racing, steady;
+    csp_test::run_watched(
+        [&] {
+            std::thread racer([&, w = racing.writer(), p = csp::external_party()] {
+                for (int r = 0; r < rounds; ++r) {
+                    int v = r;
+                    if (csp::select(csp::output(w, v), csp::timeout(std::chrono::microseconds(r % 5))) == 0) ++offered;
+                }
+            });
+            std::thread feeder([w = steady.writer(), p = csp::external_party()] {
+                for (int r = 0; r < rounds; ++r) w.write(r);
+            });
+            auto rd = racing.reader();
+            auto in = steady.reader();
+            for (int r = 0; r < rounds; ++r) {
+                int v = -1;
+                if (csp::select(csp::input(rd, v), csp::timeout(std::chrono::microseconds(r % 3))) == 0) {
+                    ASSERT_GE(v, 0);
+                    ++taken;
+                }
+                const int got = in.read();
+                ASSERT_EQ(got, r);
+                read_sum += got;
+            }
+            racer.join();
+            feeder.join();
+        },
+        {.threads = 1});
+    EXPECT_EQ(taken, offered.load());
+    EXPECT_EQ(read_sum, long{rounds} * (rounds - 1) / 2);
+}
+
+}  // namespace
