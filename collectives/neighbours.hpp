@@ -25,7 +25,13 @@
 // sendrecv, and a large row that has not arrived yet is then received
 // straight into it. The buffers are written only between those points and
 // the call's return, as before; a row that came earlier is copied from
-// where it arrived.
+// where it arrived, unless the transport held it: a neighbour that is one
+// step ahead sends the next step's row while this rank still finishes the
+// current one, so each start() also announces the next step's rows
+// (net::node::expect), and over UCX such a row waits, in its sender's
+// memory, for the buffer to be named (at most node_options::expected_hold).
+// For this, a net communicator's exchange draws its next step's tag one
+// step ahead (its first draws two).
 //
 // In start() a send copies the caller's data into the message and returns,
 // so the buffer may change as soon as start() returns. Built with
@@ -161,7 +167,21 @@ private:
     void start(bool whole) {
         if (started_) throw usage_error("neighbour_exchange: start() twice without finish()");
         started_ = true;
-        tag_ = comm_->next_tag(stream_);
+        if constexpr (expects) {
+            // The next step's rows are announced before this step's go out:
+            // a neighbour can send its next row only after it got ours, so
+            // that row never comes before its expectation.
+            tag_ = have_next_ ? next_ : comm_->next_tag(stream_);
+            next_ = comm_->next_tag(stream_);
+            have_next_ = true;
+            expected_now_ = std::move(expected_next_);
+            expected_next_.clear();
+            for (std::size_t i = 0; i < neighbours_.size(); ++i)
+                if (neighbours_[i] != no_rank)
+                    expected_next_.push_back(comm_->expect(neighbours_[i], next_.step(static_cast<std::uint8_t>(i ^ 1))));
+        } else {
+            tag_ = comm_->next_tag(stream_);
+        }
         landing_ = whole;
         if (whole) land();
         for (std::size_t i = 0; i < neighbours_.size(); ++i) {
@@ -180,8 +200,11 @@ private:
             for (std::size_t i = 0; i < neighbours_.size(); ++i)
                 if (neighbours_[i] != no_rank)
                     landings_.push_back(comm_->land(neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]));
+            expected_now_.clear();  // after the landings: a held row was fetched into its buffer
         }
     }
+
+    static constexpr bool expects = requires(C & c, tag t) { c.expect(0, t); };
 
     C* comm_;
     std::vector<int> neighbours_;
@@ -199,6 +222,12 @@ private:
     // withdrawn when it returns, or by the next finish() or the destructor
     // if it ended by an exception, before the buffers can go.
     std::vector<net::landing> landings_;
+    // Net communicators: this step's rows announced by the previous start()
+    // (until land() names their buffers), and the next step's, whose tag
+    // next_ is drawn already.
+    std::vector<net::landing> expected_now_, expected_next_;
+    tag next_;
+    bool have_next_ = false;
 };
 
 template <class T, class C>

@@ -113,6 +113,13 @@ public:
         if (from == rank()) return {};
         return node_->land(from, port_id_, t.bits(), into);
     }
+    // The message from `from` with tag t will be landed, before its buffer
+    // can be named (net::node::expect).
+    net::landing expect(int from, tag t) {
+        detail::check_rank(from, size(), "expect from");
+        if (from == rank()) return {};
+        return node_->expect(from, port_id_, t.bits());
+    }
     tag next_tag(stream s = {}) { return counter_.next(s); }
     // This node's group contexts (context_pool.hpp, group.hpp).
     context_pool& contexts() { return contexts_; }

@@ -28,7 +28,7 @@ struct variable {
     std::string_view meaning;
 };
 
-inline constexpr std::array<variable, 22> variables{{
+inline constexpr std::array<variable, 23> variables{{
     {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
      "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
@@ -51,6 +51,8 @@ inline constexpr std::array<variable, 22> variables{{
      "what carries a link's frames: UCX where both ends offer it, else TCP; or always TCP; or always UCX"},
     {"CSP_TCP_LOCAL_CONGESTION", "csp::net::node_options", "a TCP congestion control or system (default reno)",
      "the congestion control of TCP links within this host; system: the host's default"},
+    {"CSP_UCX_EXPECTED_HOLD_US", "csp::net::node_options", "0..60000000 (default 1000)",
+     "microseconds a large UCX message announced by expect() waits for its landing before it is received as usual"},
     {"CSP_KEEP_FREED_MEMORY", "csp::net::node_options", "0 or 1 (default 1)",
      "1: large message buffers come from the heap and freed memory is kept for reuse (glibc's mmap and trim thresholds)"},
     {"CSP_LOCAL_SIZE", "csp::net::node_options", "ranks (default: OMPI_COMM_WORLD_LOCAL_SIZE, else unknown)",

@@ -27,6 +27,22 @@
 // (from the socket, or from its read buffer for a frame that came with
 // others); over UCX a large payload (64 KiB and more, which UCX sends by
 // rendezvous) is fetched there, and a smaller one comes as usual.
+//
+// A message that comes before its landing is made is received as usual
+// (into a block, then copied by the receive), unless it was expected:
+//
+//   auto e = node.expect(from, port, tag);   // before the peer can send it
+//   ... the buffer is still in use ...
+//   auto l = node.land(from, port, tag, std::span<double>(ghost));
+//
+// Over UCX a large expected message that comes first is held, its bytes
+// left with the sender, until its landing is made (then fetched into it),
+// the expectation ends, another message of that sender comes, or
+// node_options::expected_hold passes (then fetched as usual); so the
+// sender's send completes late by at most that. Over TCP, where bytes must
+// be read as they come, an expectation does nothing. A neighbour exchange
+// expects its next step's rows as it sends this step's
+// (collectives/neighbours.hpp).
 #include <cstdint>
 #include <memory>
 
@@ -47,6 +63,7 @@ public:
             peer_ = o.peer_;
             port_ = o.port_;
             tag_ = o.tag_;
+            expectation_ = o.expectation_;
         }
         return *this;
     }
@@ -59,13 +76,15 @@ public:
 
 private:
     friend class node;
-    landing(std::shared_ptr<detail::node_core> core, int peer, std::uint32_t port, std::uint64_t tag)
-        : core_(std::move(core)), peer_(peer), port_(port), tag_(tag) {}
+    landing(std::shared_ptr<detail::node_core> core, int peer, std::uint32_t port, std::uint64_t tag,
+            bool expectation = false)
+        : core_(std::move(core)), peer_(peer), port_(port), tag_(tag), expectation_(expectation) {}
 
     std::shared_ptr<detail::node_core> core_;  // empty: nothing to withdraw
     int peer_ = -1;
     std::uint32_t port_ = 0;
     std::uint64_t tag_ = 0;
+    bool expectation_ = false;  // made by node::expect, not node::land
 };
 
 }  // namespace csp::net

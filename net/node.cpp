@@ -101,6 +101,8 @@ node_options node_options::from_environment() {
         o.liveness_timeout = std::chrono::milliseconds(*l);
     if (auto k = csp::config::choice("CSP_KEEP_FREED_MEMORY", {"0", "1"})) o.keep_freed_memory = *k == "1";
     if (auto t = text("CSP_TRACE")) o.trace = *t;
+    if (auto h = csp::config::number("CSP_UCX_EXPECTED_HOLD_US", 0, 60'000'000))
+        o.expected_hold = std::chrono::microseconds(*h);
     if (auto c = text("CSP_TCP_LOCAL_CONGESTION")) o.local_congestion = *c == "system" ? "" : *c;
     o.local_size = env_int({"CSP_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 0);
     o.local_cpus = env_int({"CSP_LOCAL_CPUS"}, 0);
@@ -229,7 +231,8 @@ void node::start_ucx(transport_kind transport) {
                 } catch (const csp::error&) {
                     // poisoned: the node is closing and hands nothing out any more
                 }
-            });
+            },
+            core_->options.expected_hold);
     } catch (const net_error& e) {
         if (transport == transport_kind::ucx) throw net_error(std::string("CSP_TRANSPORT=ucx: ") + e.what());
         core_->log_fault(std::string("links use TCP: ") + e.what());
@@ -430,13 +433,17 @@ node_stats node::stats() const {
         faults = core_->faults_total;
     }
     std::size_t landed = core_->landings.landed();
+    std::size_t held = 0;
 #if CSP_WITH_UCX
-    if (core_->ucx) landed += core_->ucx->landed();
+    if (core_->ucx) {
+        landed += core_->ucx->landed();
+        held = core_->ucx->held();
+    }
 #endif
     return {core_->links_up.load(std::memory_order_relaxed), core_->links_over_ucx.load(std::memory_order_relaxed),
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
-            faults, core_->sent_direct.load(std::memory_order_relaxed), landed,
+            faults, core_->sent_direct.load(std::memory_order_relaxed), landed, held,
             core_->taken_polling.load(std::memory_order_relaxed), core_->late_wakeups.load(std::memory_order_relaxed)};
 }
 
@@ -452,8 +459,29 @@ landing node::land_bytes(int from, port_id to_port, std::uint64_t tag, std::byte
     return landing(core_, from, to_port, tag);
 }
 
+landing node::expect(int from, port_id to_port, std::uint64_t tag) {
+    if (from == rank_ || from < 0 || from >= size_) return {};
+#if CSP_WITH_UCX
+    if (core_->ucx) {
+        core_->ucx->expect_landing(from, to_port, tag);
+        return landing(core_, from, to_port, tag, true);
+    }
+#else
+    (void)to_port;
+    (void)tag;
+#endif
+    return {};
+}
+
 void landing::end() noexcept {
     if (!core_) return;
+    if (expectation_) {
+#if CSP_WITH_UCX
+        core_->ucx->unexpect(peer_, port_, tag_);
+#endif
+        core_.reset();
+        return;
+    }
     core_->landings.remove(detail::landing_key{peer_, port_, tag_});
 #if CSP_WITH_UCX
     if (core_->ucx) core_->ucx->unland(peer_, port_, tag_);

@@ -61,6 +61,7 @@ struct node_stats {
     std::size_t faults = 0;          // faults handled in all (faults() keeps the last 256)
     std::size_t sent_direct = 0;     // messages a sending process gave UCX itself (ucx_worker::send_direct)
     std::size_t landed = 0;          // payloads received into a receiver's own buffer, over UCX or TCP (landing.hpp)
+    std::size_t held = 0;            // large payloads over UCX waiting now for a landing announced by expect()
     std::size_t taken_polling = 0;   // messages a receiving process took from UCX itself while it waited (port.hpp)
     // Looks of the UCX progress process, woken by its sleep's limit and not
     // by UCX's event fd, that found messages: each a wake-up the fd did not
@@ -153,6 +154,13 @@ public:
         return land_bytes(from, to_port, tag, reinterpret_cast<std::byte*>(into.data()), into.size_bytes(),
                           type_fingerprint<std::vector<std::remove_cv_t<E>>>());
     }
+    // Says that the message from `from` to `to_port` with `tag` will be
+    // landed (land()), though its buffer cannot be named yet; over UCX, a
+    // large one that comes first waits for its buffer instead of being
+    // received into a block of its own and copied (landing.hpp). Ending the
+    // returned handle withdraws the expectation; the landing, if one was
+    // made, ends by its own handle.
+    landing expect(int from, port_id to_port, std::uint64_t tag);
 
     // Delivers what was sent, says goodbye, leaves. Idempotent.
     void close();

@@ -22,6 +22,7 @@
 //                   csp-launch --trace sets it per node)
 //   CSP_TCP_LOCAL_CONGESTION  TCP congestion control of links within this
 //                   host (default reno where allowed; "system": the host's)
+//   CSP_UCX_EXPECTED_HOLD_US  see expected_hold (default 1000)
 //   CSP_LOCAL_SIZE  how many ranks of the job run on this host (csp-launch
 //                   sets it; else OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS)
 #include <chrono>
@@ -105,6 +106,14 @@ struct node_options {
     // else the system's default. Empty: the system's default. A name: that
     // one, or a usage_error when the node is made.
     std::optional<std::string> local_congestion;
+
+    // How long a large message that comes over UCX before the landing
+    // announced for it (node::expect, landing.hpp) may wait for it, its
+    // bytes left with the sender. Then it is received as usual, copied by
+    // its receive. A receiver whose expectation was wrong costs its sender
+    // at most this once; one that computes longer than this between steps
+    // gets its rows copied, as without the expectation.
+    std::chrono::microseconds expected_hold{1000};
 
     // How many ranks of the job run on this host; 0: unknown. With more than
     // the CPUs they may use (local_cpus: oversubscribed), an idle node's UCX

@@ -256,7 +256,9 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             }
             csp::io::io_events ev;
             bool ignored;
-            const bool idle = w.in_flight() == 0;
+            // A held frame waits for its landing at most the hold limit:
+            // look again as for a send in flight.
+            const bool idle = w.in_flight() == 0 && w.held() == 0;
             const std::size_t woke = csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored),
                                                  csp::timeout(idle ? armed_sleep : in_flight_poll));
             if (woke == 2) return;

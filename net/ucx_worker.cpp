@@ -94,8 +94,8 @@ private:
 };
 
 // A frame in its peer's `pending`: one whose payload UCX's rendezvous is
-// bringing (done once it is there), or one that came complete behind such a
-// frame and waits its turn.
+// bringing (done once it is there), one held for its expected landing (rts
+// set), or one that came complete behind such a frame and waits its turn.
 struct ucx_worker::receive {
     header head;
     std::shared_ptr<std::max_align_t[]> block;
@@ -103,6 +103,8 @@ struct ucx_worker::receive {
     bool landed = false;      // in a landing's buffer
     bool done = false;
     ucs_status_t status = UCS_OK;
+    void* rts = nullptr;  // held: UCX's descriptor of the payload, not fetched yet
+    std::chrono::steady_clock::time_point hold_until;
 };
 
 // Frames up to pack_max bytes (header and payload) are first packed into
@@ -130,12 +132,13 @@ struct ucx_worker::sending {
     std::array<std::byte, header::size> head{};
 };
 
-ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress)
+ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress, std::chrono::microseconds hold)
     : impl_(std::make_unique<impl>()),
       blocks_(std::make_shared<block_cache>()),
       packing_(std::make_unique_for_overwrite<std::byte[]>(pack_max)),
       lock_(threaded),
-      wake_progress_(std::move(wake_progress)) {
+      wake_progress_(std::move(wake_progress)),
+      hold_(hold) {
     ucp_config_t* config = nullptr;
     check("reading the configuration", ucp_config_read(nullptr, nullptr, &config));
     ucp_params_t params{};
@@ -163,8 +166,10 @@ ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress)
         hp.cb = [](void* arg, const void* user_header, std::size_t header_length, void* data, std::size_t length,
                    const ucp_am_recv_param_t* param) {
             const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-            static_cast<ucx_worker*>(arg)->arrived(user_header, header_length, data, length, rndv);
-            return UCS_OK;
+            // UCS_INPROGRESS: a held frame's descriptor is kept for a later fetch.
+            return static_cast<ucx_worker*>(arg)->arrived(user_header, header_length, data, length, rndv)
+                       ? UCS_INPROGRESS
+                       : UCS_OK;
         };
         hp.arg = this;
         check("setting the frame handler", ucp_worker_set_am_recv_handler(impl_->worker, &hp));
@@ -177,6 +182,9 @@ ucx_worker::ucx_worker(bool threaded, std::function<void()> wake_progress)
 
 ucx_worker::~ucx_worker() {
     std::lock_guard lk(lock_);
+    for (auto& [peer, ps] : peers_)
+        for (receive* r : ps.pending)
+            if (r->rts != nullptr) ucp_am_data_release(impl_->worker, std::exchange(r->rts, nullptr));
     for (auto& [peer, ps] : peers_) close_locked(ps);
     // Receives still posted belong to frames nobody will read.
     for (auto& [peer, ps] : peers_)
@@ -238,6 +246,17 @@ void ucx_worker::forget(int peer) noexcept {
         peer_state* ps = find(peer);
         if (ps == nullptr || ps->ep == nullptr) return;
         ps->broken = true;
+        // Its held frames will not be read: their payloads stay with the
+        // peer (their records go, once done, with the peer's others).
+        for (receive* r : ps->pending)
+            if (r->rts != nullptr) {
+                ucp_am_data_release(impl_->worker, std::exchange(r->rts, nullptr));
+                held_.fetch_sub(1, std::memory_order_relaxed);
+                if (auto it = landings_.find(landing_key{peer, r->head.port, r->head.tag});
+                    it != landings_.end() && it->second.body == r)
+                    it->second.body = nullptr;
+                r->done = true;
+            }
         close_locked(*ps);  // progresses the worker
         // Without UCX's error handling mode (see connect) a forced close does
         // not complete the requests the lost peer never answered (a rendezvous
@@ -430,13 +449,17 @@ ucx_worker::progress_result ucx_worker::progress(std::vector<std::pair<int, fram
         for (auto& f : faulted_) faults.push_back(std::move(f));
         faulted_.clear();
     }
+    if (held_.load(std::memory_order_relaxed) != 0) {
+        const auto now = std::chrono::steady_clock::now();
+        for (auto& [peer, ps] : peers_) fetch_held_of(peer, ps, false, now);
+    }
     if (pending_ != 0) drain_receives(out, faults);
     if (!arm) return {false, active};
     return {ucp_worker_arm(w) == UCS_OK, active};
 }
 
-void ucx_worker::arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
-                                 bool rndv) noexcept {
+bool ucx_worker::arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
+                         bool rndv) noexcept {
     // The frame's header is the message's own header, or (a frame sent
     // whole) the first bytes of its data.
     const bool whole = header_length == 0 && !rndv;
@@ -445,10 +468,10 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
     constexpr std::size_t source_at = 12;  // frame.hpp
     // Too short to name its sender: nobody to tell (a rendezvous so
     // dropped completes at its sender).
-    if (head_bytes < source_at + 4) return;
+    if (head_bytes < source_at + 4) return false;
     const int peer = static_cast<int>(get<std::uint32_t>(head + source_at));
     peer_state* ps = find(peer);
-    if (ps == nullptr || ps->broken) return;  // an unknown or broken peer's: dropped
+    if (ps == nullptr || ps->broken) return false;  // an unknown or broken peer's: dropped
     const std::size_t payload_bytes = whole ? length - std::min(length, header::size) : length;
     try {
         if (head_bytes < header::size)
@@ -478,7 +501,7 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
                 r->done = true;
                 wait_turn(*ps, std::move(r));
             }
-            return;
+            return false;
         }
         auto r = std::make_unique<receive>();
         r->head = h;
@@ -486,6 +509,18 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             r->landed = true;
             r->at = l->at;
             l->body = r.get();
+        } else if (auto it = landings_.find(landing_key{peer, h.port, h.tag}); h.op == opcode::data &&
+                                                                             it != landings_.end() &&
+                                                                             it->second.expected &&
+                                                                             it->second.at == nullptr &&
+                                                                             it->second.body == nullptr) {
+            // Its buffer is not named yet: hold it (see the header comment).
+            r->rts = data;
+            r->hold_until = std::chrono::steady_clock::now() + hold_;
+            it->second.body = r.get();
+            held_.fetch_add(1, std::memory_order_relaxed);
+            wait_turn(*ps, std::move(r));
+            return true;
         } else {
             r->block = payload_block(h.length);
             r->at = reinterpret_cast<std::byte*>(r->block.get());
@@ -507,6 +542,7 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             r->status = UCS_PTR_STATUS(req);
         }
         wait_turn(*ps, std::move(r));
+        return false;
     } catch (const std::exception& e) {
         // A malformed frame (or no memory for its block): the peer's stream
         // cannot go on.
@@ -517,6 +553,7 @@ void ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             // no memory to say so: the peer is cut off all the same
         }
     }
+    return false;
 }
 
 std::shared_ptr<std::max_align_t[]> ucx_worker::payload_block(std::size_t bytes) {
@@ -524,9 +561,54 @@ std::shared_ptr<std::max_align_t[]> ucx_worker::payload_block(std::size_t bytes)
 }
 
 void ucx_worker::wait_turn(peer_state& ps, std::unique_ptr<receive> r) {
+    // A frame behind held ones must not wait for their landings.
+    if (held_.load(std::memory_order_relaxed) != 0 && !ps.pending.empty())
+        fetch_held_of(static_cast<int>(r->head.source), ps, true, {});
     ps.pending.push_back(r.get());
     r.release();
     ++pending_;
+}
+
+void ucx_worker::fetch_held(int peer, receive* r) noexcept {
+    void* data = std::exchange(r->rts, nullptr);
+    held_.fetch_sub(1, std::memory_order_relaxed);
+    if (!r->landed) {
+        if (auto it = landings_.find(landing_key{peer, r->head.port, r->head.tag});
+            it != landings_.end() && it->second.body == r)
+            it->second.body = nullptr;
+        try {
+            r->block = payload_block(r->head.length);
+            r->at = reinterpret_cast<std::byte*>(r->block.get());
+        } catch (const std::bad_alloc&) {
+            // As for a frame that cannot get a block on arrival: the peer's
+            // stream cannot go on.
+            ucp_am_data_release(impl_->worker, data);
+            r->status = UCS_ERR_NO_MEMORY;
+            r->done = true;
+            return;
+        }
+    }
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.user_data = r;
+    p.cb.recv_am = [](void* req, ucs_status_t st, std::size_t, void* user) {
+        auto* rr = static_cast<receive*>(user);
+        rr->status = st;
+        rr->done = true;
+        ucp_request_free(req);
+    };
+    void* req = ucp_am_recv_data_nbx(impl_->worker, data, r->at, r->head.length, &p);
+    if (req == nullptr) {
+        r->done = true;
+    } else if (UCS_PTR_IS_ERR(req)) {
+        r->done = true;
+        r->status = UCS_PTR_STATUS(req);
+    }
+}
+
+void ucx_worker::fetch_held_of(int peer, peer_state& ps, bool all, std::chrono::steady_clock::time_point now) noexcept {
+    for (receive* r : ps.pending)
+        if (r->rts != nullptr && (all || now >= r->hold_until)) fetch_held(peer, r);
 }
 
 void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
@@ -560,8 +642,31 @@ void ucx_worker::drain_receives(std::vector<std::pair<int, frame>>& out,
 
 void ucx_worker::land(int peer, std::uint32_t port, std::uint64_t tag, std::byte* at, std::size_t capacity,
                       std::uint32_t type) {
-    std::lock_guard lk(lock_);
-    landings_.insert_or_assign(landing_key{peer, port, tag}, landing{at, capacity, type});
+    {
+        std::lock_guard lk(lock_);
+        landing& l = landings_[landing_key{peer, port, tag}];
+        receive* held = l.body != nullptr && l.body->rts != nullptr ? l.body : nullptr;
+        if (l.body != nullptr && held == nullptr) return;  // being received already: nothing to land
+        l.at = at;
+        l.capacity = capacity;
+        l.type = type;
+        if (held == nullptr) return;
+        // Its frame came first and was held: fetch it straight into the
+        // buffer, or as usual if it does not fit.
+        if (fits(l, held->head)) {
+            held->landed = true;
+            held->at = at;
+        }
+        fetch_held(peer, held);
+    }
+    wake_progress_();  // a fetch to progress
+}
+
+bool ucx_worker::fits(const landing& l, const header& h) noexcept {
+    // Only a payload the receiver would take whole: of its type, fitting its
+    // buffer. Anything else is received as usual, and the receiver's own
+    // checks name what is wrong.
+    return l.at != nullptr && h.op == opcode::data && h.type == l.type && h.length <= l.capacity;
 }
 
 ucx_worker::landing* ucx_worker::landing_for(int peer, const header& h) {
@@ -569,11 +674,32 @@ ucx_worker::landing* ucx_worker::landing_for(int peer, const header& h) {
     auto it = landings_.find(landing_key{peer, h.port, h.tag});
     if (it == landings_.end()) return nullptr;
     landing& l = it->second;
-    // Only a payload the receiver would take whole: of its type, fitting its
-    // buffer. Anything else is received as usual, and the receiver's own
-    // checks name what is wrong.
-    if (l.body != nullptr || h.op != opcode::data || h.type != l.type || h.length > l.capacity) return nullptr;
+    if (l.body != nullptr || !fits(l, h)) return nullptr;
     return &l;
+}
+
+void ucx_worker::expect_landing(int peer, std::uint32_t port, std::uint64_t tag) {
+    std::lock_guard lk(lock_);
+    landings_[landing_key{peer, port, tag}].expected = true;
+}
+
+void ucx_worker::unexpect(int peer, std::uint32_t port, std::uint64_t tag) {
+    {
+        std::lock_guard lk(lock_);
+        auto it = landings_.find(landing_key{peer, port, tag});
+        if (it == landings_.end()) return;
+        landing& l = it->second;
+        l.expected = false;
+        if (l.body != nullptr && l.body->rts != nullptr) {
+            fetch_held(peer, l.body);  // lets go of it: l.body is nullptr now
+        } else if (l.at == nullptr && l.body == nullptr) {
+            landings_.erase(it);
+            return;
+        } else {
+            return;
+        }
+    }
+    wake_progress_();  // a fetch to progress
 }
 
 void ucx_worker::landing_over(const receive* body) noexcept {
@@ -598,7 +724,8 @@ void ucx_worker::unland(int peer, std::uint32_t port, std::uint64_t tag) {
                 // that carries it is on its way and the entry goes with its
                 // record.
                 if (body == nullptr) {
-                    landings_.erase(it);
+                    if (it->second.expected) it->second.at = nullptr;  // expected still: a frame may be held
+                    else landings_.erase(it);
                 } else if (!body->done) {
                     // UCX is writing into the caller's buffer: let it finish
                     // (the rest of the payload is the sender's, already

@@ -36,9 +36,23 @@
 // becomes a no-op. Whoever named the buffer must unland()
 // it before the buffer goes; unland waits while UCX is writing into it.
 //
+// Expected landings: a receiver that will name a buffer for a message but
+// cannot yet (the buffer still holds the previous step's row) may say so
+// first (expect_landing()). A rendezvous frame with that address that comes
+// before its buffer is named is then held: its payload stays with the
+// sender (UCX keeps the descriptor, the sender's send is not complete) and
+// the frame waits in its peer's pending queue. It is fetched, once, by the
+// first of: the buffer named (land(): straight into it), the expectation
+// withdrawn (unexpect()), a later frame of the same peer arriving (which
+// must not wait behind it), the peer lost (released, not fetched), or the
+// hold limit passing (progress()), the last three into a block as usual. So
+// a wrong expectation costs at most the hold limit once, and no sender
+// waits on a receiver that never names its buffer.
+//
 // Lifetime: per-peer records live as long as the worker (a late completion
 // may still name one); the worker closes every endpoint before it goes.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -77,7 +91,9 @@ public:
     // transport signals the event fd), or the worker progressed by forget()
     // or unland() (which can take in other peers' messages, and spend the
     // event the sleeping progress process waits on).
-    ucx_worker(bool threaded, std::function<void()> wake_progress);
+    // `hold`: the longest a frame is held for an expected landing.
+    ucx_worker(bool threaded, std::function<void()> wake_progress,
+               std::chrono::microseconds hold = std::chrono::milliseconds(1));
     ~ucx_worker();
     ucx_worker(const ucx_worker&) = delete;
     ucx_worker& operator=(const ucx_worker&) = delete;
@@ -154,6 +170,15 @@ public:
     // Payloads received into a caller's buffer so far.
     std::size_t landed() const noexcept { return landed_.load(std::memory_order_relaxed); }
 
+    // The message from `peer` to `port` with `tag` will be landed: hold it
+    // until then if it comes first (see the header comment). Withdrawn by
+    // unexpect(), whether or not it was landed meanwhile.
+    void expect_landing(int peer, std::uint32_t port, std::uint64_t tag);
+    void unexpect(int peer, std::uint32_t port, std::uint64_t tag);
+    // Frames held for their landings now: while any is, the progress
+    // process must look again within the hold limit.
+    std::size_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
+
 private:
     struct impl;
     struct receive;  // a frame whose turn has not come (see pending)
@@ -187,8 +212,16 @@ private:
     // payload to fetch, not the payload. The message is always consumed:
     // taken, being fetched, or dropped (a dropped rendezvous completes at
     // its sender).
-    void arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
-                         bool rndv) noexcept;
+    // Returns whether UCX's descriptor was kept (a frame held, above).
+    bool arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
+                 bool rndv) noexcept;
+    // Starts fetching a held frame's payload: into r->at if r->landed is
+    // set, else into a new block (and the frame's landing entry lets go of
+    // it). Under lock_.
+    void fetch_held(int peer, receive* r) noexcept;
+    // Fetches ps's held frames: all of them, or those past their hold
+    // limit at `now`. Under lock_.
+    void fetch_held_of(int peer, peer_state& ps, bool all, std::chrono::steady_clock::time_point now) noexcept;
     // A block for a payload of `bytes`: a large one from blocks_ (its pages
     // already mapped), a small one new.
     std::shared_ptr<std::max_align_t[]> payload_block(std::size_t bytes);
@@ -198,13 +231,18 @@ private:
     void drain_receives(std::vector<std::pair<int, frame>>& out, std::vector<std::pair<int, std::string>>& faults);
 
     struct landing {
-        std::byte* at;
-        std::size_t capacity;
-        std::uint32_t type;
-        receive* body = nullptr;  // the frame whose rendezvous writes into `at`, once one does
+        std::byte* at = nullptr;  // nullptr: no buffer named yet (expected only)
+        std::size_t capacity = 0;
+        std::uint32_t type = 0;
+        bool expected = false;    // expect_landing() and no unexpect() yet
+        // The frame whose rendezvous writes into `at`, once one does; or,
+        // with no buffer yet, the frame held for it.
+        receive* body = nullptr;
     };
     // The landing for a rendezvous frame's payload, if one fits it; under lock_.
     landing* landing_for(int peer, const header& h);
+    // Whether a frame with header h would be received whole into l.
+    static bool fits(const landing& l, const header& h) noexcept;
     // The record of a landed payload goes (delivered or dropped); under lock_.
     void landing_over(const receive* body) noexcept;
 
@@ -236,6 +274,8 @@ private:
     std::atomic<std::size_t> in_flight_{0};  // sends and flushes UCX has not completed
     std::unordered_map<landing_key, landing, landing_key_hash> landings_;  // under lock_
     std::atomic<std::size_t> landed_{0};
+    std::atomic<std::size_t> held_{0};  // changed under lock_
+    std::chrono::microseconds hold_;
     // The records of sends in flight, a list through the records themselves
     // (under lock_): forget() releases the payloads of a lost peer's, which
     // UCX does not complete (see forget).

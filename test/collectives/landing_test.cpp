@@ -222,3 +222,199 @@ TEST(net_landing, rabenseifner_allreduce_lands_doubling_blocks_and_sums_every_el
     // Each rank's two doubling steps land at most one block each per call.
     EXPECT_LE(landed.load(), 4u * 2 * rounds);
 }
+
+#if CSP_TEST_WITH_UCX
+namespace {
+
+using namespace std::chrono_literals;
+
+// Waits (sleeping, so the node's processes run) until pred() holds or 20 s
+// have passed; returns whether it held.
+bool eventually(const std::function<bool()>& pred) {
+    const auto limit = std::chrono::steady_clock::now() + 20s;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > limit) return false;
+        csp::sleep_for(200us);
+    }
+    return true;
+}
+
+// What rank 0 saw of rank 1's 128 KiB row, expected with tag t before rank 1
+// sends it; `then` is rank 0's part once the row is held (or, if
+// `wait_held` is false, at once). With `small_behind`, rank 1 sends a small
+// message right behind the row.
+struct expected_outcome {
+    std::vector<double> ghost = std::vector<double>(16384, -1.0);
+    std::size_t landed = 0;
+    std::size_t held_after = 1;
+    bool was_held = false;
+};
+
+void expect_one(const std::string& job, std::chrono::microseconds hold, bool wait_held, bool small_behind,
+                const std::function<void(cc::net_communicator&, cc::tag, csp::net::landing&, expected_outcome&)>& then,
+                expected_outcome& out, const std::vector<double>& row) {
+    csp::net::nameserver ns;
+    net_test::run_nodes(
+        ns, job, 2,
+        [&](csp::net::node& self) {
+            {
+                cc::net_communicator comm(self);
+                const cc::tag t = comm.next_tag(), go = comm.next_tag(), behind = comm.next_tag(), done = comm.next_tag();
+                if (comm.rank() == 0) {
+                    csp::net::landing e = comm.expect(1, t);
+                    comm.send(1, go, 1);
+                    if (wait_held) out.was_held = eventually([&] { return self.stats().held == 1; });
+                    if (small_behind) EXPECT_EQ(comm.receive<int>(1, behind), 7);
+                    then(comm, t, e, out);
+                    out.landed = self.stats().landed;
+                    out.held_after = self.stats().held;
+                    comm.send(1, done, 1);
+                } else {
+                    (void)comm.receive<int>(0, go);
+                    comm.send(0, t, row);
+                    if (small_behind) comm.send(0, behind, 7);
+                    // Nothing else to rank 0 until it is done: a message
+                    // behind the row would end its hold.
+                    (void)comm.receive<int>(0, done);
+                }
+                cc::barrier(comm);
+            }
+            self.close();
+        },
+        1,
+        [&](int, csp::net::node_options& o) {
+            o.transport = csp::net::transport_kind::ucx;
+            o.expected_hold = hold;
+        });
+}
+
+std::vector<double> numbered_row() {
+    std::vector<double> row(16384);
+    for (std::size_t k = 0; k < row.size(); ++k) row[k] = 0.25 * static_cast<double>(k);
+    return row;
+}
+
+}  // namespace
+
+// An expected row that comes before its buffer is named waits, with its
+// bytes at the sender, and is then fetched straight into the buffer.
+TEST(net_expected_landing, a_row_that_comes_before_its_landing_is_held_and_then_lands) {
+    const auto row = numbered_row();
+    expected_outcome out;
+    expect_one("expect-held", 60s, true, false,
+               [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                   csp::net::landing l = comm.land(1, t, std::span<double>(o.ghost));
+                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+               },
+               out, row);
+    EXPECT_TRUE(out.was_held);
+    EXPECT_EQ(out.ghost, row);
+    EXPECT_EQ(out.landed, 1u);
+    EXPECT_EQ(out.held_after, 0u);
+}
+
+// An expectation withdrawn while its row is held lets the row go at once
+// (received as usual: the hold limit here is a minute, under the watchdog).
+TEST(net_expected_landing, a_withdrawn_expectation_lets_its_held_row_be_received_as_usual) {
+    const auto row = numbered_row();
+    expected_outcome out;
+    expect_one("expect-withdrawn", 60s, true, false,
+               [](cc::net_communicator& comm, cc::tag t, csp::net::landing& e, expected_outcome& o) {
+                   e.end();
+                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+               },
+               out, row);
+    EXPECT_TRUE(out.was_held);
+    EXPECT_EQ(out.ghost, row);
+    EXPECT_EQ(out.landed, 0u);
+    EXPECT_EQ(out.held_after, 0u);
+}
+
+// A message of the same sender that comes behind a held row does not wait
+// for the row's landing: rank 0 takes it first, then the row, never landed.
+TEST(net_expected_landing, a_message_behind_a_held_row_is_not_held_up_by_it) {
+    const auto row = numbered_row();
+    expected_outcome out;
+    expect_one("expect-behind", 60s, false, true,
+               [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+               },
+               out, row);
+    EXPECT_EQ(out.ghost, row);
+    EXPECT_EQ(out.landed, 0u);
+    EXPECT_EQ(out.held_after, 0u);
+}
+
+// A held row whose landing does not come within the hold limit is received
+// as usual: it stops being held by itself.
+TEST(net_expected_landing, a_row_held_past_the_hold_limit_is_received_as_usual) {
+    const auto row = numbered_row();
+    expected_outcome out;
+    expect_one("expect-limit", 2ms, false, false,
+               [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                   // The row comes, is held for 2 ms at most, then fetched.
+                   EXPECT_TRUE(eventually([&] { return comm.unclaimed() > 0; }));
+                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+               },
+               out, row);
+    EXPECT_EQ(out.ghost, row);
+    EXPECT_EQ(out.landed, 0u);
+    EXPECT_EQ(out.held_after, 0u);
+}
+
+// The halo exchange over UCX, 4 ranks in a column, 128 KiB rows, sent from
+// the buffers (exchange()) and copied (start(), finish()): with the hold
+// limit out of reach, every row after the first exchange's lands, held if
+// its sender was a step ahead, and every ghost holds its neighbour's row.
+TEST(net_expected_landing, a_neighbour_exchange_lands_every_row_after_its_first_step) {
+    constexpr std::size_t width = 16384;
+    constexpr int steps = 200;
+    csp::net::nameserver ns;
+    std::atomic<long> wrong{0};
+    std::atomic<std::size_t> landed{0}, rows{0};
+    for (bool split : {false, true}) {
+        net_test::run_nodes(
+            ns, split ? "expect-halo-split" : "expect-halo", 4,
+            [&](csp::net::node& self) {
+                {
+                    cc::net_communicator comm(self);
+                    const int rank = comm.rank();
+                    const auto nbs = cc::cartesian({comm.size()}).neighbours(rank);
+                    std::vector<double> top(width), bottom(width), above(width), below(width);
+                    auto halo = cc::make_neighbour_exchange<double>(comm, nbs, {top, bottom}, {above, below});
+                    for (int s = 0; s < steps; ++s) {
+                        for (std::size_t k = 0; k < width; ++k) {
+                            top[k] = rank * 1e6 + s + static_cast<double>(k);
+                            bottom[k] = -(rank * 1e6 + s) - static_cast<double>(k);
+                        }
+                        if (split) {
+                            halo.start();
+                            halo.finish();
+                        } else {
+                            halo.exchange();
+                        }
+                        for (std::size_t k = 0; k < width; k += 1021) {
+                            if (nbs[0] != cc::no_rank) wrong += above[k] != -(nbs[0] * 1e6 + s) - static_cast<double>(k);
+                            if (nbs[1] != cc::no_rank) wrong += below[k] != nbs[1] * 1e6 + s + static_cast<double>(k);
+                        }
+                    }
+                    cc::barrier(comm);
+                    landed += self.stats().landed;
+                    rows += (nbs[0] != cc::no_rank) + (nbs[1] != cc::no_rank);
+                }
+                self.close();
+            },
+            1,
+            [](int, csp::net::node_options& o) {
+                o.transport = csp::net::transport_kind::ucx;
+                o.expected_hold = 60s;
+            });
+        // Each rank's rows of the first exchange may come before it starts.
+        EXPECT_GE(landed.load(), rows.load() * (steps - 1)) << (split ? "split" : "exchange");
+        EXPECT_LE(landed.load(), rows.load() * steps);
+        landed = 0;
+        rows = 0;
+    }
+    EXPECT_EQ(wrong.load(), 0);
+}
+#endif

@@ -16,6 +16,10 @@
 //                  node 0 on port 1, sends it back to port 2 of node 0 (MS
 //                  milliseconds later, if given), then waits on port 3 (for
 //                  ever, unless node 0 goes)
+//   row N          prints "ready" once registered, receives one number from
+//                  node 0 on port 1, sends node 0 a vector of N doubles
+//                  (0.25 k) to port 1 with tag 5, then waits on port 3 (for
+//                  ever, unless node 0 goes)
 //   crossed        each node receives from the next on port 3, and nobody
 //                  sends: a job-wide deadlock (the error is not caught)
 //   busy MS        computes for MS milliseconds, printing nothing
@@ -143,6 +147,24 @@ int main(int argc, char** argv) {
             const auto v = inbox.receive<std::uint64_t>();
             if (delay.count() > 0) csp::sleep_for(delay);
             self.send(0, 2, v);
+            try {
+                self.open(3).receive<int>();
+            } catch (const csp::net::peer_error&) {
+            }
+        });
+        return 0;
+    }
+    if (argc == 3 && std::string(argv[1]) == "row") {
+        const std::size_t n = std::strtoul(argv[2], nullptr, 10);
+        csp::run([n] {
+            csp::net::node self;
+            auto inbox = self.open(1);
+            std::printf("ready\n");
+            std::fflush(stdout);
+            (void)inbox.receive<std::uint64_t>();
+            std::vector<double> row(n);
+            for (std::size_t k = 0; k < n; ++k) row[k] = 0.25 * static_cast<double>(k);
+            self.send(0, 1, row, 5);
             try {
                 self.open(3).receive<int>();
             } catch (const csp::net::peer_error&) {

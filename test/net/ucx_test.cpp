@@ -1,6 +1,10 @@
 // Links over UCX (net/ucx_transport.hpp): which transport a link takes, and
 // what it carries. The rest of test/net runs over UCX too (automatic is the
 // default in a build with UCX) and again over TCP (ctest's tcp/ copies).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -626,5 +630,60 @@ TEST(net_ucx, a_bad_csp_transport_is_refused_by_name) {
     }
     ::unsetenv("CSP_TRANSPORT");
 }
+
+#if CSP_TEST_WITH_UCX
+// A row held for its expected landing (net/landing.hpp) whose sender is
+// killed: the receive fails naming the peer, the held frame is let go with
+// the peer's link (UCX's descriptor released, nothing fetched from a dead
+// process; the hold limit here is a minute), and the node closes.
+TEST(net_ucx, a_row_held_for_its_landing_is_let_go_when_its_sender_is_killed) {
+    if (const char* t = std::getenv("CSP_TRANSPORT"); t != nullptr && std::string(t) == "tcp")
+        GTEST_SKIP() << "the peer takes CSP_TRANSPORT=tcp: no UCX link";
+    csp::net::nameserver ns;
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    const pid_t pid = net_test::spawn_node(NET_TEST_PEER, {"row", "16384"}, ns, "held-killed", 1, 2, "secret", out[1]);
+    ::close(out[1]);
+    char ready[6] = {};
+    (void)!::read(out[0], ready, 6);
+    ::close(out[0]);
+    bool was_held = false, failed = false;
+    std::size_t held_after = 1;
+    net_test::run_ranks(
+        ns, "held-killed", 2, {0},
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            csp::net::landing e = self.expect(1, 1, 5);
+            self.send(1, 1, std::uint64_t{1});
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (self.stats().held != 1 && std::chrono::steady_clock::now() < until)
+                csp::sleep_for(std::chrono::microseconds(200));
+            was_held = self.stats().held == 1;
+            ::kill(pid, SIGKILL);
+            try {
+                (void)inbox.receive<std::vector<double>>();
+            } catch (const csp::net::peer_error& err) {
+                failed = err.peer() == 1;
+            }
+            // The link ends (and lets its frames go) just after the ports
+            // hear of the loss.
+            const auto gone = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (self.stats().held != 0 && std::chrono::steady_clock::now() < gone)
+                csp::sleep_for(std::chrono::microseconds(200));
+            held_after = self.stats().held;
+        },
+        1,
+        [](int, csp::net::node_options& o) {
+            o.transport = csp::net::transport_kind::ucx;
+            o.expected_hold = std::chrono::seconds(60);
+        });
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status));
+    EXPECT_TRUE(was_held);
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(held_after, 0u);
+}
+#endif
 
 }  // namespace
