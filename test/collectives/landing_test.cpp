@@ -250,9 +250,16 @@ struct expected_outcome {
     bool was_held = false;
 };
 
-void expect_one(const std::string& job, std::chrono::microseconds hold, bool wait_held, bool small_behind,
-                const std::function<void(cc::net_communicator&, cc::tag, csp::net::landing&, expected_outcome&)>& then,
-                expected_outcome& out, const std::vector<double>& row) {
+std::vector<double> numbered_row() {
+    std::vector<double> row(16384);
+    for (std::size_t k = 0; k < row.size(); ++k) row[k] = 0.25 * static_cast<double>(k);
+    return row;
+}
+
+expected_outcome expect_one(const std::string& job, std::chrono::microseconds hold, bool wait_held, bool small_behind,
+                            const std::function<void(cc::net_communicator&, cc::tag, csp::net::landing&, expected_outcome&)>& then) {
+    const auto row = numbered_row();
+    expected_outcome out;
     csp::net::nameserver ns;
     net_test::run_nodes(
         ns, job, 2,
@@ -264,7 +271,9 @@ void expect_one(const std::string& job, std::chrono::microseconds hold, bool wai
                     csp::net::landing e = comm.expect(1, t);
                     comm.send(1, go, 1);
                     if (wait_held) out.was_held = eventually([&] { return self.stats().held == 1; });
-                    if (small_behind) EXPECT_EQ(comm.receive<int>(1, behind), 7);
+                    if (small_behind) {
+                        EXPECT_EQ(comm.receive<int>(1, behind), 7);
+                    }
                     then(comm, t, e, out);
                     out.landed = self.stats().landed;
                     out.held_after = self.stats().held;
@@ -286,12 +295,15 @@ void expect_one(const std::string& job, std::chrono::microseconds hold, bool wai
             o.transport = csp::net::transport_kind::ucx;
             o.expected_hold = hold;
         });
+    return out;
 }
 
-std::vector<double> numbered_row() {
-    std::vector<double> row(16384);
-    for (std::size_t k = 0; k < row.size(); ++k) row[k] = 0.25 * static_cast<double>(k);
-    return row;
+// The row reached rank 0's ghost whole, `landed` times straight into it,
+// and nothing stays held.
+void expect_row_received(const expected_outcome& out, std::size_t landed) {
+    EXPECT_EQ(out.ghost, numbered_row());
+    EXPECT_EQ(out.landed, landed);
+    EXPECT_EQ(out.held_after, 0u);
 }
 
 }  // namespace
@@ -299,67 +311,47 @@ std::vector<double> numbered_row() {
 // An expected row that comes before its buffer is named waits, with its
 // bytes at the sender, and is then fetched straight into the buffer.
 TEST(net_expected_landing, a_row_that_comes_before_its_landing_is_held_and_then_lands) {
-    const auto row = numbered_row();
-    expected_outcome out;
-    expect_one("expect-held", 60s, true, false,
-               [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
-                   csp::net::landing l = comm.land(1, t, std::span<double>(o.ghost));
-                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
-               },
-               out, row);
+    const auto out = expect_one("expect-held", 60s, true, false,
+                                [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                                    csp::net::landing l = comm.land(1, t, std::span<double>(o.ghost));
+                                    EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+                                });
     EXPECT_TRUE(out.was_held);
-    EXPECT_EQ(out.ghost, row);
-    EXPECT_EQ(out.landed, 1u);
-    EXPECT_EQ(out.held_after, 0u);
+    expect_row_received(out, 1);
 }
 
 // An expectation withdrawn while its row is held lets the row go at once
 // (received as usual: the hold limit here is a minute, under the watchdog).
 TEST(net_expected_landing, a_withdrawn_expectation_lets_its_held_row_be_received_as_usual) {
-    const auto row = numbered_row();
-    expected_outcome out;
-    expect_one("expect-withdrawn", 60s, true, false,
-               [](cc::net_communicator& comm, cc::tag t, csp::net::landing& e, expected_outcome& o) {
-                   e.end();
-                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
-               },
-               out, row);
+    const auto out = expect_one("expect-withdrawn", 60s, true, false,
+                                [](cc::net_communicator& comm, cc::tag t, csp::net::landing& e, expected_outcome& o) {
+                                    e.end();
+                                    EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+                                });
     EXPECT_TRUE(out.was_held);
-    EXPECT_EQ(out.ghost, row);
-    EXPECT_EQ(out.landed, 0u);
-    EXPECT_EQ(out.held_after, 0u);
+    expect_row_received(out, 0);
 }
 
 // A message of the same sender that comes behind a held row does not wait
 // for the row's landing: rank 0 takes it first, then the row, never landed.
 TEST(net_expected_landing, a_message_behind_a_held_row_is_not_held_up_by_it) {
-    const auto row = numbered_row();
-    expected_outcome out;
-    expect_one("expect-behind", 60s, false, true,
-               [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
-                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
-               },
-               out, row);
-    EXPECT_EQ(out.ghost, row);
-    EXPECT_EQ(out.landed, 0u);
-    EXPECT_EQ(out.held_after, 0u);
+    const auto out = expect_one("expect-behind", 60s, false, true,
+                                [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                                    EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+                                });
+    expect_row_received(out, 0);
 }
 
 // A held row whose landing does not come within the hold limit is received
 // as usual: it stops being held by itself.
 TEST(net_expected_landing, a_row_held_past_the_hold_limit_is_received_as_usual) {
-    const auto row = numbered_row();
-    expected_outcome out;
-    expect_one("expect-limit", 2ms, false, false,
-               [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
-                   // The row comes, is held for 2 ms at most, then fetched.
-                   EXPECT_TRUE(eventually([&] { return comm.unclaimed() > 0; }));
-                   EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
-               },
-               out, row);
-    EXPECT_EQ(out.ghost, row);
-    EXPECT_EQ(out.landed, 0u);
-    EXPECT_EQ(out.held_after, 0u);
+    const auto out = expect_one("expect-limit", 2ms, false, false,
+                                [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                                    // The row comes, is held for 2 ms at most, then fetched.
+                                    EXPECT_TRUE(eventually([&] { return comm.unclaimed() > 0; }));
+                                    EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+                                });
+    expect_row_received(out, 0);
 }
 
 // The halo exchange over UCX, 4 ranks in a column, 128 KiB rows, sent from
