@@ -21,7 +21,9 @@
 // message to a rank of this node goes straight into that rank's mailbox,
 // encoded as over the network (a receive checks the type either way). A
 // node's failure or departure fails the receives from each of its ranks,
-// and from any rank.
+// and from any rank. A message from another node can land in a buffer the
+// receiving rank names for it (land, expect: net/landing.hpp), as with a
+// net_communicator; one from this node is copied from its mailbox.
 //
 // The job must be made and run inside processes of the node's runtime and
 // destroyed before its node; a node holds one hybrid job at a time.
@@ -174,6 +176,23 @@ public:
     tag next_tag(stream s = {}) { return mine().counter.next(s); }
     context_pool& contexts() { return mine().contexts; }
 
+    // As net_communicator's land and expect (net/landing.hpp), for a
+    // message from a rank of another node; one from a fiber of this node
+    // comes through its mailbox, and gets no landing.
+    template <class E>
+    net::landing land(int from, tag t, std::span<E> into) {
+        detail::check_rank(from, size(), "land from");
+        const place p = where(from);
+        if (p.node == node()) return {};
+        return job_->node_->land(p.node, my_port(), hybrid_job::wire_tag(t, p.local), into);
+    }
+    net::landing expect(int from, tag t) {
+        detail::check_rank(from, size(), "expect from");
+        const place p = where(from);
+        if (p.node == node()) return {};
+        return job_->node_->expect(p.node, my_port(), hybrid_job::wire_tag(t, p.local));
+    }
+
 private:
     friend class detail::byte_messages<hybrid_communicator>;
     hybrid_job::rank_state& mine() const { return job_->ranks_[static_cast<std::size_t>(local_)]; }
@@ -195,6 +214,8 @@ private:
         const int local = to - job_->first_rank(n);
         return {n, local, hybrid_job::port_base + static_cast<net::port_id>(local)};
     }
+    // The port another node's ranks send this rank's messages to.
+    net::port_id my_port() const { return hybrid_job::port_base + static_cast<net::port_id>(local_); }
     // m's bytes and type to rank `to`, on this node or another.
     void pass(int to, tag t, const net::message& m) {
         const place p = where(to);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "collectives/hybrid_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
 #include "net/net.hpp"
@@ -408,5 +409,55 @@ TEST(net_expected_landing, a_neighbour_exchange_lands_every_row_after_its_first_
         rows = 0;
     }
     EXPECT_EQ(wrong.load(), 0);
+}
+#endif
+
+#if CSP_TEST_WITH_UCX
+// The same halo over a hybrid job of 2 nodes x 2 fibers (ranks 0, 1 on node
+// 0; 2, 3 on node 1): the rows between ranks 1 and 2 cross the nodes and,
+// after the first step, land in their ghosts; the others come through
+// mailboxes. Every ghost holds its neighbour's row.
+TEST(net_expected_landing, a_hybrid_neighbour_exchange_lands_the_rows_that_cross_nodes) {
+    constexpr std::size_t width = 16384;
+    constexpr int steps = 100;
+    csp::net::nameserver ns;
+    std::atomic<long> wrong{0};
+    std::atomic<std::size_t> landed{0};
+    net_test::run_nodes(
+        ns, "expect-hybrid-halo", 2,
+        [&](csp::net::node& self) {
+            {
+                cc::hybrid_job job(self, 2);
+                job.run([&](cc::hybrid_communicator& comm) {
+                    const int rank = comm.rank();
+                    const auto nbs = cc::cartesian({comm.size()}).neighbours(rank);
+                    std::vector<double> top(width), bottom(width), above(width), below(width);
+                    auto halo = cc::make_neighbour_exchange<double>(comm, nbs, {top, bottom}, {above, below});
+                    for (int s = 0; s < steps; ++s) {
+                        for (std::size_t k = 0; k < width; ++k) {
+                            top[k] = rank * 1e6 + s + static_cast<double>(k);
+                            bottom[k] = -(rank * 1e6 + s) - static_cast<double>(k);
+                        }
+                        halo.exchange();
+                        for (std::size_t k = 0; k < width; k += 1021) {
+                            if (nbs[0] != cc::no_rank) wrong += above[k] != -(nbs[0] * 1e6 + s) - static_cast<double>(k);
+                            if (nbs[1] != cc::no_rank) wrong += below[k] != nbs[1] * 1e6 + s + static_cast<double>(k);
+                        }
+                    }
+                    cc::barrier(comm);
+                });
+                landed += self.stats().landed;
+            }
+            self.close();
+        },
+        1,
+        [](int, csp::net::node_options& o) {
+            o.transport = csp::net::transport_kind::ucx;
+            o.expected_hold = 60s;
+        });
+    EXPECT_EQ(wrong.load(), 0);
+    // Two rows cross per step (1 -> 2 and 2 -> 1); the first step's may come early.
+    EXPECT_GE(landed.load(), 2u * (steps - 1));
+    EXPECT_LE(landed.load(), 2u * steps);
 }
 #endif
