@@ -30,8 +30,8 @@
 // current one, so each start() also announces the next step's rows
 // (net::node::expect), and over UCX such a row waits, in its sender's
 // memory, for the buffer to be named (at most node_options::expected_hold).
-// For this, a net communicator's exchange draws its next step's tag one
-// step ahead (its first draws two).
+// For this, a net or hybrid communicator's exchange draws its next step's
+// tag one step ahead (its first draws two).
 //
 // In start() a send copies the caller's data into the message and returns,
 // so the buffer may change as soon as start() returns. Built with
@@ -222,9 +222,9 @@ private:
     // withdrawn when it returns, or by the next finish() or the destructor
     // if it ended by an exception, before the buffers can go.
     std::vector<net::landing> landings_;
-    // Net communicators: this step's rows announced by the previous start()
-    // (until land() names their buffers), and the next step's, whose tag
-    // next_ is drawn already.
+    // Net and hybrid communicators: this step's rows announced by the
+    // previous start() (until land() names their buffers), and the next
+    // step's, whose tag next_ is drawn already.
     std::vector<net::landing> expected_now_, expected_next_;
     tag next_;
     bool have_next_ = false;
