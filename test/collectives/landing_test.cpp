@@ -356,7 +356,8 @@ TEST(net_expected_landing, a_row_held_past_the_hold_limit_is_received_as_usual) 
 }
 
 // The halo exchange over UCX, 4 ranks in a column, 128 KiB rows, sent from
-// the buffers (exchange()) and copied (start(), finish()): with the hold
+// the buffers (exchange()) and copied (start(), finish()), on one worker
+// thread per node and (exchange()) on two: with the hold
 // limit out of reach, every row after the first exchange's lands, held if
 // its sender was a step ahead, and every ghost holds its neighbour's row.
 TEST(net_expected_landing, a_neighbour_exchange_lands_every_row_after_its_first_step) {
@@ -365,9 +366,11 @@ TEST(net_expected_landing, a_neighbour_exchange_lands_every_row_after_its_first_
     csp::net::nameserver ns;
     std::atomic<long> wrong{0};
     std::atomic<std::size_t> landed{0}, rows{0};
-    for (bool split : {false, true}) {
+    for (const auto& [split, threads] : {std::pair{false, std::size_t{1}}, std::pair{true, std::size_t{1}},
+                                         std::pair{false, std::size_t{2}}}) {
+        const std::string job = std::string(split ? "expect-halo-split-" : "expect-halo-") + std::to_string(threads);
         net_test::run_nodes(
-            ns, split ? "expect-halo-split" : "expect-halo", 4,
+            ns, job, 4,
             [&](csp::net::node& self) {
                 {
                     cc::net_communicator comm(self);
@@ -397,14 +400,14 @@ TEST(net_expected_landing, a_neighbour_exchange_lands_every_row_after_its_first_
                 }
                 self.close();
             },
-            1,
+            threads,
             [](int, csp::net::node_options& o) {
                 o.transport = csp::net::transport_kind::ucx;
                 o.expected_hold = 60s;
             });
         // Each rank's rows of the first exchange may come before it starts.
-        EXPECT_GE(landed.load(), rows.load() * (steps - 1)) << (split ? "split" : "exchange");
-        EXPECT_LE(landed.load(), rows.load() * steps);
+        EXPECT_GE(landed.load(), rows.load() * (steps - 1)) << job;
+        EXPECT_LE(landed.load(), rows.load() * steps) << job;
         landed = 0;
         rows = 0;
     }
