@@ -6,9 +6,11 @@
 // the buffers themselves, or with "split" start() and finish(), which copy
 // the rows into the messages (the default sends::copied: the caller may
 // rewrite a row in between). Rank 0 prints one JSON line per pass:
-//   {"pass", "width", "exchanges", "form", "us_per_exchange", "rows_landed"}
-// (rows_landed: rank 0's rows received straight into its ghost rows so far,
-// net/landing.hpp)
+//   {"pass", "width", "exchanges", "form", "us_per_exchange", "rows_landed",
+//    "rows_received"}
+// (rows_landed: the rows every rank received straight into its ghost rows
+// so far, net/landing.hpp, out of rows_received; counted after the pass's
+// timing)
 // and checks, each exchange, that the ghosts hold the neighbours' rows.
 //
 //   csp-launch -n 4 ./build/bench/halo_rank WIDTH EXCHANGES PASSES [split]
@@ -57,10 +59,15 @@ int main(int argc, char** argv) {
             cc::barrier(comm);
             const double us =
                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / exchanges;
+            const std::size_t landed = cc::allreduce(comm, self.stats().landed, cc::sum{});
+            const std::size_t received = cc::allreduce(
+                comm, static_cast<std::size_t>(exchanges) * (pass + 1) *
+                          ((nbs[0] != cc::no_rank) + (nbs[1] != cc::no_rank)),
+                cc::sum{});
             if (rank == 0)
                 std::printf("{\"pass\":%d,\"width\":%zu,\"exchanges\":%d,\"form\":\"%s\",\"us_per_exchange\":%.3f,"
-                            "\"rows_landed\":%zu}\n",
-                            pass, width, exchanges, split ? "split" : "exchange", us, self.stats().landed);
+                            "\"rows_landed\":%zu,\"rows_received\":%zu}\n",
+                            pass, width, exchanges, split ? "split" : "exchange", us, landed, received);
         }
         std::fflush(stdout);
         if (cc::allreduce(comm, status, cc::maximum{}) != 0 && rank == 0) std::fprintf(stderr, "halo_rank: WRONG ghosts\n");
