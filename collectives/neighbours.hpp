@@ -44,9 +44,11 @@
 // so a copy would buy nothing (README, Performance: the halo exchange). A
 // receive copies the message into the caller's buffer, with no allocation on
 // the way (net and hybrid communicators decode in place; a local one copies
-// the vector the sender's span became). Each exchange is collective over the group: it
-// draws one tag of its stream, so every rank exchanges the same number of
-// times, in the same order as its other calls on that stream.
+// the vector the sender's span became). Each exchange is collective over
+// the group: it draws one tag of its stream (a net or hybrid
+// communicator's draws the next exchange's, above), so every rank exchanges
+// the same number of times, in the same order as its other calls on that
+// stream.
 #include <cstddef>
 #include <span>
 #include <string>
