@@ -257,8 +257,10 @@ std::vector<double> numbered_row() {
     return row;
 }
 
+// `send_row`, if given, is rank 1's send instead of numbered_row().
 expected_outcome expect_one(const std::string& job, std::chrono::microseconds hold, bool wait_held, bool small_behind,
-                            const std::function<void(cc::net_communicator&, cc::tag, csp::net::landing&, expected_outcome&)>& then) {
+                            const std::function<void(cc::net_communicator&, cc::tag, csp::net::landing&, expected_outcome&)>& then,
+                            const std::function<void(cc::net_communicator&, cc::tag)>& send_row = {}) {
     const auto row = numbered_row();
     expected_outcome out;
     csp::net::nameserver ns;
@@ -281,7 +283,8 @@ expected_outcome expect_one(const std::string& job, std::chrono::microseconds ho
                     comm.send(1, done, 1);
                 } else {
                     (void)comm.receive<int>(0, go);
-                    comm.send(0, t, row);
+                    if (send_row) send_row(comm, t);
+                    else comm.send(0, t, row);
                     if (small_behind) comm.send(0, behind, 7);
                     // Nothing else to rank 0 until it is done: a message
                     // behind the row would end its hold.
@@ -341,6 +344,41 @@ TEST(net_expected_landing, a_message_behind_a_held_row_is_not_held_up_by_it) {
                                     EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
                                 });
     expect_row_received(out, 0);
+}
+
+// A held row that turns out not to fit its buffer when the buffer is named
+// (of another type, or longer) is received as usual: the receive names what
+// is wrong, and the buffer is untouched.
+TEST(net_expected_landing, a_held_row_that_does_not_fit_its_landing_is_received_as_usual_and_refused_by_name) {
+    struct refused {
+        const char* job;
+        std::function<void(cc::net_communicator&, cc::tag)> send_row;
+        const char* says;
+    };
+    const std::vector<refused> cases{
+        {"expect-other-type", [](cc::net_communicator& c, cc::tag t) { c.send(0, t, std::vector<float>(32768, 2.0f)); },
+         "float"},
+        {"expect-too-long", [](cc::net_communicator& c, cc::tag t) { c.send(0, t, std::vector<double>(16384 + 3616, 3.0)); },
+         "does not fit"},
+    };
+    for (const auto& c : cases) {
+        const auto out = expect_one(
+            c.job, 60s, true, false,
+            [&](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                csp::net::landing l = comm.land(1, t, std::span<double>(o.ghost));
+                try {
+                    comm.receive_into(1, t, std::span<double>(o.ghost));
+                    ADD_FAILURE() << c.job << ": the row was received";
+                } catch (const csp::net::decode_error& e) {
+                    EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+                }
+            },
+            c.send_row);
+        EXPECT_TRUE(out.was_held) << c.job;
+        EXPECT_EQ(out.ghost, std::vector<double>(16384, -1.0)) << c.job;
+        EXPECT_EQ(out.landed, 0u) << c.job;
+        EXPECT_EQ(out.held_after, 0u) << c.job;
+    }
 }
 
 // A held row whose landing does not come within the hold limit is received
