@@ -95,11 +95,6 @@ void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadlin
 // connection to one of the host's own addresses over loopback).
 bool host_local(int fd);
 
-// Set the congestion control before a connection starts, not after: an
-// established connection switched away from BBR keeps BBR's pacing on
-// (measured: an 8-rank 1 MiB allreduce took 3.5-3.7 ms switched after
-// connecting to reno, 2.5-2.7 set before, 3.1-3.4 under BBR).
-//
 // The TCP congestion control a new socket of this host gets (the system's
 // default), or "" if it cannot be read.
 std::string system_congestion_control();
@@ -109,6 +104,10 @@ std::string system_congestion_control();
 // net.ipv4.tcp_available_congestion_control, and what an unprivileged
 // process may choose in net.ipv4.tcp_allowed_congestion_control); throws
 // net_error naming the algorithm and the kernel's reason if it refuses.
+// Set it before a connection starts, not after: an established connection
+// switched away from BBR keeps BBR's pacing on (measured: an 8-rank 1 MiB
+// allreduce took 3.5-3.7 ms switched after connecting to reno, 2.5-2.7 set
+// before, 3.1-3.4 under BBR).
 void set_congestion_control(int fd, const std::string& algorithm);
 
 // The text of errno value e.

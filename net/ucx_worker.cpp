@@ -250,11 +250,7 @@ void ucx_worker::forget(int peer) noexcept {
         // peer (their records go, once done, with the peer's others).
         for (receive* r : ps->pending)
             if (r->rts != nullptr) {
-                ucp_am_data_release(impl_->worker, std::exchange(r->rts, nullptr));
-                held_.fetch_sub(1, std::memory_order_relaxed);
-                if (auto it = landings_.find(landing_key{peer, r->head.port, r->head.tag});
-                    it != landings_.end() && it->second.body == r)
-                    it->second.body = nullptr;
+                ucp_am_data_release(impl_->worker, unhold(peer, r));
                 r->done = true;
             }
         close_locked(*ps);  // progresses the worker
@@ -505,42 +501,24 @@ bool ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
         }
         auto r = std::make_unique<receive>();
         r->head = h;
-        if (landing* l = landing_for(peer, h)) {
+        landing* l = nullptr;
+        if (!landings_.empty())
+            if (auto it = landings_.find(landing_key{peer, h.port, h.tag}); it != landings_.end() && !it->second.body)
+                l = &it->second;
+        if (l != nullptr && fits(*l, h)) {
             r->landed = true;
             r->at = l->at;
             l->body = r.get();
-        } else if (auto it = landings_.find(landing_key{peer, h.port, h.tag}); h.op == opcode::data &&
-                                                                             it != landings_.end() &&
-                                                                             it->second.expected &&
-                                                                             it->second.at == nullptr &&
-                                                                             it->second.body == nullptr) {
+        } else if (l != nullptr && l->expected && l->at == nullptr && h.op == opcode::data) {
             // Its buffer is not named yet: hold it (see the header comment).
             r->rts = data;
             r->hold_until = std::chrono::steady_clock::now() + hold_;
-            it->second.body = r.get();
+            l->body = r.get();
             held_.fetch_add(1, std::memory_order_relaxed);
             wait_turn(*ps, std::move(r));
             return true;
-        } else {
-            r->block = payload_block(h.length);
-            r->at = reinterpret_cast<std::byte*>(r->block.get());
         }
-        ucp_request_param_t p{};
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-        p.user_data = r.get();
-        p.cb.recv_am = [](void* req, ucs_status_t s, std::size_t, void* user) {
-            auto* rr = static_cast<receive*>(user);
-            rr->status = s;
-            rr->done = true;
-            ucp_request_free(req);
-        };
-        void* req = ucp_am_recv_data_nbx(impl_->worker, data, r->at, h.length, &p);
-        if (req == nullptr) {
-            r->done = true;
-        } else if (UCS_PTR_IS_ERR(req)) {
-            r->done = true;
-            r->status = UCS_PTR_STATUS(req);
-        }
+        fetch(r.get(), data);
         wait_turn(*ps, std::move(r));
         return false;
     } catch (const std::exception& e) {
@@ -569,19 +547,14 @@ void ucx_worker::wait_turn(peer_state& ps, std::unique_ptr<receive> r) {
     ++pending_;
 }
 
-void ucx_worker::fetch_held(int peer, receive* r) noexcept {
-    void* data = std::exchange(r->rts, nullptr);
-    held_.fetch_sub(1, std::memory_order_relaxed);
+void ucx_worker::fetch(receive* r, void* data) noexcept {
     if (!r->landed) {
-        if (auto it = landings_.find(landing_key{peer, r->head.port, r->head.tag});
-            it != landings_.end() && it->second.body == r)
-            it->second.body = nullptr;
         try {
             r->block = payload_block(r->head.length);
             r->at = reinterpret_cast<std::byte*>(r->block.get());
         } catch (const std::bad_alloc&) {
-            // As for a frame that cannot get a block on arrival: the peer's
-            // stream cannot go on.
+            // Reported when the record's turn comes, as a failed receive:
+            // the peer's stream cannot go on.
             ucp_am_data_release(impl_->worker, data);
             r->status = UCS_ERR_NO_MEMORY;
             r->done = true;
@@ -604,6 +577,20 @@ void ucx_worker::fetch_held(int peer, receive* r) noexcept {
         r->done = true;
         r->status = UCS_PTR_STATUS(req);
     }
+}
+
+void* ucx_worker::unhold(int peer, receive* r) noexcept {
+    held_.fetch_sub(1, std::memory_order_relaxed);
+    if (!r->landed)
+        if (auto it = landings_.find(landing_key{peer, r->head.port, r->head.tag});
+            it != landings_.end() && it->second.body == r)
+            it->second.body = nullptr;
+    return std::exchange(r->rts, nullptr);
+}
+
+void ucx_worker::fetch_held(int peer, receive* r) noexcept {
+    void* data = unhold(peer, r);
+    fetch(r, data);
 }
 
 void ucx_worker::fetch_held_of(int peer, peer_state& ps, bool all, std::chrono::steady_clock::time_point now) noexcept {
@@ -667,15 +654,6 @@ bool ucx_worker::fits(const landing& l, const header& h) noexcept {
     // buffer. Anything else is received as usual, and the receiver's own
     // checks name what is wrong.
     return l.at != nullptr && h.op == opcode::data && h.type == l.type && h.length <= l.capacity;
-}
-
-ucx_worker::landing* ucx_worker::landing_for(int peer, const header& h) {
-    if (landings_.empty()) return nullptr;
-    auto it = landings_.find(landing_key{peer, h.port, h.tag});
-    if (it == landings_.end()) return nullptr;
-    landing& l = it->second;
-    if (l.body != nullptr || !fits(l, h)) return nullptr;
-    return &l;
 }
 
 void ucx_worker::expect_landing(int peer, std::uint32_t port, std::uint64_t tag) {

@@ -215,9 +215,13 @@ private:
     // Returns whether UCX's descriptor was kept (a frame held, above).
     bool arrived(const void* user_header, std::size_t header_length, void* data, std::size_t length,
                  bool rndv) noexcept;
-    // Starts fetching a held frame's payload: into r->at if r->landed is
-    // set, else into a new block (and the frame's landing entry lets go of
-    // it). Under lock_.
+    // Starts fetching r's payload (UCX's descriptor `data`): into r->at if
+    // r->landed is set, else into a new block. Under lock_.
+    void fetch(receive* r, void* data) noexcept;
+    // r is held no longer; its landing entry lets go of it unless it lands
+    // there. Returns UCX's descriptor. Under lock_.
+    void* unhold(int peer, receive* r) noexcept;
+    // Fetches a held frame's payload (unhold, then fetch). Under lock_.
     void fetch_held(int peer, receive* r) noexcept;
     // Fetches ps's held frames: all of them, or those past their hold
     // limit at `now`. Under lock_.
@@ -239,8 +243,6 @@ private:
         // with no buffer yet, the frame held for it.
         receive* body = nullptr;
     };
-    // The landing for a rendezvous frame's payload, if one fits it; under lock_.
-    landing* landing_for(int peer, const header& h);
     // Whether a frame with header h would be received whole into l.
     static bool fits(const landing& l, const header& h) noexcept;
     // The record of a landed payload goes (delivered or dropped); under lock_.
