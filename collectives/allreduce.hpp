@@ -337,7 +337,7 @@ struct allreduce_host_memory_fn {
             if (const auto meeting =
                     detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
                 const auto [board, m] = *meeting;
-                if (all_fit<T>(*board, m, comm.rank(), "allreduce host_memory")) return fold<T>(*board, m, op);
+                if (detail::all_fit<T>(*board, m, comm.rank(), "allreduce host_memory")) return fold<T>(*board, m, op);
                 // Some rank's value did not fit in its part: all ranks saw
                 // it, and that all values have one length.
                 if constexpr (detail::element_vector<T> && detail::folds_in_place<Op, T> &&
@@ -356,27 +356,6 @@ private:
 
     // in_blocks' `wanted_at`: every rank wants the result.
     static constexpr int everyone = -1;
-
-    // Whether every rank's value of meeting m is in its part. Values of
-    // another type or length throw, at every rank alike (each reads every
-    // part's head).
-    template <class T>
-    static bool all_fit(const host_board& board, std::uint64_t m, int me, const char* what) {
-        const auto mine = board.part_of(m, me);
-        std::size_t unit = 1;
-        if constexpr (detail::element_vector<T>) unit = sizeof(typename T::value_type);
-        bool fit = true;
-        for (int q = 0; q < board.size(); ++q) {
-            const auto p = board.part_of(m, q);
-            if (p.type != mine.type)
-                throw usage_error(std::string(what) + ": rank " + std::to_string(q) +
-                                  " passed a value of another type than rank " + std::to_string(me) + "'s " +
-                                  csp::type_name<T>());
-            detail::check_same_length(mine.bytes / unit, p.bytes / unit);
-            fit = fit && p.fits;
-        }
-        return fit;
-    }
 
     // Every part in rank order, from the shared bytes: the same value at
     // every rank, whatever the op.
@@ -495,7 +474,7 @@ struct reduce_host_memory_fn {
                     detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
                 const auto [board, m] = *meeting;
                 const bool is_root = comm.rank() == root;
-                if (host::all_fit<T>(*board, m, comm.rank(), "reduce host_memory")) {
+                if (detail::all_fit<T>(*board, m, comm.rank(), "reduce host_memory")) {
                     if (is_root) return host::fold<T>(*board, m, op);
                     return std::nullopt;
                 }

@@ -19,14 +19,28 @@
 //                        one block each: every rank sends and folds about
 //                        (n-1)/n of the vector once, the bandwidth-optimal
 //                        schedule for large vectors.
+//   host_memory          OS processes of one host (a net_communicator whose
+//                        ranks share this host's memory, host_board.hpp):
+//                        every rank copies its vector into its part of the
+//                        host board, and once all have, each folds its own
+//                        block of every part, in rank order (any op). A
+//                        vector larger than a part goes in slices on a large
+//                        board: meeting j carries slice j of every block, so
+//                        each meeting gives every rank its share of the
+//                        folding (an op that folds in place; others, and
+//                        ranks without a board, take reduce_then_scatter).
 #include <cstddef>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
+#include "collectives/detail/host_meeting.hpp"
+#include "collectives/host_board.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/reduce.hpp"
 #include "collectives/scatter.hpp"
@@ -162,5 +176,115 @@ struct reduce_scatter_ring_fn {
     }
 };
 inline constexpr reduce_scatter_ring_fn reduce_scatter_ring{};
+
+struct reduce_scatter_host_memory_fn {
+    static constexpr algorithm_info info{"reduce_scatter", "host_memory", false, false, false, true};
+
+    template <class C, class V, class Op>
+    V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
+        if constexpr (detail::element_vector<V> && requires(tag t) { comm.board_on_host(s, t); }) {
+            const auto offsets = detail::block_offsets(counts, values.size(), comm.size());
+            if (const auto meeting =
+                    detail::meet_on_host(comm, s, info, host_board::type_of<V>(), detail::bytes_of(values))) {
+                const auto [board, m] = *meeting;
+                if (detail::all_fit<V>(*board, m, comm.rank(), "reduce_scatter host_memory"))
+                    return fold_block<V>(*board, m, offsets, comm.rank(), op);
+                // Some rank's vector did not fit its part: all ranks saw it,
+                // and that all vectors have one length.
+                if constexpr (detail::folds_in_place<Op, V> &&
+                              requires(tag u) { comm.large_board_on_host(s, u); }) {
+                    const tag u = comm.next_tag(s);
+                    if (host_board* large = comm.large_board_on_host(s, u))
+                        if (auto out = in_slices(comm, *large, u, values, offsets, op)) return std::move(*out);
+                }
+            }
+        }
+        return reduce_scatter_reduce_then_scatter(comm, std::move(values), counts, op, s);
+    }
+
+private:
+    // Block `me` of every part of meeting m, folded in rank order.
+    template <class V, class Op>
+    static V fold_block(const host_board& board, std::uint64_t m, const std::vector<std::size_t>& offsets, int me,
+                        const Op& op) {
+        using E = typename V::value_type;
+        const std::size_t lo = offsets[static_cast<std::size_t>(me)], hi = offsets[static_cast<std::size_t>(me) + 1];
+        auto block_of = [&](int q) { return reinterpret_cast<const E*>(board.part_of(m, q).data) + lo; };
+        V acc(block_of(0), block_of(0) + (hi - lo));
+        for (int q = 1; q < board.size(); ++q) {
+            if constexpr (detail::folds_in_place<Op, V>) op.fold_into(acc, block_of(q));
+            else detail::combine_into(op, acc, V(block_of(q), block_of(q) + (hi - lo)), false);
+        }
+        return acc;
+    }
+
+    // A vector larger than a part, on a large board (host_board::large_shape)
+    // in k slices per block: slice j of block b is its elements
+    // [counts[b] j / k, counts[b] (j + 1) / k), and meeting j carries slice
+    // j of every block, laid out in block order, in each rank's part. Rank
+    // `me` folds slice j of its block, in rank order, straight into its
+    // result (its own contribution from its vector: it never copies its own
+    // block in), while the board passes slice j + 1: one meeting per slice.
+    // The parts of meeting m are read before the rank arrives at m + 1 (the
+    // last slice's too, before its next meeting on this board), and a rank
+    // writes its part of meeting m + 1 after m completed, as allreduce's
+    // in_blocks does, so no set is rewritten while read (host_board.hpp's
+    // invariants). Nothing
+    // (every rank alike) when the parts are too small to hold a slice of
+    // every block: the caller passes messages then.
+    template <class C, class V, class Op>
+    static std::optional<V> in_slices(C& comm, host_board& board, tag t, const V& values,
+                                      const std::vector<std::size_t>& offsets, const Op& op) {
+        using E = typename V::value_type;
+        const std::size_t n = static_cast<std::size_t>(board.size()), me = static_cast<std::size_t>(comm.rank());
+        const std::size_t length = values.size(), most = board.capacity() / sizeof(E);
+        // A slice of each block is at most ceil(count / k) long: k slices of
+        // at most length / k + n elements a meeting fit a part.
+        if (most <= n) return std::nullopt;
+        const std::size_t k = std::max<std::size_t>(1, (length + (most - n) - 1) / (most - n));
+        auto count = [&](std::size_t b) { return offsets[b + 1] - offsets[b]; };
+        auto slice = [&](std::size_t b, std::size_t j) { return std::pair(count(b) * j / k, count(b) * (j + 1) / k); };
+        // Where slice j of block b starts in a part of meeting j.
+        std::vector<std::size_t> at(n);
+        auto lay_out = [&](std::size_t j) {
+            std::size_t next = 0;
+            for (std::size_t b = 0; b < n; ++b) {
+                at[b] = next;
+                const auto [lo, hi] = slice(b, j);
+                next += hi - lo;
+            }
+        };
+        V out(count(me));
+        std::uint64_t last = 0;  // the meeting of slice j - 1
+        for (std::size_t j = 0; j <= k; ++j) {
+            if (j > 0) {
+                lay_out(j - 1);
+                const auto [lo, hi] = slice(me, j - 1);
+                const E* const own = values.data() + offsets[me] + lo;
+                auto from = [&](std::size_t q) -> const E* {
+                    return q == me ? own : reinterpret_cast<const E*>(board.part_of(last, static_cast<int>(q)).data) + at[me];
+                };
+                std::span<E> acc(out.data() + lo, hi - lo);
+                std::copy(from(0), from(0) + acc.size(), acc.begin());
+                for (std::size_t q = 1; q < n; ++q) op.fold_into(acc, from(q));
+            }
+            if (j == k) break;  // read before any rank can write this set again: no meeting needed
+            {
+                lay_out(j);
+                E* const into = reinterpret_cast<E*>(board.own_part(board.meetings() + 1));
+                for (std::size_t b = 0; b < n; ++b) {
+                    if (b == me) continue;
+                    const auto [lo, hi] = slice(b, j);
+                    std::copy(values.data() + offsets[b] + lo, values.data() + offsets[b] + hi, into + at[b]);
+                }
+            }
+            const std::uint64_t m = board.arrive(host_board::type_of<V>(), {});
+            board.wait(comm, t, m);
+            last = m;
+        }
+        return out;
+    }
+};
+inline constexpr reduce_scatter_host_memory_fn reduce_scatter_host_memory{};
 
 }  // namespace csp::collectives

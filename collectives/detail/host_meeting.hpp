@@ -6,11 +6,13 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "collectives/communicator.hpp"
 #include "collectives/host_board.hpp"
+#include "collectives/operation.hpp"
 #include "collectives/receive_view.hpp"
 #include "csp/view.hpp"
 
@@ -61,6 +63,27 @@ std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info
     const std::uint64_t m = board->arrive(type, bytes);
     board->wait(comm, t, m);
     return host_meeting{board, m};
+}
+
+// Whether every rank's value of meeting m is in its part. Values of
+// another type or length throw, at every rank alike (each reads every
+// part's head).
+template <class T>
+bool all_fit(const host_board& board, std::uint64_t m, int me, const char* what) {
+    const auto mine = board.part_of(m, me);
+    std::size_t unit = 1;
+    if constexpr (element_vector<T>) unit = sizeof(typename T::value_type);
+    bool fit = true;
+    for (int q = 0; q < board.size(); ++q) {
+        const auto p = board.part_of(m, q);
+        if (p.type != mine.type)
+            throw usage_error(std::string(what) + ": rank " + std::to_string(q) +
+                              " passed a value of another type than rank " + std::to_string(me) + "'s " +
+                              csp::type_name<T>());
+        check_same_length(mine.bytes / unit, p.bytes / unit);
+        fit = fit && p.fits;
+    }
+    return fit;
 }
 
 }  // namespace csp::collectives::detail

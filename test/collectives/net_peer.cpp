@@ -324,6 +324,22 @@ int host_board_mode(const std::string& mode) {
                 cc::barrier_host_memory(comm);
                 return;
             }
+            if (mode == "host-board-lost-scatter") {
+                // reduce_scatter of a vector in three slices on the large board.
+                const std::size_t each = cc::host_board::large_shape(n).part_capacity / sizeof(long) / n * 2 + 1;
+                const std::vector<std::size_t> counts(static_cast<std::size_t>(n), each);
+                try {
+                    for (int i = 0;; ++i) {
+                        if (me == n - 1 && i == 30) std::_Exit(0);  // no goodbye: as if killed
+                        const auto got =
+                            cc::reduce_scatter_host_memory(comm, std::vector<long>(each * n, 1), counts, cc::sum{});
+                        expect(got == std::vector<long>(each, n), "blocks before the loss");
+                    }
+                } catch (const csp::net::peer_error& e) {
+                    lost = e.what();
+                }
+                return;
+            }
             if (mode == "host-board-lost" || mode == "host-board-lost-large") {
                 // Large: vectors of two chunks on the large board.
                 const std::size_t length =
@@ -397,6 +413,47 @@ int host_board_mode(const std::string& mode) {
                 for (int q = 0; q < n; ++q) want = want * 10 + q + 1;
                 expect(got == std::vector<long>(chunk + 7, want), "the digits in rank order in every element");
             }
+            // reduce_scatter on the boards: irregular blocks (rank q's is
+            // (q % 3) * third + q elements, so some hold a few only) of a
+            // vector three large parts and more long, in slices on the
+            // large board, three times so that each of its sets is written
+            // again; every element checked. Then rank order in every
+            // element, in a vector that fits a part and in one that does not.
+            // Slices on the large board: length / (part - n) of them, rounded up.
+            std::uint64_t slice_meetings = 0;
+            auto slices = [&](std::size_t length) { return (length + chunk - n - 1) / (chunk - n); };
+            {
+                const std::size_t third = chunk / 3;
+                std::vector<std::size_t> counts;
+                for (int q = 0; q < n; ++q) counts.push_back(static_cast<std::size_t>(q % 3) * third + static_cast<std::size_t>(q));
+                counts[0] += 3 * chunk + 5;
+                std::size_t first = 0, length = 0;  // where my block starts; the vector's length
+                for (int q = 0; q < n; ++q) {
+                    if (q < me) first += counts[static_cast<std::size_t>(q)];
+                    length += counts[static_cast<std::size_t>(q)];
+                }
+                for (int round = 0; round < 3; ++round) {
+                    std::vector<double> v(length);
+                    for (std::size_t k = 0; k < v.size(); ++k) v[k] = me * 1000.0 + double(k % 1000) + round;
+                    const auto got = cc::reduce_scatter_host_memory(comm, v, counts, cc::sum{});
+                    slice_meetings += slices(length);
+                    std::size_t bad = got.size() == counts[static_cast<std::size_t>(me)] ? got.size() : 0;
+                    for (std::size_t k = 0; bad == got.size() && k < got.size(); ++k)
+                        if (got[k] != 1000.0 * n * (n - 1) / 2 + double(n) * (double((first + k) % 1000) + round)) bad = k;
+                    expect(bad == got.size(), "reduce_scatter of " + std::to_string(length) + " elements, round " +
+                                                  std::to_string(round) + ": element " + std::to_string(bad) + " wrong");
+                }
+                for (const std::size_t each : {std::size_t{3}, chunk}) {
+                    const std::vector<std::size_t> even(static_cast<std::size_t>(n), each);
+                    const auto got = cc::reduce_scatter_host_memory(comm, std::vector<long>(each * n, me + 1), even,
+                                                                    concat_digits{});
+                    if (each == chunk) slice_meetings += slices(each * n);
+                    long want = 0;
+                    for (int q = 0; q < n; ++q) want = want * 10 + q + 1;
+                    expect(got == std::vector<long>(each, want),
+                           "reduce_scatter: the digits in rank order in blocks of " + std::to_string(each));
+                }
+            }
             // Broadcast on the boards from every root: a plain value, a
             // vector that fits a part, and one of three chunks and a bit
             // (the non-roots pass an empty vector).
@@ -442,10 +499,11 @@ int host_board_mode(const std::string& mode) {
                     if (!w.empty()) expect(false, "two streams at once: " + w + " wrong");
             }
             // Allreduce: one meeting per chunk and one more, 2 + 3 x 5 + 3;
-            // broadcast: one per chunk, 4 from each root.
+            // reduce_scatter: one per slice; broadcast: one per chunk, 4 from
+            // each root.
             if (on_board) {
                 const cc::host_board* large = comm.large_board_on_host({}, comm.next_tag());
-                expect(large != nullptr && large->meetings() == 20u + 4u * std::uint64_t(n),
+                expect(large != nullptr && large->meetings() == 20u + slice_meetings + 4u * std::uint64_t(n),
                        "large board meetings: " + (large ? std::to_string(large->meetings()) : std::string("no board")));
             }
             // Lengths or types that differ: every rank throws, and the board
@@ -613,7 +671,7 @@ int host_board_mode(const std::string& mode) {
         std::cout << (wrong.empty() ? "left ok\n" : "left FAILED\n");
         return wrong.empty() ? 0 : 1;
     }
-    if (mode == "host-board-lost" || mode == "host-board-lost-large") {
+    if (mode.starts_with("host-board-lost")) {
         std::cout << "lost: " << (lost.empty() ? "nothing" : lost) << '\n';
         return lost.empty() || !wrong.empty() ? 1 : 0;
     }

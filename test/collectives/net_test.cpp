@@ -169,6 +169,11 @@ TEST(net_host_board_faults, a_rank_lost_mid_large_allreduce_fails_it_on_every_ot
     expect_every_other_rank_lost_node_3("host-board-lost-large");
 }
 
+// And in a reduce_scatter's slices on the large board.
+TEST(net_host_board_faults, a_rank_lost_mid_large_reduce_scatter_fails_it_on_every_other_rank) {
+    expect_every_other_rank_lost_node_3("host-board-lost-scatter");
+}
+
 // Regression (example_pi_4_nodes failed with the host board): a rank that
 // slept in the last barrier failed with "node 0 has left" when rank 0 left
 // right after it, before the wake from another rank came; a departure

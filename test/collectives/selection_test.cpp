@@ -158,6 +158,10 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"broadcast", 8, 16 * 1024, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"broadcast", 4, 1 << 20, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"broadcast", 8, 1 << 20, true, true, false, link_level::network}), "binomial");
+    // reduce_scatter: the board on a host, for any op; a network keeps the ring / the tree.
+    EXPECT_EQ(s.choose({"reduce_scatter", 8, 8, true, true, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"reduce_scatter", 8, 1 << 20, false, true, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"reduce_scatter", 8, 1 << 20, true, true, false, link_level::network}), "ring");
     EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allgather", 8, 8, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"reduce", 2, 8, true, false, false, link_level::host}), "host_memory");
