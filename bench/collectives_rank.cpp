@@ -13,6 +13,9 @@
 //                                   the one named (for A/B runs and profiles)
 //   collectives_rank figure5 net    Aspen's Figure 5 under csp-launch -n 4
 //   collectives_rank figure5 local
+//   collectives_rank scan           under csp-launch: scan and exscan of 8 B,
+//                                   64 KiB and 1 MiB, the table's choice and
+//                                   each algorithm
 //   collectives_rank broadcast      under csp-launch: broadcast_into a buffer
 //                                   from 8 B to 1 MiB, the table's choice, the
 //                                   host board and the tree (what sets its rule)
@@ -175,6 +178,26 @@ void broadcast_set(C& comm) {
     }
 }
 
+// Scan and exscan (sums of doubles) of 8 B, 64 KiB and 1 MiB: the table's
+// choice and every algorithm (beside mpi_collectives scan).
+template <class C>
+void scan_set(C& comm) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
+        std::vector<double> v(bytes / sizeof(double), 1.0);
+        const int k = iterations_for(bytes);
+        const std::string chosen = table_choice(comm, "scan", bytes, true);
+        report(comm, "scan", chosen.c_str(), bytes, time_per_op(comm, k, [&] { (void)cc::scan(comm, v, cc::sum{}); }));
+        cc::registry::scan::for_each([&](auto algorithm) {
+            report(comm, "scan", std::string(algorithm.info.name).c_str(), bytes,
+                   time_per_op(comm, k, [&] { (void)algorithm(comm, v, cc::sum{}); }));
+        });
+        cc::registry::exscan::for_each([&](auto algorithm) {
+            report(comm, "exscan", std::string(algorithm.info.name).c_str(), bytes,
+                   time_per_op(comm, k, [&] { (void)algorithm(comm, v, cc::sum{}); }));
+        });
+    }
+}
+
 // Allreduce of one double only, every message-passing algorithm and the
 // table's choice (bench/intranode_allreduce).
 template <class C>
@@ -297,7 +320,7 @@ void figure5(C& comm) {
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "net";
     const bool fig5 = mode == "figure5";
-    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" || mode == "broadcast" || mode == "allreduce" ? "net" : mode;
+    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" || mode == "broadcast" || mode == "allreduce" || mode == "scan" ? "net" : mode;
     try {
         if (where == "local") {
             const int n = fig5 ? 4 : (argc > 2 ? std::atoi(argv[2]) : 8);
@@ -341,6 +364,7 @@ int main(int argc, char** argv) {
                     if (fig5) figure5(comm);
                     else if (mode == "small") small_set(comm);
                     else if (mode == "broadcast") broadcast_set(comm);
+                    else if (mode == "scan") scan_set(comm);
                     else if (mode == "allreduce") {
                         const std::size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 65536;
                         allreduce_of(comm, bytes, argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes), argc > 4 ? argv[4] : "");

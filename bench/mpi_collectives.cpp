@@ -4,6 +4,7 @@
 //   mpirun -n N mpi_collectives                    everything
 //   mpirun -n N mpi_collectives allreduce8         allreduce of 8 B
 //   mpirun -n N mpi_collectives allreduce <bytes> [iterations]
+//   mpirun -n N mpi_collectives scan               MPI_Scan and MPI_Exscan of 8 B, 64 KiB, 1 MiB
 #include <mpi.h>
 
 #include <algorithm>
@@ -48,6 +49,20 @@ void allreduce_of(std::size_t bytes, int iterations) {
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     const bool only_allreduce_8 = argc > 1 && std::string_view(argv[1]) == "allreduce8";
+    if (argc > 1 && std::string_view(argv[1]) == "scan") {
+        for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
+            const int n = static_cast<int>(bytes / sizeof(double));
+            std::vector<double> in(static_cast<std::size_t>(n), 1.0), out(static_cast<std::size_t>(n));
+            report("scan", bytes, time_per_op(iterations_for(bytes), [&] {
+                       MPI_Scan(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+                   }));
+            report("exscan", bytes, time_per_op(iterations_for(bytes), [&] {
+                       MPI_Exscan(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+                   }));
+        }
+        MPI_Finalize();
+        return 0;
+    }
     if (argc > 2 && std::string_view(argv[1]) == "allreduce") {  // one size, as collectives_rank allreduce
         const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
         allreduce_of(bytes, argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes));

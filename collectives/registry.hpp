@@ -71,8 +71,8 @@ using gather = algorithm_list<gather_sequential_fn, gather_parallel_fn>;
 using allgather = algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn, allgather_host_memory_fn>;
 using scatter = algorithm_list<scatter_sequential_fn, scatter_parallel_fn>;
 using alltoall = algorithm_list<alltoall_parallel_fn>;
-using scan = algorithm_list<scan_recursive_doubling_fn, scan_pipeline_fn>;
-using exscan = algorithm_list<exscan_recursive_doubling_fn, exscan_pipeline_fn>;
+using scan = algorithm_list<scan_recursive_doubling_fn, scan_pipeline_fn, scan_host_memory_fn>;
+using exscan = algorithm_list<exscan_recursive_doubling_fn, exscan_pipeline_fn, exscan_host_memory_fn>;
 using reduce_scatter =
     algorithm_list<reduce_scatter_reduce_then_scatter_fn, reduce_scatter_ring_fn, reduce_scatter_host_memory_fn>;
 using put_get = algorithm_list<put_get_allgather_fn, put_get_requests_fn>;

@@ -63,7 +63,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 41> default_rules{{
+inline constexpr std::array<selection_rule, 45> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -180,8 +180,21 @@ inline constexpr std::array<selection_rule, 41> default_rules{{
     {"allgather", "gather_broadcast"},
     {"scatter", "sequential"},
     {"alltoall", "parallel"},
+    // Processes of one host: the host board from 64 KiB, the chain below.
+    // UCX on 2 cores, collectives_rank scan (2026-12-02, two runs), sums of
+    // 8 B / 64 KiB / 1 MiB at 8 ranks: the board 5.1-15.8 / 84-140 /
+    // 1,785-2,087 us, the chain 2.3-2.8 / 102-205 / 2,498-2,898,
+    // recursive doubling 18.8-29.8 / 352-540 / 6,425-7,858; at 4 ranks the
+    // board 2.8-3.6 / 31-33 / 587-766, the chain 1.0-1.2 / 52-68 /
+    // 1,193-1,358 (OpenMPI's shared memory: at 8 ranks 0.55-0.89 / 44-64 /
+    // 989-1,210, at 4 0.24-0.46 / 22-24 / 382-581: its chain, which a loop
+    // of scans keeps full, beats a meeting of every rank per call).
+    {"scan", "host_memory", any_size, 64 * 1024, link_level::host},
+    {"scan", "pipeline", any_size, 0, link_level::host},
     {"scan", "pipeline", 4},
     {"scan", "recursive_doubling"},
+    {"exscan", "host_memory", any_size, 64 * 1024, link_level::host},
+    {"exscan", "pipeline", any_size, 0, link_level::host},
     {"exscan", "pipeline", 4},
     {"exscan", "recursive_doubling"},
     // The ring moves about (n-1)/n of the vector through each rank where

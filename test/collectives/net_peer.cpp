@@ -498,6 +498,42 @@ int host_board_mode(const std::string& mode) {
                 for (const auto& w : stream_wrong)
                     if (!w.empty()) expect(false, "two streams at once: " + w + " wrong");
             }
+            // Scan and exscan on the boards: a plain value in rank order;
+            // vectors that fit a part, and of one and of several chunks on
+            // the large board (the second twice), every element checked;
+            // rank order in every element of a vector over a part.
+            {
+                auto digits_upto = [](int last) {
+                    long v = 0;
+                    for (int q = 0; q <= last; ++q) v = v * 10 + q + 1;
+                    return v;
+                };
+                const digits d = cc::scan_host_memory(comm, digits{me + 1, 1}, append_digits{});
+                expect(d.value == digits_upto(me) && d.count == me + 1, "scan: digits " + std::to_string(d.value));
+                const auto ex = cc::exscan_host_memory(comm, digits{me + 1, 1}, append_digits{});
+                expect(me == 0 ? !ex : ex && ex->value == digits_upto(me - 1), "exscan of digits");
+                const std::size_t part = cc::host_board::part_capacity / sizeof(double);
+                const std::size_t scan_chunk = cc::host_board::large_shape(n).part_capacity / sizeof(double);
+                for (const std::size_t length : {std::size_t{17}, part + 1, 2 * scan_chunk + 5, 2 * scan_chunk + 5}) {
+                    std::vector<double> v(length);
+                    for (std::size_t k = 0; k < length; ++k) v[k] = me * 1000.0 + double(k % 1000);
+                    auto want = [&](int upto, std::size_t k) {  // ranks 0..upto
+                        return 1000.0 * upto * (upto + 1) / 2 + double(upto + 1) * double(k % 1000);
+                    };
+                    const auto in = cc::scan_host_memory(comm, v, cc::sum{});
+                    const auto exc = cc::exscan_host_memory(comm, v, cc::sum{});
+                    std::size_t bad = in.size() == length && (me == 0) != exc.has_value() ? length : 0;
+                    if (exc && exc->size() != length) bad = 0;
+                    for (std::size_t k = 0; bad == length && k < length; ++k)
+                        if (in[k] != want(me, k) || (exc && (*exc)[k] != want(me - 1, k))) bad = k;
+                    expect(bad == length, "scan / exscan of " + std::to_string(length) + " doubles: element " +
+                                              std::to_string(bad) + " wrong");
+                    if (length != 17) slice_meetings += 2 * ((length + scan_chunk - 1) / scan_chunk);
+                }
+                const auto got = cc::scan_host_memory(comm, std::vector<long>(scan_chunk + 7, me + 1), concat_digits{});
+                slice_meetings += 2;
+                expect(got == std::vector<long>(scan_chunk + 7, digits_upto(me)), "scan: digits in rank order in every element");
+            }
             // Allreduce: one meeting per chunk and one more, 2 + 3 x 5 + 3;
             // reduce_scatter: one per slice; broadcast: one per chunk, 4 from
             // each root.
