@@ -3,10 +3,13 @@
 //
 // MPI's matching rules, in CSP terms. A message that arrives before anyone
 // asks for it waits in `unexpected_`; a receive that comes before its message
-// waits in `posted_` on a one-place channel of its own. Both lists are FIFO,
-// so two messages from one source with one tag are received in the order
+// waits in `posted_` on a one-place channel of its own. Both are FIFO, so
+// two messages from one source with one tag are received in the order
 // sent, and two receives for one (source, tag) are served in the order
-// posted.
+// posted. Waiting messages are kept by tag: ranks that run ahead (a loop of
+// collectives whose first rank only sends) leave many calls' messages
+// here, and a receive looks only at its own tag's, at most one per sender
+// of that call's step.
 //
 // Invariants (under lock_):
 //   - no message in unexpected_ matches a receive in posted_: deliver() checks
@@ -28,7 +31,6 @@
 // a late write into it goes nowhere.
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <map>
@@ -36,8 +38,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #include "collectives/tag.hpp"
 #include "csp/channel.hpp"
@@ -69,7 +74,8 @@ public:
             reply->out.write(envelope{source, tag, std::move(body), nullptr});
             return;
         }
-        unexpected_.push_back(envelope{source, tag, std::move(body), nullptr});
+        unexpected_[tag].push_back(envelope{source, tag, std::move(body), nullptr});
+        ++unexpected_count_;
     }
 
     // Blocks the calling process until a message from `source` (any_source:
@@ -83,11 +89,16 @@ public:
         // receive is a preemption point (before the lock is taken).
         csp::preemption_point();
         std::unique_lock lk(lock_);
-        for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-            if (it->tag != tag || (source != any_source && it->source != source)) continue;
-            envelope m = std::move(*it);
-            unexpected_.erase(it);
-            return m;
+        if (auto waiting = unexpected_.find(tag); waiting != unexpected_.end()) {
+            auto& arrived = waiting->second;
+            for (auto it = arrived.begin(); it != arrived.end(); ++it) {
+                if (source != any_source && it->source != source) continue;
+                envelope m = std::move(*it);
+                arrived.erase(it);
+                if (arrived.empty()) unexpected_.erase(waiting);
+                --unexpected_count_;
+                return m;
+            }
         }
         if (auto e = failure_for(source, among)) std::rethrow_exception(e);
         reply_slot* reply = free_slot_locked();
@@ -132,7 +143,7 @@ public:
     // Messages that arrived and were not yet received.
     std::size_t unclaimed() const {
         std::lock_guard lk(lock_);
-        return unexpected_.size();
+        return unexpected_count_;
     }
 
 private:
@@ -194,7 +205,9 @@ private:
     }
 
     mutable std::mutex lock_;
-    std::deque<envelope> unexpected_;
+    // By tag, each tag's in order of arrival (usually one message).
+    std::unordered_map<std::uint64_t, boost::container::small_vector<envelope, 1>> unexpected_;
+    std::size_t unexpected_count_ = 0;
     std::vector<posted> posted_;
     std::vector<std::unique_ptr<reply_slot>> slots_;  // every slot ever made
     std::vector<reply_slot*> free_;                   // slots no taker holds
