@@ -229,9 +229,8 @@ private:
     // last slice's too, before its next meeting on this board), and a rank
     // writes its part of meeting m + 1 after m completed, as allreduce's
     // in_blocks does, so no set is rewritten while read (host_board.hpp's
-    // invariants). Nothing
-    // (every rank alike) when the parts are too small to hold a slice of
-    // every block: the caller passes messages then.
+    // invariants). Nothing (every rank alike) when the parts are too small
+    // to hold a slice of every block: the caller passes messages then.
     template <class C, class V, class Op>
     static std::optional<V> in_slices(C& comm, host_board& board, tag t, const V& values,
                                       const std::vector<std::size_t>& offsets, const Op& op) {
@@ -269,14 +268,12 @@ private:
                 for (std::size_t q = 1; q < n; ++q) op.fold_into(acc, from(q));
             }
             if (j == k) break;  // read before any rank can write this set again: no meeting needed
-            {
-                lay_out(j);
-                E* const into = reinterpret_cast<E*>(board.own_part(board.meetings() + 1));
-                for (std::size_t b = 0; b < n; ++b) {
-                    if (b == me) continue;
-                    const auto [lo, hi] = slice(b, j);
-                    std::copy(values.data() + offsets[b] + lo, values.data() + offsets[b] + hi, into + at[b]);
-                }
+            lay_out(j);
+            E* const into = reinterpret_cast<E*>(board.own_part(board.meetings() + 1));
+            for (std::size_t b = 0; b < n; ++b) {
+                if (b == me) continue;
+                const auto [lo, hi] = slice(b, j);
+                std::copy(values.data() + offsets[b] + lo, values.data() + offsets[b] + hi, into + at[b]);
             }
             const std::uint64_t m = board.arrive(host_board::type_of<V>(), {});
             board.wait(comm, t, m);
