@@ -181,13 +181,13 @@ inline constexpr std::array<selection_rule, 45> default_rules{{
     {"scatter", "sequential"},
     {"alltoall", "parallel"},
     // Processes of one host: the host board from 64 KiB, the chain below.
-    // UCX on 2 cores, collectives_rank scan (2026-12-02, two runs), sums of
-    // 8 B / 64 KiB / 1 MiB at 8 ranks: the board 5.1-15.8 / 84-140 /
-    // 1,785-2,087 us, the chain 2.3-2.8 / 102-205 / 2,498-2,898,
-    // recursive doubling 18.8-29.8 / 352-540 / 6,425-7,858; at 4 ranks the
-    // board 2.8-3.6 / 31-33 / 587-766, the chain 1.0-1.2 / 52-68 /
+    // UCX on 2 cores, collectives_rank scan (2026-12-02, up to five runs), sums of
+    // 8 B / 64 KiB / 1 MiB at 8 ranks: the board 5.1-8.8 / 87-136 /
+    // 1,862-2,087 us, the chain 2.2-2.8 / 102-205 / 2,498-2,898,
+    // recursive doubling 13.3-29.8 / 352-598 / 6,425-7,858; at 4 ranks the
+    // board 2.8-2.9 / 32 / 587-761, the chain 1.0-1.2 / 52-68 /
     // 1,193-1,358 (OpenMPI's shared memory: at 8 ranks 0.55-0.89 / 44-64 /
-    // 989-1,210, at 4 0.24-0.46 / 22-24 / 382-581: its chain, which a loop
+    // 921-1,210, at 4 0.24-0.46 / 22-24 / 382-581: its chain, which a loop
     // of scans keeps full, beats a meeting of every rank per call).
     {"scan", "host_memory", any_size, 64 * 1024, link_level::host},
     {"scan", "pipeline", any_size, 0, link_level::host},
