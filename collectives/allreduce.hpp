@@ -337,7 +337,7 @@ struct allreduce_host_memory_fn {
             if (const auto meeting =
                     detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
                 const auto [board, m] = *meeting;
-                if (detail::all_fit<T>(*board, m, comm.rank(), "allreduce host_memory")) return fold<T>(*board, m, op);
+                if (detail::all_fit<T>(*board, m, comm.rank(), info)) return fold<T>(*board, m, op);
                 // Some rank's value did not fit in its part: all ranks saw
                 // it, and that all values have one length.
                 if constexpr (detail::element_vector<T> && detail::folds_in_place<Op, T> &&
@@ -474,7 +474,7 @@ struct reduce_host_memory_fn {
                     detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
                 const auto [board, m] = *meeting;
                 const bool is_root = comm.rank() == root;
-                if (detail::all_fit<T>(*board, m, comm.rank(), "reduce host_memory")) {
+                if (detail::all_fit<T>(*board, m, comm.rank(), info)) {
                     if (is_root) return host::fold<T>(*board, m, op);
                     return std::nullopt;
                 }

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -181,16 +182,12 @@ public:
     // comes through its mailbox, and gets no landing.
     template <class E>
     net::landing land(int from, tag t, std::span<E> into) {
-        detail::check_rank(from, size(), "land from");
-        const place p = where(from);
-        if (p.node == node()) return {};
-        return job_->node_->land(p.node, my_port(), hybrid_job::wire_tag(t, p.local), into);
+        const auto p = of_another_node(from, "land from");
+        return p ? job_->node_->land(p->node, my_port(), hybrid_job::wire_tag(t, p->local), into) : net::landing{};
     }
     net::landing expect(int from, tag t) {
-        detail::check_rank(from, size(), "expect from");
-        const place p = where(from);
-        if (p.node == node()) return {};
-        return job_->node_->expect(p.node, my_port(), hybrid_job::wire_tag(t, p.local));
+        const auto p = of_another_node(from, "expect from");
+        return p ? job_->node_->expect(p->node, my_port(), hybrid_job::wire_tag(t, p->local)) : net::landing{};
     }
 
 private:
@@ -213,6 +210,13 @@ private:
         const int n = job_->node_of(to);
         const int local = to - job_->first_rank(n);
         return {n, local, hybrid_job::port_base + static_cast<net::port_id>(local)};
+    }
+    // Where rank `from` is, if on another node (a valid rank, or usage_error naming `what`).
+    std::optional<place> of_another_node(int from, const char* what) const {
+        detail::check_rank(from, size(), what);
+        const place p = where(from);
+        if (p.node == node()) return std::nullopt;
+        return p;
     }
     // The port another node's ranks send this rank's messages to.
     net::port_id my_port() const { return hybrid_job::port_base + static_cast<net::port_id>(local_); }

@@ -75,7 +75,6 @@ public:
             return;
         }
         unexpected_[tag].push_back(envelope{source, tag, std::move(body), nullptr});
-        ++unexpected_count_;
     }
 
     // Blocks the calling process until a message from `source` (any_source:
@@ -96,7 +95,6 @@ public:
                 envelope m = std::move(*it);
                 arrived.erase(it);
                 if (arrived.empty()) unexpected_.erase(waiting);
-                --unexpected_count_;
                 return m;
             }
         }
@@ -143,7 +141,9 @@ public:
     // Messages that arrived and were not yet received.
     std::size_t unclaimed() const {
         std::lock_guard lk(lock_);
-        return unexpected_count_;
+        std::size_t n = 0;
+        for (const auto& [tag, arrived] : unexpected_) n += arrived.size();
+        return n;
     }
 
 private:
@@ -207,7 +207,6 @@ private:
     mutable std::mutex lock_;
     // By tag, each tag's in order of arrival (usually one message).
     std::unordered_map<std::uint64_t, boost::container::small_vector<envelope, 1>> unexpected_;
-    std::size_t unexpected_count_ = 0;
     std::vector<posted> posted_;
     std::vector<std::unique_ptr<reply_slot>> slots_;  // every slot ever made
     std::vector<reply_slot*> free_;                   // slots no taker holds

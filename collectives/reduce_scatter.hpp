@@ -187,7 +187,7 @@ struct reduce_scatter_host_memory_fn {
             if (const auto meeting =
                     detail::meet_on_host(comm, s, info, host_board::type_of<V>(), detail::bytes_of(values))) {
                 const auto [board, m] = *meeting;
-                if (detail::all_fit<V>(*board, m, comm.rank(), "reduce_scatter host_memory"))
+                if (detail::all_fit<V>(*board, m, comm.rank(), info))
                     return fold_block<V>(*board, m, offsets, comm.rank(), op);
                 // Some rank's vector did not fit its part: all ranks saw it,
                 // and that all vectors have one length.

@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <optional>
 #include <span>
-#include <string>
 #include <utility>
 
 #include "collectives/algorithm.hpp"
@@ -84,8 +83,7 @@ std::optional<std::optional<T>> exclusive_on_host(C& comm, const T& value, const
         if (!meeting) return std::nullopt;
         const auto [board, m] = *meeting;
         const int me = comm.rank();
-        const std::string what = info.qualified();
-        if (all_fit<T>(*board, m, me, what.c_str())) {
+        if (all_fit<T>(*board, m, me, info)) {
             std::optional<T> before;
             for (int q = 0; q < me; ++q) {
                 const auto p = board->part_of(m, q);

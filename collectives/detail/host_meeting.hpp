@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/host_board.hpp"
 #include "collectives/operation.hpp"
@@ -67,9 +68,9 @@ std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info
 
 // Whether every rank's value of meeting m is in its part. Values of
 // another type or length throw, at every rank alike (each reads every
-// part's head).
+// part's head), naming the algorithm `info`.
 template <class T>
-bool all_fit(const host_board& board, std::uint64_t m, int me, const char* what) {
+bool all_fit(const host_board& board, std::uint64_t m, int me, const algorithm_info& info) {
     const auto mine = board.part_of(m, me);
     std::size_t unit = 1;
     if constexpr (element_vector<T>) unit = sizeof(typename T::value_type);
@@ -77,7 +78,7 @@ bool all_fit(const host_board& board, std::uint64_t m, int me, const char* what)
     for (int q = 0; q < board.size(); ++q) {
         const auto p = board.part_of(m, q);
         if (p.type != mine.type)
-            throw usage_error(std::string(what) + ": rank " + std::to_string(q) +
+            throw usage_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
                               " passed a value of another type than rank " + std::to_string(me) + "'s " +
                               csp::type_name<T>());
         check_same_length(mine.bytes / unit, p.bytes / unit);
