@@ -91,9 +91,9 @@ public:
     int size() const noexcept { return static_cast<int>(members_.size()); }
 
     template <class T>
-    void send(int to, tag t, T value) {
+    void send(int to, tag t, T&& value) {
         detail::check_rank(to, size(), "send to");
-        parent_->send(member(to), t, std::move(value));
+        parent_->send(member(to), t, std::forward<T>(value));
     }
     template <class T>
     T receive(int from, tag t) {

@@ -165,11 +165,12 @@ public:
     bool receives_through_io() const { return job_->nodes() > 1 && job_->node_->receives_through_io(); }
 
     template <class T>
-    void send(int to, tag t, T value) {
+    void send(int to, tag t, T&& value) {
         detail::check_rank(to, size(), "send to");
         const place p = where(to);
-        if (p.node == node()) deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::move(value)));
-        else job_->node_->send(p.node, p.port, std::move(value), hybrid_job::wire_tag(t, local_));
+        if (p.node == node())
+            deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::forward<T>(value)));
+        else job_->node_->send(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
     }
     // receive, receive_any, receive_into, receive_view, relay, send_each,
     // pass_on: detail/byte_messages.hpp, as net_communicator's; a message

@@ -74,7 +74,7 @@ public:
             reply->out.write(envelope{source, tag, std::move(body), nullptr});
             return;
         }
-        unexpected_[tag].push_back(envelope{source, tag, std::move(body), nullptr});
+        waiting_of_locked(tag).push_back(envelope{source, tag, std::move(body), nullptr});
     }
 
     // Blocks the calling process until a message from `source` (any_source:
@@ -94,7 +94,7 @@ public:
                 if (source != any_source && it->source != source) continue;
                 envelope m = std::move(*it);
                 arrived.erase(it);
-                if (arrived.empty()) unexpected_.erase(waiting);
+                if (arrived.empty()) retire_locked(waiting);
                 return m;
             }
         }
@@ -147,6 +147,10 @@ public:
     }
 
 private:
+    // A tag's waiting messages in order of arrival (usually one), by tag.
+    using arrivals = boost::container::small_vector<envelope, 1>;
+    using arrivals_by_tag = std::unordered_map<std::uint64_t, arrivals>;
+
     // Unnamed: a blocked receive is on the hot path. A deadlock report
     // still names the waiting process.
     struct reply_slot {
@@ -173,6 +177,22 @@ private:
             .append(", step ")
             .append(std::to_string(t.phase()))
             .append(")");
+    }
+
+    // The messages waiting with `tag`, in a map entry made for it if there
+    // is none: a spare one when there is (see spare_).
+    arrivals& waiting_of_locked(std::uint64_t tag) {
+        if (auto it = unexpected_.find(tag); it != unexpected_.end()) return it->second;
+        if (spare_.empty()) return unexpected_[tag];
+        auto node = std::move(spare_.back());
+        spare_.pop_back();
+        node.key() = tag;
+        return unexpected_.insert(std::move(node)).position->second;
+    }
+    // Takes an emptied tag's entry out of the map and keeps it for another.
+    void retire_locked(typename arrivals_by_tag::iterator emptied) {
+        auto node = unexpected_.extract(emptied);
+        if (spare_.size() < max_spare) spare_.push_back(std::move(node));
     }
 
     reply_slot* free_slot_locked() {
@@ -205,8 +225,13 @@ private:
     }
 
     mutable std::mutex lock_;
-    // By tag, each tag's in order of arrival (usually one message).
-    std::unordered_map<std::uint64_t, boost::container::small_vector<envelope, 1>> unexpected_;
+    arrivals_by_tag unexpected_;
+    // Entries of unexpected_ taken out when their tag's last message was
+    // received, empty, for the next tag: most messages of a loop of
+    // collectives arrive before their receive, and each would otherwise
+    // allocate and free a map node. At most max_spare are kept.
+    static constexpr std::size_t max_spare = 64;
+    std::vector<typename arrivals_by_tag::node_type> spare_;
     std::vector<posted> posted_;
     std::vector<std::unique_ptr<reply_slot>> slots_;  // every slot ever made
     std::vector<reply_slot*> free_;                   // slots no taker holds

@@ -90,13 +90,16 @@ public:
     bool host_oversubscribed() const { return node_->host_oversubscribed(); }
     void log_line(const std::string& line) const;
 
+    // A value kept by the caller (an lvalue) is encoded from where it is,
+    // with no copy made first; a moved one is adopted where the codec can
+    // (a vector's elements: net/codec.hpp).
     template <class T>
-    void send(int to, tag t, T value) {
+    void send(int to, tag t, T&& value) {
         detail::check_rank(to, size(), "send to");
         if (to == rank()) {
-            box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::move(value)));
+            box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::forward<T>(value)));
         } else {
-            node_->send(to, port_id_, std::move(value), t.bits());
+            node_->send(to, port_id_, std::forward<T>(value), t.bits());
         }
     }
     // receive, receive_any, receive_into, receive_view, relay, send_each,

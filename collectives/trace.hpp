@@ -92,9 +92,9 @@ public:
     }
 
     template <class T>
-    void send(int to, tag t, T value) {
+    void send(int to, tag t, T&& value) {
         log_->record({trace_event::kind::send, 0, rank(), to, t, {}});
-        inner_->send(to, t, std::move(value));
+        inner_->send(to, t, std::forward<T>(value));
     }
     template <class T>
     T receive(int from, tag t) {

@@ -263,6 +263,34 @@ TEST(mailbox_order, messages_of_many_calls_are_taken_by_source_and_tag_first_sen
     EXPECT_EQ(box.unclaimed(), 0u);
 }
 
+// A tag's map entry, emptied by its last receive, is kept and reused for a
+// later tag (no node allocated per message of a loop of collectives): waves
+// of more tags than are kept spare, each wave delivered while half of the
+// one before still waits, every value taken under its own tag.
+TEST(mailbox_order, entries_of_received_tags_are_reused_for_later_tags) {
+    cc::mailbox<long> box;
+    constexpr int per_wave = 150, waves = 6;
+    auto value = [](int t, int source) { return long{t} * 10 + source; };
+    auto deliver_wave = [&](int w) {
+        for (int t = w * per_wave; t < (w + 1) * per_wave; ++t)
+            for (int source : {1, 0}) box.deliver(source, static_cast<std::uint64_t>(t), value(t, source));
+    };
+    auto take_tags = [&](int w, int parity) {
+        for (int t = w * per_wave + parity; t < (w + 1) * per_wave; t += 2) {
+            const auto tg = static_cast<std::uint64_t>(t);
+            EXPECT_EQ(box.take(0, tg).body, value(t, 0));
+            EXPECT_EQ(box.take(cc::any_source, tg).body, value(t, 1));
+        }
+    };
+    deliver_wave(0);
+    for (int w = 0; w < waves; ++w) {
+        take_tags(w, 1);
+        if (w + 1 < waves) deliver_wave(w + 1);
+        take_tags(w, 0);
+        EXPECT_EQ(box.unclaimed(), w + 1 < waves ? static_cast<std::size_t>(per_wave * 2) : 0u);
+    }
+}
+
 // A receive that finds its message already there does not switch; a loop of
 // them (here one process feeding its own mailbox) must still let the other
 // processes of its worker run (csp/preemption.hpp). Every message counted.
