@@ -37,9 +37,14 @@
 //
 // Over UCX a large expected message that comes first is held, its bytes
 // left with the sender, until its landing is made (then fetched into it),
-// the expectation ends, another message of that sender comes, or
+// the expectation ends, another message of that sender comes that is not
+// held itself, the landing of a later held one of that sender is made, or
 // node_options::expected_hold passes (then fetched as usual); so the
-// sender's send completes late by at most that. Over TCP, where bytes must
+// sender's send completes late by at most that. A sender's expected
+// messages sent back to back are each held for their own landing: a
+// receiver may take a stream of them into one buffer, naming it for each
+// message after the one before was received (the hold of those still
+// held then counts from the last landing made). Over TCP, where bytes must
 // be read as they come, an expectation does nothing. A neighbour exchange
 // expects its next step's rows as it sends this step's
 // (collectives/neighbours.hpp).

@@ -487,7 +487,12 @@ bool ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
                 at = reinterpret_cast<std::byte*>(block.get());
                 std::memcpy(at, static_cast<const std::byte*>(data) + (whole ? header::size : 0), h.length);
             }
-            if (ps->pending.empty()) {
+            // Credit frames go out at once, even past frames of the peer
+            // still arriving or held: they concern this node's own sends,
+            // in no order with the peer's messages, and an ask for credit
+            // must not let go of held frames (nor wait behind them) when a
+            // stream of expected frames meets the peer's window.
+            if (ps->pending.empty() || h.op == opcode::credit || h.op == opcode::ask_credit) {
                 arrived_.emplace_back(peer, frame{h, h.length ? payload::adopt(std::move(block), at, h.length) : payload{}});
             } else {
                 auto r = std::make_unique<receive>();
@@ -539,8 +544,9 @@ std::shared_ptr<std::max_align_t[]> ucx_worker::payload_block(std::size_t bytes)
 }
 
 void ucx_worker::wait_turn(peer_state& ps, std::unique_ptr<receive> r) {
-    // A frame behind held ones must not wait for their landings.
-    if (held_.load(std::memory_order_relaxed) != 0 && !ps.pending.empty())
+    // A frame behind held ones must not wait for their landings, unless it
+    // is held itself (expected too): then each waits for its own.
+    if (held_.load(std::memory_order_relaxed) != 0 && r->rts == nullptr && !ps.pending.empty())
         fetch_held_of(static_cast<int>(r->head.source), ps, true, {});
     ps.pending.push_back(r.get());
     r.release();
@@ -638,6 +644,20 @@ void ucx_worker::land(int peer, std::uint32_t port, std::uint64_t tag, std::byte
         l.capacity = capacity;
         l.type = type;
         if (held == nullptr) return;
+        // Held frames of the peer ahead of it go as usual: it is handed
+        // out after them, and its receiver, who named this buffer first,
+        // may never name theirs. Those behind it are held a full limit
+        // from now: a receiver taking a run of held frames one by one is
+        // naming their buffers, and their hold counts from its last one.
+        if (peer_state* ps = find(peer)) {
+            bool ahead = true;
+            const auto until = std::chrono::steady_clock::now() + hold_;
+            for (receive* r : ps->pending) {
+                if (r == held) ahead = false;
+                else if (r->rts != nullptr && ahead) fetch_held(peer, r);
+                else if (r->rts != nullptr) r->hold_until = std::max(r->hold_until, until);
+            }
+        }
         // Its frame came first and was held: fetch it straight into the
         // buffer, or as usual if it does not fit.
         if (fits(l, held->head)) {

@@ -11,6 +11,8 @@
 // protocol below. UCX hands one endpoint's active messages to the handler in
 // the order they were sent; a rendezvous payload completes later, so a
 // peer's frames that come behind one wait in arrival order (`pending`).
+// Credit frames (credit, ask_credit) are the exception: they are handed out
+// as they come, since they are in no order with the peer's messages.
 //
 // Who calls what:
 //   - the node's progress process (progress()), or a receiving process that
@@ -43,11 +45,17 @@
 // sender (UCX keeps the descriptor, the sender's send is not complete) and
 // the frame waits in its peer's pending queue. It is fetched, once, by the
 // first of: the buffer named (land(): straight into it), the expectation
-// withdrawn (unexpect()), a later frame of the same peer arriving (which
-// must not wait behind it), the peer lost (released, not fetched), or the
-// hold limit passing (progress()), the last three into a block as usual. So
-// a wrong expectation costs at most the hold limit once, and no sender
-// waits on a receiver that never names its buffer.
+// withdrawn (unexpect()), a later frame of the same peer arriving that is
+// not held itself (it must not wait behind held ones), the buffer of a
+// later held frame of the same peer named (that one's fetch must not wait
+// for this one's landing either), the peer lost (released, not fetched), or
+// the hold limit passing (progress()), all but the first into a block as
+// usual. So held frames of a peer form a run of expected ones (a stream
+// whose receiver names one buffer after another); the limit of each counts
+// from its arrival or from the last landing named for a frame of that run
+// ahead of it, whichever is later, so a run is held while its receiver
+// keeps naming buffers, a wrong expectation costs at most the hold limit
+// once, and no sender waits on a receiver that never names its buffer.
 //
 // Lifetime: per-peer records live as long as the worker (a late completion
 // may still name one); the worker closes every endpoint before it goes.

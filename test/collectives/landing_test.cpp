@@ -395,6 +395,148 @@ TEST(net_expected_landing, a_row_held_past_the_hold_limit_is_received_as_usual) 
 
 namespace {
 
+// Row i of a stream: numbered_row() shifted by i million.
+std::vector<double> stream_row(int i) {
+    auto row = numbered_row();
+    for (double& x : row) x += i * 1e6;
+    return row;
+}
+
+// Rank 1 sends `rows` stream rows back to back with tags rank 0 expected
+// (hold limit a minute); `then` is rank 0's part once `wait_held` rows are
+// held (was_held: they were at once). `window`: rank 1's flow-control window
+// (node_options::window), if not 0.
+void expect_rows(const std::string& job, int rows,
+                 const std::function<void(csp::net::node&, cc::net_communicator&, const std::vector<cc::tag>&)>& then,
+                 bool& was_held, int wait_held = -1, std::uint32_t window = 0) {
+    if (wait_held < 0) wait_held = rows;
+    csp::net::nameserver ns;
+    net_test::run_nodes(
+        ns, job, 2,
+        [&](csp::net::node& self) {
+            {
+                cc::net_communicator comm(self);
+                std::vector<cc::tag> t;
+                for (int i = 0; i < rows; ++i) t.push_back(comm.next_tag());
+                const cc::tag go = comm.next_tag(), done = comm.next_tag();
+                if (comm.rank() == 0) {
+                    std::vector<csp::net::landing> expected;
+                    for (const cc::tag x : t) expected.push_back(comm.expect(1, x));
+                    comm.send(1, go, 1);
+                    was_held = eventually([&] { return self.stats().held == static_cast<std::size_t>(wait_held); });
+                    then(self, comm, t);
+                    comm.send(1, done, 1);
+                } else {
+                    (void)comm.receive<int>(0, go);
+                    for (int i = 0; i < rows; ++i) comm.send(0, t[static_cast<std::size_t>(i)], stream_row(i));
+                    (void)comm.receive<int>(0, done);
+                }
+                cc::barrier(comm);
+            }
+            self.close();
+        },
+        1,
+        [&](int, csp::net::node_options& o) {
+            o.transport = csp::net::transport_kind::ucx;
+            o.expected_hold = 60s;
+            if (window != 0) o.window = window;
+        });
+}
+
+}  // namespace
+
+// A sender's expected rows sent back to back are each held for its own
+// landing (a later one does not let an earlier one go), and a receiver that
+// names one buffer for each in turn gets every row there, as an MPI
+// receiver posting one receive after another into one buffer does.
+TEST(net_expected_landing, expected_rows_sent_back_to_back_are_each_held_and_land_in_one_buffer) {
+    constexpr int rows = 4;
+    bool was_held = false;
+    std::vector<std::vector<double>> got;
+    std::size_t landed = 0, held_after = 1;
+    expect_rows("expect-stream", rows, [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
+        std::vector<double> buffer(16384, -1.0);
+        for (const cc::tag x : t) {
+            csp::net::landing l = comm.land(1, x, std::span<double>(buffer));
+            EXPECT_EQ(comm.receive_into(1, x, std::span<double>(buffer)), buffer.size());
+            got.push_back(buffer);
+        }
+        landed = self.stats().landed;
+        held_after = self.stats().held;
+    }, was_held);
+    EXPECT_TRUE(was_held);
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], stream_row(i)) << "row " << i;
+    EXPECT_EQ(landed, static_cast<std::size_t>(rows));
+    EXPECT_EQ(held_after, 0u);
+}
+
+// The same where the sender's window holds two rows: its third send waits
+// and asks for credit. The ask comes behind the two held rows and must let
+// neither go (nor wait for them): rank 0 names its buffer row by row, each
+// take credits the sender, and every row lands. (The ask used to release
+// the held rows into blocks of their own: a 16-message stream of 1 MiB
+// against the 16 MiB window landed 3 of 16.)
+TEST(net_expected_landing, an_ask_for_credit_behind_held_rows_lets_none_go_and_every_row_lands) {
+    constexpr int rows = 5;
+    constexpr std::uint32_t row_charge = 16384 * sizeof(double) + 128;  // flow_control.hpp's charge
+    bool was_held = false;
+    std::vector<std::vector<double>> got;
+    std::size_t held_before = 0, unclaimed_before = 1, landed = 0, held_after = 1;
+    expect_rows(
+        "expect-window", rows,
+        [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
+            // The third row's send waits for credit and asks for it; the
+            // ask is here well within this.
+            csp::sleep_for(50ms);
+            held_before = self.stats().held;
+            unclaimed_before = comm.unclaimed();
+            std::vector<double> buffer(16384, -1.0);
+            for (const cc::tag x : t) {
+                csp::net::landing l = comm.land(1, x, std::span<double>(buffer));
+                EXPECT_EQ(comm.receive_into(1, x, std::span<double>(buffer)), buffer.size());
+                got.push_back(buffer);
+            }
+            landed = self.stats().landed;
+            held_after = self.stats().held;
+        },
+        was_held, 2, 2 * row_charge + 64);
+    EXPECT_TRUE(was_held);
+    EXPECT_EQ(held_before, 2u);
+    EXPECT_EQ(unclaimed_before, 0u);
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], stream_row(i)) << "row " << i;
+    EXPECT_EQ(landed, static_cast<std::size_t>(rows));
+    EXPECT_EQ(held_after, 0u);
+}
+
+// Naming the buffer of a held row lets the held rows of its sender before it
+// go at once, as usual (into blocks): the named one is handed out after
+// them, and they must not wait for landings that may never come.
+TEST(net_expected_landing, landing_a_later_held_row_lets_the_held_rows_before_it_go_as_usual) {
+    bool was_held = false;
+    std::vector<double> first(16384, -1.0), second(16384, -1.0);
+    std::size_t held_after_landing = 3, landed = 0;
+    expect_rows("expect-later-first", 3, [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
+        csp::net::landing l = comm.land(1, t[1], std::span<double>(second));
+        held_after_landing = self.stats().held;  // the first let go, the second fetched, the third still held
+        EXPECT_EQ(comm.receive_into(1, t[0], std::span<double>(first)), first.size());
+        EXPECT_EQ(comm.receive_into(1, t[1], std::span<double>(second)), second.size());
+        landed = self.stats().landed;
+        std::vector<double> third(16384, -1.0);
+        csp::net::landing l3 = comm.land(1, t[2], std::span<double>(third));
+        EXPECT_EQ(comm.receive_into(1, t[2], std::span<double>(third)), third.size());
+        EXPECT_EQ(third, stream_row(2));
+    }, was_held);
+    EXPECT_TRUE(was_held);
+    EXPECT_EQ(held_after_landing, 1u);
+    EXPECT_EQ(landed, 1u);
+    EXPECT_EQ(first, stream_row(0));
+    EXPECT_EQ(second, stream_row(1));
+}
+
+namespace {
+
 // `steps` exchanges of 128 KiB rows down a column of comm's ranks (exchange(),
 // or start() then finish() if `split`), each row numbered by its rank, step
 // and element; returns how many sampled ghost elements were not the
