@@ -13,6 +13,11 @@
 //                              non-blocking sockets (no system call sleeps)
 //   stream_1MiB/tcp, /raw_tcp  16 messages of 1 MiB, then a 1-byte
 //                              acknowledgement, per iteration
+//   stream_1MiB/ucx_landed     the UCX stream as an MPI program writes it:
+//                              the sender lends one buffer (loans.hpp), the
+//                              receiver expects each batch's messages and
+//                              lands them one after another in one buffer
+//                              (landing.hpp), as MPI_Recv into one buffer
 //   */ratio                    tcp / peer (targets: rtt_8B <= 1.5x
 //                              raw_tcp_polling; stream >= 0.8x raw_tcp)
 //   deadlock_probes/...        rtt_8B over TCP with the job-wide deadlock
@@ -32,6 +37,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,7 +56,9 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::size_t stream_message = 1 << 20;
 constexpr int stream_batch = 16;
 constexpr csp::net::port_id bench_port = 1;
-enum : std::uint64_t { tag_echo = 0, tag_stream = 1, tag_stop = 2 };
+enum : std::uint64_t { tag_echo = 0, tag_stream = 1, tag_stop = 2, tag_landed_begin = 3, tag_landed_end = 4 };
+// The landed stream's messages: one tag each, as a landing needs.
+constexpr std::uint64_t landed_tag(std::uint64_t sequence) { return (std::uint64_t{1} << 32) + sequence; }
 
 [[noreturn]] void die(const std::string& what) {
     throw std::runtime_error(what + ": " + std::strerror(errno));
@@ -214,6 +222,31 @@ void stream_raw(benchmark::State& state) {
 
 // --- csp nodes ---------------------------------------------------------------
 
+// The receiving side of stream_1MiB/ucx_landed, from its tag_landed_begin to
+// its tag_landed_end: each batch expected before the acknowledgement that
+// lets the sender send it, each message landed in `into` and checked to be
+// there.
+std::uint64_t not_landed = 0;  // landed-stream messages that came into a block of their own
+
+void receive_landed(csp::net::node& self, csp::net::port& inbox) {
+    std::vector<char> into(stream_message);
+    std::uint64_t next = 0;
+    std::vector<csp::net::landing> expected;
+    for (;;) {
+        expected.clear();
+        for (int i = 0; i < stream_batch; ++i) expected.push_back(self.expect(0, bench_port, landed_tag(next + i)));
+        self.send(0, bench_port, char{1});
+        for (int i = 0; i < stream_batch; ++i, ++next) {
+            csp::net::landing l = self.land(0, bench_port, landed_tag(next), std::span<char>(into));
+            csp::net::message m = inbox.receive();
+            if (m.tag == tag_landed_end) return;
+            if (m.tag != landed_tag(next) || m.body.size() != into.size())
+                throw std::runtime_error("landed stream: message " + std::to_string(next) + " is not the one sent");
+            if (m.body.data() != reinterpret_cast<const std::byte*>(into.data())) ++not_landed;
+        }
+    }
+}
+
 int peer_csp() {
     csp::run([] {
         csp::net::node self;
@@ -222,7 +255,10 @@ int peer_csp() {
         for (;;) {
             csp::net::message m = inbox.receive();
             if (m.tag == tag_stop) break;
-            if (m.tag == tag_echo) {
+            if (m.tag == tag_landed_begin) {
+                receive_landed(self, inbox);
+                self.send(0, bench_port, static_cast<std::uint64_t>(not_landed));
+            } else if (m.tag == tag_echo) {
                 self.send(0, bench_port, m.body);
             } else if (++streamed == stream_batch) {
                 streamed = 0;
@@ -275,6 +311,34 @@ void rtt_csp(benchmark::State& state, const char* transport, std::size_t bytes, 
         state.counters["us_per_roundtrip"] = us / static_cast<double>(state.iterations());
         bench::record(figure, us / static_cast<double>(state.iterations()));
     }, probe_every);
+}
+
+// The sender's side of stream_1MiB/ucx_landed: the messages borrow one
+// buffer (not copied, as MPI_Send's), each with a tag of its own.
+void stream_landed(benchmark::State& state) {
+    with_csp_peer("ucx", [&](csp::net::node& self, csp::net::port& inbox) {
+        const std::vector<char> buffer(stream_message, 'x');
+        csp::net::loans book;
+        std::uint64_t next = 0;
+        auto batch = [&] {
+            (void)inbox.receive();  // the receiver expects the batch
+            for (int i = 0; i < stream_batch; ++i, ++next)
+                self.send(1, bench_port, book.lend(std::span<const char>(buffer)), landed_tag(next));
+        };
+        self.send(1, bench_port, char{0}, tag_landed_begin);
+        batch();
+        const auto start = clock_type::now();
+        for (auto _ : state) batch();
+        (void)inbox.receive();
+        const double s = std::chrono::duration<double>(clock_type::now() - start).count();
+        self.send(1, bench_port, char{0}, tag_landed_end);
+        const auto not_landed = csp::net::decode<std::uint64_t>(inbox.receive().body);
+        book.settle();
+        const double mb = static_cast<double>(state.iterations()) * stream_batch * stream_message / 1e6;
+        state.counters["MB_per_s"] = mb / s;
+        state.counters["not_landed"] = static_cast<double>(not_landed);
+        bench::record("stream/ucx_landed", mb / s);
+    });
 }
 
 void stream_csp(benchmark::State& state, const char* transport) {
@@ -333,6 +397,7 @@ int main(int argc, char** argv) {
 #if CSP_BENCH_WITH_UCX
     benchmark::RegisterBenchmark("stream_1MiB/ucx", [](benchmark::State& s) { stream_csp(s, "ucx"); })
         ->MinTime(1.0)->UseRealTime();
+    benchmark::RegisterBenchmark("stream_1MiB/ucx_landed", stream_landed)->MinTime(1.0)->UseRealTime();
 #endif
     benchmark::RegisterBenchmark("stream_1MiB/raw_tcp", stream_raw)->MinTime(1.0)->UseRealTime();
     bench::register_ratio("stream_1MiB/ratio", "stream/tcp", "stream/raw_tcp");
