@@ -443,6 +443,32 @@ void expect_rows(const std::string& job, int rows,
         });
 }
 
+// What rank 0 got of a stream, each row landed in turn in one buffer.
+struct stream_outcome {
+    std::vector<std::vector<double>> got;  // the buffer after each row
+    std::size_t landed = 0, held_after = 1;
+};
+
+void land_each_in_one_buffer(csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t,
+                             stream_outcome& out) {
+    std::vector<double> buffer(16384, -1.0);
+    for (const cc::tag x : t) {
+        csp::net::landing l = comm.land(1, x, std::span<double>(buffer));
+        EXPECT_EQ(comm.receive_into(1, x, std::span<double>(buffer)), buffer.size());
+        out.got.push_back(buffer);
+    }
+    out.landed = self.stats().landed;
+    out.held_after = self.stats().held;
+}
+
+// Every row reached the buffer whole and straight, and nothing stays held.
+void expect_every_row_landed(const stream_outcome& out, int rows) {
+    ASSERT_EQ(out.got.size(), static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; ++i) EXPECT_EQ(out.got[static_cast<std::size_t>(i)], stream_row(i)) << "row " << i;
+    EXPECT_EQ(out.landed, static_cast<std::size_t>(rows));
+    EXPECT_EQ(out.held_after, 0u);
+}
+
 }  // namespace
 
 // A sender's expected rows sent back to back are each held for its own
@@ -452,23 +478,15 @@ void expect_rows(const std::string& job, int rows,
 TEST(net_expected_landing, expected_rows_sent_back_to_back_are_each_held_and_land_in_one_buffer) {
     constexpr int rows = 4;
     bool was_held = false;
-    std::vector<std::vector<double>> got;
-    std::size_t landed = 0, held_after = 1;
-    expect_rows("expect-stream", rows, [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
-        std::vector<double> buffer(16384, -1.0);
-        for (const cc::tag x : t) {
-            csp::net::landing l = comm.land(1, x, std::span<double>(buffer));
-            EXPECT_EQ(comm.receive_into(1, x, std::span<double>(buffer)), buffer.size());
-            got.push_back(buffer);
-        }
-        landed = self.stats().landed;
-        held_after = self.stats().held;
-    }, was_held);
+    stream_outcome out;
+    expect_rows(
+        "expect-stream", rows,
+        [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
+            land_each_in_one_buffer(self, comm, t, out);
+        },
+        was_held);
     EXPECT_TRUE(was_held);
-    ASSERT_EQ(got.size(), static_cast<std::size_t>(rows));
-    for (int i = 0; i < rows; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], stream_row(i)) << "row " << i;
-    EXPECT_EQ(landed, static_cast<std::size_t>(rows));
-    EXPECT_EQ(held_after, 0u);
+    expect_every_row_landed(out, rows);
 }
 
 // The same where the sender's window holds two rows: its third send waits
@@ -481,8 +499,8 @@ TEST(net_expected_landing, an_ask_for_credit_behind_held_rows_lets_none_go_and_e
     constexpr int rows = 5;
     constexpr std::uint32_t row_charge = 16384 * sizeof(double) + 128;  // flow_control.hpp's charge
     bool was_held = false;
-    std::vector<std::vector<double>> got;
-    std::size_t held_before = 0, unclaimed_before = 1, landed = 0, held_after = 1;
+    stream_outcome out;
+    std::size_t held_before = 0, unclaimed_before = 1;
     expect_rows(
         "expect-window", rows,
         [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
@@ -491,23 +509,13 @@ TEST(net_expected_landing, an_ask_for_credit_behind_held_rows_lets_none_go_and_e
             csp::sleep_for(50ms);
             held_before = self.stats().held;
             unclaimed_before = comm.unclaimed();
-            std::vector<double> buffer(16384, -1.0);
-            for (const cc::tag x : t) {
-                csp::net::landing l = comm.land(1, x, std::span<double>(buffer));
-                EXPECT_EQ(comm.receive_into(1, x, std::span<double>(buffer)), buffer.size());
-                got.push_back(buffer);
-            }
-            landed = self.stats().landed;
-            held_after = self.stats().held;
+            land_each_in_one_buffer(self, comm, t, out);
         },
         was_held, 2, 2 * row_charge + 64);
     EXPECT_TRUE(was_held);
     EXPECT_EQ(held_before, 2u);
     EXPECT_EQ(unclaimed_before, 0u);
-    ASSERT_EQ(got.size(), static_cast<std::size_t>(rows));
-    for (int i = 0; i < rows; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], stream_row(i)) << "row " << i;
-    EXPECT_EQ(landed, static_cast<std::size_t>(rows));
-    EXPECT_EQ(held_after, 0u);
+    expect_every_row_landed(out, rows);
 }
 
 // Naming the buffer of a held row lets the held rows of its sender before it
