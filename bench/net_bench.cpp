@@ -224,13 +224,11 @@ void stream_raw(benchmark::State& state) {
 
 // The receiving side of stream_1MiB/ucx_landed, from its tag_landed_begin to
 // its tag_landed_end: each batch expected before the acknowledgement that
-// lets the sender send it, each message landed in `into` and checked to be
-// there.
-std::uint64_t not_landed = 0;  // landed-stream messages that came into a block of their own
-
-void receive_landed(csp::net::node& self, csp::net::port& inbox) {
+// lets the sender send it, each message landed in `into`. Returns how many
+// came into a block of their own instead.
+std::uint64_t receive_landed(csp::net::node& self, csp::net::port& inbox) {
     std::vector<char> into(stream_message);
-    std::uint64_t next = 0;
+    std::uint64_t next = 0, not_landed = 0;
     std::vector<csp::net::landing> expected;
     for (;;) {
         expected.clear();
@@ -239,7 +237,7 @@ void receive_landed(csp::net::node& self, csp::net::port& inbox) {
         for (int i = 0; i < stream_batch; ++i, ++next) {
             csp::net::landing l = self.land(0, bench_port, landed_tag(next), std::span<char>(into));
             csp::net::message m = inbox.receive();
-            if (m.tag == tag_landed_end) return;
+            if (m.tag == tag_landed_end) return not_landed;
             if (m.tag != landed_tag(next) || m.body.size() != into.size())
                 throw std::runtime_error("landed stream: message " + std::to_string(next) + " is not the one sent");
             if (m.body.data() != reinterpret_cast<const std::byte*>(into.data())) ++not_landed;
@@ -256,8 +254,7 @@ int peer_csp() {
             csp::net::message m = inbox.receive();
             if (m.tag == tag_stop) break;
             if (m.tag == tag_landed_begin) {
-                receive_landed(self, inbox);
-                self.send(0, bench_port, static_cast<std::uint64_t>(not_landed));
+                self.send(0, bench_port, receive_landed(self, inbox));
             } else if (m.tag == tag_echo) {
                 self.send(0, bench_port, m.body);
             } else if (++streamed == stream_batch) {
