@@ -50,7 +50,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 // Iterations for a message size: enough to last well above timer noise.
-int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : bytes <= 65536 ? 200 : 40; }
+int iterations_for(std::size_t bytes) { return bytes <= 64 ? 100000 : bytes <= 65536 ? 200 : 40; }
 
 template <class C, class F>
 double time_per_op(C& comm, int iterations, F op) {
@@ -184,7 +184,9 @@ template <class C>
 void scan_set(C& comm) {
     for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
-        const int k = iterations_for(bytes);
+        // 2,000 scans of 8 B take a few ms at 2 ranks, too short to
+        // measure a chain's steady state (0.5-4 us per call in such runs).
+        const int k = bytes <= 64 ? 20'000 : iterations_for(bytes);
         const std::string chosen = table_choice(comm, "scan", bytes, true);
         report(comm, "scan", chosen.c_str(), bytes, time_per_op(comm, k, [&] { (void)cc::scan(comm, v, cc::sum{}); }));
         cc::registry::scan::for_each([&](auto algorithm) {

@@ -433,17 +433,19 @@ node_stats node::stats() const {
         faults = core_->faults_total;
     }
     std::size_t landed = core_->landings.landed();
-    std::size_t held = 0;
+    std::size_t held = 0, queued = 0, queue_full = 0;
 #if CSP_WITH_UCX
     if (core_->ucx) {
         landed += core_->ucx->landed();
         held = core_->ucx->held();
+        queued = core_->ucx->queued();
+        queue_full = core_->ucx->queue_full();
     }
 #endif
     return {core_->links_up.load(std::memory_order_relaxed), core_->links_over_ucx.load(std::memory_order_relaxed),
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
-            faults, core_->sent_direct.load(std::memory_order_relaxed), landed, held,
+            faults, core_->sent_direct.load(std::memory_order_relaxed), queued, queue_full, landed, held,
             core_->taken_polling.load(std::memory_order_relaxed), core_->late_wakeups.load(std::memory_order_relaxed)};
 }
 

@@ -60,6 +60,16 @@ struct node_stats {
     std::size_t duplicates = 0;      // crossing connections refused in favour of ours
     std::size_t faults = 0;          // faults handled in all (faults() keeps the last 256)
     std::size_t sent_direct = 0;     // messages a sending process gave UCX itself (ucx_worker::send_direct)
+    // Frames UCX could not send at once and finished later (a request kept
+    // until done): large ones (by rendezvous from 64 KiB), and small ones
+    // whose queue to the peer stayed full while the worker was polled a few
+    // times (a receiver that is not running; ucx_worker.cpp).
+    std::size_t sent_queued = 0;
+    // Small frames UCX refused at first because its queue to the peer was
+    // full (or held a frame queued before them): each was offered again
+    // while the worker was polled a few times, and queued only if still
+    // refused. A measure of how often senders outran their receivers.
+    std::size_t found_queue_full = 0;
     std::size_t landed = 0;          // payloads received into a receiver's own buffer, over UCX or TCP (landing.hpp)
     std::size_t held = 0;            // large payloads over UCX waiting now for a landing announced by expect()
     std::size_t taken_polling = 0;   // messages a receiving process took from UCX itself while it waited (port.hpp)

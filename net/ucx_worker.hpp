@@ -186,6 +186,10 @@ public:
     // Frames held for their landings now: while any is, the progress
     // process must look again within the hold limit.
     std::size_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
+    // Frames UCX kept a request for, not done at once (node_stats::sent_queued).
+    std::size_t queued() const noexcept { return queued_.load(std::memory_order_relaxed); }
+    // Small frames refused at first for a full queue (node_stats::found_queue_full).
+    std::size_t queue_full() const noexcept { return queue_full_.load(std::memory_order_relaxed); }
 
 private:
     struct impl;
@@ -196,6 +200,7 @@ private:
         bool direct = false;             // see send_direct
         std::uint32_t peer_max_frame = 0;  // the peer's, for the direct path
         std::uint32_t max_frame = 0;
+        std::size_t taken_at_once = 0;  // the largest frame UCX took at once (see immediate_retries)
         // Frames behind one whose rendezvous payload is still arriving, that
         // one first, in arrival order; empty in the common case, where the
         // handler puts a frame in arrived_ at once.
@@ -213,6 +218,11 @@ private:
     // takes it at once (most small frames): no record to allocate and free.
     // False: send it with send_locked. Under lock_.
     bool sent_at_once_locked(peer_state& ps, const outgoing& f);
+    // sent_at_once_locked, offered again while the worker is polled a few
+    // times if only a full queue to the peer refused it (ucx_worker.cpp,
+    // immediate_retries); `progressed` is set if a poll did anything, so the
+    // caller wakes the progress loop to hand out what arrived. Under lock_.
+    bool sent_soon_locked(peer_state& ps, const outgoing& f, bool& progressed);
     // Posts s's UCX sends on ps's endpoint; under lock_. True if in flight.
     bool send_locked(peer_state& ps, sending* s);
     // The active message handler's work (see the header comment); under
@@ -285,6 +295,8 @@ private:
     std::unordered_map<landing_key, landing, landing_key_hash> landings_;  // under lock_
     std::atomic<std::size_t> landed_{0};
     std::atomic<std::size_t> held_{0};  // changed under lock_
+    std::atomic<std::size_t> queued_{0};  // changed under lock_ (send_locked)
+    std::atomic<std::size_t> queue_full_{0};  // changed under lock_ (sent_soon_locked)
     std::chrono::microseconds hold_;
     // The records of sends in flight, a list through the records themselves
     // (under lock_): forget() releases the payloads of a lost peer's, which

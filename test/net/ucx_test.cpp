@@ -14,6 +14,7 @@
 
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net/ucx_worker.hpp"
@@ -57,6 +58,84 @@ TEST(net_ucx, two_nodes_that_both_offer_ucx_use_it_and_lose_nothing) {
         1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::automatic; });
     EXPECT_EQ(over_ucx[0], 1u);
     EXPECT_EQ(over_ucx[1], 1u);
+}
+
+// A stream of small messages outruns its receiver and finds the peer's
+// shared-memory queue full. Regression (a send record per message): such a
+// frame got a record and a UCX request, queued in UCX and sent from the
+// progress loop, and so did every frame after it while any waited there
+// (all but the first ~60 of 200,000 here), which made the sender the
+// slower side (0.4-0.7 us a message in a chain of scans at 2 ranks). The
+// sender now polls the worker a few times and offers the frame again, and
+// a frame refused at first goes at once after all if its receiver took
+// meanwhile. That needs the receiver to run while the sender polls, which
+// a loaded machine does not promise for any one stream: the stream (in
+// bursts of 1,000, each acknowledged) is repeated until it happened, at
+// most 10 times. Every frame arrives in order.
+TEST(net_ucx, small_frames_refused_by_a_full_queue_are_offered_again_instead_of_queued) {
+    csp::net::nameserver ns;
+    constexpr std::uint64_t n = 200'000, burst = 1'000;
+    constexpr int most = 10;
+    csp::net::node_stats sender;
+    run_nodes(
+        ns, "ucx-full-queue", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            for (int attempt = 0; attempt < most; ++attempt) {
+                std::uint64_t again = 0;
+                if (self.rank() == 0) {
+                    for (std::uint64_t i = 0; i < n; ++i) {
+                        self.send(1, 1, i);
+                        if ((i + 1) % burst == 0) ASSERT_EQ(inbox.receive<std::uint64_t>(), i + 1);
+                    }
+                    sender = self.stats();
+                    again = sender.sent_queued == sender.found_queue_full;
+                    self.send(1, 1, again);
+                } else {
+                    for (std::uint64_t expect = 0; expect < n;) {
+                        ASSERT_EQ(inbox.receive<std::uint64_t>(), expect);
+                        if (++expect % burst == 0) self.send(0, 1, expect);
+                    }
+                    again = inbox.receive<std::uint64_t>();
+                }
+                if (!again) break;
+            }
+        },
+        1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+    EXPECT_GT(sender.found_queue_full, 0u);  // the stream did outrun its receiver
+    // Queued: only frames still refused after the polls (before the change,
+    // every frame refused at first, so the two were always equal).
+    EXPECT_LT(sender.sent_queued, sender.found_queue_full);
+}
+
+// The same stream to a receiver whose thread stops for 2 ms every 20,000
+// messages, so that the sender's polls do not free a slot and frames are
+// queued in UCX, with frames offered again at once after them: UCX keeps
+// its endpoint's order across both (a frame offered at once while earlier
+// ones wait in its queue is refused), so every message arrives in order.
+TEST(net_ucx, frames_queued_behind_a_stalled_receiver_and_frames_sent_at_once_keep_their_order) {
+    csp::net::nameserver ns;
+    constexpr std::uint64_t n = 200'000;
+    std::size_t queued = 0;
+    run_nodes(
+        ns, "ucx-stalled-receiver", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            if (self.rank() == 0) {
+                for (std::uint64_t i = 0; i < n; ++i) self.send(1, 1, i);
+                EXPECT_EQ(inbox.receive<std::uint64_t>(), n);
+                queued = self.stats().sent_queued;
+            } else {
+                std::uint64_t expect = 0;
+                for (; expect < n; ++expect) {
+                    if (expect % 20'000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                    ASSERT_EQ(inbox.receive<std::uint64_t>(), expect);
+                }
+                self.send(0, 1, expect);
+            }
+        },
+        1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+    EXPECT_GT(queued, 0u);  // the stalls made the paths mix
 }
 
 // Large values go by UCX's rendezvous straight into the message's own block,
