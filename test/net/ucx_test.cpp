@@ -62,16 +62,17 @@ TEST(net_ucx, two_nodes_that_both_offer_ucx_use_it_and_lose_nothing) {
 
 // A stream of small messages outruns its receiver and finds the peer's
 // shared-memory queue full. Regression (a send record per message): such a
-// frame got a record and a UCX request, queued in UCX and sent from the
-// progress loop, and so did every frame after it while any waited there
-// (all but the first ~60 of 200,000 here), which made the sender the
-// slower side (0.4-0.7 us a message in a chain of scans at 2 ranks). The
-// sender now polls the worker a few times and offers the frame again, and
-// a frame refused at first goes at once after all if its receiver took
-// meanwhile. That needs the receiver to run while the sender polls, which
-// a loaded machine does not promise for any one stream: the stream (in
-// bursts of 1,000, each acknowledged) is repeated until it happened, at
-// most 10 times. Every frame arrives in order.
+// frame got a record and a UCX request and waited in UCX's queue, UCX
+// refused every later frame at once while one waited, and only the
+// progress process (given no turn by a sender in a loop) worked the queue
+// off: every frame after the first refused one was queued (all but the
+// first ~60 of 200,000 here), and the sender became the slower side. The
+// sender now polls the worker a few times and offers the frame again; its
+// polls work the queue off as the receiver takes, so some frames refused
+// at first go at once after all. That needs the receiver to run while the
+// sender polls, which a loaded machine does not promise for any one
+// stream: the stream (in bursts of 1,000, each acknowledged) is repeated
+// until it happened, at most 10 times. Every frame arrives in order.
 TEST(net_ucx, small_frames_refused_by_a_full_queue_are_offered_again_instead_of_queued) {
     csp::net::nameserver ns;
     constexpr std::uint64_t n = 200'000, burst = 1'000;
