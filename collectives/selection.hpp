@@ -63,7 +63,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 45> default_rules{{
+inline constexpr std::array<selection_rule, 47> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -188,11 +188,20 @@ inline constexpr std::array<selection_rule, 45> default_rules{{
     // board 2.8-2.9 / 32 / 587-761, the chain 1.0-1.2 / 52-68 /
     // 1,193-1,358 (OpenMPI's shared memory: at 8 ranks 0.55-0.89 / 44-64 /
     // 921-1,210, at 4 0.24-0.46 / 22-24 / 382-581: its chain, which a loop
-    // of scans keeps full, beats a meeting of every rank per call).
+    // of scans keeps full, beats a meeting of every rank per call). At 2
+    // ranks (a core each) the board wins at every size: 8 B in 0.15-0.19 us
+    // against the chain's 0.20-0.33 (three runs, 2026-12-02, after small
+    // UCX frames refused by a full queue were offered again; 0.40-0.72
+    // before), where at 3 ranks the chain takes 0.45-1.26 and the board
+    // 1.64-2.20. Two ranks sharing one core (taskset) reverse it: the
+    // board 1.5-1.9, the chain 0.56-1.07 (a meeting needs both to run each
+    // call, a chain runs ahead): with two ranks per core, force the chain.
+    {"scan", "host_memory", 2, 0, link_level::host},
     {"scan", "host_memory", any_size, 64 * 1024, link_level::host},
     {"scan", "pipeline", any_size, 0, link_level::host},
     {"scan", "pipeline", 4},
     {"scan", "recursive_doubling"},
+    {"exscan", "host_memory", 2, 0, link_level::host},
     {"exscan", "host_memory", any_size, 64 * 1024, link_level::host},
     {"exscan", "pipeline", any_size, 0, link_level::host},
     {"exscan", "pipeline", 4},

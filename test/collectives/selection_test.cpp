@@ -158,7 +158,12 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"broadcast", 8, 16 * 1024, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"broadcast", 4, 1 << 20, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"broadcast", 8, 1 << 20, true, true, false, link_level::network}), "binomial");
-    // scan and exscan: the board on a host from 64 KiB, the chain below; a network keeps its choices.
+    // scan and exscan: the board on a host from 64 KiB, and at every size at
+    // 2 ranks, the chain below; a network keeps its choices.
+    EXPECT_EQ(s.choose({"scan", 2, 8, false, true, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"exscan", 2, 8, false, true, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose({"scan", 3, 8, false, true, false, link_level::host}), "pipeline");
+    EXPECT_EQ(s.choose({"scan", 2, 8, false, true, false, link_level::network}), "pipeline");
     EXPECT_EQ(s.choose({"scan", 8, 65536, false, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"exscan", 8, 65536, false, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"scan", 8, 8, false, true, false, link_level::host}), "pipeline");
