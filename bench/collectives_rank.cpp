@@ -50,7 +50,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 // Iterations for a message size: enough to last well above timer noise.
-int iterations_for(std::size_t bytes) { return bytes <= 64 ? 100000 : bytes <= 65536 ? 200 : 40; }
+int iterations_for(std::size_t bytes) { return bytes <= 64 ? 2000 : bytes <= 65536 ? 200 : 40; }
 
 template <class C, class F>
 double time_per_op(C& comm, int iterations, F op) {
