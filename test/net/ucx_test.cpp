@@ -87,7 +87,9 @@ TEST(net_ucx, small_frames_refused_by_a_full_queue_are_offered_again_instead_of_
                 if (self.rank() == 0) {
                     for (std::uint64_t i = 0; i < n; ++i) {
                         self.send(1, 1, i);
-                        if ((i + 1) % burst == 0) ASSERT_EQ(inbox.receive<std::uint64_t>(), i + 1);
+                        if ((i + 1) % burst == 0) {
+                            ASSERT_EQ(inbox.receive<std::uint64_t>(), i + 1);
+                        }
                     }
                     sender = self.stats();
                     again = sender.sent_queued == sender.found_queue_full;
