@@ -7,14 +7,26 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "csp/csp.hpp"
 
 namespace csp_test {
 
+// Every thread's stack of this process, to stderr, where gdb is installed
+// and may attach (a rare hang in CI then leaves more than its test's name).
+inline void dump_stacks() {
+    const std::string command = "command -v gdb >/dev/null 2>&1 && gdb -p " + std::to_string(::getpid()) +
+                                " -batch -ex 'thread apply all bt' 2>/dev/null | head -n 600 >&2";
+    if (std::system(command.c_str()) != 0) std::fprintf(stderr, "watchdog: no stacks (gdb missing or refused)\n");
+    std::fflush(stderr);
+}
+
 // Runs `f` on its own thread; if it has not finished after `limit`, the test
 // fails and the whole binary exits: a hang must never pass as a slow test.
+// The stacks of every thread go to stderr first (dump_stacks).
 template <class F>
 void with_watchdog(F&& f, std::chrono::seconds limit = std::chrono::seconds(30)) {
     std::packaged_task<void()> task(std::forward<F>(f));
@@ -24,6 +36,7 @@ void with_watchdog(F&& f, std::chrono::seconds limit = std::chrono::seconds(30))
         std::fprintf(stderr, "watchdog: test still running after %llds, giving up\n",
                      static_cast<long long>(limit.count()));
         std::fflush(stderr);
+        dump_stacks();
         std::_Exit(3);
     }
     t.join();
