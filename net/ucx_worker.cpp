@@ -310,38 +310,39 @@ void ucx_worker::send(int peer, outgoing f) {
         if (ps == nullptr || ps->ep == nullptr) throw net_error("UCX: no endpoint to node " + std::to_string(peer));
         // Nothing may overtake the goodbye: the direct path ends with it.
         if (goodbye) ps->direct = false;
-        in_flight = !sent_soon_locked(*ps, f, progressed) && send_locked(*ps, new sending{this, std::move(f), peer});
+        in_flight = !sent_at_once_locked(*ps, f, progressed) && send_locked(*ps, new sending{this, std::move(f), peer});
     }
     if (in_flight || progressed) wake_progress_();
 }
 
-bool ucx_worker::sent_at_once_locked(peer_state& ps, const outgoing& f) {
-    const std::size_t body = f.body.size();
-    if (header::size + body > pack_max) return false;
-    std::byte* packed = packing_.get();
-    f.head.encode(packed);
-    if (body) std::memcpy(packed + header::size, f.body.data(), body);
+bool ucx_worker::sent_at_once_locked(peer_state& ps, const outgoing& f, bool& progressed) {
+    const std::size_t size = header::size + f.body.size();
+    if (size > pack_max) return false;
+    f.head.encode(packing_.get());
+    if (size > header::size) std::memcpy(packing_.get() + header::size, f.body.data(), size - header::size);
+    // Packed once: packing_ keeps the frame across the polls, since no UCX
+    // callback sends (none takes lock_).
+    if (offered_locked(ps, size)) return true;
+    if (size > ps.taken_at_once) return false;  // refused for its size, not for a full queue
+    queue_full_.fetch_add(1, std::memory_order_relaxed);
+    for (int i = 0; i < immediate_retries; ++i) {
+        if (ucp_worker_progress(impl_->worker) != 0) progressed = true;
+        if (offered_locked(ps, size)) return true;
+    }
+    return false;
+}
+
+bool ucx_worker::offered_locked(peer_state& ps, std::size_t size) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-    void* req = ucp_am_send_nbx(static_cast<ucp_ep_h>(ps.ep), am_frame, nullptr, 0, packed, header::size + body, &p);
+    void* req = ucp_am_send_nbx(static_cast<ucp_ep_h>(ps.ep), am_frame, nullptr, 0, packing_.get(), size, &p);
     if (req == nullptr) {
-        ps.taken_at_once = std::max(ps.taken_at_once, header::size + body);
+        ps.taken_at_once = std::max(ps.taken_at_once, size);
         return true;
     }
     if (UCS_PTR_IS_ERR(req) && UCS_PTR_STATUS(req) != UCS_ERR_NO_RESOURCE)
         throw net_error(ucx_text("sending", UCS_PTR_STATUS(req)));
     return false;  // not at once: sent the usual way, kept until done
-}
-
-bool ucx_worker::sent_soon_locked(peer_state& ps, const outgoing& f, bool& progressed) {
-    if (sent_at_once_locked(ps, f)) return true;
-    if (header::size + f.body.size() > ps.taken_at_once) return false;
-    queue_full_.fetch_add(1, std::memory_order_relaxed);
-    for (int i = 0; i < immediate_retries; ++i) {
-        if (ucp_worker_progress(impl_->worker) != 0) progressed = true;
-        if (sent_at_once_locked(ps, f)) return true;
-    }
-    return false;
 }
 
 ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
@@ -355,7 +356,7 @@ ucx_worker::direct ucx_worker::send_direct(int peer, outgoing& f) {
             return direct::not_taken;
         }
         if (ps->peer_max_frame != 0 && f.head.length > ps->peer_max_frame) return direct::too_large;
-        in_flight = !sent_soon_locked(*ps, f, progressed) && send_locked(*ps, new sending{this, std::move(f), peer});
+        in_flight = !sent_at_once_locked(*ps, f, progressed) && send_locked(*ps, new sending{this, std::move(f), peer});
     }
     if (in_flight || progressed) wake_progress_();
     return direct::sent;

@@ -214,15 +214,16 @@ private:
     std::uint64_t& long_path(int peer);  // long_path_[peer], kept the same way
     // Force-closes the peer's endpoint, if any (its requests end); under lock_.
     void close_locked(peer_state& ps) noexcept;
-    // A frame of up to a few KiB, packed into packing_ and sent if UCX
+    // A frame of up to pack_max bytes, packed into packing_ and sent if UCX
     // takes it at once (most small frames): no record to allocate and free.
-    // False: send it with send_locked. Under lock_.
-    bool sent_at_once_locked(peer_state& ps, const outgoing& f);
-    // sent_at_once_locked, offered again while the worker is polled a few
-    // times if only a full queue to the peer refused it (ucx_worker.cpp,
-    // immediate_retries); `progressed` is set if a poll did anything, so the
-    // caller wakes the progress loop to hand out what arrived. Under lock_.
-    bool sent_soon_locked(peer_state& ps, const outgoing& f, bool& progressed);
+    // Refused for a full queue to the peer, it is offered again while the
+    // worker is polled a few times (ucx_worker.cpp, immediate_retries);
+    // `progressed` is set if a poll did anything, so the caller wakes the
+    // progress loop to hand out what arrived. False: send it with
+    // send_locked. Under lock_.
+    bool sent_at_once_locked(peer_state& ps, const outgoing& f, bool& progressed);
+    // One offer of the packed frame of `size` bytes to UCX's short protocol.
+    bool offered_locked(peer_state& ps, std::size_t size);
     // Posts s's UCX sends on ps's endpoint; under lock_. True if in flight.
     bool send_locked(peer_state& ps, sending* s);
     // The active message handler's work (see the header comment); under
@@ -296,7 +297,7 @@ private:
     std::atomic<std::size_t> landed_{0};
     std::atomic<std::size_t> held_{0};  // changed under lock_
     std::atomic<std::size_t> queued_{0};  // changed under lock_ (send_locked)
-    std::atomic<std::size_t> queue_full_{0};  // changed under lock_ (sent_soon_locked)
+    std::atomic<std::size_t> queue_full_{0};  // changed under lock_ (sent_at_once_locked)
     std::chrono::microseconds hold_;
     // The records of sends in flight, a list through the records themselves
     // (under lock_): forget() releases the payloads of a lost peer's, which
