@@ -46,6 +46,13 @@ public:
     // without blocking). Appends the wanted events that occurred to `out`;
     // returns whether a wake-up was consumed.
     virtual bool wait(clock::time_point until, std::vector<fd_event>& out) = 0;
+    // Appends the wanted events that occurred, without blocking and without
+    // consuming a wake-up: for polls that never block (the scheduler
+    // process's own, a busy worker's). A wake-up in the pipe may be meant
+    // for the idle thread about to poll on the scheduler's behalf
+    // (handover.hpp invariant 5); taken here, it would leave that thread
+    // blocked in its poll although it was told to look for work.
+    virtual void poll_now(std::vector<fd_event>& out) = 0;
 
     // A wake-up is on its way or waiting in the pipe.
     bool wake_pending() const noexcept { return pipe_.pending(); }

@@ -51,6 +51,15 @@ public:
     }
 
     bool wait(clock::time_point until, std::vector<fd_event>& out) override {
+        return wait(until, out, true);
+    }
+
+    void poll_now(std::vector<fd_event>& out) override { wait(clock::time_point{}, out, false); }
+
+private:
+    // A wake-up is drained only if `consume_wake`; otherwise the pipe stays
+    // readable (level-triggered) for the next wait.
+    bool wait(clock::time_point until, std::vector<fd_event>& out, bool consume_wake) {
         bool woken = false;
         if (!refused_.empty()) {  // answer these now, the way poll would have
             for (const fd_event& e : refused_)
@@ -67,8 +76,10 @@ public:
         for (int i = 0; i < n; ++i) {
             const epoll_event& ev = events_[static_cast<std::size_t>(i)];
             if (ev.data.fd == pipe_tag) {
-                pipe_.drain();
-                woken = true;
+                if (consume_wake) {
+                    pipe_.drain();
+                    woken = true;
+                }
                 continue;
             }
             auto it = fds_.find(ev.data.fd);
@@ -85,7 +96,6 @@ public:
         return woken;
     }
 
-private:
     struct entry {
         short wanted = 0;
         short in_kernel = 0;

@@ -36,23 +36,13 @@ bool handover::poll_until(clock::time_point until) noexcept {
     polls_.fetch_add(1, std::memory_order_relaxed);
     bool failed = false;
     try {
-        // Spin first: a reply that comes back within `spin_` is seen without
-        // the sleep and wake-up of a blocking poll (tens of microseconds on a
-        // busy machine). A wake-up, a result or the deadline ends the spin.
-        bool woken = false;
-        if (spin_ > clock::duration::zero() && table_.armed() > 0) {
-            const auto stop = std::min(until, clock::now() + spin_);
-            while (results_.empty() && !woken && !backend_.wake_pending() && clock::now() < stop) {
-                woken = backend_.wait(clock::time_point{}, results_);
-                // Between polls, let any other runnable thread of the machine
-                // have the core: with more processes than cores (ranks of a
-                // job on one host) a spin that does not yield delays the very
-                // peer whose reply it waits for. On an idle core this returns
-                // at once.
-                if (results_.empty() && !woken) std::this_thread::yield();
-            }
+        if (until <= clock::now()) {
+            // A poll that cannot block (a busy worker's) needs no wake-up and
+            // must not take one meant for the next blocking poll (invariant 5).
+            backend_.poll_now(results_);
+        } else {
+            poll_blocking(until);
         }
-        if (results_.empty() && !woken) backend_.wait(until, results_);
     } catch (const std::exception& e) {
         failure_ = e.what();
         failed = true;
@@ -65,6 +55,26 @@ bool handover::poll_until(clock::time_point until) noexcept {
         parked_ = nullptr;
     }
     return true;
+}
+
+void handover::poll_blocking(clock::time_point until) {
+    // Spin first: a reply that comes back within `spin_` is seen without
+    // the sleep and wake-up of a blocking poll (tens of microseconds on a
+    // busy machine). A wake-up, a result or the deadline ends the spin.
+    bool woken = false;
+    if (spin_ > clock::duration::zero() && table_.armed() > 0) {
+        const auto stop = std::min(until, clock::now() + spin_);
+        while (results_.empty() && !woken && !backend_.wake_pending() && clock::now() < stop) {
+            woken = backend_.wait(clock::time_point{}, results_);
+            // Between polls, let any other runnable thread of the machine
+            // have the core: with more processes than cores (ranks of a
+            // job on one host) a spin that does not yield delays the very
+            // peer whose reply it waits for. On an idle core this returns
+            // at once.
+            if (results_.empty() && !woken) std::this_thread::yield();
+        }
+    }
+    if (results_.empty() && !woken) backend_.wait(until, results_);
 }
 
 bool handover::events_guard::try_complete() {

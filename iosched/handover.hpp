@@ -22,6 +22,12 @@
 //     never doubled.
 //  4. results_ and failure_ belong to the worker while polling_ is set and
 //     to the scheduler process otherwise.
+//  5. Only a poll that may block consumes a wake-up from the self-pipe;
+//     polls that cannot (the scheduler's own, a busy worker's) leave it
+//     there (backend::poll_now). A wake-up is sent for the idle worker that
+//     has begun a poll attempt, and that worker may reach its poll only
+//     after such a poll ran: taken by it, the wake-up would be lost and the
+//     worker would block in its poll although it was told to look for work.
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -58,6 +64,9 @@ public:
     std::uint64_t pipe_wakes() const noexcept { return pipe_wakes_.load(std::memory_order_relaxed); }
 
 private:
+    // The idle worker's poll (polling_ set): spin, then block until `until`.
+    void poll_blocking(clock::time_point until);
+
     backend& backend_;
     const registration_table& table_;
     clock::duration spin_;

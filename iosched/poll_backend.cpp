@@ -44,28 +44,42 @@ public:
     }
 
     bool wait(clock::time_point until, std::vector<fd_event>& out) override {
-        bool woken = false;
         const timespec_until timeout(until);
-        const int n = ::ppoll(fds_.data(), fds_.size(), timeout.get(), nullptr);
-        if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN) return false;
-            throw csp::error(std::string("IO scheduler: ppoll failed: ") + std::strerror(errno));
-        }
-        int left = n;
-        if (fds_.back().revents) {
+        int left = poll(fds_.size(), timeout.get());
+        bool woken = false;
+        if (left > 0 && fds_.back().revents) {
             pipe_.drain();
             woken = true;
             --left;
         }
+        collect(left, out);
+        return woken;
+    }
+
+    void poll_now(std::vector<fd_event>& out) override {
+        if (fds_.size() == 1) return;  // nothing but the pipe
+        static constexpr timespec zero{};
+        collect(poll(fds_.size() - 1, &zero), out);  // the pipe, last, left out
+    }
+
+private:
+    // ppoll over the first `count` entries; how many reported events.
+    int poll(std::size_t count, const timespec* timeout) {
+        const int n = ::ppoll(fds_.data(), count, timeout, nullptr);
+        if (n >= 0) return n;
+        if (errno == EINTR || errno == EAGAIN) return 0;
+        throw csp::error(std::string("IO scheduler: ppoll failed: ") + std::strerror(errno));
+    }
+
+    // Appends the `left` registered fds that reported events.
+    void collect(int left, std::vector<fd_event>& out) const {
         for (std::size_t i = 0; i + 1 < fds_.size() && left > 0; ++i) {
             if (fds_[i].revents == 0) continue;
             out.push_back({fds_[i].fd, fds_[i].revents});
             --left;
         }
-        return woken;
     }
 
-private:
     std::vector<pollfd> fds_;
     std::unordered_map<int, std::size_t> index_;  // fd -> position in fds_
 };

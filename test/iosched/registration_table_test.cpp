@@ -29,6 +29,7 @@ public:
         ++forgets;
     }
     bool wait(csp::clock::time_point, std::vector<fd_event>&) override { return false; }
+    void poll_now(std::vector<fd_event>&) override {}
 };
 
 // One registration's reply channel, as watch.cpp makes it.
