@@ -19,7 +19,11 @@ public:
     // `until` makes it a non-blocking check.
     virtual bool poll_until(std::chrono::steady_clock::time_point until) noexcept = 0;
 
-    // Any thread: make a poll_until() in progress return promptly.
+    // Any thread: make a poll_until() in progress return promptly. The
+    // protocol (csp/detail/idle_protocol.hpp) sends it once a worker has
+    // begun a poll attempt, possibly before that poll blocks: a wake-up must
+    // end the next blocking poll however late it starts, so a non-blocking
+    // check made meanwhile (by a busy worker) must leave it in place.
     virtual void wake() noexcept = 0;
 
 protected:
