@@ -26,6 +26,7 @@
 #include "collectives/detail/host_meeting.hpp"
 #include "collectives/host_board.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/receive_view.hpp"
 
 namespace csp::collectives {
 
@@ -52,14 +53,27 @@ std::pair<T, std::optional<T>> scan_doubling(C& comm, T value, const Op& op, tag
     return {std::move(partial), std::move(before)};
 }
 
-template <class C, class T, class Op>
-std::pair<T, std::optional<T>> scan_chain(C& comm, T value, const Op& op, tag t) {
+// The chain: rank i receives the prefix of ranks [0, i) from i - 1, folds
+// its value behind it and passes the result on; returns the inclusive
+// prefix, or the exclusive one if `Exclusive`. The inclusive scan folds the
+// prefix where its message arrived (combine_received: no vector for it on
+// the net and hybrid communicators, one allocation less per hop); exscan
+// returns the prefix, so it receives it whole.
+template <bool Exclusive, class C, class T, class Op>
+auto scan_chain(C& comm, T value, const Op& op, tag t) {
+    const int r = comm.rank();
     std::optional<T> before;
-    if (comm.rank() > 0) before = comm.template receive<T>(comm.rank() - 1, t);
-    if (before) combine_into(op, value, std::as_const(*before), true);  // before op value
-    T inclusive = std::move(value);
-    if (comm.rank() + 1 < comm.size()) comm.send(comm.rank() + 1, t, inclusive);
-    return {std::move(inclusive), std::move(before)};
+    if (r > 0) {
+        if constexpr (Exclusive) {
+            before = comm.template receive<T>(r - 1, t);
+            combine_into(op, value, std::as_const(*before), true);  // before op value
+        } else {
+            combine_received(comm, r - 1, t, op, value, true);
+        }
+    }
+    if (r + 1 < comm.size()) comm.send(r + 1, t, value);
+    if constexpr (Exclusive) return before;
+    else return value;
 }
 
 // The exclusive prefix of this rank (nothing at rank 0) from the host
@@ -144,7 +158,7 @@ struct scan_pipeline_fn {
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         const tag t = comm.next_tag(s);
         detail::announce(comm, info, t);
-        return detail::scan_chain(comm, std::move(value), op, t).first;
+        return detail::scan_chain<false>(comm, std::move(value), op, t);
     }
 };
 inline constexpr scan_pipeline_fn scan_pipeline{};
@@ -166,7 +180,7 @@ struct exscan_pipeline_fn {
     std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
         const tag t = comm.next_tag(s);
         detail::announce(comm, info, t);
-        return detail::scan_chain(comm, std::move(value), op, t).second;
+        return detail::scan_chain<true>(comm, std::move(value), op, t);
     }
 };
 inline constexpr exscan_pipeline_fn exscan_pipeline{};
