@@ -684,8 +684,12 @@ int host_board_mode(const std::string& mode) {
                 expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "an allreduce after broadcast_into");
             }
             // The barrier: nobody leaves before the last arrived (one clock for the whole host).
+            // Each rank is late once by longer than a wait spins (host_board.cpp: 400 us, 1 ms on
+            // the large board), so the others sleep however the ranks share cores; 200 us, the
+            // other rounds' lateness, is within the spin (with both ranks pinned to one core no
+            // rank slept in one run of three).
             for (int i = 0; i < 20; ++i) {
-                if (me == i % n) csp::sleep_for(std::chrono::microseconds(200));
+                if (me == i % n) csp::sleep_for(i < n ? std::chrono::microseconds(2000) : std::chrono::microseconds(200));
                 const auto entered = std::chrono::steady_clock::now().time_since_epoch().count();
                 cc::barrier_host_memory(comm);
                 const auto left = std::chrono::steady_clock::now().time_since_epoch().count();
