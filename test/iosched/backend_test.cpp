@@ -51,7 +51,7 @@ TEST_P(io_backend, a_wake_up_ends_a_wait_once) {
 // poll attempt (it was told to look for work) was gone by the time the
 // worker's poll began, once the scheduler had parked: the worker blocked in
 // ppoll with no fd armed and every process of the runtime waiting for it
-// (io_stress's flood, four workers pinned to one core, about one run in 200).
+// (io_stress's flood, four workers pinned to one core, about one run in 100).
 TEST_P(io_backend, a_wake_up_survives_the_schedulers_own_poll) {
     csp_test::fd_pair ready;
     b->set_interest(ready.a(), POLLIN);

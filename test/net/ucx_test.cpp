@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,19 +62,6 @@ TEST(net_ucx, two_nodes_that_both_offer_ucx_use_it_and_lose_nothing) {
     EXPECT_EQ(over_ucx[1], 1u);
 }
 
-// A stream of small messages outruns its receiver and finds the peer's
-// shared-memory queue full. Regression (a send record per message): such a
-// frame got a record and a UCX request and waited in UCX's queue, UCX
-// refused every later frame at once while one waited, and only the
-// progress process (given no turn by a sender in a loop) worked the queue
-// off: every frame after the first refused one was queued (all but the
-// first ~60 of 200,000 here), and the sender became the slower side. The
-// sender now polls the worker a few times and offers the frame again; its
-// polls work the queue off as the receiver takes, so some frames refused
-// at first go at once after all. That needs the receiver to run while the
-// sender polls, which a loaded machine does not promise for any one
-// stream: the stream (in bursts of 1,000, each acknowledged) is repeated
-// until it happened, at most 10 times. Every frame arrives in order.
 // Streams 200,000 small frames from rank 0 to rank 1 in acknowledged
 // bursts of 1,000, every frame checked in order, until some frame refused
 // at first went at once after all (at most 10 times); the sender's stats.
@@ -112,6 +100,19 @@ csp::net::node_stats stream_into_a_full_queue(const std::string& job) {
     return sender;
 }
 
+// A stream of small messages outruns its receiver and finds the peer's
+// shared-memory queue full. Regression (a send record per message): such a
+// frame got a record and a UCX request and waited in UCX's queue, UCX
+// refused every later frame at once while one waited, and only the
+// progress process (given no turn by a sender in a loop) worked the queue
+// off: every frame after the first refused one was queued (all but the
+// first ~60 of 200,000 here), and the sender became the slower side. The
+// sender now polls the worker a few times and offers the frame again; its
+// polls work the queue off as the receiver takes, so some frames refused
+// at first go at once after all. That needs the receiver to run while the
+// sender polls, which a loaded machine does not promise for any one
+// stream: the stream (in bursts of 1,000, each acknowledged) is repeated
+// until it happened, at most 10 times. Every frame arrives in order.
 TEST(net_ucx, small_frames_refused_by_a_full_queue_are_offered_again_instead_of_queued) {
     const csp::net::node_stats sender = stream_into_a_full_queue("ucx-full-queue");
     EXPECT_GT(sender.found_queue_full, 0u);  // the stream did outrun its receiver
@@ -126,16 +127,26 @@ TEST(net_ucx, small_frames_refused_by_a_full_queue_are_offered_again_instead_of_
 // would free it waits for that core: every refused frame was queued, in all
 // 10 streams (1,902,199 of 1,902,199). The retries now yield the core.
 TEST(net_ucx, a_sender_sharing_its_core_yields_it_to_the_receiver_it_waits_for) {
-    // Both nodes' threads inherit this thread's CPU set.
-    cpu_set_t was, one;
-    ASSERT_EQ(sched_getaffinity(0, sizeof was, &was), 0);
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &was)) ++cpu;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-    const csp::net::node_stats sender = stream_into_a_full_queue("ucx-one-core");
-    ASSERT_EQ(sched_setaffinity(0, sizeof was, &was), 0);
+    // Both nodes' threads inherit this thread's CPU set; the binary's later
+    // tests get the whole set back however this one ends.
+    struct pinned_to_one_cpu {
+        cpu_set_t was;
+        pinned_to_one_cpu() {
+            if (sched_getaffinity(0, sizeof was, &was) != 0) throw std::runtime_error("sched_getaffinity failed");
+            int cpu = 0;
+            while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &was)) ++cpu;
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            if (sched_setaffinity(0, sizeof one, &one) != 0) throw std::runtime_error("sched_setaffinity failed");
+        }
+        ~pinned_to_one_cpu() { sched_setaffinity(0, sizeof was, &was); }
+    };
+    csp::net::node_stats sender;
+    {
+        const pinned_to_one_cpu pin;
+        sender = stream_into_a_full_queue("ucx-one-core");
+    }
     EXPECT_GT(sender.found_queue_full, 0u);
     EXPECT_LT(sender.sent_queued, sender.found_queue_full);
 }
