@@ -16,6 +16,9 @@
 //   collectives_rank scan           under csp-launch: scan and exscan of 8 B,
 //                                   64 KiB and 1 MiB, the table's choice and
 //                                   each algorithm
+//   collectives_rank scan <bytes> [iterations] [algorithm]
+//                                   under csp-launch: scan and exscan of one
+//                                   size, as allreduce <bytes> above
 //   collectives_rank broadcast      under csp-launch: broadcast_into a buffer
 //                                   from 8 B to 1 MiB, the table's choice, the
 //                                   host board and the tree (what sets its rule)
@@ -178,26 +181,37 @@ void broadcast_set(C& comm) {
     }
 }
 
-// Scan and exscan (sums of doubles) of 8 B, 64 KiB and 1 MiB: the table's
-// choice and every algorithm (beside mpi_collectives scan).
+// Scan and exscan (sums of doubles) of one size: the table's choice and
+// every algorithm, or only the one named (both scan's and exscan's of that
+// name: for A/B runs and profiles).
+template <class C>
+void scan_of(C& comm, std::size_t bytes, int iterations, const std::string& only) {
+    std::vector<double> v(std::max<std::size_t>(bytes / sizeof(double), 1), 1.0);
+    const std::string chosen = table_choice(comm, "scan", bytes, true);
+    if (only.empty())
+        report(comm, "scan", chosen.c_str(), bytes,
+               time_per_op(comm, iterations, [&] { (void)cc::scan(comm, v, cc::sum{}); }));
+    cc::registry::scan::for_each([&](auto algorithm) {
+        if (!only.empty() && algorithm.info.name != only) return;
+        report(comm, "scan", std::string(algorithm.info.name).c_str(), bytes,
+               time_per_op(comm, iterations, [&] { (void)algorithm(comm, v, cc::sum{}); }));
+    });
+    cc::registry::exscan::for_each([&](auto algorithm) {
+        if (!only.empty() && algorithm.info.name != only) return;
+        report(comm, "exscan", std::string(algorithm.info.name).c_str(), bytes,
+               time_per_op(comm, iterations, [&] { (void)algorithm(comm, v, cc::sum{}); }));
+    });
+}
+
+// 2,000 scans of 8 B take a few ms at 2 ranks, too short to measure a
+// chain's steady state (0.5-4 us per call in such runs).
+int scan_iterations_for(std::size_t bytes) { return bytes <= 64 ? 20'000 : iterations_for(bytes); }
+
+// Scan and exscan of 8 B, 64 KiB and 1 MiB (beside mpi_collectives scan).
 template <class C>
 void scan_set(C& comm) {
-    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
-        std::vector<double> v(bytes / sizeof(double), 1.0);
-        // 2,000 scans of 8 B take a few ms at 2 ranks, too short to
-        // measure a chain's steady state (0.5-4 us per call in such runs).
-        const int k = bytes <= 64 ? 20'000 : iterations_for(bytes);
-        const std::string chosen = table_choice(comm, "scan", bytes, true);
-        report(comm, "scan", chosen.c_str(), bytes, time_per_op(comm, k, [&] { (void)cc::scan(comm, v, cc::sum{}); }));
-        cc::registry::scan::for_each([&](auto algorithm) {
-            report(comm, "scan", std::string(algorithm.info.name).c_str(), bytes,
-                   time_per_op(comm, k, [&] { (void)algorithm(comm, v, cc::sum{}); }));
-        });
-        cc::registry::exscan::for_each([&](auto algorithm) {
-            report(comm, "exscan", std::string(algorithm.info.name).c_str(), bytes,
-                   time_per_op(comm, k, [&] { (void)algorithm(comm, v, cc::sum{}); }));
-        });
-    }
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20})
+        scan_of(comm, bytes, scan_iterations_for(bytes), "");
 }
 
 // Allreduce of one double only, every message-passing algorithm and the
@@ -366,6 +380,10 @@ int main(int argc, char** argv) {
                     if (fig5) figure5(comm);
                     else if (mode == "small") small_set(comm);
                     else if (mode == "broadcast") broadcast_set(comm);
+                    else if (mode == "scan" && argc > 2) {
+                        const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
+                        scan_of(comm, bytes, argc > 3 ? std::atoi(argv[3]) : scan_iterations_for(bytes), argc > 4 ? argv[4] : "");
+                    }
                     else if (mode == "scan") scan_set(comm);
                     else if (mode == "allreduce") {
                         const std::size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 65536;
