@@ -47,6 +47,8 @@
 #include "collectives/tag.hpp"
 #include "csp/channel.hpp"
 #include "csp/preemption.hpp"
+#include "csp/runtime_lock.hpp"
+#include "csp/spinlock.hpp"
 #include "csp/wait_note.hpp"
 
 namespace csp::collectives {
@@ -224,7 +226,9 @@ private:
         return it == failed_.end() ? nullptr : it->second;
     }
 
-    mutable std::mutex lock_;
+    // Only processes of the runtime that made the mailbox use it, and
+    // nothing under the lock suspends: free with one worker thread.
+    mutable csp::runtime_lock<csp::spinlock> lock_{csp::runtime_lock<csp::spinlock>::needed_here()};
     arrivals_by_tag unexpected_;
     // Entries of unexpected_ taken out when their tag's last message was
     // received, empty, for the next tag: most messages of a loop of
