@@ -13,7 +13,7 @@
 // Nodes may hold different numbers of ranks (at most 255 each).
 //
 // Messages. Each local rank has a port of its own (port_base + local index)
-// with a pump moving what arrives into its mailbox, matched by (source rank,
+// whose sink is its mailbox (net/port_sink.hpp), matched by (source rank,
 // tag) as in net_communicator. A message to a rank of another node goes over
 // the node's link to that port; the sender's local index travels in the
 // tag's top sequence bits (so the sequence numbers of one stream wrap after
@@ -43,8 +43,8 @@
 #include "collectives/net_communicator.hpp"
 #include "collectives/tag.hpp"
 #include "csp/process.hpp"
-#include "csp/process_group.hpp"
 #include "net/node.hpp"
+#include "net/port_sink.hpp"
 
 namespace csp::collectives {
 
@@ -67,19 +67,23 @@ public:
         }
         first_.resize(counts_.size() + 1);
         for (std::size_t k = 0; k < counts_.size(); ++k) first_[k + 1] = first_[k] + counts_[k];
-        for (int i = 0; i < local_; ++i) {
-            auto& r = ranks_.emplace_back();
-            const auto port = n.claim(port_base + static_cast<net::port_id>(i), "hybrid_job", net::departures::each);
-            pumps_.spawn(csp::proc("hybrid pump " + std::to_string(i), [this, &r, port]() mutable { pump(r, port); }),
-                         csp::process_kind::daemon);  // as net_communicator's pump
+        // A claim that fails (a port owned already) releases the ones made:
+        // their sinks go with this half-made job.
+        int claimed = 0;
+        try {
+            for (; claimed < local_; ++claimed) {
+                auto& r = ranks_.emplace_back(*this);
+                n.claim(port_base + static_cast<net::port_id>(claimed), "hybrid_job", net::departures::each, r.inbox);
+            }
+        } catch (...) {
+            for (int i = 0; i < claimed; ++i) n.release(port_base + static_cast<net::port_id>(i));
+            throw;
         }
     }
     hybrid_job(const hybrid_job&) = delete;
     hybrid_job& operator=(const hybrid_job&) = delete;
+    // Before the mailboxes go: no delivery runs once release() returned.
     ~hybrid_job() {
-        for (int i = 0; i < local_; ++i)
-            node_->deliver_here(port_base + static_cast<net::port_id>(i), std::uint8_t{0}, stop_tag);
-        pumps_.wait();
         for (int i = 0; i < local_; ++i) node_->release(port_base + static_cast<net::port_id>(i));
     }
 
@@ -102,11 +106,40 @@ public:
 
 private:
     friend class hybrid_communicator;
-    static constexpr std::uint64_t stop_tag = ~std::uint64_t{0};
     static constexpr int fiber_shift = 32;  // the local index: the sequence's top 8 bits
 
+    // A local rank's port sink: what arrives into its mailbox, by source
+    // rank; a node's failure or departure fails the receives from each of
+    // its ranks (from every rank for an entry naming no node of the job).
+    class inbox final : public net::port_sink {
+    public:
+        inbox(hybrid_job& job, mailbox<net::message>& box) : job_(job), box_(box) {}
+        void deliver(net::message m) noexcept override {
+            if (m.failure) {
+                const auto error = std::make_exception_ptr(*m.failure);
+                const int peer = m.failure->peer();
+                if (peer < 0 || peer >= job_.nodes()) {
+                    box_.fail(any_source, error);
+                    return;
+                }
+                for (int s = job_.first_rank(peer); s < job_.first_rank(peer + 1); ++s) box_.fail(s, error);
+                return;
+            }
+            const int source = job_.first_rank(m.source) + from_local(m.tag);
+            const std::uint64_t k = key(m.tag);
+            box_.deliver(source, k, std::move(m));
+        }
+
+    private:
+        hybrid_job& job_;
+        mailbox<net::message>& box_;
+    };
+
     struct rank_state {
+        explicit rank_state(hybrid_job& job) : inbox(job, box) {}
+        rank_state(const rank_state&) = delete;  // the inbox refers to the box beside it
         mailbox<net::message> box;
+        hybrid_job::inbox inbox;
         tag_counter counter;
         context_pool contexts;
     };
@@ -121,25 +154,6 @@ private:
     static std::uint64_t key(std::uint64_t bits) { return bits & ~(std::uint64_t{0xff} << fiber_shift); }
     static int from_local(std::uint64_t wire) { return static_cast<int>((wire >> fiber_shift) & 0xff); }
 
-    void pump(rank_state& r, net::port port) {
-        for (;;) {
-            try {
-                net::message m = port.receive();
-                if (m.tag == stop_tag && m.source == node_->rank()) return;
-                const int source = first_rank(m.source) + from_local(m.tag);
-                const std::uint64_t k = key(m.tag);
-                r.box.deliver(source, k, std::move(m));
-            } catch (const net::peer_error& e) {
-                if (e.peer() < 0 || e.peer() >= nodes()) {
-                    r.box.fail(any_source, std::current_exception());
-                    continue;
-                }
-                for (int s = first_rank(e.peer()); s < first_rank(e.peer() + 1); ++s)
-                    r.box.fail(s, std::current_exception());
-            }
-        }
-    }
-
     void fail_here(std::exception_ptr e) {
         for (auto& r : ranks_) r.box.fail(any_source, e);
     }
@@ -149,7 +163,6 @@ private:
     std::vector<int> counts_;
     std::vector<int> first_{0};
     std::deque<rank_state> ranks_;
-    csp::process_group pumps_;
 };
 
 class hybrid_communicator : public detail::byte_messages<hybrid_communicator> {

@@ -6,17 +6,18 @@
 //   double total = csp::collectives::allreduce(comm, x, csp::collectives::sum{});
 //
 // All collective messages of a node go to one port (default_port), carrying
-// the collective tag in the message tag. A pump process moves them from the
-// port into a mailbox that matches (source, tag), so any number of processes
-// of the node may receive at once. Values travel through the codec
+// the collective tag in the message tag. The port hands each, as it arrives,
+// to a mailbox that matches (source, tag) (the mailbox is the port's sink,
+// net/port_sink.hpp: no process passes messages on), so any number of
+// processes of the node may receive at once. Values travel through the codec
 // (net/codec.hpp). A peer's failure or departure, reported by the port
 // (opened to hear every departure), fails the receives from that peer and
 // from any peer: they throw its peer_error, so a collective fails on every
 // rank once a member is lost or gone.
 //
 // The communicator must be made, used and destroyed inside processes of the
-// node's runtime, and destroyed before its node (its destructor stops the
-// pump). One communicator per node and port: it claims its port
+// node's runtime, and destroyed before its node (its destructor releases the
+// port). One communicator per node and port: it claims its port
 // (node::claim), so opening that port, or making a second communicator on
 // it, is a usage_error while it lives.
 #include <cstdint>
@@ -33,8 +34,8 @@
 #include "collectives/mailbox.hpp"
 #include "collectives/selection.hpp"
 #include "collectives/tag.hpp"
-#include "csp/process_group.hpp"
 #include "net/node.hpp"
+#include "net/port_sink.hpp"
 
 namespace csp::collectives {
 
@@ -145,13 +146,20 @@ public:
     host_board* large_board_on_host(stream s, tag t);
 
 private:
-    // The last stream id is reserved: its last tag stops the pump.
-    static constexpr std::uint64_t stop_tag = ~std::uint64_t{0};
-
-    // The pump takes messages from the claimed port unreported: a message
-    // is the calling process's once it leaves the mailbox (net::report_taken).
+    // The claimed port's sink: messages into the mailbox, a peer's failure
+    // or departure into its failure. Messages come unreported: one is the
+    // calling process's once it leaves the mailbox (net::report_taken).
     // (net_communicator.cpp, like the constructor and the destructor: a
-    // program's files need not compile the pump, the mailbox or a process.)
+    // program's files need not compile the mailbox's delivery.)
+    class inbox final : public net::port_sink {
+    public:
+        explicit inbox(mailbox<net::message>& box) : box_(box) {}
+        void deliver(net::message m) noexcept override;
+
+    private:
+        mailbox<net::message>& box_;
+    };
+
     friend class detail::byte_messages<net_communicator>;
     // `among`: see mailbox::take.
     mailbox<net::message>::envelope take(int from, std::uint64_t bits, std::span<const int> among = {});
@@ -163,15 +171,14 @@ private:
         if (to == rank()) box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m));
         else node_->forward(to, port_id_, m, t.bits());
     }
-    void run_pump(net::port port);
 
     net::node* node_;
     net::port_id port_id_;
     mailbox<net::message> box_;  // whole messages: a receive checks the sent type
+    inbox inbox_{box_};
     tag_counter counter_;
     context_pool contexts_;
     host_boards boards_;
-    csp::process_group pump_;
 };
 
 // Compiled once in the library (net_communicator.cpp).

@@ -113,8 +113,9 @@ payload encode(T&& value) {
         if constexpr (raw_sequence<O>::value) {
             using E = typename raw_sequence<O>::element;
             std::byte* out;
-            payload p = payload::allocate(value.size() * sizeof(E), out);
-            if (p.size()) std::memcpy(out, value.data(), p.size());
+            const std::size_t bytes = value.size() * sizeof(E);
+            payload p = payload::allocate(bytes, out);
+            if (bytes) std::memcpy(out, value.data(), bytes);
             return p;
         } else {
             return encode(O(value.begin(), value.end()));

@@ -261,7 +261,7 @@ void node::deliver_encoded_here(port_id to_port, std::uint64_t tag, payload body
     m.type = type;
     m.body = std::move(body);
     core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
-    core_->port_channel(to_port).writer().write(std::move(m));
+    core_->port_entry_of(to_port)->deliver(*core_, std::move(m));
     core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -304,32 +304,66 @@ port node::open(port_id id, departures heard) {
         core_->opened.insert(id);
         if (heard == departures::each) core_->every_departure.insert(id);
     }
-    return port(id, core_->port_channel(id), core_);
+    return port(id, core_->port_entry_of(id)->channel, core_);
+}
+
+void node::reserve(port_id id, const std::string& owner, departures heard) {
+    std::lock_guard lk(core_->lock);
+    if (auto it = core_->claimed.find(id); it != core_->claimed.end())
+        throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+                          " is already owned by " + it->second);
+    // A port the program opened already would split its messages with
+    // the owner just as well. (Messages may be waiting in it: a peer's
+    // owner can have sent before this one claimed.)
+    if (core_->opened.count(id))
+        throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+                          " is open already: the program opened it; use another port id");
+    core_->claimed.emplace(id, owner);
+    if (heard == departures::each) core_->every_departure.insert(id);
 }
 
 port node::claim(port_id id, const std::string& owner, departures heard) {
-    {
-        std::lock_guard lk(core_->lock);
-        if (auto it = core_->claimed.find(id); it != core_->claimed.end())
-            throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
-                              " is already owned by " + it->second);
-        // A port the program opened already would split its messages with
-        // the owner just as well. (Messages may be waiting in it: a peer's
-        // owner can have sent before this one claimed.)
-        if (core_->opened.count(id))
-            throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
-                              " is open already: the program opened it; use another port id");
-        core_->claimed.emplace(id, owner);
-        if (heard == departures::each) core_->every_departure.insert(id);
-    }
-    port p(id, core_->port_channel(id), core_);
+    reserve(id, owner, heard);
+    port p(id, core_->port_entry_of(id)->channel, core_);
     p.report_ = false;  // the owner reports what its processes take (report_taken)
     return p;
 }
 
+void node::claim(port_id id, const std::string& owner, departures heard, port_sink& sink) {
+    reserve(id, owner, heard);
+    const auto entry = core_->port_entry_of(id);
+    // Messages that came before the claim go first, in order. The reads
+    // never wait (the claim keeps every other reader away), but a read may
+    // yield, so none is made under the entry's lock: the sink is set only
+    // once the lock finds the channel empty, and from then on deliveries
+    // reach it instead.
+    const auto early = entry->channel.reader();
+    for (;;) {
+        {
+            std::lock_guard lk(entry->lock);
+            if (entry->channel.buffered() == 0) {
+                entry->sink = &sink;
+                return;
+            }
+        }
+        message m = early.read();
+        detail::message_taken(*core_, m, false);
+        sink.deliver(std::move(m));
+    }
+}
+
 void node::release(port_id id) {
-    std::lock_guard lk(core_->lock);
-    core_->claimed.erase(id);
+    std::shared_ptr<detail::port_entry> entry;
+    {
+        std::lock_guard lk(core_->lock);
+        core_->claimed.erase(id);
+        if (auto it = core_->ports.find(id); it != core_->ports.end()) entry = it->second;
+    }
+    // Waits for a delivery under way: after this no sink call runs or starts.
+    if (entry) {
+        std::lock_guard lk(entry->lock);
+        entry->sink = nullptr;
+    }
 }
 
 #if CSP_WITH_UCX
@@ -405,6 +439,16 @@ bool receivers_poll(const node_core& core) noexcept { return core.receivers_poll
 // Without UCX receivers_poll stays false and no port calls this.
 std::optional<message> poll_port(node_core&, port_id, const csp::channel<message>&) { return std::nullopt; }
 #endif
+
+void port_entry::deliver(node_core& core, message m) {
+    std::lock_guard lk(lock);
+    if (sink) {
+        message_taken(core, m, false);
+        sink->deliver(std::move(m));
+    } else {
+        writer.write(std::move(m));
+    }
+}
 
 bool message_taken(node_core& core, const message& m, bool report) noexcept {
     if (m.failure || m.source == core.rank || m.source < 0) return false;  // not from a link

@@ -37,6 +37,7 @@
 #include "net/landing.hpp"
 #include "net/node_options.hpp"
 #include "net/port.hpp"
+#include "net/port_sink.hpp"
 
 namespace csp::model {
 class timeline;
@@ -122,6 +123,12 @@ public:
     // a user's open() or a second claim of it is a usage_error naming the
     // owner, not two readers silently splitting one stream of messages.
     port claim(port_id id, const std::string& owner, departures heard = departures::last_sender);
+    // claim() for a layer that takes the port's messages as they arrive:
+    // each is handed to `sink` (port_sink.hpp), which must outlive the claim;
+    // messages waiting in the port come first. No port is made.
+    void claim(port_id id, const std::string& owner, departures heard, port_sink& sink);
+    // Ends a claim: after it returns no sink call runs or starts, and later
+    // messages wait in the port.
     void release(port_id id);
 
     // Queues `value` for port `to_port` of node `to` and returns; waits
@@ -183,6 +190,8 @@ public:
 private:
     send_status post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait);
     void deliver_encoded_here(port_id to_port, std::uint64_t tag, payload body, std::uint32_t type);
+    // The checks and bookkeeping of both claims.
+    void reserve(port_id id, const std::string& owner, departures heard);
     landing land_bytes(int from, port_id to_port, std::uint64_t tag, std::byte* at, std::size_t bytes,
                        std::uint32_t type);
 

@@ -323,12 +323,12 @@ private:
         const std::string why = l.error()->what();
         set_departed(l);
         core_->fault(why + (lost ? " (" + std::to_string(lost) + " queued messages to it were not sent)" : ""));
-        std::vector<csp::channel<message>> ports;
+        std::vector<std::shared_ptr<port_entry>> ports;
         {
             std::lock_guard lk(core_->lock);
-            for (auto& [id, ch] : core_->ports) ports.push_back(ch);
+            for (auto& [id, entry] : core_->ports) ports.push_back(entry);
         }
-        for (auto& ch : ports) tell(ch, l);
+        for (auto& entry : ports) tell(*entry, l);
         return true;
     }
 
@@ -337,21 +337,21 @@ private:
     // inbound process delivered all the peer's messages before it reported
     // the goodbye, so they come first.
     void announce_departure(const link& l) {
-        std::vector<csp::channel<message>> ports;
+        std::vector<std::shared_ptr<port_entry>> ports;
         {
             std::lock_guard lk(core_->lock);
             const bool no_sender_left = core_->size > 0 && core_->departed.size() >= std::size_t(core_->size - 1);
-            for (auto& [id, ch] : core_->ports)
-                if (no_sender_left || core_->every_departure.count(id)) ports.push_back(ch);
+            for (auto& [id, entry] : core_->ports)
+                if (no_sender_left || core_->every_departure.count(id)) ports.push_back(entry);
         }
-        for (auto& ch : ports) tell(ch, l);
+        for (auto& entry : ports) tell(*entry, l);
     }
 
-    static void tell(csp::channel<message>& port, const link& l) {
+    void tell(port_entry& port, const link& l) {
         message m;
         m.source = l.peer();
         m.failure = l.error();
-        port.writer().write(std::move(m));
+        port.deliver(*core_, std::move(m));
     }
 
     // Sends to the peer fail from now on, also those waiting for its window.
@@ -365,11 +365,11 @@ private:
     }
 
     void deliver(message m) {
-        if (m.port != cached_id_ || !cached_.valid()) {
+        if (m.port != cached_id_ || !cached_) {
             cached_id_ = m.port;
-            cached_ = core_->port_channel(m.port).writer();
+            cached_ = core_->port_entry_of(m.port);
         }
-        cached_.write(std::move(m));
+        cached_->deliver(*core_, std::move(m));
         core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
     }
 
@@ -419,7 +419,7 @@ private:
     clock::time_point linger_until_ = clock::time_point::max();
     csp::writer<bool> done_;
     port_id cached_id_ = 0;
-    csp::writer<message> cached_;
+    std::shared_ptr<port_entry> cached_;
 };
 
 }  // namespace

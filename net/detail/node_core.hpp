@@ -20,12 +20,15 @@
 #include <vector>
 
 #include "csp/channel.hpp"
+#include "csp/runtime_lock.hpp"
+#include "csp/spinlock.hpp"
 #include "net/detail/flow_control.hpp"
 #include "net/detail/landing_table.hpp"
 #include "net/sheddable.hpp"
 #include "net/frame.hpp"
 #include "net/message.hpp"
 #include "net/node_options.hpp"
+#include "net/port_sink.hpp"
 #include "net/socket.hpp"
 
 namespace csp::net::detail {
@@ -88,6 +91,31 @@ struct ucx_look;  // ucx_transport.hpp
 // stream cannot go on.
 using ucx_news = csp::channel<std::string>;
 
+struct node_core;
+
+// Where the messages of one port go: its channel, which ports (port.hpp)
+// read, or the sink of the layer that claimed it with one (port_sink.hpp).
+// Every delivery to the port passes through deliver(), so the sink's
+// contract holds: one message at a time, in order, never after release.
+// Made on first use by either side, and kept for the node's life (cached by
+// deliverers).
+struct port_entry {
+    port_entry(port_id id, int rank)
+        : channel("port " + std::to_string(id) + " of node " + std::to_string(rank), csp::buffer::unbounded()),
+          writer(channel.writer()) {}
+
+    // m into the sink, credited first (port_sink.hpp), or into the channel
+    // (unbounded: never blocks). node.cpp.
+    void deliver(node_core& core, message m);
+
+    csp::channel<message> channel;
+    const csp::writer<message> writer;
+    // Held across a delivery, and while a claim or release moves the sink;
+    // nothing under it suspends (port_sink.hpp), so it is a runtime lock.
+    csp::runtime_lock<csp::spinlock> lock{csp::runtime_lock<csp::spinlock>::needed_here()};
+    port_sink* sink = nullptr;  // under `lock`
+};
+
 struct node_core {
     // Credit frames and asks go to the switch, which queues them on the link.
     // Made by a process of the node's runtime (node's constructor).
@@ -124,7 +152,7 @@ struct node_core {
     csp::channel<bool> give_up{"give up"};
 
     mutable std::mutex lock;
-    std::unordered_map<port_id, csp::channel<message>> ports;
+    std::unordered_map<port_id, std::shared_ptr<port_entry>> ports;
     std::unordered_map<int, std::string> departed;  // peer -> why sends to it fail
     std::unordered_set<port_id> every_departure;      // ports opened with departures::each
     std::unordered_map<port_id, std::string> claimed;  // port -> the layer that owns it (node::claim)
@@ -191,37 +219,34 @@ struct node_core {
     // (landing.hpp; the UCX worker keeps its own, under its lock).
     landing_table landings;
 
-    // The channel of port `id`, made on first use by either side (a message
-    // may arrive before its port is opened; it waits there).
-    csp::channel<message> port_channel(port_id id) {
+    // Port `id`'s entry, made on first use by either side (a message may
+    // arrive before its port is opened; it waits in the channel).
+    std::shared_ptr<port_entry> port_entry_of(port_id id) {
         std::lock_guard lk(lock);
-        return port_channel_locked(id);
+        return port_entry_locked(id);
     }
-    csp::channel<message> port_channel_locked(port_id id) {
+    std::shared_ptr<port_entry> port_entry_locked(port_id id) {
         auto it = ports.find(id);
-        if (it == ports.end())
-            it = ports.emplace(id, csp::channel<message>("port " + std::to_string(id) + " of node " + std::to_string(rank),
-                                                         csp::buffer::unbounded()))
-                     .first;
+        if (it == ports.end()) it = ports.emplace(id, std::make_shared<port_entry>(id, rank)).first;
         return it->second;
     }
 
-    // Writers of the ports messages arrive for, kept by a process that
+    // The ports' entries messages arrive for, kept by a process that
     // delivers a link's messages (a transport's receiving side), so that the
     // port table's lock is taken once per port, not once per message.
     class port_writers {
     public:
         explicit port_writers(node_core& core) : core_(core) {}
         void deliver(message m) {
-            auto it = writers_.find(m.port);
-            if (it == writers_.end()) it = writers_.emplace(m.port, core_.port_channel(m.port).writer()).first;
-            it->second.write(std::move(m));
+            auto it = entries_.find(m.port);
+            if (it == entries_.end()) it = entries_.emplace(m.port, core_.port_entry_of(m.port)).first;
+            it->second->deliver(core_, std::move(m));
             core_.traffic_in.fetch_add(1, std::memory_order_relaxed);
         }
 
     private:
         node_core& core_;
-        std::unordered_map<port_id, csp::writer<message>> writers_;
+        std::unordered_map<port_id, std::shared_ptr<port_entry>> entries_;
     };
 
     std::string name() const { return options.job + "/" + std::to_string(rank); }

@@ -195,3 +195,21 @@ TEST(net_communicator_port, collectives_of_a_job_of_one_return_the_rank_own_valu
         self.close();
     });
 }
+
+// Regression: a hybrid job whose claim of a later rank's port failed left the
+// ports it had claimed owned for good, still feeding the half-made job's
+// destroyed mailboxes.
+TEST(net_communicator_port, a_hybrid_job_that_cannot_claim_every_port_releases_those_it_claimed) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        auto taken = self.open(cc::hybrid_job::port_base + 1);
+        const auto e = error_of([&] { cc::hybrid_job job(self, 2); });
+        EXPECT_NE(e.find("open already"), std::string::npos) << e;
+        {
+            cc::hybrid_job job(self, 1);  // port_base + 0 again: free
+            const auto sums = job.run([](cc::hybrid_communicator& c) { return cc::allreduce(c, 5, cc::sum{}); });
+            EXPECT_EQ(sums, std::vector<int>{5});
+        }
+        self.close();
+    });
+}

@@ -1,0 +1,42 @@
+#pragma once
+// A claimed port whose messages are handed to their owner as they arrive,
+// instead of waiting in the port for a process to receive them
+// (node::claim with a sink). A layer that sorts a port's messages itself,
+// like the collectives' mailbox (matched by source and tag), saves a process
+// that would only pass each message on: a channel write and read and two
+// switches per message.
+//
+//   class inbox final : public csp::net::port_sink {
+//       void deliver(csp::net::message m) noexcept override { ... }  // never blocks
+//   };
+//   node.claim(port_id, "my layer", csp::net::departures::each, sink);
+//   ...
+//   node.release(port_id);   // no deliver() runs or starts after it returns
+//
+// The contract, which the node keeps and a sink relies on:
+//   - deliver() is called by whichever process of the node delivers to the
+//     port (a link's reader, the UCX progress process, the switch, a local
+//     send), for one message at a time, under the port's lock, in the order
+//     messages reach the port: each peer's in the order it sent them, and an
+//     entry that reports a peer's failure or departure (message::failure)
+//     after that peer's last message. Messages that reached the port before
+//     the claim come first, in order.
+//   - The message counts as taken: its sender was credited (port.hpp), and
+//     it was not reported to an observer (the owner reports it where a
+//     process takes it, report_taken).
+//   - deliver() must not block, yield or throw: other deliveries to the port
+//     wait for it, and its caller may be a link's reader. A channel write
+//     that cannot block (a buffered slot known to be free) is allowed.
+#include "net/message.hpp"
+
+namespace csp::net {
+
+class port_sink {
+public:
+    virtual void deliver(message m) noexcept = 0;
+
+protected:
+    ~port_sink() = default;
+};
+
+}  // namespace csp::net
