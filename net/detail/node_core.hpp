@@ -223,9 +223,6 @@ struct node_core {
     // arrive before its port is opened; it waits in the channel).
     std::shared_ptr<port_entry> port_entry_of(port_id id) {
         std::lock_guard lk(lock);
-        return port_entry_locked(id);
-    }
-    std::shared_ptr<port_entry> port_entry_locked(port_id id) {
         auto it = ports.find(id);
         if (it == ports.end()) it = ports.emplace(id, std::make_shared<port_entry>(id, rank)).first;
         return it->second;
