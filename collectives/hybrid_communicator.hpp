@@ -67,25 +67,12 @@ public:
         }
         first_.resize(counts_.size() + 1);
         for (std::size_t k = 0; k < counts_.size(); ++k) first_[k + 1] = first_[k] + counts_[k];
-        // A claim that fails (a port owned already) releases the ones made:
-        // their sinks go with this half-made job.
-        int claimed = 0;
-        try {
-            for (; claimed < local_; ++claimed) {
-                auto& r = ranks_.emplace_back(*this);
-                n.claim(port_base + static_cast<net::port_id>(claimed), "hybrid_job", net::departures::each, r.inbox);
-            }
-        } catch (...) {
-            for (int i = 0; i < claimed; ++i) n.release(port_base + static_cast<net::port_id>(i));
-            throw;
-        }
+        // A claim that fails (a port owned already) ends the ranks made so
+        // far, and their claims with them.
+        for (int i = 0; i < local_; ++i) ranks_.emplace_back(*this, n, port_base + static_cast<net::port_id>(i));
     }
     hybrid_job(const hybrid_job&) = delete;
     hybrid_job& operator=(const hybrid_job&) = delete;
-    // Before the mailboxes go: no delivery runs once release() returned.
-    ~hybrid_job() {
-        for (int i = 0; i < local_; ++i) node_->release(port_base + static_cast<net::port_id>(i));
-    }
 
     int size() const noexcept { return first_.back(); }
     int nodes() const noexcept { return static_cast<int>(counts_.size()); }
@@ -136,12 +123,13 @@ private:
     };
 
     struct rank_state {
-        explicit rank_state(hybrid_job& job) : inbox(job, box) {}
-        rank_state(const rank_state&) = delete;  // the inbox refers to the box beside it
+        rank_state(hybrid_job& job, net::node& n, net::port_id port)
+            : inbox(job, box), claim(n.claim(port, "hybrid_job", net::departures::each, inbox)) {}
         mailbox<net::message> box;
-        hybrid_job::inbox inbox;
+        hybrid_job::inbox inbox;  // refers to the box beside it
         tag_counter counter;
         context_pool contexts;
+        net::sink_claim claim;    // last: released before the rest goes
     };
 
     // A tag as sent: its key with the sender's local index in the bits the

@@ -13,13 +13,15 @@ namespace csp::collectives {
 
 template class mailbox<net::message>;
 
-net_communicator::net_communicator(net::node& n, net::port_id port) : node_(&n), port_id_(port) {
+namespace {
+net::node& with_a_size(net::node& n) {
     if (n.size() < 1) throw usage_error("net_communicator: the node's job size is unknown");
-    n.claim(port, "net_communicator", net::departures::each, inbox_);
+    return n;
 }
+}  // namespace
 
-// Before the mailbox goes: no delivery runs once release() returned.
-net_communicator::~net_communicator() { node_->release(port_id_); }
+net_communicator::net_communicator(net::node& n, net::port_id port)
+    : node_(&with_a_size(n)), port_id_(port), claim_(n.claim(port, "net_communicator", net::departures::each, inbox_)) {}
 
 mailbox<net::message>::envelope net_communicator::take(int from, std::uint64_t bits, std::span<const int> among) {
     auto e = box_.take(from, bits, among);

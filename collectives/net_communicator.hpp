@@ -16,7 +16,7 @@
 // rank once a member is lost or gone.
 //
 // The communicator must be made, used and destroyed inside processes of the
-// node's runtime, and destroyed before its node (its destructor releases the
+// node's runtime, and destroyed before its node (its end releases the
 // port). One communicator per node and port: it claims its port
 // (node::claim), so opening that port, or making a second communicator on
 // it, is a usage_error while it lives.
@@ -73,7 +73,6 @@ public:
     explicit net_communicator(net::node& n, net::port_id port = default_port);
     net_communicator(const net_communicator&) = delete;
     net_communicator& operator=(const net_communicator&) = delete;
-    ~net_communicator();
 
     int rank() const { return node_->rank(); }
     int size() const { return node_->size(); }
@@ -179,6 +178,9 @@ private:
     tag_counter counter_;
     context_pool contexts_;
     host_boards boards_;
+    // Last: released first, before the mailbox and anything else goes (no
+    // delivery runs once the claim has ended).
+    net::sink_claim claim_;
 };
 
 // Compiled once in the library (net_communicator.cpp).

@@ -329,7 +329,7 @@ port node::claim(port_id id, const std::string& owner, departures heard) {
     return p;
 }
 
-void node::claim(port_id id, const std::string& owner, departures heard, port_sink& sink) {
+sink_claim node::claim(port_id id, const std::string& owner, departures heard, port_sink& sink) {
     reserve(id, owner, heard);
     const auto entry = core_->port_entry_of(id);
     // Messages that came before the claim go first, in order. The reads
@@ -343,7 +343,7 @@ void node::claim(port_id id, const std::string& owner, departures heard, port_si
             std::lock_guard lk(entry->lock);
             if (entry->channel.buffered() == 0) {
                 entry->sink = &sink;
-                return;
+                return sink_claim(*this, id);
             }
         }
         message m = early.read();

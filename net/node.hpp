@@ -80,6 +80,8 @@ struct node_stats {
     std::size_t late_wakeups = 0;
 };
 
+class sink_claim;
+
 class node {
 public:
     explicit node(node_options options = node_options::from_environment());
@@ -124,9 +126,11 @@ public:
     // owner, not two readers silently splitting one stream of messages.
     port claim(port_id id, const std::string& owner, departures heard = departures::last_sender);
     // claim() for a layer that takes the port's messages as they arrive:
-    // each is handed to `sink` (port_sink.hpp), which must outlive the claim;
-    // messages waiting in the port come first. No port is made.
-    void claim(port_id id, const std::string& owner, departures heard, port_sink& sink);
+    // each is handed to `sink` (port_sink.hpp); messages waiting in the port
+    // come first. No port is made: the claim lasts as long as the returned
+    // handle, whose end releases it, so keep the handle where the sink's
+    // owner cannot outlive it (a member declared after the sink).
+    [[nodiscard]] sink_claim claim(port_id id, const std::string& owner, departures heard, port_sink& sink);
     // Ends a claim: after it returns no sink call runs or starts, and later
     // messages wait in the port.
     void release(port_id id);
@@ -214,6 +218,23 @@ private:
 
     csp::process_group switch_;  // the switch process (and UCX progress), joined by close()
     bool closed_ = false;
+};
+
+// A claim of a port with a sink (node::claim): released when it ends, so the
+// sink is handed nothing once it is gone. Neither copied nor moved: it stays
+// beside the sink whose claim it is.
+class sink_claim {
+public:
+    sink_claim(const sink_claim&) = delete;
+    sink_claim& operator=(const sink_claim&) = delete;
+    ~sink_claim() { node_->release(id_); }
+
+private:
+    friend class node;
+    sink_claim(node& n, port_id id) : node_(&n), id_(id) {}
+
+    node* node_;
+    port_id id_;
 };
 
 }  // namespace csp::net

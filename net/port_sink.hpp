@@ -9,9 +9,9 @@
 //   class inbox final : public csp::net::port_sink {
 //       void deliver(csp::net::message m) noexcept override { ... }  // never blocks
 //   };
-//   node.claim(port_id, "my layer", csp::net::departures::each, sink);
-//   ...
-//   node.release(port_id);   // no deliver() runs or starts after it returns
+//   csp::net::sink_claim claim = node.claim(port_id, "my layer", csp::net::departures::each, sink);
+//   ...                      // the claim's end releases the port: no deliver()
+//                            // runs or starts after it (keep it after the sink)
 //
 // The contract, which the node keeps and a sink relies on:
 //   - deliver() is called by whichever process of the node delivers to the

@@ -59,28 +59,6 @@ private:
     std::size_t held_ = 0;
 };
 
-// A claim with a sink, released however the scope ends: a sink must outlive
-// its claim.
-class sink_claim {
-public:
-    sink_claim(csp::net::node& n, csp::net::port_id id, const std::string& owner, csp::net::departures heard,
-               csp::net::port_sink& sink)
-        : node_(n), id_(id) {
-        n.claim(id, owner, heard, sink);
-    }
-    sink_claim(const sink_claim&) = delete;
-    sink_claim& operator=(const sink_claim&) = delete;
-    ~sink_claim() { release(); }
-    void release() {
-        if (std::exchange(held_, false)) node_.release(id_);
-    }
-
-private:
-    csp::net::node& node_;
-    csp::net::port_id id_;
-    bool held_ = true;
-};
-
 // Each of nodes 1..n-1 sends `count` ints 0..count-1 to node 0's data port,
 // telling node 0 on its control port once its first three are sent; node 0
 // claims the port with a sink only after hearing from every sender, so those
@@ -98,9 +76,10 @@ void stream_into_a_sink(int nodes, std::size_t threads) {
                 auto control = self.open(control_port);
                 for (int k = 1; k < nodes; ++k) (void)control.receive<int>();
                 recorder sink(static_cast<std::size_t>((nodes - 1) * count));
-                sink_claim claim(self, data_port, "test", csp::net::departures::last_sender, sink);
-                sink.wait();
-                claim.release();
+                {
+                    const auto claim = self.claim(data_port, "test", csp::net::departures::last_sender, sink);
+                    sink.wait();
+                }  // released: the sink is handed nothing more
                 got = sink.by_source;
                 for (int k = 1; k < nodes; ++k) self.send(k, control_port, 0);  // they may close now
             } else {
@@ -137,9 +116,10 @@ TEST(net_port_sink, a_departure_is_delivered_after_the_peers_last_message) {
     run_nodes(ns, "sink_departure", 2, [&](csp::net::node& self) {
         if (self.rank() == 0) {
             recorder sink(count + 1);  // the messages, then the departure
-            sink_claim claim(self, data_port, "test", csp::net::departures::each, sink);
-            sink.wait();
-            claim.release();
+            {
+                const auto claim = self.claim(data_port, "test", csp::net::departures::each, sink);
+                sink.wait();
+            }
             order = sink.order;
             failures = sink.failures;
             values = sink.by_source[1];
@@ -166,9 +146,10 @@ TEST(net_port_sink, after_release_messages_wait_in_the_port_for_the_next_owner) 
         auto control = self.open(control_port);
         if (self.rank() == 0) {
             recorder a(batch);
-            sink_claim first_claim(self, data_port, "first owner", csp::net::departures::last_sender, a);
-            a.wait();
-            first_claim.release();
+            {
+                const auto claim = self.claim(data_port, "first owner", csp::net::departures::last_sender, a);
+                a.wait();
+            }
             const std::size_t calls = a.calls.load();
             self.send(1, control_port, 1);   // send the second batch now
             (void)control.receive<int>();    // it is sent (and, the link being in order, arrived
@@ -176,9 +157,10 @@ TEST(net_port_sink, after_release_messages_wait_in_the_port_for_the_next_owner) 
             first_calls_after_release = a.calls.load() - calls;
             first = a.by_source[1];
             recorder b(batch);
-            sink_claim second_claim(self, data_port, "second owner", csp::net::departures::last_sender, b);
-            b.wait();
-            second_claim.release();
+            {
+                const auto claim = self.claim(data_port, "second owner", csp::net::departures::last_sender, b);
+                b.wait();
+            }
             second = b.by_source[1];
             self.send(1, control_port, 2);
         } else {
@@ -203,7 +185,7 @@ TEST(net_port_sink, a_claimed_port_refuses_open_and_a_second_claim_naming_its_ow
     std::string opened, claimed;
     run_nodes(ns, "sink_claimed", 1, [&](csp::net::node& self) {
         recorder sink(1);
-        sink_claim claim(self, data_port, "the sink layer", csp::net::departures::last_sender, sink);
+        const auto claim = self.claim(data_port, "the sink layer", csp::net::departures::last_sender, sink);
         try {
             (void)self.open(data_port);
         } catch (const csp::usage_error& e) {
@@ -211,7 +193,7 @@ TEST(net_port_sink, a_claimed_port_refuses_open_and_a_second_claim_naming_its_ow
         }
         recorder other(1);
         try {
-            self.claim(data_port, "another layer", csp::net::departures::last_sender, other);
+            const auto again = self.claim(data_port, "another layer", csp::net::departures::last_sender, other);
         } catch (const csp::usage_error& e) {
             claimed = e.what();
         }
