@@ -171,7 +171,10 @@ TEST(net_ucx, frames_queued_behind_a_stalled_receiver_and_frames_sent_at_once_ke
             } else {
                 std::uint64_t expect = 0;
                 for (; expect < n; ++expect) {
-                    if (expect % 20'000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                    // 10 ms: long enough that the sender fills the queue
+                    // even when a loaded machine deschedules it for a while
+                    // (2 ms stalls all missed once, beside a sanitizer build).
+                    if (expect % 20'000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
                     ASSERT_EQ(inbox.receive<std::uint64_t>(), expect);
                 }
                 self.send(0, 1, expect);
