@@ -43,7 +43,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -67,13 +69,89 @@ extern char** environ;
 
 namespace {
 
+constexpr const char* usage_line =
+    "usage: csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] [--nameserver HOST:PORT] "
+    "[--transport auto|tcp|ucx] [--bind-to cpu|none] [--timeout SECONDS] [--no-prefix] [--trace FILE] "
+    "[--] program [args...]\n";
+
 [[noreturn]] void usage(const std::string& why) {
-    std::fprintf(stderr,
-                 "csp-launch: %s\nusage: csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] "
-                 "[--nameserver HOST:PORT] [--transport auto|tcp|ucx] [--bind-to cpu|none] [--timeout SECONDS] "
-                 "[--no-prefix] [--trace FILE] [--] program [args...]\n",
-                 why.c_str());
+    std::fprintf(stderr, "csp-launch: %s\n%s", why.c_str(), usage_line);
     std::exit(2);
+}
+
+[[noreturn]] void help() {
+    std::printf("%s\n"
+                "Runs N nodes of a program on this machine, like mpiexec -n N.\n\n"
+                "  -n, -np N                 how many nodes (at least 1)\n"
+                "  --job NAME                the job's name (default launch-<pid>)\n"
+                "  --token SECRET            the secret the nodes prove to each other (default $CSP_TOKEN,\n"
+                "                            else a random one)\n"
+                "  --bind HOST               the address the nameserver and the nodes listen on (default 127.0.0.1)\n"
+                "  --nameserver HOST:PORT    use that nameserver instead of starting one\n"
+                "  --transport auto|tcp|ucx  the nodes' links (default auto: UCX where both ends have it)\n"
+                "  --bind-to cpu|none        pin rank r to one CPU, round robin (default none)\n"
+                "  --timeout SECONDS         stop a job still running after SECONDS and say what each of its\n"
+                "                            processes was doing (exit status 124)\n"
+                "  --no-prefix               do not prefix each line a node prints with \"[rank] \"\n"
+                "  --trace FILE              record each node's timeline and merge them into FILE (Perfetto)\n"
+                "  -h, --help                this text\n\n"
+                "A node that fails stops the others; the exit status is the first failure's. SIGINT, SIGTERM\n"
+                "and SIGHUP are passed to every node (a second one kills them), as is the end of the reader\n"
+                "of this launcher's output (SIGPIPE: the nodes get SIGTERM).\n",
+                usage_line);
+    std::exit(0);
+}
+
+// The whole of `text` as a number, or nothing ("4x" is not 4).
+std::optional<long> whole_number(std::string_view text) {
+    long v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+// The last signal that asked this launcher to stop, and how many came: set
+// by the handler (any thread), taken by the main loop, which passes it on
+// to the nodes. A node left running by a launcher that died would hold its
+// CPU and ports with no one to stop it.
+std::atomic<int> stop_signal{0};
+std::atomic<int> stop_signals{0};
+static_assert(std::atomic<int>::is_always_lock_free, "touched by a signal handler");
+
+extern "C" void on_stop_signal(int s) {
+    stop_signal.store(s);
+    // Every line the output relay cannot write raises SIGPIPE again: those
+    // are not a user asking twice.
+    if (s != SIGPIPE) stop_signals.fetch_add(1);
+}
+
+void catch_stop_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(s, &sa, nullptr);
+}
+
+// Ends the ranks started so far when the job cannot go on: SIGTERM, then
+// SIGKILL to any still running 3 s later; returns once all are reaped.
+void stop_started(std::map<pid_t, int>& ranks) {
+    for (auto& [p, _] : ranks) ::kill(p, SIGTERM);
+    const auto kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    bool killed = false;
+    while (!ranks.empty()) {
+        int status;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid > 0) {
+            ranks.erase(pid);
+            continue;
+        }
+        if (pid < 0 && errno != EINTR) break;
+        if (!killed && std::chrono::steady_clock::now() >= kill_at) {
+            for (auto& [p, _] : ranks) ::kill(p, SIGKILL);
+            killed = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
 }
 
 std::string random_token() {
@@ -240,25 +318,37 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) usage(a + " needs a value");
             return argv[++i];
         };
-        if (a == "-n" || a == "-np") {
-            try {
-                n = std::stoi(value());
-            } catch (const std::exception&) {
-                usage("-n needs a number");
-            }
-        } else if (a == "--job") job = value();
-        else if (a == "--token") token = value();
+        if (a == "-h" || a == "--help") help();
+        else if (a == "-n" || a == "-np") {
+            const std::string v = value();
+            const auto count = whole_number(v);
+            if (!count) usage(a + " needs a number, not '" + v + "'");
+            if (*count < 1 || *count > 1'000'000) usage(a + " N: the number of nodes, from 1 to 1000000 (not " + v + ")");
+            n = static_cast<int>(*count);
+        } else if (a == "--job") {
+            job = value();
+            if (job.empty()) usage("--job needs a name");
+        } else if (a == "--token") {
+            token = value();
+            if (token.empty()) usage("--token needs a secret (without it, $CSP_TOKEN or a random one)");
+        }
         else if (a == "--bind") bind = value();
         else if (a == "--no-prefix") prefix = false;
-        else if (a == "--trace") trace = value();
+        else if (a == "--trace") {
+            trace = value();
+            // Found out now, not after the job: each node writes FILE.rank<r>
+            // beside it, and the merge writes FILE.
+            const auto slash = trace.rfind('/');
+            const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : trace.substr(0, slash);
+            if (trace.empty() || trace.back() == '/') usage("--trace needs a file name");
+            if (::access(dir.c_str(), W_OK) != 0)
+                usage("--trace " + trace + ": cannot write in " + dir + ": " + std::strerror(errno));
+        }
         else if (a == "--timeout") {
-            try {
-                const long t = std::stol(value());
-                if (t < 1) throw std::out_of_range("");
-                timeout = std::chrono::seconds(t);
-            } catch (const std::exception&) {
-                usage("--timeout needs a whole number of seconds, at least 1");
-            }
+            const std::string v = value();
+            const auto t = whole_number(v);
+            if (!t || *t < 1) usage("--timeout needs a whole number of seconds, at least 1 (not '" + v + "')");
+            timeout = std::chrono::seconds(*t);
         }
         else if (a == "--transport") {
             transport = value();
@@ -283,6 +373,8 @@ int main(int argc, char** argv) {
         else break;
     }
     if (n < 1) usage("-n N: the number of nodes, at least 1");
+    // From here on a signal stops the job instead of this launcher alone.
+    catch_stop_signals();
     if (i >= argc) usage("no program to run");
     if (token.empty()) token = std::getenv("CSP_TOKEN") ? std::getenv("CSP_TOKEN") : random_token();
 
@@ -338,7 +430,7 @@ int main(int argc, char** argv) {
 
     std::map<pid_t, int> ranks;  // running children
     output_relay relay;
-    for (int r = 0; r < n; ++r) {
+    for (int r = 0; r < n && stop_signal.load() == 0; ++r) {
         std::vector<std::string> env = inherited;
         env.insert(env.end(), common.begin(), common.end());
         env.push_back("CSP_RANK=" + std::to_string(r));
@@ -353,7 +445,9 @@ int main(int argc, char** argv) {
         if (prefix) {
             for (int k = 0; k < 2; ++k) {
                 if (::pipe2(pipes[k], O_CLOEXEC) != 0) {
-                    std::fprintf(stderr, "csp-launch: cannot make a pipe: %s\n", std::strerror(errno));
+                    std::fprintf(stderr, "csp-launch: cannot make a pipe for rank %d: %s; stopping the %zu started\n",
+                                 r, std::strerror(errno), ranks.size());
+                    stop_started(ranks);
                     return 1;
                 }
                 posix_spawn_file_actions_adddup2(&actions, pipes[k][1], k + 1);
@@ -380,8 +474,7 @@ int main(int argc, char** argv) {
             }
         if (e != 0) {
             std::fprintf(stderr, "csp-launch: cannot start %s: %s\n", argv[i], std::strerror(e));
-            for (auto& [p, _] : ranks) ::kill(p, SIGTERM);
-            for (auto& [p, _] : ranks) ::waitpid(p, nullptr, 0);
+            stop_started(ranks);
             return 127;
         }
         ranks[pid] = r;
@@ -407,7 +500,21 @@ int main(int argc, char** argv) {
             stop_others(std::chrono::seconds(5));  // time to fail and unwind on their own
         }
     };
+    int signalled = 0, asked = 0;
     while (!ranks.empty()) {
+        if (const int s = stop_signal.exchange(0); s != 0 && signalled == 0) {
+            signalled = s;
+            asked = stop_signals.load();
+            if (result == 0) result = 128 + s;
+            std::fprintf(stderr, "csp-launch: %s; stopping job %s (%zu nodes)\n", ::strsignal(s), job.c_str(),
+                         ranks.size());
+            // A node may ignore SIGPIPE (its sockets do): it gets SIGTERM.
+            for (auto& [p, _] : ranks) ::kill(p, s == SIGPIPE ? SIGTERM : s);
+            term_at = steady::now();
+            kill_at = *term_at + std::chrono::seconds(3);
+        } else if (signalled != 0 && stop_signals.load() > asked) {
+            kill_at = steady::now();  // asked again: at once
+        }
         look_for_deadlock();
         int status;
         const pid_t pid = ::waitpid(-1, &status, WNOHANG);

@@ -84,17 +84,24 @@ const std::map<std::string, std::function<void(comm&)>>& collectives() {
     return table;
 }
 
+constexpr const char* usage_lines =
+    "usage: csp-model COLLECTIVE RANKS [--export-cspm FILE] [--export-promela FILE] [--export-dot FILE]\n"
+    "       csp-model --list\n";
+
 int usage(const char* why) {
-    std::fprintf(stderr,
-                 "csp-model: %s\nusage: csp-model COLLECTIVE RANKS [--export-cspm FILE] [--export-promela FILE] "
-                 "[--export-dot FILE]\n       csp-model --list\n",
-                 why);
+    std::fprintf(stderr, "csp-model: %s\n%s", why, usage_lines);
     return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 2 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help")) {
+        std::printf("%s\nRecords COLLECTIVE's process network on RANKS ranks and writes it as a CSPm script (FDR),\n"
+                    "a Promela model (SPIN) or a DOT graph; --list names the collectives.\n",
+                    usage_lines);
+        return 0;
+    }
     if (argc == 2 && std::string(argv[1]) == "--list") {
         for (const auto& [name, f] : collectives()) std::printf("%s\n", name.c_str());
         return 0;

@@ -10,15 +10,33 @@
 #include "csp/runtime.hpp"
 #include "net/nameserver.hpp"
 
+namespace {
+
+constexpr const char* usage_line = "usage: csp-nameserver [--bind HOST:PORT]   (default 127.0.0.1:7878)\n";
+
+int usage(const std::string& why) {
+    std::fprintf(stderr, "csp-nameserver: %s\n%s", why.c_str(), usage_line);
+    return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     csp::net::endpoint bind{"127.0.0.1", 7878};
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--bind" && i + 1 < argc) {
+        if (a == "-h" || a == "--help") {
+            std::printf("%s\nKeeps the names and addresses of the nodes of the jobs that point CSP_NAMESERVER at "
+                        "it,\nuntil it is stopped (SIGINT, SIGTERM).\n",
+                        usage_line);
+            return 0;
+        }
+        if (a != "--bind") return usage("unknown option " + a);
+        if (i + 1 >= argc) return usage("--bind needs HOST:PORT");
+        try {
             bind = csp::net::endpoint::parse(argv[++i]);
-        } else {
-            std::fprintf(stderr, "usage: csp-nameserver [--bind HOST:PORT]   (default 127.0.0.1:7878)\n");
-            return 2;
+        } catch (const std::exception& e) {
+            return usage(std::string("--bind: ") + e.what());
         }
     }
     std::signal(SIGPIPE, SIG_IGN);

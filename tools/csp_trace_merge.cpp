@@ -14,8 +14,21 @@
 #include "csp/model/timeline_merge.hpp"
 
 int main(int argc, char** argv) {
+    constexpr const char* usage_line = "usage: csp-trace-merge OUT FILE...\n";
+    if (argc == 2 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help")) {
+        std::printf("%s\nJoins the timelines of a job's nodes (each written with CSP_TRACE) into OUT, one "
+                    "Perfetto trace.\n",
+                    usage_line);
+        return 0;
+    }
+    // Every argument names a file; one like an option is a mistake.
+    for (int i = 1; i < argc; ++i)
+        if (argv[i][0] == '-') {
+            std::fprintf(stderr, "csp-trace-merge: unknown option %s\n%s", argv[i], usage_line);
+            return 2;
+        }
     if (argc < 3) {
-        std::fprintf(stderr, "usage: csp-trace-merge OUT FILE...\n");
+        std::fprintf(stderr, "csp-trace-merge: an output file and at least one timeline are needed\n%s", usage_line);
         return 2;
     }
     try {

@@ -1,6 +1,8 @@
 // csp-launch starting nodes as OS processes.
 #include <sched.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -104,6 +106,170 @@ TEST(net_launcher, bad_arguments_are_named) {
     out.clear();
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2", out), 2);
     EXPECT_NE(out.find("no program"), std::string::npos) << out;
+    const std::pair<const char*, const char*> refused[] = {
+        {"--job '' true", "--job needs a name"},
+        {"--token '' true", "--token needs a secret"},
+        {"--trace /no/such/folder/t.json true", "--trace /no/such/folder/t.json: cannot write in /no/such/folder"},
+    };
+    for (const auto& [arguments, why] : refused) {
+        out.clear();
+        EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 1 " + arguments, out), 2) << arguments;
+        EXPECT_NE(out.find(why), std::string::npos) << arguments << ": " << out;
+    }
+}
+
+// Regression: "-n 4x" ran 4 nodes and "--timeout 5s" waited 5 s (the
+// numbers were read as far as they went); a number is now the whole word.
+TEST(net_launcher, a_number_followed_by_other_characters_is_refused) {
+    const std::pair<const char*, const char*> refused[] = {
+        {"-n 4x true", "-n needs a number, not '4x'"},
+        {"-n '' true", "-n needs a number, not ''"},
+        {"-n 99999999999 true", "from 1 to 1000000 (not 99999999999)"},
+        {"-n 1 --timeout 5s true", "--timeout needs a whole number of seconds, at least 1 (not '5s')"},
+    };
+    for (const auto& [arguments, why] : refused) {
+        std::string out;
+        EXPECT_EQ(run(std::string(CSP_LAUNCH) + " " + arguments, out), 2) << arguments;
+        EXPECT_NE(out.find(why), std::string::npos) << arguments << ": " << out;
+    }
+}
+
+TEST(net_launcher, help_names_every_option_and_exits_zero) {
+    for (const char* flag : {"--help", "-h"}) {
+        std::string out;
+        EXPECT_EQ(run(std::string(CSP_LAUNCH) + " " + flag + " 2>/dev/null", out), 0) << flag;
+        for (const char* option : {"-n, -np N", "--job", "--token", "--bind HOST", "--nameserver", "--transport",
+                                   "--bind-to", "--timeout", "--no-prefix", "--trace", "-h, --help"})
+            EXPECT_NE(out.find(option), std::string::npos) << flag << " does not name " << option << ":\n" << out;
+    }
+}
+
+// A scratch folder where each rank of a job writes its process id
+// (pid.<rank>), to see afterwards which of them still run.
+class scratch {
+public:
+    scratch() {
+        char name[] = "/tmp/csp-launch-test-XXXXXX";
+        EXPECT_NE(::mkdtemp(name), nullptr);
+        path_ = name;
+    }
+    ~scratch() { std::filesystem::remove_all(path_); }
+    const std::string& path() const { return path_; }
+    // A rank's command: writes its pid (the shell's, which then becomes
+    // `program` by exec), then runs program.
+    std::string rank(const std::string& program) const {
+        return "sh -c 'echo $$ > " + path_ + "/pid.$CSP_RANK; exec " + program + "'";
+    }
+    std::vector<pid_t> pids() const {
+        std::vector<pid_t> out;
+        for (const auto& e : std::filesystem::directory_iterator(path_))
+            if (e.path().filename().string().starts_with("pid.")) {
+                std::ifstream in(e.path());
+                pid_t p = 0;
+                if (in >> p) out.push_back(p);
+            }
+        return out;
+    }
+
+private:
+    std::string path_;
+};
+
+// Of `pids`, those that are still running.
+std::vector<pid_t> alive(const std::vector<pid_t>& pids) {
+    std::vector<pid_t> out;
+    for (pid_t p : pids)
+        if (::kill(p, 0) == 0) out.push_back(p);
+    return out;
+}
+
+// Runs `script` with bash (for $!, wait and PIPESTATUS); returns its
+// status and output.
+int run_bash(const scratch& dir, const std::string& script, std::string& output) {
+    const std::string file = dir.path() + "/script.sh";
+    std::ofstream(file) << script;
+    return run("bash " + file, output);
+}
+
+// Regression: a launcher stopped by a signal (kill, a batch system's
+// SIGTERM, a closed terminal) died alone and left its nodes running with
+// no one to stop them. It now passes the signal on, waits for the nodes,
+// and exits 128 + the signal.
+TEST(net_launcher, a_signal_to_the_launcher_stops_every_node) {
+    for (const char* signal : {"TERM", "INT", "HUP"}) {
+        scratch dir;
+        std::string out;
+        const std::string script = std::string(CSP_LAUNCH) + " -n 3 " + dir.rank("sleep 60") + " &\n" +
+                                   "l=$!\n"
+                                   "while [ $(ls " + dir.path() + " | grep -c pid) -lt 3 ]; do sleep 0.05; done\n"
+                                   "kill -" + signal + " $l\n"
+                                   "wait $l\n"
+                                   "echo \"launcher status $?\"\n";
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_EQ(run_bash(dir, script, out), 0) << signal << ": " << out;
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << signal << ": " << out;
+        const int number = std::string(signal) == "TERM" ? SIGTERM : std::string(signal) == "INT" ? SIGINT : SIGHUP;
+        EXPECT_NE(out.find("launcher status " + std::to_string(128 + number)), std::string::npos) << signal << ": " << out;
+        EXPECT_NE(out.find("stopping job"), std::string::npos) << signal << ": " << out;
+        const auto pids = dir.pids();
+        EXPECT_EQ(pids.size(), 3u) << out;
+        EXPECT_TRUE(alive(pids).empty()) << signal << ": " << alive(pids).size() << " nodes outlived their launcher";
+    }
+}
+
+// A node that ignores the signal is killed 3 s later; a second signal kills
+// at once.
+TEST(net_launcher, a_node_that_ignores_the_signal_is_killed) {
+    scratch dir;
+    std::string out;
+    const std::string script = std::string(CSP_LAUNCH) + " -n 2 sh -c 'trap \"\" TERM; echo $$ > " + dir.path() +
+                               "/pid.$CSP_RANK; exec sleep 60' &\n"
+                               "l=$!\n"
+                               "while [ $(ls " + dir.path() + " | grep -c pid) -lt 2 ]; do sleep 0.05; done\n"
+                               "kill -TERM $l\n"
+                               "wait $l\n"
+                               "echo \"launcher status $?\"\n";
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_GE(took, std::chrono::milliseconds(2900)) << out;
+    EXPECT_LT(took, std::chrono::seconds(20)) << out;
+    EXPECT_NE(out.find("launcher status 143"), std::string::npos) << out;
+    EXPECT_TRUE(alive(dir.pids()).empty()) << out;
+}
+
+// Regression: the launcher's output read by a program that stopped reading
+// (`csp-launch ... | head -1`) killed the launcher with SIGPIPE and left
+// the nodes running. The nodes now get SIGTERM; the launcher exits 141.
+TEST(net_launcher, a_reader_that_goes_away_stops_the_job) {
+    scratch dir;
+    std::string out;
+    const std::string script = std::string(CSP_LAUNCH) + " -n 2 sh -c 'echo $$ > " + dir.path() +
+                               "/pid.$CSP_RANK; echo first; sleep 0.5; echo second; exec sleep 60' | head -1\n"
+                               "echo \"launcher status ${PIPESTATUS[0]}\"\n";
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << out;
+    EXPECT_NE(out.find("launcher status 141"), std::string::npos) << out;
+    EXPECT_NE(out.find("Broken pipe; stopping job"), std::string::npos) << out;
+    const auto pids = dir.pids();
+    EXPECT_EQ(pids.size(), 2u) << out;
+    EXPECT_TRUE(alive(pids).empty()) << out;
+}
+
+// Regression: when the launcher could not start every node (here: out of
+// file descriptors for the output pipes) it exited and left the nodes it
+// had started running. They are now stopped first.
+TEST(net_launcher, a_job_that_cannot_start_every_node_stops_those_it_started) {
+    scratch dir;
+    std::string out;
+    const std::string script =
+        "ulimit -n 64\n" + std::string(CSP_LAUNCH) + " -n 60 " + dir.rank("sleep 60") + "\necho \"launcher status $?\"\n";
+    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_NE(out.find("launcher status 1"), std::string::npos) << out;
+    EXPECT_NE(out.find("cannot make a pipe for rank"), std::string::npos) << out;
+    EXPECT_EQ(out.find("stopping the 0 started"), std::string::npos) << "the test started no node: " << out;
+    EXPECT_TRUE(alive(dir.pids()).empty()) << alive(dir.pids()).size() << " nodes outlived their launcher: " << out;
 }
 
 // Each rank's CPUs, from lines "<rank> <taskset's list>" that `command`
