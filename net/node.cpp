@@ -37,11 +37,11 @@ void node_core::log_fault(const std::string& what) const { log_line("csp.net " +
 
 namespace {
 
-// The first of `names` that is set, as a whole number >= 0 (its own name
-// in the error otherwise), or `fallback`.
-int env_int(std::initializer_list<const char*> names, int fallback) {
+// The first of `names` that is set, as a whole number >= least (its own
+// name in the error otherwise), or `fallback`.
+int env_int(std::initializer_list<const char*> names, int fallback, int least = 0) {
     for (const char* n : names)
-        if (auto v = csp::config::number(n, 0, std::numeric_limits<int>::max())) return static_cast<int>(*v);
+        if (auto v = csp::config::number(n, least, std::numeric_limits<int>::max())) return static_cast<int>(*v);
     return fallback;
 }
 
@@ -85,7 +85,7 @@ node_options::node_options() = default;
 node_options node_options::from_environment() {
     node_options o;
     o.rank = env_int({"CSP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, -1);
-    o.size = env_int({"CSP_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 0);
+    o.size = env_int({"CSP_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 0, 1);
     using csp::config::text;
     if (auto j = text("CSP_JOB")) o.job = *j;
     else if (auto s = text("SLURM_JOB_ID")) o.job = "slurm-" + *s + "." + text("SLURM_STEP_ID").value_or("0");

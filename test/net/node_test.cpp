@@ -613,3 +613,21 @@ TEST(net_node, a_sequence_joins_each_send_to_its_receive_under_concurrent_sender
 }
 
 }  // namespace
+
+// Regression: CSP_SIZE=0 (documented as "1 or more") was taken for
+// "unknown" and the program ran as a job of one; it is refused by name.
+TEST(net_node_options, a_job_size_of_zero_is_refused_by_name) {
+    ::setenv("CSP_SIZE", "0", 1);
+    try {
+        (void)csp::net::node_options::from_environment();
+        ADD_FAILURE() << "CSP_SIZE=0 was accepted";
+    } catch (const csp::usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("CSP_SIZE=\"0\" is not valid: it must be a number from 1"),
+                  std::string::npos)
+            << e.what();
+    }
+    ::setenv("CSP_SIZE", "3", 1);
+    EXPECT_EQ(csp::net::node_options::from_environment().size, 3);
+    ::unsetenv("CSP_SIZE");
+    EXPECT_EQ(csp::net::node_options::from_environment().size, 0);
+}
