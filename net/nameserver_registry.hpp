@@ -4,6 +4,7 @@
 // alone. Each request costs O(log n) in the job's size; the table is
 // bounded by max_job_size ranks per job.
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -50,10 +51,17 @@ public:
             return "ERR rank must be -1 to " + std::to_string(max_job_size - 1) + " and size 0 to " +
                    std::to_string(max_job_size);
         std::lock_guard lk(lock_);
+        forget_stale_jobs_locked();
         auto& j = jobs_[job];
+        // A job none of whose nodes is registered is remembered for the
+        // ranks that have not come yet (remove). A registration that cannot
+        // be such a rank starts the job over: another size, a rank that
+        // ended, or an automatic rank.
+        if (j.nodes.empty() && !j.gone.empty() && ((size != 0 && size != j.size) || rank == -1 || j.gone.count(rank)))
+            j = job_entry{};
         if (j.size == 0) j.size = size;
         auto fail = [&](std::string why) {
-            if (j.nodes.empty()) jobs_.erase(job);
+            if (j.nodes.empty() && j.gone.empty()) jobs_.erase(job);
             return "ERR " + why;
         };
         if (size != 0 && size != j.size)
@@ -109,8 +117,16 @@ public:
                 auto j = jobs_.find(job);
                 for (const auto& [other, e] : j->second.nodes)
                     for (const int rank : ranks) tell.emplace_back(e.notes, "GONE " + std::to_string(rank));
-                if (j->second.nodes.empty()) jobs_.erase(j);
+                // With no node left, the job is forgotten once every rank of
+                // it has ended; until then (for keep_emptied_job at most) a
+                // rank that registers late hears which ranks ended before it
+                // came, instead of waiting for them for ever.
+                if (!j->second.nodes.empty()) continue;
+                const auto& ended = j->second.gone;
+                if (j->second.size > 0 && ended.size() >= static_cast<std::size_t>(j->second.size)) jobs_.erase(j);
+                else j->second.emptied = std::chrono::steady_clock::now();
             }
+            forget_stale_jobs_locked();
         }
         for (auto& [tell_node, line] : tell) tell_node(line);  // outside the lock
     }
@@ -245,6 +261,7 @@ private:
         std::map<int, entry> nodes;
         int first_free = 0;  // no rank below it is free
         std::set<int> gone;  // ranks whose registration ended while the job lasted (at most its size)
+        std::chrono::steady_clock::time_point emptied;  // when its last registered node left
         deadlock_waves waves;
         struct {
             std::uint64_t id = 0;
@@ -253,6 +270,18 @@ private:
         } status;  // the last STATUS asked
     };
     static constexpr std::size_t max_status_lines = 1000;  // per node
+    // How long a job with no node registered, some of whose ranks never
+    // came, is remembered for them.
+    static constexpr std::chrono::minutes keep_emptied_job{10};
+
+    void forget_stale_jobs_locked() {
+        const auto now = std::chrono::steady_clock::now();
+        std::erase_if(jobs_, [&](const auto& named) {
+            const job_entry& j = named.second;
+            return j.nodes.empty() && !j.gone.empty() && now - j.emptied >= keep_emptied_job;
+        });
+    }
+
     std::mutex lock_;
     std::map<std::string, job_entry> jobs_;
 };

@@ -293,6 +293,51 @@ TEST(net_nameserver, a_node_that_registers_late_hears_of_ranks_that_ended_before
     });
 }
 
+// Regression: a job was forgotten when its last registered node left, with
+// the ranks that had ended; a rank that registered after that (a slow
+// start) heard of none of them and waited for them for ever (a 3-node job
+// whose ranks 0 and 1 failed and left before rank 2 registered hung).
+// The job is now remembered until every rank of it has ended.
+TEST(net_nameserver, a_rank_that_registers_after_every_other_left_hears_that_they_ended) {
+    csp::net::nameserver ns;
+    csp::run([&] {
+        using csp::net::detail::line_connection;
+        auto join = [&](const std::string& job, int rank, int size) {
+            auto c = std::make_unique<line_connection>(csp::net::connect_to(ns.address(), soon()), "nameserver");
+            c->write_line("REGISTER " + job + " " + std::to_string(rank) + " " + std::to_string(size) + " 127.0.0.1 1",
+                          soon());
+            EXPECT_EQ(c->read_line(soon()).value_or("(closed)"),
+                      "OK " + std::to_string(rank) + " " + std::to_string(size));
+            return c;
+        };
+        // Waits until the nameserver has seen every registration of `job` end.
+        auto until_empty = [&](const std::string& job) {
+            for (int tries = 0; tries < 1000 && !csp::net::list_job(ns.address(), job, soon()).nodes.empty(); ++tries)
+                csp::select(csp::timeout(std::chrono::milliseconds(2)));
+        };
+        join("slow", 0, 3).reset();
+        join("slow", 1, 3).reset();
+        until_empty("slow");
+        EXPECT_EQ(ask_raw(ns, "LOOKUP slow 1 60000"), "ENDED 1");
+        auto late = join("slow", 2, 3);
+        EXPECT_EQ(late->read_line(soon()).value_or("(closed)"), "GONE 0");
+        EXPECT_EQ(late->read_line(soon()).value_or("(closed)"), "GONE 1");
+        late.reset();
+        until_empty("slow");
+        // Every rank ended: the job is forgotten, and the name starts over.
+        EXPECT_EQ(ask_raw(ns, "LIST slow"), "JOB 0");
+
+        // A rank that ended registering again into a job with no node left
+        // is a new run under the same name: it hears nothing of the old one,
+        // which may even have had another size.
+        join("again", 0, 3).reset();
+        until_empty("again");
+        auto fresh = join("again", 0, 2);
+        fresh->write_line("LIST again", soon());
+        EXPECT_EQ(fresh->read_line(soon()).value_or("(closed)"), "JOB 2 0=127.0.0.1:1");
+    });
+}
+
 // Regression: a LOOKUP of a rank that had registered and left waited its
 // whole wait for a registration that would not come, and so a node closing
 // while its connector looked up a departed peer took connect_timeout (30 s)
