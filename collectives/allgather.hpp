@@ -70,8 +70,7 @@ struct allgather_gather_broadcast_fn {
 
     template <class C, class T>
     std::vector<T> operator()(C& comm, T value, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
         auto all = gather_parallel(comm, std::move(value), 0, s);
         return broadcast_binomial(comm, all ? std::move(*all) : std::vector<T>{}, 0, s);
     }
@@ -84,8 +83,7 @@ struct allgather_ring_fn {
     template <class C, class T>
     std::vector<T> operator()(C& comm, T value, stream s = {}) const {
         const int n = comm.size(), me = comm.rank();
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         std::vector<T> all(static_cast<std::size_t>(n));
         all[static_cast<std::size_t>(me)] = std::move(value);
         const int next = (me + 1) % n, prev = (me + n - 1) % n;

@@ -90,8 +90,7 @@ struct allreduce_reduce_broadcast_fn {
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
         auto total = reduce_binomial_parallel(comm, std::move(value), op, 0, s);
         return broadcast_binomial(comm, total ? std::move(*total) : T{}, 0, s);
     }
@@ -103,8 +102,7 @@ struct allreduce_butterfly_fn {
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         const auto plans = detail::butterfly_plans(comm.size());
         auto out = run_plan(comm, (*plans)[static_cast<std::size_t>(comm.rank())], std::optional<T>(std::move(value)),
                             op, t);
@@ -122,8 +120,7 @@ struct allreduce_ring_fn {
             detail::refuse_single_value("allreduce ring");
         } else {
             detail::require_blockwise_op("allreduce ring", op);
-            const tag t = comm.next_tag(s);
-            detail::announce(comm, info, t);
+            const tag t = detail::begin_call(comm, info, s);
             const auto n = static_cast<std::size_t>(comm.size()), length = value.size();
             const auto counts = detail::even_counts(length, n);
             if constexpr (detail::folds_from_messages<C, T, Op>) {
@@ -157,8 +154,7 @@ struct allreduce_rabenseifner_fn {
             detail::refuse_single_value("allreduce rabenseifner");
         } else {
             detail::require_blockwise_op("allreduce rabenseifner", op);
-            const tag t = comm.next_tag(s);
-            detail::announce(comm, info, t);
+            const tag t = detail::begin_call(comm, info, s);
             const int n = comm.size(), me = comm.rank();
             int p2 = 1, rounds = 0;
             while (p2 * 2 <= n) p2 *= 2, ++rounds;
@@ -278,11 +274,10 @@ struct allreduce_shared_memory_fn {
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         shared_board* board = detail::board_of(comm, s);
         if (board == nullptr) return allreduce_reduce_broadcast(comm, std::move(value), op, s);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
         const int me = comm.rank();
         bool by_blocks = false;
-        value = board->meet(me, true, value, [&](const auto& parts) {
+        value = board->meet(me, info.collective, true, value, [&](const auto& parts) {
             if constexpr (detail::folds_in_place<Op, T>) {
                 if (parts[0].size() >= shared_blocks_from) {
                     by_blocks = true;
@@ -295,7 +290,7 @@ struct allreduce_shared_memory_fn {
         });
         if constexpr (detail::folds_in_place<Op, T>) {
             if (by_blocks) {
-                return board->meet(me, true, value, [&](const auto& parts) {
+                return board->meet(me, info.collective, true, value, [&](const auto& parts) {
                     for (std::size_t i = 0; i < parts.size(); ++i) {
                         if (i == static_cast<std::size_t>(me)) continue;
                         const auto [lo, hi] = block(value.size(), parts.size(), i);

@@ -23,8 +23,7 @@ struct alltoall_parallel_fn {
         if (values.size() != static_cast<std::size_t>(comm.size()))
             throw usage_error("alltoall: rank " + std::to_string(comm.rank()) + " gave " + std::to_string(values.size()) +
                               " values for " + std::to_string(comm.size()) + " ranks");
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         const auto others = detail::all_but(comm, comm.rank());
         for (int r : others) comm.send(r, t, std::move(values[static_cast<std::size_t>(r)]));
         std::vector<T> got = others.empty() ? std::vector<T>{} : detail::receive_from_each<T>(comm, others, t);

@@ -40,8 +40,7 @@ std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const rank
     if (!commutes(op))
         throw usage_error("Aspen's reduce renumbers the participants and needs an op that commutes "
                           "(csp::collectives::commuting(f), or a built-in op)");
-    const tag t = comm.next_tag(s);
-    detail::announce(comm, aspen_reduce_info, t);
+    const tag t = detail::begin_call(comm, aspen_reduce_info, s);
     return run_plan(comm, plan, std::move(contribution), op, t);
 }
 

@@ -56,8 +56,7 @@ struct barrier_flat_sequential_fn {
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
         for (int r = 1; r < comm.size(); ++r) comm.template receive<detail::barrier_token>(r, t);
         for (int r = 1; r < comm.size(); ++r) comm.send(r, t, detail::barrier_token{});
@@ -70,8 +69,7 @@ struct barrier_flat_parallel_fn {
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         if (comm.rank() != 0) return detail::enter_via_zero(comm, t);
         const auto others = detail::all_but_zero(comm);
         if (others.empty()) return;
@@ -86,8 +84,7 @@ struct barrier_binomial_fn {
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         const auto children = topology::binomial_children(comm.rank(), comm.size(), 0);
         if (!children.empty()) detail::receive_from_each<detail::barrier_token>(comm, children, t);
         if (int parent = topology::binomial_parent(comm.rank(), comm.size(), 0); parent >= 0) {
@@ -104,8 +101,7 @@ struct barrier_dissemination_fn {
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         const int n = comm.size(), me = comm.rank();
         std::uint8_t round = 0;
         for (int d = 1; d < n; d *= 2, ++round) {
@@ -123,9 +119,8 @@ struct barrier_shared_memory_fn {
     void operator()(C& comm, stream s = {}) const {
         shared_board* board = detail::board_of(comm, s);
         if (board == nullptr) return barrier_binomial(comm, s);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
-        board->meet(comm.rank(), false, detail::barrier_token{}, [](const auto&) { return 0; });
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
+        board->meet(comm.rank(), info.collective, false, detail::barrier_token{}, [](const auto&) { return 0; });
     }
 };
 inline constexpr barrier_shared_memory_fn barrier_shared_memory{};

@@ -50,8 +50,7 @@ struct broadcast_flat_fn {
     template <class C, class T>
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
         topology::check(comm.rank(), comm.size(), root);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         if (comm.rank() != root) return comm.template receive<T>(root, t);
         std::vector<int> others;
         for (int r = 0; r < comm.size(); ++r)
@@ -68,8 +67,7 @@ struct broadcast_binomial_fn {
     template <class C, class T>
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
         const int parent = topology::binomial_parent(comm.rank(), comm.size(), root);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         // Largest subtree first: it has the longest way to go.
         auto children = topology::binomial_children(comm.rank(), comm.size(), root);
         std::reverse(children.begin(), children.end());
@@ -91,8 +89,7 @@ struct broadcast_pipeline_fn {
             throw usage_error("broadcast pipeline: cuts a vector into segments; it cannot take a single value");
         } else {
             topology::check(comm.rank(), comm.size(), root);
-            const tag t = comm.next_tag(s);
-            detail::announce(comm, info, t);
+            const tag t = detail::begin_call(comm, info, s);
             const int n = comm.size();
             const int v = (comm.rank() - root + n) % n;
             const int prev = (comm.rank() - 1 + n) % n, next = (comm.rank() + 1) % n;
@@ -143,10 +140,9 @@ struct broadcast_shared_memory_fn {
         shared_board* board = detail::board_of(comm, s);
         if (board == nullptr) return broadcast_binomial(comm, std::move(value), root, s);
         topology::check(comm.rank(), comm.size(), root);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
         const bool is_root = comm.rank() == root;
-        return board->meet(comm.rank(), is_root, value, [&](const auto& parts) {
+        return board->meet(comm.rank(), info.collective, is_root, value, [&](const auto& parts) {
             if (!is_root) value = parts[static_cast<std::size_t>(root)];
             return std::move(value);
         });

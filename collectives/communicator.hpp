@@ -56,5 +56,16 @@ void announce(C& comm, const algorithm_info& a, tag t) {
     if constexpr (requires { comm.record_algorithm(a, t); }) comm.record_algorithm(a, t);
 }
 
+// The tag of one call of algorithm `a` on stream s: the communicator's
+// next, marked with a's collective (tag.hpp: ranks that make different
+// collectives at one place of a stream never take each other's messages),
+// and announced.
+template <class C>
+tag begin_call(C& comm, const algorithm_info& a, stream s) {
+    const tag t = comm.next_tag(s).of_call(call_code(a.collective));
+    announce(comm, a, t);
+    return t;
+}
+
 }  // namespace detail
 }  // namespace csp::collectives

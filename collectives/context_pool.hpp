@@ -35,8 +35,8 @@ public:
     static constexpr std::uint32_t group_streams = stream::limit;
     using bitmap = std::array<std::uint64_t, capacity / 64>;
 
-    static_assert(group_streams + capacity * streams_per_context < (1u << 24) - 1,
-                  "group streams must fit below the transport's reserved stream");
+    static_assert(group_streams + capacity * streams_per_context <= (std::uint64_t{1} << (64 - tag::stream_shift)),
+                  "group streams must fit a tag's stream bits");
 
     context_pool() = default;
     context_pool(const context_pool&) = delete;

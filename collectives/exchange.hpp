@@ -59,8 +59,7 @@ struct put_get_allgather_fn {
 
     template <class C, class T>
     T operator()(C& comm, T value, int from, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
         // The requests travel with the values, so a bad one is seen by all.
         auto all = allgather_gather_broadcast(comm, std::pair<int, T>(from, std::move(value)), s);
         std::vector<int> requests;
@@ -76,8 +75,7 @@ struct put_get_requests_fn {
 
     template <class C, class T>
     T operator()(C& comm, T value, int from, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         const auto requests = allgather_gather_broadcast(comm, from, s);
         detail::check_requests(requests, comm.size());
         const int me = comm.rank();

@@ -34,8 +34,7 @@ namespace detail {
 template <class C, class T, class Receive>
 std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, const algorithm_info& info, Receive receive) {
     topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    announce(comm, info, t);
+    const tag t = begin_call(comm, info, s);
     if (comm.rank() != root) {
         comm.send(root, t, std::move(value));
         return std::nullopt;

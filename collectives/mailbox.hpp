@@ -105,7 +105,7 @@ public:
         posted_.push_back(posted{source, tag, reply, among});
         lk.unlock();
         envelope m;
-        const posted wanted{source, tag, nullptr, among};
+        const wanted_note wanted{this, posted{source, tag, nullptr, among}};
         const csp::wait_note note(&describe_wanted, &wanted);
         try {
             m = reply->in.read();
@@ -167,18 +167,46 @@ private:
         std::span<const int> among;  // see take
     };
 
-    // For deadlock reports: which message a blocked take waits for.
+    // For deadlock reports: which message a blocked take waits for, and
+    // the messages of another collective that came for the same call.
+    struct wanted_note {
+        const mailbox* box;
+        posted p;
+    };
     static void describe_wanted(const void* ctx, std::string& out) {
-        const auto& p = *static_cast<const posted*>(ctx);
+        const auto& [box, p] = *static_cast<const wanted_note*>(ctx);
         const tag t = tag::from_bits(p.tag);
         out.append(p.source == any_source ? "a message from any rank" : "a message from rank " + std::to_string(p.source))
             .append(" with tag (stream ")
             .append(std::to_string(t.stream_id()))
             .append(", call ")
-            .append(std::to_string(t.sequence()))
-            .append(", step ")
-            .append(std::to_string(t.phase()))
-            .append(")");
+            .append(std::to_string(t.sequence()));
+        if (t.call() != 0) out.append(" of ").append(call_name(t.call()));
+        out.append(", step ").append(std::to_string(t.phase())).append(")");
+        box->describe_other_calls(t, out);
+    }
+    // Ranks whose message for t's call came from another collective: the
+    // ranks' calls differ (tag.hpp). Skipped if the lock is busy: a report
+    // is made while the mailbox's users are blocked, so it rarely is.
+    void describe_other_calls(tag t, std::string& out) const {
+        if (!lock_.try_lock()) return;
+        std::string found;
+        for (const auto& [bits, arrived] : unexpected_) {
+            const tag u = tag::from_bits(bits);
+            if (u.stream_id() != t.stream_id() || u.sequence() != t.sequence() || u.call() == t.call()) continue;
+            for (const envelope& e : arrived) {
+                found.append(found.empty() ? "" : ", ")
+                    .append("rank ")
+                    .append(std::to_string(e.source))
+                    .append("'s ")
+                    .append(u.call() != 0 ? call_name(u.call()) : std::string_view("message"));
+            }
+        }
+        lock_.unlock();
+        if (!found.empty())
+            out.append("; for that call came ")
+                .append(found)
+                .append(" instead: every rank must make the same collective calls in the same order");
     }
 
     // The messages waiting with `tag`, in a map entry made for it if there

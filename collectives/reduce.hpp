@@ -76,8 +76,7 @@ struct reduce_flat_in_order_fn {
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
         topology::check(comm.rank(), comm.size(), root);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         if (comm.rank() != root) {
             comm.send(root, t, std::move(value));
             return std::nullopt;
@@ -113,8 +112,7 @@ template <class C, class T, class Op>
 std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, stream s, child_receive how,
                                       const algorithm_info& info) {
     topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    announce(comm, info, t);
+    const tag t = begin_call(comm, info, s);
     const int tree_root = commutes(op) ? root : 0;
     const auto peers = topology::binomial_reduce_peers(comm.rank(), comm.size(), tree_root);
     const auto& children = peers.receive_from;
@@ -212,8 +210,7 @@ struct reduce_pipeline_fn {
             if (!acts_elementwise(op))
                 throw usage_error("reduce pipeline: needs an op that acts element by element");
             topology::check(comm.rank(), comm.size(), root);
-            const tag t = comm.next_tag(s);
-            detail::announce(comm, info, t);
+            const tag t = detail::begin_call(comm, info, s);
             const int n = comm.size();
             constexpr int none = -1;
             // Place p of the chain holds rank_at(p); segments flow from
@@ -266,9 +263,8 @@ struct reduce_shared_memory_fn {
         shared_board* board = detail::board_of(comm, s);
         if (board == nullptr) return reduce_binomial_parallel(comm, std::move(value), op, root, s);
         topology::check(comm.rank(), comm.size(), root);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
-        return board->meet(comm.rank(), true, value, [&](const auto& parts) -> std::optional<T> {
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
+        return board->meet(comm.rank(), info.collective, true, value, [&](const auto& parts) -> std::optional<T> {
             if (comm.rank() != root) return std::nullopt;
             detail::fold_in_rank_order(op, value, parts);
             return std::move(value);

@@ -126,8 +126,7 @@ struct reduce_scatter_reduce_then_scatter_fn {
     template <class C, class V, class Op>
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
         const auto offsets = detail::block_offsets(counts, values.size(), comm.size());
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        detail::begin_call(comm, info, s);  // the steps below draw their own tags
         auto whole = reduce_binomial(comm, std::move(values), op, 0, s);
         std::vector<V> blocks;
         if (whole)
@@ -144,8 +143,7 @@ struct reduce_scatter_ring_fn {
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
         const int n = comm.size(), me = comm.rank();
         const auto offsets = detail::block_offsets(counts, values.size(), n);
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         if (n == 1) return values;
         if constexpr (detail::folds_from_messages<C, V, Op>) {
             net::loans book;

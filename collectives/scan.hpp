@@ -145,8 +145,7 @@ struct scan_recursive_doubling_fn {
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         return detail::scan_doubling(comm, std::move(value), op, t).first;
     }
 };
@@ -156,8 +155,7 @@ struct scan_pipeline_fn {
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         return detail::scan_chain<false>(comm, std::move(value), op, t);
     }
 };
@@ -167,8 +165,7 @@ struct exscan_recursive_doubling_fn {
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         return detail::scan_doubling(comm, std::move(value), op, t).second;
     }
 };
@@ -178,8 +175,7 @@ struct exscan_pipeline_fn {
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
-        const tag t = comm.next_tag(s);
-        detail::announce(comm, info, t);
+        const tag t = detail::begin_call(comm, info, s);
         return detail::scan_chain<true>(comm, std::move(value), op, t);
     }
 };

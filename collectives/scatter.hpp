@@ -23,8 +23,7 @@ namespace detail {
 template <class C, class T, class SendAll>
 T scatter_with(C& comm, std::vector<T> values, int root, stream s, const algorithm_info& info, SendAll send_all) {
     topology::check(comm.rank(), comm.size(), root);
-    const tag t = comm.next_tag(s);
-    announce(comm, info, t);
+    const tag t = begin_call(comm, info, s);
     if (comm.rank() != root) return comm.template receive<T>(root, t);
     if (values.size() != static_cast<std::size_t>(comm.size()))
         throw usage_error("scatter: the root holds " + std::to_string(values.size()) + " values for " +

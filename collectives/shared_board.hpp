@@ -29,11 +29,14 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <typeindex>
 #include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/tag.hpp"
 #include "csp/barrier.hpp"
 #include "csp/error.hpp"
 #include "csp/type_name.hpp"
@@ -47,6 +50,7 @@ public:
           failed_(std::move(failed)) {
         has_failed_.store(failed_ != nullptr, std::memory_order_relaxed);
         for (auto& t : types_) t.assign(size_, nullptr);
+        for (auto& c : calls_) c.assign(size_, 0);
     }
     shared_board(const shared_board&) = delete;
     shared_board& operator=(const shared_board&) = delete;
@@ -67,18 +71,27 @@ public:
         std::vector<cell>& cells_;
     };
 
-    // Rank `rank`'s part of its next meeting: copies `value` into its slot
-    // if `contributes`, waits for every rank, then returns read(parts),
-    // where parts[i] is rank i's slot (meaningful only for contributing
-    // ranks). The parts stay valid until read returns.
+    // Rank `rank`'s part of its next meeting, a call of `collective`:
+    // copies `value` into its slot if `contributes`, waits for every rank,
+    // then returns read(parts), where parts[i] is rank i's slot (meaningful
+    // only for contributing ranks). The parts stay valid until read
+    // returns. A meeting of calls of different collectives (the ranks'
+    // calls differ) throws usage_error at every rank.
     template <class T, class Read>
-    decltype(auto) meet(int rank, bool contributes, const T& value, Read&& read) {
+    decltype(auto) meet(int rank, std::string_view collective, bool contributes, const T& value, Read&& read) {
         const std::size_t me = static_cast<std::size_t>(rank), set = meetings_[me]++ & 1u;
         auto& cells = slots<T>(set);
         if (contributes) cells[me].value = value;
         types_[set][me] = &typeid(T);
+        const std::uint8_t call = call_code(collective);
+        calls_[set][me] = call;
         sync_.sync();
         check_failed();
+        for (std::size_t q = 0; q < size_; ++q)
+            if (calls_[set][q] != call)
+                throw usage_error(std::string(collective) + ": rank " + std::to_string(q) +
+                                  " met this call with a call of " + std::string(call_name(calls_[set][q])) +
+                                  ": every rank must make the same collective calls in the same order");
         for (const std::type_info* t : types_[set])
             if (*t != typeid(T))
                 throw usage_error("a collective received a value of type " + csp::type_name(*t) + " where it expected " +
@@ -153,6 +166,7 @@ private:
     std::unordered_map<std::type_index, std::unique_ptr<slots_base>> by_type_;  // owns every type's slots
     std::array<std::atomic<slots_base*>, 16> fast_{};  // by type_number(), once made
     std::vector<const std::type_info*> types_[2];  // the type each rank passed, per set
+    std::vector<std::uint8_t> calls_[2];           // the call_code of each rank's collective, per set
     std::vector<std::uint64_t> meetings_;           // per rank, written by that rank only
     std::exception_ptr failed_;
     std::atomic<bool> has_failed_{false};  // failed_ is set

@@ -4,7 +4,8 @@
 // Every collective call draws a fresh tag from its communicator. A tag is
 // 64 bits, laid out so that concurrent calls never share one:
 //
-//   bits 63..40  stream     which sequence of calls (chosen by the caller)
+//   bits 63..45  stream     which sequence of calls (chosen by the caller)
+//   bits 44..40  call       which collective drew it (call_code), 0 if none
 //   bits 39..8   sequence   the call's number within its stream, per rank
 //   bits  7..0   step       a phase inside one call (reduce, then broadcast)
 //
@@ -13,9 +14,17 @@
 // no part in a call still makes it, and returns at once). Calls that run at
 // the same time in one rank, say two reductions on overlapping groups, use
 // different streams; no communicator per operation is needed.
+//
+// A program that breaks the rule (rank 0 broadcasts where rank 1 reduces)
+// must not get an answer: the call code makes the two calls' tags differ,
+// so neither takes the other's messages; the receive waits, and the
+// job-wide deadlock report (or the peer's departure) ends it, naming the
+// collective of the message that did arrive for that call (mailbox.hpp).
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "csp/error.hpp"
 
@@ -24,22 +33,50 @@ namespace csp::collectives {
 // A sequence of collective calls whose order every rank agrees on.
 struct stream {
     std::uint32_t id = 0;
-    // Ids below this. The ids above are the sub-groups' (context_pool.hpp),
-    // and the last one is reserved for the transport's own use.
-    static constexpr std::uint32_t limit = 1u << 23;
+    // Ids below this. The ids above are the sub-groups' (context_pool.hpp).
+    static constexpr std::uint32_t limit = 1u << 16;
 };
+
+// The collectives a tag's call bits name, by code (the index plus one).
+inline constexpr std::string_view call_names[] = {"allgather", "allreduce", "alltoall", "barrier",
+                                                  "broadcast", "exscan",    "gather",   "put_get",
+                                                  "reduce",    "reduce_scatter", "scan", "scatter"};
+
+// The call code of a collective (algorithm_info::collective); 31 for one
+// not in call_names, which still tells it from those.
+constexpr std::uint8_t call_code(std::string_view collective) {
+    for (std::size_t i = 0; i < std::size(call_names); ++i)
+        if (call_names[i] == collective) return static_cast<std::uint8_t>(i + 1);
+    return 31;
+}
+// The collective a call code names ("" for 0, "a collective" for 31).
+constexpr std::string_view call_name(std::uint8_t code) {
+    if (code == 0) return "";
+    return code <= std::size(call_names) ? call_names[code - 1] : "a collective";
+}
 
 class tag {
 public:
+    static constexpr int stream_shift = 45, call_shift = 40;
+    static constexpr std::uint64_t call_mask = std::uint64_t{0x1f} << call_shift;
+
     constexpr tag() = default;
     constexpr tag(std::uint32_t stream_id, std::uint32_t sequence, std::uint8_t step = 0)
-        : bits_((std::uint64_t{stream_id} << 40) | (std::uint64_t{sequence} << 8) | step) {}
+        : bits_((std::uint64_t{stream_id} << stream_shift) | (std::uint64_t{sequence} << 8) | step) {}
 
     // The same call's tag for phase `s`.
     constexpr tag step(std::uint8_t s) const { return from_bits((bits_ & ~std::uint64_t{0xff}) | s); }
+    // The same tag marked as drawn by collective `code` (call_code).
+    constexpr tag of_call(std::uint8_t code) const {
+        return from_bits((bits_ & ~call_mask) | (std::uint64_t{code} << call_shift & call_mask));
+    }
+    // The same tag with its call bits clear: what two calls at one place of
+    // a stream share whatever collectives they are.
+    constexpr tag place() const { return from_bits(bits_ & ~call_mask); }
 
     constexpr std::uint64_t bits() const noexcept { return bits_; }
-    constexpr std::uint32_t stream_id() const noexcept { return static_cast<std::uint32_t>(bits_ >> 40); }
+    constexpr std::uint32_t stream_id() const noexcept { return static_cast<std::uint32_t>(bits_ >> stream_shift); }
+    constexpr std::uint8_t call() const noexcept { return static_cast<std::uint8_t>((bits_ & call_mask) >> call_shift); }
     constexpr std::uint32_t sequence() const noexcept { return static_cast<std::uint32_t>(bits_ >> 8); }
     constexpr std::uint8_t phase() const noexcept { return static_cast<std::uint8_t>(bits_); }
 

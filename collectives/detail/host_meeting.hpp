@@ -51,18 +51,39 @@ struct host_meeting {
     std::uint64_t m;
 };
 
+// Throws if rank q's part of a meeting is of another call than this
+// rank's part `mine`: another collective, or the same one made earlier or
+// later in the stream.
+inline void refuse_other_call(const algorithm_info& info, const host_board::part& mine, int q,
+                              const host_board::part& theirs) {
+    if (theirs.call == mine.call && theirs.sequence == mine.sequence) return;
+    const std::string what = theirs.call != mine.call
+                                 ? "a call of " + std::string(call_name(theirs.call))
+                                 : "its call " + std::to_string(theirs.sequence) + " of the stream (this is call " +
+                                       std::to_string(mine.sequence) + ")";
+    throw usage_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
+                      " met this call with " + what +
+                      ": every rank must make the same collective calls in the same order");
+}
+
 // The call's tag and, when the stream has a host board (every rank alike),
 // one meeting on it with `bytes` of type `type` in this rank's part,
 // waited for; nothing without a board (the caller passes messages).
 template <class C>
 std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info& info, std::uint32_t type,
                                          std::span<const std::byte> bytes) {
-    const tag t = comm.next_tag(s);
+    const tag t = comm.next_tag(s).of_call(call_code(info.collective));
     host_board* board = comm.board_on_host(s, t);
     if (board == nullptr) return std::nullopt;
     announce(comm, info, t);
-    const std::uint64_t m = board->arrive(type, bytes);
+    const std::uint64_t m = board->arrive(type, bytes, t);
     board->wait(comm, t, m);
+    // Ranks whose calls differ meet all the same (meetings are counted, not
+    // tagged): each compares its call with the next rank's, so where they
+    // differ some rank throws instead of anyone folding another call's parts
+    // (one more cache line per meeting; all_fit reads every part).
+    const int next = (comm.rank() + 1) % board->size();
+    refuse_other_call(info, board->part_of(m, comm.rank()), next, board->part_of(m, next));
     return host_meeting{board, m};
 }
 
@@ -77,6 +98,7 @@ bool all_fit(const host_board& board, std::uint64_t m, int me, const algorithm_i
     bool fit = true;
     for (int q = 0; q < board.size(); ++q) {
         const auto p = board.part_of(m, q);
+        refuse_other_call(info, mine, q, p);  // meet_on_host checked one neighbour; every part is read here
         if (p.type != mine.type)
             throw usage_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
                               " passed a value of another type than rank " + std::to_string(me) + "'s " +

@@ -721,7 +721,41 @@ int host_board_mode(const std::string& mode) {
 
 }  // namespace
 
+// Ranks that make different collectives at one place of the stream: every
+// rank first makes one allreduce together (on one host over UCX, this
+// makes the stream's host board), then rank 0 makes a broadcast and then
+// an allreduce where the others make an allreduce and then a broadcast
+// ("messages"), or rank 0 an allgather where the others make an allreduce
+// ("board": they meet on the host board). No rank may print an answer of
+// the mismatched calls: each prints "answer" or "refused: <error>".
+int mismatched_calls_mode(const std::string& mode) {
+    csp::run([&] {
+        csp::net::node self;
+        cc::net_communicator comm(self);
+        try {
+            (void)cc::allreduce(comm, 1.0, cc::sum{});
+            double x = 0, y = 0;
+            if (mode == "mismatched-calls-board") {
+                if (comm.rank() == 0) x = cc::allgather(comm, 1.0).front();
+                else y = cc::allreduce(comm, 1.0, cc::sum{});
+            } else if (comm.rank() == 0) {
+                x = cc::broadcast(comm, 7.0, 0);
+                y = cc::allreduce(comm, 1.0, cc::sum{});
+            } else {
+                y = cc::allreduce(comm, 1.0, cc::sum{});
+                x = cc::broadcast(comm, 7.0, 0);
+            }
+            std::printf("answer %g %g\n", x, y);
+        } catch (const std::exception& e) {
+            std::printf("refused: %s\n", e.what());
+        }
+        std::fflush(stdout);
+    });
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]).starts_with("mismatched-calls")) return mismatched_calls_mode(argv[1]);
     if (argc > 1 && std::string(argv[1]) == "allreduce-forever") {
         csp::run([] {
             csp::net::node self;

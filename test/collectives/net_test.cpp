@@ -100,6 +100,36 @@ TEST(net_hybrid_failure, a_throwing_fiber_fails_every_rank_of_every_node) {
     EXPECT_GE(count(r.output, "rank 1 gave up"), 1u) << r.output;
 }
 
+// Regression: rank 0 broadcast where ranks 1 and 2 made an allreduce, and
+// the allreduce took the broadcast's message as rank 0's part (over TCP
+// every rank printed 9, for 7 + 1 + 1; on the host board rank 0's next
+// allreduce met the others' first). No rank gets an answer now: passing
+// messages, a tag says which collective drew it, so the allreduce waits and
+// the job-wide deadlock report names the broadcast's message that came
+// instead; on the host board, each meeting compares the ranks' calls.
+TEST(net_mismatched_calls, different_collectives_at_one_place_give_no_answer_and_are_named) {
+    auto r = launch(3, "", "mismatched-calls");
+    EXPECT_EQ(count(r.output, "answer "), 0u) << r.output;
+    EXPECT_EQ(count(r.output, "refused: "), 3u) << r.output;
+    const bool named_by_messages =
+        count(r.output, "for that call came rank 0's broadcast instead: every rank must make the same collective "
+                        "calls in the same order") >= 1;
+    const bool named_on_board = count(r.output, "met this call with its call") >= 1;
+    EXPECT_TRUE(named_by_messages || named_on_board) << r.output;
+}
+
+// The same with an allgather against an allreduce: on the host board the
+// meeting names the other collective; passing messages, the two calls
+// draw different numbers of tags and the job-wide deadlock report ends it.
+TEST(net_mismatched_calls, an_allgather_against_an_allreduce_gives_no_answer) {
+    auto r = launch(3, "", "mismatched-calls-board");
+    EXPECT_EQ(count(r.output, "answer "), 0u) << r.output;
+    EXPECT_EQ(count(r.output, "refused: "), 3u) << r.output;
+    const bool on_board = count(r.output, "met this call with a call of") >= 1;
+    const bool deadlock = count(r.output, "refused: deadlock in job") == 3;
+    EXPECT_TRUE(on_board || deadlock) << r.output;
+}
+
 // The host board (processes of one host meeting in shared memory; under
 // CSP_TRANSPORT=tcp the ranks do not share it and the same calls pass
 // messages): every sum of 2,000 rounds with late ranks, rank order, vectors,

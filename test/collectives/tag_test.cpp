@@ -1,0 +1,106 @@
+// A tag's fields (collectives/tag.hpp): stream, call, sequence and step
+// read back as written; the call bits leave the rest alone; every
+// collective of the registry has a call code of its own.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <string>
+
+#include "collectives/collectives.hpp"
+#include "csp/runtime.hpp"
+
+namespace cc = csp::collectives;
+
+namespace {
+
+TEST(tag, fields_read_back_as_written_and_the_call_bits_touch_no_other) {
+    const std::uint32_t last_stream = (1u << (64 - cc::tag::stream_shift)) - 1;
+    const cc::tag t(last_stream, 0xffffffffu, 0xff);
+    EXPECT_EQ(t.stream_id(), last_stream);
+    EXPECT_EQ(t.sequence(), 0xffffffffu);
+    EXPECT_EQ(t.phase(), 0xff);
+    EXPECT_EQ(t.call(), 0);
+    const cc::tag c = t.of_call(cc::call_code("allreduce"));
+    EXPECT_EQ(c.call(), cc::call_code("allreduce"));
+    EXPECT_EQ(c.stream_id(), last_stream);
+    EXPECT_EQ(c.sequence(), 0xffffffffu);
+    EXPECT_EQ(c.phase(), 0xff);
+    EXPECT_EQ(c.step(3).call(), c.call());  // a step of a call stays that call's
+    EXPECT_NE(c, t.of_call(cc::call_code("broadcast")));
+    EXPECT_EQ(c.place(), t.of_call(cc::call_code("broadcast")).place());
+    EXPECT_EQ(c.of_call(0), t);
+}
+
+TEST(tag, every_collective_of_the_registry_has_a_call_code_of_its_own) {
+    std::set<std::string> collectives;
+    auto note = [&](auto algorithm) { collectives.insert(std::string(algorithm.info.collective)); };
+    cc::registry::broadcast::for_each(note);
+    cc::registry::reduce::for_each(note);
+    cc::registry::allreduce::for_each(note);
+    cc::registry::barrier::for_each(note);
+    cc::registry::gather::for_each(note);
+    cc::registry::allgather::for_each(note);
+    cc::registry::scatter::for_each(note);
+    cc::registry::scan::for_each(note);
+    cc::registry::exscan::for_each(note);
+    cc::registry::reduce_scatter::for_each(note);
+    cc::registry::alltoall::for_each(note);
+    cc::registry::put_get::for_each(note);
+    EXPECT_EQ(collectives.size(), std::size(cc::call_names));  // tag.hpp names each, and no other
+    std::set<int> codes;
+    for (const auto& c : collectives) {
+        const auto code = cc::call_code(c);
+        EXPECT_GT(code, 0) << c;
+        EXPECT_LT(code, 31) << c << " is not in tag.hpp's call_names";
+        EXPECT_EQ(cc::call_name(code), c);
+        codes.insert(code);
+    }
+    EXPECT_EQ(codes.size(), collectives.size());
+    EXPECT_EQ(cc::call_code("a collective from elsewhere"), 31);
+}
+
+TEST(tag, a_stream_id_past_the_limit_is_refused_by_name) {
+    cc::tag_counter counter;
+    EXPECT_EQ(counter.next(cc::stream{cc::stream::limit - 1}).stream_id(), cc::stream::limit - 1);
+    try {
+        (void)counter.next(cc::stream{cc::stream::limit});
+        ADD_FAILURE() << "accepted";
+    } catch (const csp::usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("collective stream id 65536 is out of range (at most 65535)"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// Regression: rank 0 broadcast where the other ranks made an allreduce,
+// and the allreduce folded the broadcast's value as rank 0's part (7 + 1 +
+// 1). Ranks of one process meet on a shared board, without tags: each
+// meeting now compares the ranks' collectives, and every rank refuses.
+TEST(tag, ranks_making_different_collectives_on_a_shared_board_get_no_answer) {
+    std::string error;
+    std::atomic<int> answers{0};
+    try {
+        csp::run([&] {
+            cc::run_local(3, [&](cc::local_communicator& c) {
+                if (c.rank() == 0) {
+                    (void)cc::broadcast(c, 7.0, 0);
+                    (void)cc::allreduce(c, 1.0, cc::sum{});
+                } else {
+                    (void)cc::allreduce(c, 1.0, cc::sum{});
+                    (void)cc::broadcast(c, 7.0, 0);
+                }
+                ++answers;
+            });
+        });
+    } catch (const csp::usage_error& e) {
+        error = e.what();
+    }
+    EXPECT_EQ(answers.load(), 0);
+    const bool seen_by_0 = error.starts_with("broadcast: rank 1 met this call with a call of allreduce");
+    const bool seen_by_others = error.starts_with("allreduce: rank 0 met this call with a call of broadcast");
+    EXPECT_TRUE(seen_by_0 || seen_by_others) << error;
+    EXPECT_NE(error.find("every rank must make the same collective calls in the same order"), std::string::npos);
+}
+
+}  // namespace
