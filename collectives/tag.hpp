@@ -70,9 +70,6 @@ public:
     constexpr tag of_call(std::uint8_t code) const {
         return from_bits((bits_ & ~call_mask) | (std::uint64_t{code} << call_shift & call_mask));
     }
-    // The same tag with its call bits clear: what two calls at one place of
-    // a stream share whatever collectives they are.
-    constexpr tag place() const { return from_bits(bits_ & ~call_mask); }
 
     constexpr std::uint64_t bits() const noexcept { return bits_; }
     constexpr std::uint32_t stream_id() const noexcept { return static_cast<std::uint32_t>(bits_ >> stream_shift); }

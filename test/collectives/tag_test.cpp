@@ -28,7 +28,7 @@ TEST(tag, fields_read_back_as_written_and_the_call_bits_touch_no_other) {
     EXPECT_EQ(c.phase(), 0xff);
     EXPECT_EQ(c.step(3).call(), c.call());  // a step of a call stays that call's
     EXPECT_NE(c, t.of_call(cc::call_code("broadcast")));
-    EXPECT_EQ(c.place(), t.of_call(cc::call_code("broadcast")).place());
+    EXPECT_EQ(c.of_call(0), t.of_call(cc::call_code("broadcast")).of_call(0));
     EXPECT_EQ(c.of_call(0), t);
 }
 
