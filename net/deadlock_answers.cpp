@@ -73,8 +73,10 @@ bool deadlock_answers::handle(const std::vector<std::string>& w, const std::stri
     if (w[0] == "DESCRIBE" && w.size() == 2) {
         const auto s = csp::sample_quiescence(sample_patience, true);
         const bool quiet = s && s->quiet;
-        if (quiet)
+        if (quiet) {
             for (const auto& text : s->blocked) send_line("BLOCKED " + wave + " " + one_line(text));
+            for (const auto& text : core_.unopened_ports_with_messages()) send_line("BLOCKED " + wave + " " + text);
+        }
         send_line("DESCRIBED " + wave + " " + (quiet ? "1" : "0") + " " + std::to_string(s ? s->activity : 0));
         return true;
     }
@@ -86,6 +88,7 @@ bool deadlock_answers::handle(const std::vector<std::string>& w, const std::stri
                           std::to_string(sample_patience.count()) + " ms");
         else
             for (const auto& text : s->blocked) send_line("STATE " + wave + " " + one_line(text));
+        for (const auto& text : core_.unopened_ports_with_messages()) send_line("STATE " + wave + " " + text);
         send_line("STATED " + wave);
         return true;
     }

@@ -282,6 +282,9 @@ void node::close() {
     to_switch_->w.write(detail::close_request{done.writer()});
     finished.read();
     switch_.wait();
+    // Every message is in by now: what no process could receive is said,
+    // not dropped in silence.
+    for (const auto& text : core_->unopened_ports_with_messages()) core_->fault("closing: " + text);
     write_timeline();
 }
 
@@ -446,6 +449,7 @@ void port_entry::deliver(node_core& core, message m) {
         message_taken(core, m, false);
         sink->deliver(std::move(m));
     } else {
+        if (m.failure) notices.fetch_add(1, std::memory_order_relaxed);
         writer.write(std::move(m));
     }
 }

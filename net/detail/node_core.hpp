@@ -114,6 +114,9 @@ struct port_entry {
     // nothing under it suspends (port_sink.hpp), so it is a runtime lock.
     csp::runtime_lock<csp::spinlock> lock{csp::runtime_lock<csp::spinlock>::needed_here()};
     port_sink* sink = nullptr;  // under `lock`
+    // Failure entries (a peer's departure or loss) put into the channel: in
+    // a port nobody reads, the rest of what it holds is messages.
+    std::atomic<std::size_t> notices{0};
 };
 
 struct node_core {
@@ -226,6 +229,25 @@ struct node_core {
         auto it = ports.find(id);
         if (it == ports.end()) it = ports.emplace(id, std::make_shared<port_entry>(id, rank)).first;
         return it->second;
+    }
+
+    // What waits in ports that no process can receive from (the program
+    // never opened them, no layer claimed them): messages sent to a wrong
+    // port id end there. One line per such port, for the job-wide deadlock
+    // report and the log at close. (Lock order: this lock, then a port
+    // channel's.)
+    std::vector<std::string> unopened_ports_with_messages() {
+        std::vector<std::string> out;
+        std::lock_guard lk(lock);
+        for (const auto& [id, entry] : ports) {
+            if (opened.count(id) || claimed.count(id)) continue;
+            const std::size_t held = entry->channel.buffered(), notices = entry->notices.load(std::memory_order_relaxed);
+            if (const std::size_t n = held > notices ? held - notices : 0; n > 0)
+                out.push_back("port " + std::to_string(id) + " of node " + std::to_string(rank) + " holds " +
+                              std::to_string(n) + (n == 1 ? " message" : " messages") +
+                              " that no process can receive: no process opened the port (sent to the wrong port?)");
+        }
+        return out;
     }
 
     // The ports' entries messages arrive for, kept by a process that

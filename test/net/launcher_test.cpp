@@ -390,6 +390,23 @@ TEST(net_launcher, a_job_wide_deadlock_is_reported_and_ends_the_job) {
     for (int r = 0; r < 3; ++r) EXPECT_NE(out.find(rank_prefix(r) + "waiting for node"), std::string::npos) << out;
 }
 
+// Messages sent to a port no process opened (a wrong port id) are named in
+// the job-wide deadlock report, and when their node closes: they used to
+// wait there unseen.
+TEST(net_launcher, messages_to_a_port_no_process_opened_are_named) {
+    std::string out;
+    EXPECT_NE(run(std::string(CSP_LAUNCH) + " -n 2 --transport tcp " + NET_TEST_PEER + " wrong-port", out), 0) << out;
+    EXPECT_NE(out.find("csp-launch: deadlock in job"), std::string::npos) << out;
+    EXPECT_NE(out.find("node 1: port 5 of node 1 holds 1 message that no process can receive: no process opened the "
+                       "port (sent to the wrong port?)"),
+              std::string::npos)
+        << out;
+    out.clear();
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 " + NET_TEST_PEER + " wrong-port-closes", out), 0) << out;
+    EXPECT_NE(out.find("closing: port 5 of node 1 holds 2 messages that no process can receive"), std::string::npos)
+        << out;
+}
+
 TEST(net_launcher, each_line_is_prefixed_with_its_rank_unless_asked_not_to) {
     std::string out;
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 2 sh -c 'echo one; echo two >&2; printf three'", out), 0) << out;

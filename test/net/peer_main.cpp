@@ -172,6 +172,33 @@ int main(int argc, char** argv) {
         });
         return 0;
     }
+    if (argc == 2 && std::string(argv[1]) == "wrong-port") {
+        // Node 0 sends to port 5 of node 1, which waits on port 6, then
+        // waits for an answer on port 3 that never comes.
+        csp::run([] {
+            csp::net::node self;
+            if (self.rank() == 0) {
+                self.send(1, 5, 42);
+                self.open(3).receive<int>();
+            } else {
+                self.open(6).receive<int>();
+            }
+        });
+        return 0;
+    }
+    if (argc == 2 && std::string(argv[1]) == "wrong-port-closes") {
+        // As above, but node 1 gives up waiting and closes.
+        csp::run([] {
+            csp::net::node self;
+            if (self.rank() == 0) {
+                self.send(1, 5, 42);
+                self.send(1, 5, 43);
+            } else {
+                csp::select(csp::timeout(std::chrono::milliseconds(300)));
+            }
+        });
+        return 0;
+    }
     if (argc == 2 && std::string(argv[1]) == "crossed") {
         csp::run([] {
             csp::net::node self;
