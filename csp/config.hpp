@@ -28,7 +28,7 @@ struct variable {
     std::string_view meaning;
 };
 
-inline constexpr std::array<variable, 23> variables{{
+inline constexpr std::array<variable, 24> variables{{
     {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
      "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
@@ -61,6 +61,8 @@ inline constexpr std::array<variable, 23> variables{{
      "how many CPUs the job's ranks on this host may use (csp-launch sets it to its own); fewer than CSP_LOCAL_SIZE: oversubscribed"},
     {"CSP_TRACE", "csp::net::node_options", "a file name",
      "the node records a timeline of its run and writes it there when it closes (csp-launch --trace sets it per node)"},
+    {"CSP_LAUNCHER_FD", "csp::net::node_options", "fd:inode (csp-launch sets it)",
+     "the read end of a pipe whose writer is the node's launcher: at its end (the launcher died) the node's process gets SIGTERM"},
     {"CSP_DEADLOCK_PROBE_MS", "csp::net::nameserver", "0..3600000 (default 500)",
      "how often the nameserver probes its jobs for a job-wide deadlock; 0: never"},
     {"CSP_COLLECTIVES", "csp::collectives::selection", "collective=algorithm,...",

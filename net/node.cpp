@@ -1,9 +1,12 @@
 #include "net/node.hpp"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include <limits>
@@ -43,6 +46,21 @@ int env_int(std::initializer_list<const char*> names, int fallback, int least = 
     for (const char* n : names)
         if (auto v = csp::config::number(n, least, std::numeric_limits<int>::max())) return static_cast<int>(*v);
     return fallback;
+}
+
+// CSP_LAUNCHER_FD's "fd:inode" as the descriptor, if it is that pipe (see
+// node_options::launcher_fd); else -1. The descriptor is kept from programs
+// this one starts: the variable they inherit then names nothing of theirs.
+int launcher_pipe(const std::string& text) {
+    int fd = -1;
+    unsigned long long inode = 0;
+    char end = 0;
+    if (std::sscanf(text.c_str(), "%d:%llu%c", &fd, &inode, &end) != 2 || fd < 0)
+        throw usage_error("CSP_LAUNCHER_FD=\"" + text + "\" is not valid: it must be fd:inode (csp-launch sets it)");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || static_cast<unsigned long long>(st.st_ino) != inode) return -1;
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
 }
 
 // node_options::transport, else CSP_TRANSPORT, else automatic.
@@ -106,6 +124,7 @@ node_options node_options::from_environment() {
     if (auto c = text("CSP_TCP_LOCAL_CONGESTION")) o.local_congestion = *c == "system" ? "" : *c;
     o.local_size = env_int({"CSP_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 0);
     o.local_cpus = env_int({"CSP_LOCAL_CPUS"}, 0);
+    if (auto l = text("CSP_LAUNCHER_FD")) o.launcher_fd = launcher_pipe(*l);
     return o;
 }
 

@@ -131,6 +131,13 @@ struct node_options {
     int local_cpus = 0;
     // Whether local_size is more than those CPUs.
     bool oversubscribed() const noexcept;
+    // The read end of a pipe whose only writer is the launcher that started
+    // this node (csp-launch sets CSP_LAUNCHER_FD=fd:inode), or -1: when the
+    // pipe ends, the launcher died without stopping its nodes (SIGKILL, a
+    // crash), and the node sends its process SIGTERM, so that no node
+    // outlives its launcher. The inode proves the descriptor is that pipe
+    // and not one a program made after inheriting the variable.
+    int launcher_fd = -1;
 
     // Made out of line: GCC 12 inlining the defaults of so many strings into
     // a caller's temporary then warns (wrongly) that one may be destroyed

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include "csp/process_group.hpp"
 #include "net/accept_loop.hpp"
 #include "net/deadlock_answers.hpp"
+#include "iosched/io_error.hpp"
 #include "iosched/wait.hpp"
 #include "net/handshake.hpp"
 #include "net/nameserver_protocol.hpp"
@@ -89,6 +91,29 @@ void watch_registration(std::shared_ptr<node_core> core, int fd, std::string buf
     }
 }
 
+// Waits on the pipe from the launcher (node_options::launcher_fd), which
+// nothing writes to: it becomes readable only at its end, when the
+// launcher is gone. A launcher that ends by itself waits for its nodes
+// first, so that end means it died without stopping them (SIGKILL, a
+// crash): this node's process then gets SIGTERM rather than running on
+// with no one to stop it.
+void watch_launcher(std::shared_ptr<node_core> core, int fd) {
+    try {
+        bool ignored;
+        if (csp::select(csp::io::readable(fd), csp::input(core->stop.reader(), ignored)) == 1) return;
+        char byte;
+        if (::read(fd, &byte, 1) != 0) return;  // not the end: not this pipe's protocol
+    } catch (const csp::io::io_error& e) {
+        // The end of a pipe reads as a hang-up; anything else (the node
+        // closing, a descriptor closed under us) is not the launcher's end.
+        if (e.cond() != csp::io::io_error::condition::hangup) return;
+    } catch (const std::exception&) {
+        return;  // poisoned stop: the node is closing
+    }
+    core->fault("the launcher that started this node is gone (killed or crashed): ending this process");
+    ::kill(::getpid(), SIGTERM);
+}
+
 void run_listener(std::shared_ptr<node_core> core, unique_fd listener, csp::process_group& group) {
     try {
         accept_until_stopped(listener.get(), core->stop.reader(), [&](unique_fd fd) {
@@ -113,6 +138,8 @@ public:
         spawn_daemon(group_, "net.listener", [this, core = core_, l = std::make_shared<unique_fd>(std::move(listener))] {
             run_listener(core, std::move(*l), group_);
         });
+        if (core_->options.launcher_fd >= 0)
+            spawn_daemon(group_, "net.launcher", [core = core_, fd = core_->options.launcher_fd] { watch_launcher(core, fd); });
         if (entry_.connection)
             spawn_daemon(group_, "net.registration",
                          [core = core_, fd = entry_.connection.get(), unread = entry_.unread] {

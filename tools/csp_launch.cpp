@@ -39,6 +39,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -417,6 +418,17 @@ int main(int argc, char** argv) {
     if (!cpus.empty()) common.push_back("CSP_LOCAL_CPUS=" + std::to_string(cpus.size()));
     if (!bind.empty()) common.push_back("CSP_BIND=" + bind);
     if (!transport.empty()) common.push_back("CSP_TRANSPORT=" + transport);
+    // The lifeline: a pipe no one writes to, its read end in every node
+    // (CSP_LAUNCHER_FD, with its inode as proof), its write end only here
+    // (close-on-exec). It ends when this process does; a node that sees the
+    // end sends itself SIGTERM (node_options::launcher_fd): a launcher
+    // killed by SIGKILL, which it cannot pass on, leaves no node behind.
+    int lifeline[2] = {-1, -1};
+    struct stat lifeline_st {};
+    if (::pipe(lifeline) == 0 && ::fcntl(lifeline[1], F_SETFD, FD_CLOEXEC) == 0 && ::fstat(lifeline[0], &lifeline_st) == 0)
+        common.push_back("CSP_LAUNCHER_FD=" + std::to_string(lifeline[0]) + ":" +
+                         std::to_string(static_cast<unsigned long long>(lifeline_st.st_ino)));
+
     auto overridden = [&](const char* entry) {
         const std::string_view e(entry);
         if (e.starts_with("CSP_RANK=") || (!trace.empty() && e.starts_with("CSP_TRACE="))) return true;

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -175,11 +176,18 @@ private:
     std::string path_;
 };
 
-// Of `pids`, those that are still running.
+// Of `pids`, those that are still running (a zombie is not: a node whose
+// launcher died is reaped by whoever adopts it, if anyone).
 std::vector<pid_t> alive(const std::vector<pid_t>& pids) {
     std::vector<pid_t> out;
-    for (pid_t p : pids)
-        if (::kill(p, 0) == 0) out.push_back(p);
+    for (pid_t p : pids) {
+        std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+        std::string line;
+        if (!std::getline(stat, line)) continue;  // gone
+        const auto close = line.rfind(')');       // "pid (comm) state ..."
+        if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') continue;
+        out.push_back(p);
+    }
     return out;
 }
 
@@ -255,6 +263,29 @@ TEST(net_launcher, a_reader_that_goes_away_stops_the_job) {
     const auto pids = dir.pids();
     EXPECT_EQ(pids.size(), 2u) << out;
     EXPECT_TRUE(alive(pids).empty()) << out;
+}
+
+// A launcher killed by SIGKILL cannot pass anything on: its nodes see the
+// lifeline pipe end (node_options::launcher_fd) and end themselves.
+TEST(net_launcher, nodes_of_a_launcher_killed_by_sigkill_end_themselves) {
+    scratch dir;
+    std::string out;
+    const std::string script = std::string(CSP_LAUNCH) + " -n 3 " + NET_TEST_PEER + " idle " + dir.path() + "/pid &\n" +
+                               "l=$!\n"
+                               "while [ $(ls " + dir.path() + " | grep -c pid) -lt 3 ]; do sleep 0.05; done\n"
+                               "kill -KILL $l\n"
+                               "wait $l\n"
+                               "echo \"launcher status $?\"\n";
+    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_NE(out.find("launcher status 137"), std::string::npos) << out;
+    const auto pids = dir.pids();
+    EXPECT_EQ(pids.size(), 3u) << out;
+    std::vector<pid_t> left = alive(pids);
+    for (int tries = 0; tries < 500 && !left.empty(); ++tries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        left = alive(pids);
+    }
+    EXPECT_TRUE(left.empty()) << left.size() << " nodes outlived their launcher by 5 s";
 }
 
 // Regression: when the launcher could not start every node (here: out of

@@ -28,6 +28,8 @@
 //                  ranks than CPUs for them (node_options::oversubscribed)
 //   stuck          node 0 computes for ever in a process that yields; the
 //                  others wait on port 3 for a message from it
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -169,6 +171,18 @@ int main(int argc, char** argv) {
                 self.open(3).receive<int>();
             } catch (const csp::net::peer_error&) {
             }
+        });
+        return 0;
+    }
+    if (argc == 3 && std::string(argv[1]) == "idle") {
+        // A node that writes its pid to argv[2].<rank>, then waits 60 s.
+        csp::run([&] {
+            csp::net::node self;
+            if (FILE* f = std::fopen((std::string(argv[2]) + "." + std::to_string(self.rank())).c_str(), "w")) {
+                std::fprintf(f, "%d\n", static_cast<int>(::getpid()));
+                std::fclose(f);
+            }
+            csp::select(csp::timeout(std::chrono::seconds(60)));
         });
         return 0;
     }
