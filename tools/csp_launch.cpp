@@ -14,6 +14,14 @@
 // (SIGTERM, then SIGKILL after 3 s) and csp-launch exits with the first
 // failure's status (128 + signal for a signal).
 //
+// No node outlives the launcher: SIGINT, SIGTERM and SIGHUP to it are passed
+// to every node (SIGKILL 3 s later, or at a second signal), as is SIGPIPE
+// (the reader of its output went away: the nodes get SIGTERM), and it exits
+// 128 + the signal once they are gone; if it cannot start every node it
+// stops those it started. Killed by SIGKILL it can do nothing, so each node
+// holds the read end of a pipe only the launcher writes to
+// (CSP_LAUNCHER_FD) and ends itself when that pipe ends.
+//
 // Each line a node prints goes out prefixed with its rank ("[2] ..."), on
 // the stream it was printed to, unless --no-prefix.
 //
@@ -126,11 +134,17 @@ extern "C" void on_stop_signal(int s) {
     if (s != SIGPIPE) stop_signals.fetch_add(1);
 }
 
+// A signal this launcher was started with ignored stays ignored (nohup's
+// SIGHUP, a non-interactive shell's SIGINT for `&`), for it and its nodes.
 void catch_stop_signals() {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(s, &sa, nullptr);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+        struct sigaction was {};
+        if (::sigaction(s, nullptr, &was) == 0 && was.sa_handler == SIG_IGN) continue;
+        ::sigaction(s, &sa, nullptr);
+    }
 }
 
 // Ends the ranks started so far when the job cannot go on: SIGTERM, then

@@ -207,7 +207,9 @@ TEST(net_launcher, a_signal_to_the_launcher_stops_every_node) {
     for (const char* signal : {"TERM", "INT", "HUP"}) {
         scratch dir;
         std::string out;
-        const std::string script = std::string(CSP_LAUNCH) + " -n 3 " + dir.rank("sleep 60") + " &\n" +
+        // set -m: a background job of a script would otherwise start with
+        // SIGINT ignored, which the launcher (as nohup wants) respects.
+        const std::string script = "set -m\n" + std::string(CSP_LAUNCH) + " -n 3 " + dir.rank("sleep 60") + " &\n" +
                                    "l=$!\n"
                                    "while [ $(ls " + dir.path() + " | grep -c pid) -lt 3 ]; do sleep 0.05; done\n"
                                    "kill -" + signal + " $l\n"
@@ -223,6 +225,22 @@ TEST(net_launcher, a_signal_to_the_launcher_stops_every_node) {
         EXPECT_EQ(pids.size(), 3u) << out;
         EXPECT_TRUE(alive(pids).empty()) << signal << ": " << alive(pids).size() << " nodes outlived their launcher";
     }
+}
+
+// A launcher started with SIGHUP ignored (nohup) keeps ignoring it, and
+// so do its nodes: the job survives the terminal's hangup.
+TEST(net_launcher, a_launcher_started_under_nohup_ignores_the_hangup) {
+    scratch dir;
+    std::string out;
+    const std::string script = "trap '' HUP\n" + std::string(CSP_LAUNCH) + " -n 2 " + dir.rank("sleep 1") + " &\n" +
+                               "l=$!\n"
+                               "while [ $(ls " + dir.path() + " | grep -c pid) -lt 2 ]; do sleep 0.05; done\n"
+                               "kill -HUP $l\n"
+                               "wait $l\n"
+                               "echo \"launcher status $?\"\n";
+    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_NE(out.find("launcher status 0"), std::string::npos) << out;
+    EXPECT_EQ(out.find("stopping job"), std::string::npos) << out;
 }
 
 // A node that ignores the signal is killed 3 s later; a second signal kills
