@@ -156,10 +156,10 @@ public:
     }
     ~scratch() { std::filesystem::remove_all(path_); }
     const std::string& path() const { return path_; }
-    // A rank's command: writes its pid (the shell's, which then becomes
-    // `program` by exec), then runs program.
-    std::string rank(const std::string& program) const {
-        return "sh -c 'echo $$ > " + path_ + "/pid.$CSP_RANK; exec " + program + "'";
+    // A rank's command: runs `first` (shell words), writes its pid (the
+    // shell's, which then becomes `program` by exec), then runs program.
+    std::string rank(const std::string& program, const std::string& first = "") const {
+        return "sh -c '" + first + "echo $$ > " + path_ + "/pid.$CSP_RANK; exec " + program + "'";
     }
     std::vector<pid_t> pids() const {
         std::vector<pid_t> out;
@@ -199,6 +199,18 @@ int run_bash(const scratch& dir, const std::string& script, std::string& output)
     return run("bash " + file, output);
 }
 
+// Runs `setup` then `launch` (a csp-launch command line) in the background,
+// waits until `nodes` of its ranks wrote their pid files, sends the launcher
+// SIG`signal`, waits for it and prints "launcher status <its status>".
+int signal_launcher(const scratch& dir, const std::string& setup, const std::string& launch, int nodes,
+                    const std::string& signal, std::string& output) {
+    return run_bash(dir,
+                    setup + launch + " &\n" + "l=$!\n" + "while [ $(ls " + dir.path() + " | grep -c pid) -lt " +
+                        std::to_string(nodes) + " ]; do sleep 0.05; done\n" + "kill -" + signal + " $l\n" +
+                        "wait $l\n" + "echo \"launcher status $?\"\n",
+                    output);
+}
+
 // Regression: a launcher stopped by a signal (kill, a batch system's
 // SIGTERM, a closed terminal) died alone and left its nodes running with
 // no one to stop them. It now passes the signal on, waits for the nodes,
@@ -209,14 +221,10 @@ TEST(net_launcher, a_signal_to_the_launcher_stops_every_node) {
         std::string out;
         // set -m: a background job of a script would otherwise start with
         // SIGINT ignored, which the launcher (as nohup wants) respects.
-        const std::string script = "set -m\n" + std::string(CSP_LAUNCH) + " -n 3 " + dir.rank("sleep 60") + " &\n" +
-                                   "l=$!\n"
-                                   "while [ $(ls " + dir.path() + " | grep -c pid) -lt 3 ]; do sleep 0.05; done\n"
-                                   "kill -" + signal + " $l\n"
-                                   "wait $l\n"
-                                   "echo \"launcher status $?\"\n";
         const auto start = std::chrono::steady_clock::now();
-        EXPECT_EQ(run_bash(dir, script, out), 0) << signal << ": " << out;
+        EXPECT_EQ(signal_launcher(dir, "set -m\n", std::string(CSP_LAUNCH) + " -n 3 " + dir.rank("sleep 60"), 3, signal, out),
+                  0)
+            << signal << ": " << out;
         EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << signal << ": " << out;
         const int number = std::string(signal) == "TERM" ? SIGTERM : std::string(signal) == "INT" ? SIGINT : SIGHUP;
         EXPECT_NE(out.find("launcher status " + std::to_string(128 + number)), std::string::npos) << signal << ": " << out;
@@ -234,31 +242,22 @@ TEST(net_launcher, a_signal_to_the_launcher_stops_every_node) {
 TEST(net_launcher, a_stop_signal_ignored_when_the_launcher_started_stays_ignored) {
     scratch dir;
     std::string out;
-    const std::string script = "trap '' TERM\n" + std::string(CSP_LAUNCH) + " -n 2 " + dir.rank("sleep 1") + " &\n" +
-                               "l=$!\n"
-                               "while [ $(ls " + dir.path() + " | grep -c pid) -lt 2 ]; do sleep 0.05; done\n"
-                               "kill -TERM $l\n"
-                               "wait $l\n"
-                               "echo \"launcher status $?\"\n";
-    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_EQ(signal_launcher(dir, "trap '' TERM\n", std::string(CSP_LAUNCH) + " -n 2 " + dir.rank("sleep 1"), 2, "TERM", out),
+              0)
+        << out;
     EXPECT_NE(out.find("launcher status 0"), std::string::npos) << out;
     EXPECT_EQ(out.find("stopping job"), std::string::npos) << out;
 }
 
-// A node that ignores the signal is killed 3 s later; a second signal kills
-// at once.
+// A node that ignores the signal is killed 3 s later.
 TEST(net_launcher, a_node_that_ignores_the_signal_is_killed) {
     scratch dir;
     std::string out;
-    const std::string script = std::string(CSP_LAUNCH) + " -n 2 sh -c 'trap \"\" TERM; echo $$ > " + dir.path() +
-                               "/pid.$CSP_RANK; exec sleep 60' &\n"
-                               "l=$!\n"
-                               "while [ $(ls " + dir.path() + " | grep -c pid) -lt 2 ]; do sleep 0.05; done\n"
-                               "kill -TERM $l\n"
-                               "wait $l\n"
-                               "echo \"launcher status $?\"\n";
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_EQ(signal_launcher(dir, "", std::string(CSP_LAUNCH) + " -n 2 " + dir.rank("sleep 60", "trap \"\" TERM; "), 2,
+                              "TERM", out),
+              0)
+        << out;
     const auto took = std::chrono::steady_clock::now() - start;
     EXPECT_GE(took, std::chrono::milliseconds(2900)) << out;
     EXPECT_LT(took, std::chrono::seconds(20)) << out;
@@ -290,13 +289,10 @@ TEST(net_launcher, a_reader_that_goes_away_stops_the_job) {
 TEST(net_launcher, nodes_of_a_launcher_killed_by_sigkill_end_themselves) {
     scratch dir;
     std::string out;
-    const std::string script = std::string(CSP_LAUNCH) + " -n 3 " + NET_TEST_PEER + " idle " + dir.path() + "/pid &\n" +
-                               "l=$!\n"
-                               "while [ $(ls " + dir.path() + " | grep -c pid) -lt 3 ]; do sleep 0.05; done\n"
-                               "kill -KILL $l\n"
-                               "wait $l\n"
-                               "echo \"launcher status $?\"\n";
-    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_EQ(signal_launcher(dir, "", std::string(CSP_LAUNCH) + " -n 3 " + NET_TEST_PEER + " idle " + dir.path() + "/pid", 3,
+                              "KILL", out),
+              0)
+        << out;
     EXPECT_NE(out.find("launcher status 137"), std::string::npos) << out;
     const auto pids = dir.pids();
     EXPECT_EQ(pids.size(), 3u) << out;
