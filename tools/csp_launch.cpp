@@ -14,9 +14,9 @@
 // (SIGTERM, then SIGKILL after 3 s) and csp-launch exits with the first
 // failure's status (128 + signal for a signal).
 //
-// No node outlives the launcher: SIGINT, SIGTERM and SIGHUP to it are passed
-// to every node (SIGKILL 3 s later, or at a second signal), as is SIGPIPE
-// (the reader of its output went away: the nodes get SIGTERM), and it exits
+// No node outlives the launcher: SIGINT to it is passed to every node, and
+// SIGTERM, SIGHUP and SIGPIPE (the reader of its output went away) reach
+// them as SIGTERM (SIGKILL 3 s later, or at a second signal); it exits
 // 128 + the signal once they are gone; if it cannot start every node it
 // stops those it started. Killed by SIGKILL it can do nothing, so each node
 // holds the read end of a pipe only the launcher writes to
@@ -104,9 +104,9 @@ constexpr const char* usage_line =
                 "  --no-prefix               do not prefix each line a node prints with \"[rank] \"\n"
                 "  --trace FILE              record each node's timeline and merge them into FILE (Perfetto)\n"
                 "  -h, --help                this text\n\n"
-                "A node that fails stops the others; the exit status is the first failure's. SIGINT, SIGTERM\n"
-                "and SIGHUP are passed to every node (a second one kills them), as is the end of the reader\n"
-                "of this launcher's output (SIGPIPE: the nodes get SIGTERM).\n",
+                "A node that fails stops the others; the exit status is the first failure's. SIGINT is passed\n"
+                "to every node; SIGTERM, SIGHUP and the end of the reader of this launcher's output (SIGPIPE)\n"
+                "reach them as SIGTERM. A node still running 3 s later, or at a second signal, is killed.\n",
                 usage_line);
     std::exit(0);
 }
@@ -534,8 +534,11 @@ int main(int argc, char** argv) {
             if (result == 0) result = 128 + s;
             std::fprintf(stderr, "csp-launch: %s; stopping job %s (%zu nodes)\n", ::strsignal(s), job.c_str(),
                          ranks.size());
-            // A node may ignore SIGPIPE (its sockets do): it gets SIGTERM.
-            for (auto& [p, _] : ranks) ::kill(p, s == SIGPIPE ? SIGTERM : s);
+            // SIGINT goes on as it is. A node may ignore SIGPIPE (its
+            // sockets do), and one that loads UCX has UCX's debug handler
+            // on SIGHUP (UCX_DEBUG_SIGNO), which does not end it: both get
+            // SIGTERM, as mpirun's nodes do for a hangup.
+            for (auto& [p, _] : ranks) ::kill(p, s == SIGINT ? SIGINT : SIGTERM);
             term_at = steady::now();
             kill_at = *term_at + std::chrono::seconds(3);
         } else if (signalled != 0 && stop_signals.load() > asked) {

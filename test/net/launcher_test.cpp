@@ -235,6 +235,26 @@ TEST(net_launcher, a_signal_to_the_launcher_stops_every_node) {
     }
 }
 
+// Regression: SIGHUP was passed on as it was, and a node that loads UCX has
+// UCX's debug handler on SIGHUP (UCX_DEBUG_SIGNO), which does not end it:
+// such nodes lived until the SIGKILL 3 s later. They now get SIGTERM and end
+// at once.
+TEST(net_launcher, a_hangup_ends_nodes_that_load_ucx_at_once) {
+    if (!CSP_TEST_WITH_UCX) GTEST_SKIP() << "built without UCX";
+    scratch dir;
+    std::string out;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(signal_launcher(dir, "", std::string(CSP_LAUNCH) + " -n 2 --transport ucx " + NET_TEST_PEER + " idle " +
+                                           dir.path() + "/pid",
+                              2, "HUP", out),
+              0)
+        << out;
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_NE(out.find("launcher status 129"), std::string::npos) << out;
+    EXPECT_LT(took, std::chrono::milliseconds(2900)) << "the nodes waited for the SIGKILL: " << out;
+    EXPECT_TRUE(alive(dir.pids()).empty()) << out;
+}
+
 // A launcher started with a stop signal ignored (nohup's SIGHUP) keeps
 // ignoring it, and so do its nodes. Shown with SIGTERM: a library loaded
 // before main may take SIGHUP over (UCX's debug signal does, in the
