@@ -26,6 +26,11 @@
 //   - an edge is named twice, once as the producer's output {consumer, lag}
 //     and once as the consumer's input {producer, lag}; run() checks that
 //     both sides agree before anything runs;
+//   - inside a step the graph is acyclic: run() refuses lag-0 edges that
+//     close a cycle;
+//   - every rank runs the same graph (tasks, owner()) for the same number of
+//     steps: run() compares them across the ranks before anything runs, and
+//     a graph refused by any rank fails every rank's run();
 //   - the body emits exactly one value on every output, by its index in
 //     `outputs`; a value is moved to a consumer on the same rank, and
 //     encoded once to one on another rank;

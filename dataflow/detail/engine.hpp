@@ -21,13 +21,23 @@
 // seen first on this rank is sent on to every other rank as an abort. Ranks
 // that already finished keep their result: they needed nothing more.
 //
+// Agreement. Before any body runs every rank checks its part of the graph
+// (build) and the ranks compare what they found (agree): each sends rank 0
+// its task count, step count, a fingerprint of owner() over every task, and
+// why it refused the graph, if it did; rank 0 sends every rank the verdict.
+// A graph refused anywhere, or ranks that disagree, fail every rank's run()
+// before anything ran: a rank alone cannot see that another owns the same
+// task (which would then run twice) or waits for a step that never comes.
+//
 // Wake protocol: a worker that finds the queue empty counts itself in idle_
 // and reads one token from wake_; whoever makes an instance ready takes one
 // idle worker off the count and writes it a token after unlocking (an
 // unbounded channel: the write never blocks).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,6 +114,57 @@ struct envelope {
     }
 };
 
+// What one rank found before running a graph (see Agreement above).
+struct graph_summary {
+    task_id tasks = 0;
+    std::int32_t steps = 0;
+    std::uint64_t owners = 0;  // FNV-1a over owner(0), owner(1), ...
+    std::string refused;       // why this rank refused the graph; empty if it did not
+
+    bool same_graph(const graph_summary& o) const { return tasks == o.tasks && steps == o.steps && owners == o.owners; }
+    template <class A>
+    void serialize(A& a) {
+        a(tasks, steps, owners, refused);
+    }
+};
+
+// "rank 2" or "ranks 0, 1, 3".
+inline std::string rank_list(const std::vector<int>& ranks) {
+    std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+    for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    return s;
+}
+
+// Rank 0's verdict on every rank's summary: empty if the graph may run.
+inline std::string verdict(const std::vector<graph_summary>& all) {
+    std::vector<int> refusing;
+    for (std::size_t r = 0; r < all.size(); ++r)
+        if (!all[r].refused.empty()) refusing.push_back(static_cast<int>(r));
+    if (!refusing.empty()) {
+        const int r = refusing.front();
+        std::string v = "task graph refused at rank " + std::to_string(r) + ": " + all[static_cast<std::size_t>(r)].refused;
+        if (refusing.size() > 1) v += " (refused at " + rank_list(refusing) + ")";
+        return v;
+    }
+    // The distinct summaries, each with the ranks that hold it.
+    std::vector<std::pair<const graph_summary*, std::vector<int>>> kinds;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+        auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first->same_graph(all[r]); });
+        if (it == kinds.end()) kinds.push_back({&all[r], {static_cast<int>(r)}});
+        else it->second.push_back(static_cast<int>(r));
+    }
+    if (kinds.size() == 1) return {};
+    std::string v = "task graph: the ranks do not run the same graph:";
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+        const auto& [g, ranks] = kinds[k];
+        v += (k ? "; " : " ") + rank_list(ranks) + ": " + std::to_string(g->tasks) + " tasks, " +
+             std::to_string(g->steps) + " steps";
+        if (kinds.front().first->tasks == g->tasks && kinds.front().first->owners != g->owners)
+            v += ", a different owner() than " + rank_list(kinds.front().second);
+    }
+    return v + " (every rank must run() one graph, with the same tasks and owner(), for the same number of steps)";
+}
+
 template <collectives::communicator C, class V>
 class engine {
 public:
@@ -116,7 +177,18 @@ public:
     engine(C& comm, const task_graph<V>& g, int steps, options o)
         : comm_(comm), g_(g), steps_(steps), opt_(std::move(o)), tag_(comm.next_tag(collectives::stream{})) {
         queue_ = opt_.queue ? opt_.queue() : std::make_unique<by_priority>();
-        build();
+        graph_summary mine{g.tasks, steps, 0, {}};
+        std::exception_ptr refused;
+        try {
+            build(mine.owners);
+        } catch (const std::exception& e) {
+            refused = std::current_exception();
+            mine.refused = e.what();
+        } catch (...) {
+            refused = std::current_exception();
+            mine.refused = "an exception that is not a std::exception";
+        }
+        agree(std::move(mine), refused);
     }
 
     run_stats run() {
@@ -163,15 +235,19 @@ private:
         std::map<int, instance> pending;
     };
 
-    // Checks both sides of every edge of this rank's tasks and lays out the
-    // routes. Errors name the task and the edge.
-    void build() {
+    // Checks both sides of every edge of this rank's tasks, and that no
+    // lag-0 edges from them close a cycle, and lays out the routes; `owners`
+    // becomes the fingerprint of owner() (graph_summary). Errors name the
+    // task and the edge.
+    void build(std::uint64_t& owners) {
         if (!g_.owner || !g_.edges || !g_.body)
             throw usage_error("dataflow::run: a task graph needs owner, edges and body");
         if (steps_ < 0) throw usage_error("dataflow::run: " + std::to_string(steps_) + " steps");
         const int me = comm_.rank();
+        owners = 0xcbf29ce484222325ull;
         for (task_id id = 0; id < g_.tasks; ++id) {
             const int r = owner_of(id);
+            owners = (owners ^ static_cast<std::uint64_t>(r)) * 0x100000001b3ull;
             if (r != me) continue;
             index_[id] = local_.size();
             local_.push_back(local_task{id, g_.edges(id), {}, 0, false, {}});
@@ -207,11 +283,76 @@ private:
                 t.routes.push_back(r);
             }
         }
+        check_acyclic(edges_of);
         left_ = static_cast<std::uint64_t>(local_.size()) * static_cast<std::uint64_t>(steps_);
         for (const auto& t : local_) {
             for (const auto& r : t.routes) talks_ = talks_ || r.local < 0;
             for (const auto& in : t.edges.inputs) talks_ = talks_ || !index_.count(in.from);
         }
+    }
+
+    // Inside a step the graph must be acyclic: an instance on a cycle of
+    // lag-0 edges waits for itself. Walks back along lag-0 inputs from this
+    // rank's tasks, depth first (tasks of other ranks are asked once, by
+    // edges_of), so a cycle through any rank is found by every rank it
+    // passes through.
+    template <class EdgesOf>
+    void check_acyclic(EdgesOf& edges_of) const {
+        enum : char { on_path = 1, done = 2 };
+        std::unordered_map<task_id, char> state;
+        std::vector<std::pair<task_id, std::size_t>> path;  // (task, next input to follow)
+        for (const auto& start : local_) {
+            if (state.count(start.id)) continue;
+            state[start.id] = on_path;
+            path.push_back({start.id, 0});
+            while (!path.empty()) {
+                const task_id id = path.back().first;
+                const auto& ins = edges_of(id).inputs;
+                std::size_t& next = path.back().second;
+                while (next < ins.size() && (ins[next].lag != 0 || ins[next].from < 0 || ins[next].from >= g_.tasks))
+                    ++next;
+                if (next == ins.size()) {
+                    state[id] = done;
+                    path.pop_back();
+                    continue;
+                }
+                const task_id from = ins[next++].from;
+                const auto seen = state.find(from);
+                if (seen == state.end()) {
+                    state[from] = on_path;
+                    path.push_back({from, 0});
+                } else if (seen->second == on_path) {
+                    auto at = std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == from; });
+                    std::string cycle;
+                    for (auto p = at; p != path.end(); ++p)
+                        cycle += (p == at ? name(p->first) + " takes an input from " : ", which takes one from ") +
+                                 name(std::next(p) == path.end() ? from : std::next(p)->first);
+                    throw usage_error("task graph: lag-0 edges form a cycle, so none of its tasks can start a step: " +
+                                      cycle + " (inside a step the graph must be acyclic: give one of these edges a lag)");
+                }
+            }
+        }
+    }
+
+    // Sends this rank's summary to rank 0 and takes its verdict (see
+    // Agreement above); throws if the graph may not run: this rank's own
+    // error where it refused the graph, a usage_error naming the rank that
+    // did, or the ranks' disagreement.
+    void agree(graph_summary mine, std::exception_ptr refused) {
+        std::string v;
+        if (comm_.size() == 1) {
+            v = verdict({mine});
+        } else if (comm_.rank() != 0) {
+            comm_.send(0, tag_.step(1), mine);
+            v = comm_.template receive<std::string>(0, tag_.step(2));
+        } else {
+            std::vector<graph_summary> all{std::move(mine)};
+            for (int r = 1; r < comm_.size(); ++r) all.push_back(comm_.template receive<graph_summary>(r, tag_.step(1)));
+            v = verdict(all);
+            for (int r = 1; r < comm_.size(); ++r) comm_.send(r, tag_.step(2), v);
+        }
+        if (refused) std::rethrow_exception(refused);
+        if (!v.empty()) throw usage_error(v);
     }
 
     void check_edge_end(task_id self, task_id other, int lag, const char* what) const {

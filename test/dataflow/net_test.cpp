@@ -66,6 +66,55 @@ TEST_P(net_graph, the_stencil_over_nodes_matches_the_sequential_reference) {
 
 INSTANTIATE_TEST_SUITE_P(nodes, net_graph, ::testing::Values(1, 2, 4));
 
+// The ranks' agreement before a run, over the network: a node that runs the
+// graph for one step more than the others (it waited for ever) and a graph
+// one node refuses (the others ran without it) fail every node's run() by
+// name; the next run on the same communicators goes ahead.
+TEST(net_graph_agreement, nodes_that_disagree_or_refuse_fail_every_node_before_any_task_runs) {
+    constexpr int n = 3;
+    const df::task_id tasks = 6;
+    std::atomic<int> ran{0};
+    auto g = dataflow_test::stencil(tasks, n);
+    auto body = g.body;
+    g.body = [&](df::task<std::int64_t>& t) {
+        body(t);
+        ++ran;
+    };
+    std::vector<std::string> steps_seen(n), refused_seen(n);
+    std::vector<std::uint64_t> instances(n);
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, "dataflow-agree", n, [&](csp::net::node& self) {
+        {
+            cc::net_communicator comm(self);
+            const int me = comm.rank();
+            try {
+                df::run(comm, g, me == 2 ? 5 : 4);
+            } catch (const csp::usage_error& e) {
+                steps_seen[me] = e.what();
+            }
+            auto wrong = g;
+            wrong.owner = [&, owner = g.owner](df::task_id t) { return me == 1 && t == 5 ? 7 : owner(t); };
+            try {
+                df::run(comm, wrong, 4);
+            } catch (const csp::usage_error& e) {
+                refused_seen[me] = e.what();
+            }
+            instances[me] = df::run(comm, g, 4).instances;
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+    const std::string steps = "task graph: the ranks do not run the same graph: ranks 0, 1: 6 tasks, 4 steps; rank 2: "
+                              "6 tasks, 5 steps (every rank must run() one graph, with the same tasks and owner(), "
+                              "for the same number of steps)";
+    EXPECT_EQ(steps_seen, std::vector<std::string>(n, steps));
+    EXPECT_EQ(refused_seen[1], "task graph: owner(5) is rank 7 of a group of 3");
+    EXPECT_EQ(refused_seen[0], "task graph refused at rank 1: task graph: owner(5) is rank 7 of a group of 3");
+    EXPECT_EQ(refused_seen[2], refused_seen[0]);
+    EXPECT_EQ(instances, (std::vector<std::uint64_t>{8, 8, 8}));
+    EXPECT_EQ(ran.load(), 24);
+}
+
 // A node killed mid-graph: every other node's run() throws within seconds;
 // none hangs.
 TEST(net_graph_failure, a_node_killed_mid_graph_stops_the_graph_on_every_other_node) {

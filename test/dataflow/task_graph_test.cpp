@@ -289,6 +289,22 @@ TEST(failing_graph_body, a_missing_or_repeated_output_is_an_error_naming_the_edg
 
 // A graph whose two sides of an edge disagree is refused by every rank that
 // owns either side, before any body runs.
+// Each rank's usage_error from running `g` for `steps` on `ranks` ranks as
+// fibers ("" where run() returned).
+std::vector<std::string> errors_of_run(const df::task_graph<int>& g, int ranks, int steps) {
+    std::vector<std::string> what(static_cast<std::size_t>(ranks));
+    csp::run([&] {
+        cc::run_local(ranks, [&](cc::local_communicator& comm) {
+            try {
+                df::run(comm, g, steps);
+            } catch (const csp::usage_error& e) {
+                what[static_cast<std::size_t>(comm.rank())] = e.what();
+            }
+        });
+    });
+    return what;
+}
+
 TEST(refused_graphs, an_edge_named_on_one_side_only) {
     std::atomic<int> ran{0};
     df::task_graph<int> g{
@@ -302,18 +318,103 @@ TEST(refused_graphs, an_edge_named_on_one_side_only) {
             },
         .body = [&](df::task<int>&) { ++ran; },
     };
-    std::vector<std::string> what(2);
-    csp::run([&] {
-        cc::run_local(2, [&](cc::local_communicator& comm) {
-            try {
-                df::run(comm, g, 2);
-            } catch (const csp::usage_error& e) {
-                what[comm.rank()] = e.what();
-            }
-        });
-    });
+    const auto what = errors_of_run(g, 2, 2);
     EXPECT_EQ(what[1], "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
-    EXPECT_EQ(ran.load(), 2);  // task 0 ran its 2 steps (rank 0 cannot know); rank 1 ran nothing
+    // Regression: rank 0 could not see the missing output and ran task 0
+    // alone. The ranks now agree before anything runs.
+    EXPECT_EQ(what[0], "task graph refused at rank 1: " + what[1]);
+    EXPECT_EQ(ran.load(), 0);
+}
+
+// Regression: a cycle of lag-0 edges (each task waits for the other inside
+// one step) ran into the runtime's deadlock report, which named only the
+// engine's processes. Every rank now refuses it by name, inside a rank and
+// across ranks.
+TEST(refused_graphs, a_cycle_of_lag_0_edges_is_named_on_every_rank) {
+    std::atomic<int> ran{0};
+    df::task_graph<int> g{
+        .tasks = 4,
+        .owner = [](df::task_id t) { return static_cast<int>(t / 2); },
+        .edges = [](df::task_id t) { return df::task_edges{.inputs = {{t ^ 1, 0}}, .outputs = {{t ^ 1, 0}}}; },
+        .body = [&](df::task<int>& t) { ++ran, t.emit(0, 1); },
+    };
+    auto what = errors_of_run(g, 2, 3);
+    EXPECT_EQ(what[0], "task graph: lag-0 edges form a cycle, so none of its tasks can start a step: task 0 takes an "
+                       "input from task 1, which takes one from task 0 (inside a step the graph must be acyclic: give "
+                       "one of these edges a lag)");
+    EXPECT_EQ(what[1], "task graph: lag-0 edges form a cycle, so none of its tasks can start a step: task 2 takes an "
+                       "input from task 3, which takes one from task 2 (inside a step the graph must be acyclic: give "
+                       "one of these edges a lag)");
+    // A ring 0 <- 3 <- 2 <- 1 <- 0 through both ranks; lag-1 edges and
+    // the ring's own order do not count.
+    g.edges = [](df::task_id t) {
+        return df::task_edges{.inputs = {{(t + 1) % 4, 0}, {t, 1}}, .outputs = {{(t + 3) % 4, 0}, {t, 1}}};
+    };
+    g.body = [&](df::task<int>& t) { ++ran, t.emit(0, 1), t.emit(1, 1); };
+    g.name = [](df::task_id t) { return "block " + std::to_string(t); };
+    what = errors_of_run(g, 2, 3);
+    EXPECT_EQ(what[0], "task graph: lag-0 edges form a cycle, so none of its tasks can start a step: block 0 takes an "
+                       "input from block 1, which takes one from block 2, which takes one from block 3, which takes "
+                       "one from block 0 (inside a step the graph must be acyclic: give one of these edges a lag)");
+    EXPECT_NE(what[1].find("block 2 takes an input from block 3, which takes one from block 0, which takes one from "
+                           "block 1, which takes one from block 2"),
+              std::string::npos)
+        << what[1];
+    EXPECT_EQ(ran.load(), 0);
+    // The same ring at lag 1 in one place runs.
+    g.edges = [](df::task_id t) {
+        const int lag = t == 3 ? 1 : 0;
+        return df::task_edges{.inputs = {{(t + 1) % 4, lag}}, .outputs = {{(t + 3) % 4, t == 0 ? 1 : 0}}};
+    };
+    g.body = [&](df::task<int>& t) { ++ran, t.emit(0, 1); };
+    what = errors_of_run(g, 2, 3);
+    EXPECT_EQ(what, (std::vector<std::string>{"", ""}));
+    EXPECT_EQ(ran.load(), 12);
+}
+
+// Regression: each rank read owner(), the task count and the step count
+// alone. Ranks whose owner() disagreed each ran the tasks they thought
+// theirs (task 0 twice, task 2 never) and reported success; a rank with
+// more steps than its neighbour waited for ever. Every rank now refuses.
+TEST(refused_graphs, ranks_that_disagree_on_owners_tasks_or_steps) {
+    std::atomic<int> ran{0};
+    df::task_graph<int> g{
+        .tasks = 4,
+        .edges = [](df::task_id t) { return df::task_edges{.inputs = {{t, 1}}, .outputs = {{t, 1}}}; },
+        .body = [&](df::task<int>& t) { ++ran, t.emit(0, 1); },
+    };
+    thread_local int my_rank = 0;
+    g.owner = [](df::task_id t) { return my_rank == 0 ? static_cast<int>(t / 2) : static_cast<int>(t / 2 + 1) % 2; };
+    std::vector<std::string> what(2);
+    auto run_as = [&](const df::task_graph<int>& graph, auto steps_of) {
+        what.assign(2, "");
+        csp::run([&] {
+            cc::run_local(2, [&](cc::local_communicator& comm) {
+                my_rank = comm.rank();
+                try {
+                    df::run(comm, graph, steps_of(comm.rank()));
+                } catch (const csp::usage_error& e) {
+                    what[comm.rank()] = e.what();
+                }
+            });
+        });
+    };
+    run_as(g, [](int) { return 3; });
+    const std::string owners =
+        "task graph: the ranks do not run the same graph: rank 0: 4 tasks, 3 steps; rank 1: 4 tasks, 3 steps, a "
+        "different owner() than rank 0 (every rank must run() one graph, with the same tasks and owner(), for the "
+        "same number of steps)";
+    EXPECT_EQ(what, (std::vector<std::string>{owners, owners}));
+    g.owner = [](df::task_id t) { return static_cast<int>(t / 2); };
+    run_as(g, [](int rank) { return 3 + rank; });
+    const std::string steps = "task graph: the ranks do not run the same graph: rank 0: 4 tasks, 3 steps; rank 1: 4 "
+                              "tasks, 4 steps (every rank must run() one graph, with the same tasks and owner(), for "
+                              "the same number of steps)";
+    EXPECT_EQ(what, (std::vector<std::string>{steps, steps}));
+    EXPECT_EQ(ran.load(), 0);
+    run_as(g, [](int) { return 3; });
+    EXPECT_EQ(what, (std::vector<std::string>{"", ""}));
+    EXPECT_EQ(ran.load(), 12);
 }
 
 TEST(refused_graphs, a_bad_owner_lag_or_task_id) {
