@@ -341,6 +341,7 @@ void node::reserve(port_id id, const std::string& owner, departures heard) {
         throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
                           " is open already: the program opened it; use another port id");
     core_->claimed.emplace(id, owner);
+    core_->released.erase(id);
     if (heard == departures::each) core_->every_departure.insert(id);
 }
 
@@ -378,7 +379,10 @@ void node::release(port_id id) {
     std::shared_ptr<detail::port_entry> entry;
     {
         std::lock_guard lk(core_->lock);
-        core_->claimed.erase(id);
+        if (auto it = core_->claimed.find(id); it != core_->claimed.end()) {
+            core_->released[id] = it->second;
+            core_->claimed.erase(it);
+        }
         if (auto it = core_->ports.find(id); it != core_->ports.end()) entry = it->second;
     }
     // Waits for a delivery under way: after this no sink call runs or starts.

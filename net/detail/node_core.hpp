@@ -159,6 +159,7 @@ struct node_core {
     std::unordered_map<int, std::string> departed;  // peer -> why sends to it fail
     std::unordered_set<port_id> every_departure;      // ports opened with departures::each
     std::unordered_map<port_id, std::string> claimed;  // port -> the layer that owns it (node::claim)
+    std::unordered_map<port_id, std::string> released;  // port -> the layer that owned it and let it go
     std::unordered_set<port_id> opened;                // ports the program opened (node::open)
     // departed.size(), readable without the lock: a send looks up `departed`
     // only once some peer has gone, so the common send takes no lock.
@@ -232,20 +233,25 @@ struct node_core {
     }
 
     // What waits in ports that no process can receive from (the program
-    // never opened them, no layer claimed them): messages sent to a wrong
-    // port id end there. One line per such port, for the job-wide deadlock
-    // report and the log at close. (Lock order: this lock, then a port
-    // channel's.)
+    // never opened them, no layer owns them): messages sent to a wrong port
+    // id end there, and so do messages that came after the layer that owned
+    // the port let it go (a peer still using a communicator this node had
+    // closed). One line per such port, for the job-wide deadlock report and
+    // the log at close. (Lock order: this lock, then a port channel's.)
     std::vector<std::string> unopened_ports_with_messages() {
         std::vector<std::string> out;
         std::lock_guard lk(lock);
         for (const auto& [id, entry] : ports) {
             if (opened.count(id) || claimed.count(id)) continue;
             const std::size_t held = entry->channel.buffered(), notices = entry->notices.load(std::memory_order_relaxed);
-            if (const std::size_t n = held > notices ? held - notices : 0; n > 0)
-                out.push_back("port " + std::to_string(id) + " of node " + std::to_string(rank) + " holds " +
-                              std::to_string(n) + (n == 1 ? " message" : " messages") +
-                              " that no process can receive: no process opened the port (sent to the wrong port?)");
+            const std::size_t n = held > notices ? held - notices : 0;
+            if (n == 0) continue;
+            std::string why = "no process opened the port (sent to the wrong port?)";
+            if (auto was = released.find(id); was != released.end())
+                why = was->second + " owned the port and was done with it before " + (n == 1 ? "it" : "they") +
+                      " came (a peer went on using it: one call more than this node made?)";
+            out.push_back("port " + std::to_string(id) + " of node " + std::to_string(rank) + " holds " +
+                          std::to_string(n) + (n == 1 ? " message" : " messages") + " that no process can receive: " + why);
         }
         return out;
     }

@@ -2,6 +2,7 @@
 // messages that came before the claim, credit, failures, release.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -178,6 +179,39 @@ TEST(net_port_sink, after_release_messages_wait_in_the_port_for_the_next_owner) 
         EXPECT_EQ(first[static_cast<std::size_t>(i)], i);
         EXPECT_EQ(second[static_cast<std::size_t>(i)], batch + i);
     }
+}
+
+// Regression: a message that came after the port's owner let it go (a peer
+// still using a communicator this node had closed) was logged at close as
+// sent to a port no process opened ("sent to the wrong port?"). The log now
+// names the owner that was done with it.
+TEST(net_port_sink, messages_that_come_after_the_owner_let_the_port_go_are_named_at_close) {
+    csp::net::nameserver ns;
+    std::vector<std::string> faults;
+    run_nodes(ns, "sink_after_release", 2, [&](csp::net::node& self) {
+        auto control = self.open(control_port);
+        if (self.rank() == 0) {
+            recorder a(1);
+            {
+                const auto claim = self.claim(data_port, "the sink layer", csp::net::departures::last_sender, a);
+                a.wait();
+            }
+            self.send(1, control_port, 1);
+            (void)control.receive<int>();  // the late message is in (the link keeps order)
+            self.close();
+            faults = self.faults();
+        } else {
+            self.send(0, data_port, 1);
+            (void)control.receive<int>();
+            self.send(0, data_port, 2);
+            self.send(0, control_port, 0);
+            self.close();
+        }
+    });
+    const std::string expected =
+        "closing: port 40 of node 0 holds 1 message that no process can receive: the sink layer owned the port and "
+        "was done with it before it came (a peer went on using it: one call more than this node made?)";
+    EXPECT_NE(std::find(faults.begin(), faults.end(), expected), faults.end()) << ::testing::PrintToString(faults);
 }
 
 TEST(net_port_sink, a_claimed_port_refuses_open_and_a_second_claim_naming_its_owner) {
