@@ -39,6 +39,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/context_pool.hpp"
 #include "collectives/dispatch.hpp"
+#include "collectives/detail/peer_context.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/net_communicator.hpp"
 #include "collectives/tag.hpp"
@@ -171,7 +172,11 @@ public:
         const place p = where(to);
         if (p.node == node())
             deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::forward<T>(value)));
-        else job_->node_->send(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
+        else try {
+            job_->node_->send(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
+        } catch (const net::peer_error& e) {
+            detail::rethrow_sending(e, to, t);
+        }
     }
     // receive, receive_any, receive_into, receive_view, relay, send_each,
     // pass_on: detail/byte_messages.hpp, as net_communicator's; a message
@@ -226,7 +231,11 @@ private:
     void pass(int to, tag t, const net::message& m) {
         const place p = where(to);
         if (p.node == node()) deliver_here(p, t, detail::relayed_message(p.node, p.port, t.bits(), m));
-        else job_->node_->forward(p.node, p.port, m, hybrid_job::wire_tag(t, local_));
+        else try {
+            job_->node_->forward(p.node, p.port, m, hybrid_job::wire_tag(t, local_));
+        } catch (const net::peer_error& e) {
+            detail::rethrow_sending(e, to, t);
+        }
     }
     // A message to a fiber of this node goes straight into its mailbox.
     void deliver_here(const place& p, tag t, net::message m) {

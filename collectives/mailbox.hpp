@@ -44,6 +44,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "collectives/detail/peer_context.hpp"
 #include "collectives/tag.hpp"
 #include "csp/channel.hpp"
 #include "csp/preemption.hpp"
@@ -100,7 +101,10 @@ public:
                 return m;
             }
         }
-        if (auto e = failure_for(source, among)) std::rethrow_exception(e);
+        if (auto e = failure_for(source, among)) {
+            lk.unlock();
+            rethrow_waiting(e, source, tag);
+        }
         reply_slot* reply = free_slot_locked();
         posted_.push_back(posted{source, tag, reply, among});
         lk.unlock();
@@ -116,7 +120,7 @@ public:
         lk.lock();
         free_.push_back(reply);
         lk.unlock();
-        if (m.error) std::rethrow_exception(m.error);
+        if (m.error) rethrow_waiting(m.error, source, tag);
         return m;
     }
 
@@ -175,15 +179,19 @@ private:
     };
     static void describe_wanted(const void* ctx, std::string& out) {
         const auto& [box, p] = *static_cast<const wanted_note*>(ctx);
-        const tag t = tag::from_bits(p.tag);
-        out.append(p.source == any_source ? "a message from any rank" : "a message from rank " + std::to_string(p.source))
-            .append(" with tag (stream ")
-            .append(std::to_string(t.stream_id()))
-            .append(", call ")
-            .append(std::to_string(t.sequence()));
-        if (t.call() != 0) out.append(" of ").append(call_name(t.call()));
-        out.append(", step ").append(std::to_string(t.phase())).append(")");
-        box->describe_other_calls(t, out);
+        detail::describe_receive(p.source, tag::from_bits(p.tag), out);
+        box->describe_other_calls(tag::from_bits(p.tag), out);
+    }
+
+    // A peer's failure, as this receive throws it: a peer_error names the
+    // receive it ended (detail/peer_context.hpp); any other error is
+    // rethrown as it is.
+    [[noreturn]] static void rethrow_waiting(const std::exception_ptr& e, int source, std::uint64_t bits) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const net::peer_error& x) {
+            detail::rethrow_receiving(x, source, tag::from_bits(bits));
+        }
     }
     // Ranks whose message for t's call came from another collective: the
     // ranks' calls differ (tag.hpp). Skipped if the lock is busy: a report

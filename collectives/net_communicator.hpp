@@ -31,6 +31,7 @@
 #include "collectives/context_pool.hpp"
 #include "collectives/detail/byte_messages.hpp"
 #include "collectives/host_boards.hpp"
+#include "collectives/detail/peer_context.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/selection.hpp"
 #include "collectives/tag.hpp"
@@ -99,7 +100,11 @@ public:
         if (to == rank()) {
             box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::forward<T>(value)));
         } else {
-            node_->send(to, port_id_, std::forward<T>(value), t.bits());
+            try {
+                node_->send(to, port_id_, std::forward<T>(value), t.bits());
+            } catch (const net::peer_error& e) {
+                detail::rethrow_sending(e, to, t);
+            }
         }
     }
     // receive, receive_any, receive_into, receive_view, relay, send_each,
@@ -168,7 +173,11 @@ private:
     // m's bytes and type to rank `to` (itself included) with tag t.
     void pass(int to, tag t, const net::message& m) {
         if (to == rank()) box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m));
-        else node_->forward(to, port_id_, m, t.bits());
+        else try {
+            node_->forward(to, port_id_, m, t.bits());
+        } catch (const net::peer_error& e) {
+            detail::rethrow_sending(e, to, t);
+        }
     }
 
     net::node* node_;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,6 +59,56 @@ TEST(collective_departures, an_allreduce_with_a_member_that_left_fails_on_every_
         });
     for (auto& t : ranks) t.join();
     EXPECT_EQ(failed.load(), n - 1);
+}
+
+// Regression: a rank that made collective calls its peers did not make
+// failed with "node 1 has left (it closed its node)" and nothing more, where
+// the user needs to see that the others were done while it was still in a
+// gather, or in an allreduce. The error now names the receive, or the send,
+// it ended.
+TEST(collective_departures, a_rank_that_makes_calls_more_hears_which_call_the_others_left_it_in) {
+    csp::net::nameserver ns;
+    constexpr int n = 2;
+    std::string receiving, sending;
+    std::vector<double> results(n);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < n; ++r)
+        ranks.emplace_back([&, r] {
+            csp::run([&] {
+                csp::net::node self(net_test::options_for(ns, "departure-extra-call", r, n));
+                {
+                    cc::net_communicator comm(self);
+                    results[static_cast<std::size_t>(r)] = cc::allreduce(comm, 1.0 + r, cc::sum{});
+                    if (r == 0) {
+                        try {
+                            (void)cc::gather(comm, 1.0, 0);  // the root only receives
+                            ADD_FAILURE() << "rank 0's extra gather returned";
+                        } catch (const csp::net::peer_error& e) {
+                            EXPECT_EQ(e.peer(), 1);
+                            receiving = e.what();
+                        }
+                        try {
+                            (void)cc::allreduce_butterfly(comm, 1.0, cc::sum{});  // sends first
+                            ADD_FAILURE() << "rank 0's extra allreduce returned";
+                        } catch (const csp::net::peer_error& e) {
+                            EXPECT_EQ(e.peer(), 1);
+                            sending = e.what();
+                        }
+                    }
+                }
+                self.close();
+            });
+        });
+    for (auto& t : ranks) t.join();
+    EXPECT_EQ(results, (std::vector<double>{3.0, 3.0}));
+    for (const auto& what : {receiving, sending})
+        EXPECT_EQ(what.rfind("node 1 of job 'departure-extra-call' has left (it closed its node) while this rank ", 0), 0u)
+            << what;
+    EXPECT_NE(receiving.find(" while this rank waited for a message from "), std::string::npos) << receiving;
+    EXPECT_NE(receiving.find(" with tag (stream 0, call 1 of gather, step "), std::string::npos) << receiving;
+    EXPECT_NE(sending.find(" while this rank sent rank 1 a message with tag (stream 0, call 2 of allreduce, step 0)"),
+              std::string::npos)
+        << sending;
 }
 
 // Runs ranks 0..n-2 as nodes of this process and rank n-1 as an OS process

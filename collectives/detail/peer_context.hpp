@@ -1,0 +1,44 @@
+#pragma once
+// A peer's failure as a collective's send or receive throws it: the same
+// net::peer_error, its text followed by the message it ended ("node 1 has
+// left (it closed its node) while this rank waited for a message from rank
+// 1 with tag (stream 0, call 2 of allreduce, step 0)"). A rank whose peers
+// made fewer calls, or other ones, sees which of its calls they left it in.
+#include <cstdint>
+#include <string>
+
+#include "collectives/tag.hpp"
+#include "net/errors.hpp"
+
+namespace csp::collectives::detail {
+
+// "(stream 0, call 2 of allreduce, step 0)"; "(stream 0, call 2, step 0)"
+// for a tag no collective drew.
+inline void describe_tag(tag t, std::string& out) {
+    out.append("(stream ").append(std::to_string(t.stream_id())).append(", call ").append(std::to_string(t.sequence()));
+    if (t.call() != 0) out.append(" of ").append(call_name(t.call()));
+    out.append(", step ").append(std::to_string(t.phase())).append(")");
+}
+
+// "a message from rank 1 with tag (...)", or "from any rank".
+inline void describe_receive(int source, tag t, std::string& out) {
+    out.append(source < 0 ? "a message from any rank" : "a message from rank " + std::to_string(source))
+        .append(" with tag ");
+    describe_tag(t, out);
+}
+
+[[noreturn]] inline void rethrow_receiving(const net::peer_error& e, int source, tag t) {
+    std::string what = e.what();
+    what.append(" while this rank waited for ");
+    describe_receive(source, t, what);
+    throw net::peer_error(e.peer(), what);
+}
+
+[[noreturn]] inline void rethrow_sending(const net::peer_error& e, int to, tag t) {
+    std::string what = e.what();
+    what.append(" while this rank sent rank ").append(std::to_string(to)).append(" a message with tag ");
+    describe_tag(t, what);
+    throw net::peer_error(e.peer(), what);
+}
+
+}  // namespace csp::collectives::detail
