@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <mutex>
 #include <iosfwd>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +106,16 @@ public:
     template <class T>
     received<T> receive_any(tag t) {
         auto m = inner_->template receive_any<T>(t);
+        log_->record({trace_event::kind::receive, 0, rank(), m.source, t, {}});
+        return m;
+    }
+    // Where the inner communicator has it (a group's, net_communicator's):
+    // the failure of a rank outside `among` does not fail the receive.
+    template <class T>
+    received<T> receive_any_of(tag t, std::span<const int> among)
+        requires requires(C& c) { c.template receive_any_of<T>(t, std::span<const int>{}); }
+    {
+        auto m = inner_->template receive_any_of<T>(t, among);
         log_->record({trace_event::kind::receive, 0, rank(), m.source, t, {}});
         return m;
     }

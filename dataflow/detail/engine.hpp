@@ -16,7 +16,10 @@
 // Ending. The rank is done when its last instance finished: the worker that
 // finished it wakes the others and sends the arrival process a stop. No value
 // for this rank can be on its way then, since every instance consumed every
-// input it names. Failure (a body threw, a lost peer, an abort from another
+// input it names. A rank may finish and leave (close its node) while others
+// still run: the arrival process counts the values still to come from each
+// rank (awaited_) and waits on the ranks that owe some, so that only the
+// departure of a rank whose values it still needs fails it. Failure (a body threw, a lost peer, an abort from another
 // rank) sets failed_, wakes everyone and stops the arrival process; a failure
 // seen first on this rank is sent on to every other rank as an abort. Ranks
 // that already finished keep their result: they needed nothing more.
@@ -41,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -284,6 +288,10 @@ private:
             }
         }
         check_acyclic(edges_of);
+        for (const auto& t : local_)
+            for (const auto& in : t.edges.inputs)
+                if (const int from = owner_of(in.from); from != me && steps_ > in.lag)
+                    awaited_[from] += static_cast<std::uint64_t>(steps_ - in.lag);
         left_ = static_cast<std::uint64_t>(local_.size()) * static_cast<std::uint64_t>(steps_);
         for (const auto& t : local_) {
             for (const auto& r : t.routes) talks_ = talks_ || r.local < 0;
@@ -552,12 +560,32 @@ private:
         else return true;
     }
 
+    // The ranks that still owe this rank values; itself when none does
+    // (an empty set would mean every rank to receive_any_of).
+    std::vector<int> owing() const {
+        std::vector<int> out;
+        for (const auto& [r, n] : awaited_) out.push_back(r);
+        if (out.empty()) out.push_back(comm_.rank());
+        return out;
+    }
+
+    // The next envelope from any rank; the failure of a rank outside
+    // `among` does not end the wait, where the communicator can tell
+    // (ranks as processes of one runtime never leave).
+    collectives::received<envelope<V>> next_arrival(const std::vector<int>& among) {
+        if constexpr (requires { comm_.template receive_any_of<envelope<V>>(tag_, std::span<const int>{}); })
+            return comm_.template receive_any_of<envelope<V>>(tag_, std::span<const int>(among));
+        else
+            return comm_.template receive_any<envelope<V>>(tag_);
+    }
+
     void arrivals() {
         csp::this_process::set_priority(csp::priority_high);
+        std::vector<int> among = owing();
         for (;;) {
             envelope<V> e;
             try {
-                auto got = comm_.template receive_any<envelope<V>>(tag_);
+                auto got = next_arrival(among);
                 e = std::move(got.value);
                 if (e.kind == envelope<V>::stop) return;
                 if (e.kind == envelope<V>::abort) {
@@ -572,6 +600,10 @@ private:
                                              opt_.trace ? now_ns() : 0};
                 deliver(it->second, e.slot, e.step, std::move(e.value), &run_stats::received,
                         opt_.trace ? &arrival : nullptr);
+                if (auto a = awaited_.find(got.source); a != awaited_.end() && --a->second == 0) {
+                    awaited_.erase(a);
+                    among = owing();
+                }
             } catch (...) {
                 fail(std::current_exception(), "rank " + std::to_string(comm_.rank()) + " receiving", true);
                 return;
@@ -636,6 +668,10 @@ private:
     options opt_;
     const collectives::tag tag_;
     static constexpr int max_lag = 1 << 20;
+
+    // Values still to come from each other rank that owes some; only the
+    // arrival process touches it once the run started.
+    std::map<int, std::uint64_t> awaited_;
 
     mutable std::mutex lock_;  // everything below
     std::vector<local_task> local_;

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "collectives/hybrid_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
+#include "csp/timer.hpp"
 #include "dataflow/dataflow.hpp"
 #include "net/net.hpp"
 #include "test/dataflow/stencil.hpp"
@@ -113,6 +115,64 @@ TEST(net_graph_agreement, nodes_that_disagree_or_refuse_fail_every_node_before_a
     EXPECT_EQ(refused_seen[2], refused_seen[0]);
     EXPECT_EQ(instances, (std::vector<std::uint64_t>{8, 8, 8}));
     EXPECT_EQ(ran.load(), 24);
+}
+
+// Regression: the arrival process failed at the departure of any rank, so
+// a rank that finished and closed its node (no barrier after run()) failed
+// the ranks still computing, though they had every value it owed them. Task
+// 0 (rank 0) takes task 1's value (rank 1) a step later and computes slowly;
+// rank 1 is done at once and leaves. Over nodes, and over a hybrid job of
+// two nodes of two ranks each.
+TEST(net_graph_departure, a_rank_that_finished_and_left_does_not_fail_the_ranks_still_running) {
+    for (const bool hybrid : {false, true}) {
+        const int ranks = hybrid ? 4 : 2;
+        const int steps = 4;
+        // Task t (on rank t) feeds task t - 1 a step later; the last rank's
+        // task is fed by nobody and is done first.
+        df::task_graph<int> g{
+            .tasks = ranks,
+            .owner = [](df::task_id t) { return static_cast<int>(t); },
+            .edges =
+                [ranks](df::task_id t) {
+                    df::task_edges e;
+                    if (t + 1 < ranks) e.inputs.push_back({t + 1, 1});
+                    if (t > 0) e.outputs.push_back({t - 1, 1});
+                    return e;
+                },
+            .body =
+                [](df::task<int>& t) {
+                    if (t.id() == 0) csp::sleep_for(40ms);  // computes; emits nothing
+                    else t.emit(0, (t.inputs() ? t.input(0) : 0) + 1);
+                },
+            .initial = [](df::task_id, std::size_t, int) { return 0; },
+        };
+        std::mutex lock;
+        std::vector<std::string> outcome(static_cast<std::size_t>(ranks));
+        auto run_rank = [&](auto& comm) {
+            std::string what = "finished";
+            try {
+                const auto st = df::run(comm, g, steps);
+                what += " " + std::to_string(st.instances);
+            } catch (const std::exception& e) {
+                what = e.what();
+            }
+            std::lock_guard lk(lock);
+            outcome[static_cast<std::size_t>(comm.rank())] = what;
+        };
+        csp::net::nameserver ns;
+        net_test::run_nodes(ns, hybrid ? "dataflow-left-hybrid" : "dataflow-left", 2, [&](csp::net::node& self) {
+            if (hybrid) {
+                cc::hybrid_job job(self, 2);
+                job.run([&](cc::hybrid_communicator& comm) { run_rank(comm); });
+            } else {
+                cc::net_communicator comm(self);
+                run_rank(comm);
+            }
+            self.close();
+        });
+        EXPECT_EQ(outcome, std::vector<std::string>(static_cast<std::size_t>(ranks), "finished 4"))
+            << (hybrid ? "hybrid" : "nodes");
+    }
 }
 
 // A node killed mid-graph: every other node's run() throws within seconds;
