@@ -13,6 +13,7 @@
 // what an algorithm did (trace.hpp).
 #include <concepts>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -40,6 +41,19 @@ concept communicator = requires(C& c, const C& cc, tag t, stream s, probe_value 
     { c.template receive_any<probe_value>(t) } -> std::same_as<received<probe_value>>;
     { c.next_tag(s) } -> std::same_as<tag>;
 };
+
+// A receive from any of the ranks `among`, those that may still send with
+// t. Where the communicator keeps track of ranks that leave (nodes, a hybrid
+// job, their groups: receive_any_of), only the failure of a rank in `among`
+// fails it, so a rank that sent its part and left is no error; ranks as
+// processes of one runtime never leave, and receive from anyone.
+template <class T, class C>
+received<T> receive_any_of(C& comm, tag t, std::span<const int> among) {
+    if constexpr (requires { comm.template receive_any_of<T>(t, among); })
+        return comm.template receive_any_of<T>(t, among);
+    else
+        return comm.template receive_any<T>(t);
+}
 
 namespace detail {
 

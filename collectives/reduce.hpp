@@ -134,10 +134,17 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
         case child_receive::chain:
             combine_into(op, value, reduce_chain_link<T>(comm, children, op, t), false);
             break;
-        case child_receive::arrival:
-            for (std::size_t i = 0; i < children.size(); ++i)
-                combine_into(op, value, comm.template receive_any<T>(t).value, false);
+        case child_receive::arrival: {
+            // Only the children still to send can fail the wait: one that
+            // sent its part may be gone already (its call was over).
+            std::vector<int> waiting(children.begin(), children.end());
+            while (!waiting.empty()) {
+                auto got = receive_any_of<T>(comm, t, waiting);
+                std::erase(waiting, got.source);
+                combine_into(op, value, std::move(got.value), false);
+            }
             break;
+        }
         }
     }
     // A rank that sends is not the tree's root, so it is done with its

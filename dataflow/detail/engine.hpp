@@ -569,23 +569,13 @@ private:
         return out;
     }
 
-    // The next envelope from any rank; the failure of a rank outside
-    // `among` does not end the wait, where the communicator can tell
-    // (ranks as processes of one runtime never leave).
-    collectives::received<envelope<V>> next_arrival(const std::vector<int>& among) {
-        if constexpr (requires { comm_.template receive_any_of<envelope<V>>(tag_, std::span<const int>{}); })
-            return comm_.template receive_any_of<envelope<V>>(tag_, std::span<const int>(among));
-        else
-            return comm_.template receive_any<envelope<V>>(tag_);
-    }
-
     void arrivals() {
         csp::this_process::set_priority(csp::priority_high);
         std::vector<int> among = owing();
         for (;;) {
             envelope<V> e;
             try {
-                auto got = next_arrival(among);
+                auto got = collectives::receive_any_of<envelope<V>>(comm_, tag_, among);
                 e = std::move(got.value);
                 if (e.kind == envelope<V>::stop) return;
                 if (e.kind == envelope<V>::abort) {

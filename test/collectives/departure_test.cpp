@@ -15,6 +15,7 @@
 #include "collectives/collectives.hpp"
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
+#include "csp/timer.hpp"
 #include "net/net.hpp"
 #include "test/net/net_fixture.hpp"
 
@@ -109,6 +110,38 @@ TEST(collective_departures, a_rank_that_makes_calls_more_hears_which_call_the_ot
     EXPECT_NE(sending.find(" while this rank sent rank 1 a message with tag (stream 0, call 2 of allreduce, step 0)"),
               std::string::npos)
         << sending;
+}
+
+// Regression: the reduce that folds its children's parts in arrival order
+// received from any rank, so a child that sent its part and closed its
+// node (its call was over) failed its parent's wait for a slower child.
+// Rank 0's children in the binomial tree are ranks 1 and 2; rank 1 leaves
+// at once, rank 2 sends 200 ms later.
+TEST(collective_departures, a_child_that_sent_its_part_and_left_does_not_fail_the_arrival_reduce) {
+    csp::net::nameserver ns;
+    constexpr int n = 3;
+    std::string outcome;
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < n; ++r)
+        ranks.emplace_back([&, r] {
+            csp::run([&] {
+                csp::net::node self(net_test::options_for(ns, "departure-arrival-reduce", r, n));
+                {
+                    cc::net_communicator comm(self);
+                    cc::barrier(comm);  // every link is up
+                    if (r == 2) csp::sleep_for(200ms);
+                    try {
+                        const auto total = cc::reduce_arrival(comm, 1 << r, cc::sum{}, 0);
+                        if (r == 0) outcome = "total " + std::to_string(total.value_or(-1));
+                    } catch (const std::exception& e) {
+                        if (r == 0) outcome = e.what();
+                    }
+                }
+                self.close();
+            });
+        });
+    for (auto& t : ranks) t.join();
+    EXPECT_EQ(outcome, "total 7");
 }
 
 // Runs ranks 0..n-2 as nodes of this process and rank n-1 as an OS process
