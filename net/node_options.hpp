@@ -13,7 +13,7 @@
 //   CSP_TOKEN       the job's shared secret; connections without it are refused
 //   CSP_BIND        address the listener binds (default 127.0.0.1: this machine only)
 //   CSP_ADVERTISE   address peers should connect to, if not the bound one
-//   CSP_MAX_FRAME   largest payload accepted, in bytes (default 64 MiB)
+//   CSP_MAX_FRAME   largest payload accepted, in bytes (default 4 GiB - 1)
 //   CSP_WINDOW      bytes kept in flight to each peer (default 16 MiB)
 //   CSP_TRANSPORT   auto, tcp or ucx (read even for options made in code,
 //                   unless node_options::transport is set)
@@ -27,6 +27,7 @@
 //                   sets it; else OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS)
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,7 +58,13 @@ struct node_options {
     endpoint bind{"127.0.0.1", 0};
     std::string advertise;  // host peers connect to; empty: the bound address
 
-    std::uint32_t max_frame = 64u << 20;
+    // The largest payload this node accepts from an authenticated peer (4 KiB
+    // before the handshake). By default what a frame's 32-bit length can
+    // say: a collective's message is as large as the user's value (a
+    // broadcast of an 80 MB array is one 80 MB message), and a lower limit
+    // fails it at the sender. Lower it to bound what one frame of a peer
+    // can make this node allocate.
+    std::uint32_t max_frame = std::numeric_limits<std::uint32_t>::max();
     // Bytes this node keeps in flight to one peer: sent and not yet taken
     // from the peer's ports (flow_control.hpp), each message counted as its
     // payload plus 128. A send that would exceed it waits; a message larger
@@ -78,7 +85,7 @@ struct node_options {
     // mapping and unmaps it when freed, so every large message paid a page
     // fault per 4 KiB of each buffer it passed through (a 1 MiB broadcast
     // between two nodes took 5 ms instead of 0.3). When set, the first node
-    // of the process keeps blocks up to max_frame's default (64 MiB) on the
+    // of the process keeps blocks up to 64 MiB on the
     // heap and lets the heap keep up to 256 MiB of freed memory (glibc's
     // M_MMAP_THRESHOLD and M_TRIM_THRESHOLD; MPI libraries do the same
     // through their memory hooks). This is a setting of the whole process:

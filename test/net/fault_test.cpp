@@ -140,7 +140,8 @@ std::string refusal(const std::vector<std::byte>& bytes) {
 // peer_errors node 0's port should report on the way.
 void with_stranger(const std::function<void(const csp::net::endpoint&)>& inject,
                    const std::function<void(csp::net::node&)>& check, int port_errors,
-                   const std::string& expected_in_error = {}) {
+                   const std::string& expected_in_error = {},
+                   const std::function<void(int, csp::net::node_options&)>& configure = {}) {
     csp::net::nameserver ns;
     net_test::captured_log log;
     std::promise<csp::net::endpoint> node0;
@@ -169,7 +170,7 @@ void with_stranger(const std::function<void(const csp::net::endpoint&)>& inject,
             self.send(0, 1, 77);
             EXPECT_EQ(inbox.receive<int>(), 1);
         }
-    });
+    }, 1, configure);
 }
 
 using net_test::has_fault;
@@ -470,9 +471,12 @@ TEST(net_faults, a_transports_frame_with_a_bad_ucx_address_ends_that_link_only) 
         "malformed transports frame");
 }
 
+// The nodes' max_frame set below a frame's largest length (the default is
+// the largest): a header claiming more ends that link.
 TEST(net_faults, an_oversized_data_frame_ends_that_link_only) {
     with_stranger([](const csp::net::endpoint& at) { as_rank_2(at, frame(csp::net::opcode::data, 2, "", 1u << 30)); },
-                  [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "oversized frame")); }, 1, "oversized frame");
+                  [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "oversized frame")); }, 1, "oversized frame",
+                  [](int, csp::net::node_options& o) { o.max_frame = 64u << 20; });
 }
 
 TEST(net_faults, a_truncated_frame_ends_that_link_only) {
