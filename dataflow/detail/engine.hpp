@@ -19,10 +19,11 @@
 // input it names. A rank may finish and leave (close its node) while others
 // still run: the arrival process counts the values still to come from each
 // rank (awaited_) and waits on the ranks that owe some, so that only the
-// departure of a rank whose values it still needs fails it. Failure (a body threw, a lost peer, an abort from another
-// rank) sets failed_, wakes everyone and stops the arrival process; a failure
-// seen first on this rank is sent on to every other rank as an abort. Ranks
-// that already finished keep their result: they needed nothing more.
+// departure of a rank whose values it still needs fails it. Failure (a body
+// threw, a lost peer, an abort from another rank) sets failed_, wakes
+// everyone and stops the arrival process; a failure seen first on this rank
+// is sent on to every other rank as an abort. Ranks that already finished
+// keep their result: they needed nothing more.
 //
 // Agreement. Before any body runs every rank checks its part of the graph
 // (build) and the ranks compare what they found (agree): each sends rank 0
