@@ -31,6 +31,12 @@ struct run_options {
     bool trace = false;
     // The ready-queue policy (ready_queue.hpp); by_priority when empty.
     std::function<std::unique_ptr<ready_queue>()> queue{};
+    // Whether the ranks compare their graphs before any body runs
+    // (engine.hpp, Agreement): two messages per rank and run(), 20-50 us
+    // over TCP. Every rank must pass the same; a program that runs one
+    // small graph many times may skip it once the first run agreed, at the
+    // price of the checks: ranks that then disagree run wrong or hang.
+    bool agree = true;
 };
 
 template <collectives::communicator C, class V>
@@ -41,6 +47,7 @@ run_stats run(C& comm, const task_graph<V>& graph, int steps, const run_options&
                                     : static_cast<int>(std::max<std::size_t>(1, this_process::runtime_threads()));
     o.trace = options.trace || trace != nullptr;
     o.queue = options.queue;
+    o.agree = options.agree;
     detail::engine<C, V> e(comm, graph, steps, std::move(o));
     auto stats = e.run();
     if (trace) *trace = e.take_trace();

@@ -177,6 +177,7 @@ public:
         int workers = 1;
         bool trace = false;
         std::function<std::unique_ptr<ready_queue>()> queue;
+        bool agree = true;
     };
 
     engine(C& comm, const task_graph<V>& g, int steps, options o)
@@ -193,7 +194,8 @@ public:
             refused = std::current_exception();
             mine.refused = "an exception that is not a std::exception";
         }
-        agree(std::move(mine), refused);
+        if (opt_.agree) agree(std::move(mine), refused);
+        else if (refused) std::rethrow_exception(refused);
     }
 
     run_stats run() {

@@ -326,6 +326,37 @@ TEST(refused_graphs, an_edge_named_on_one_side_only) {
     EXPECT_EQ(ran.load(), 0);
 }
 
+// run_options::agree = false skips the comparison (for a small graph run
+// many times): then, as before it existed, a rank cannot see its neighbour's
+// refusal, and rank 0 runs task 0 alone.
+TEST(refused_graphs, without_agreement_a_rank_cannot_see_another_ranks_refusal) {
+    std::atomic<int> ran{0};
+    df::task_graph<int> g{
+        .tasks = 2,
+        .owner = [](df::task_id t) { return static_cast<int>(t); },
+        .edges =
+            [](df::task_id t) {
+                df::task_edges e;
+                if (t == 1) e.inputs = {{0, 0}};  // task 0 lists no output to 1
+                return e;
+            },
+        .body = [&](df::task<int>&) { ++ran; },
+    };
+    std::vector<std::string> what(2);
+    csp::run([&] {
+        cc::run_local(2, [&](cc::local_communicator& comm) {
+            try {
+                df::run(comm, g, 2, {.agree = false});
+            } catch (const csp::usage_error& e) {
+                what[static_cast<std::size_t>(comm.rank())] = e.what();
+            }
+        });
+    });
+    EXPECT_EQ(what[0], "");
+    EXPECT_EQ(what[1], "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
+    EXPECT_EQ(ran.load(), 2);
+}
+
 // Regression: a cycle of lag-0 edges (each task waits for the other inside
 // one step) ran into the runtime's deadlock report, which named only the
 // engine's processes. Every rank now refuses it by name, inside a rank and
