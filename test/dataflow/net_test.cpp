@@ -29,6 +29,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// `g` with each body run counted in `ran`.
+df::task_graph<std::int64_t> counted(df::task_graph<std::int64_t> g, std::atomic<int>& ran) {
+    g.body = [&ran, body = g.body](df::task<std::int64_t>& t) {
+        body(t);
+        ++ran;
+    };
+    return g;
+}
+
 class net_graph : public ::testing::TestWithParam<int> {};
 
 TEST_P(net_graph, the_stencil_over_nodes_matches_the_sequential_reference) {
@@ -76,12 +85,7 @@ TEST(net_graph_agreement, nodes_that_disagree_or_refuse_fail_every_node_before_a
     constexpr int n = 3;
     const df::task_id tasks = 6;
     std::atomic<int> ran{0};
-    auto g = dataflow_test::stencil(tasks, n);
-    auto body = g.body;
-    g.body = [&](df::task<std::int64_t>& t) {
-        body(t);
-        ++ran;
-    };
+    const auto g = counted(dataflow_test::stencil(tasks, n), ran);
     std::vector<std::string> steps_seen(n), refused_seen(n);
     std::vector<std::uint64_t> instances(n);
     csp::net::nameserver ns;
@@ -186,12 +190,7 @@ TEST(net_graph_failure, a_node_killed_mid_graph_stops_the_graph_on_every_other_n
     const pid_t pid = net_test::spawn_node(DATAFLOW_NET_PEER, {std::to_string(tasks), std::to_string(steps)}, ns,
                                            job, n - 1, n);
     std::atomic<int> ran{0};
-    auto g = dataflow_test::stencil(tasks, n);
-    auto body = g.body;
-    g.body = [&](df::task<std::int64_t>& t) {
-        body(t);
-        ++ran;
-    };
+    const auto g = counted(dataflow_test::stencil(tasks, n), ran);
     std::vector<std::string> what(n - 1);
     std::thread killer([&] {
         while (ran.load() < 300) std::this_thread::sleep_for(1ms);

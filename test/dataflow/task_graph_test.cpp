@@ -287,16 +287,15 @@ TEST(failing_graph_body, a_missing_or_repeated_output_is_an_error_naming_the_edg
     EXPECT_NE(what[1].find("task 2 (step 0) emits twice on output 0 (to task 2)"), std::string::npos) << what[1];
 }
 
-// A graph whose two sides of an edge disagree is refused by every rank that
-// owns either side, before any body runs.
 // Each rank's usage_error from running `g` for `steps` on `ranks` ranks as
 // fibers ("" where run() returned).
-std::vector<std::string> errors_of_run(const df::task_graph<int>& g, int ranks, int steps) {
+std::vector<std::string> errors_of_run(const df::task_graph<int>& g, int ranks, int steps,
+                                       const df::run_options& options = {}) {
     std::vector<std::string> what(static_cast<std::size_t>(ranks));
     csp::run([&] {
         cc::run_local(ranks, [&](cc::local_communicator& comm) {
             try {
-                df::run(comm, g, steps);
+                df::run(comm, g, steps, options);
             } catch (const csp::usage_error& e) {
                 what[static_cast<std::size_t>(comm.rank())] = e.what();
             }
@@ -305,20 +304,27 @@ std::vector<std::string> errors_of_run(const df::task_graph<int>& g, int ranks, 
     return what;
 }
 
-TEST(refused_graphs, an_edge_named_on_one_side_only) {
-    std::atomic<int> ran{0};
-    df::task_graph<int> g{
+// Task 1 (rank 1) has an input from task 0 (rank 0), which lists no output
+// to it; each body counts in `ran`.
+df::task_graph<int> one_sided_edge(std::atomic<int>& ran) {
+    return {
         .tasks = 2,
         .owner = [](df::task_id t) { return static_cast<int>(t); },
         .edges =
             [](df::task_id t) {
                 df::task_edges e;
-                if (t == 1) e.inputs = {{0, 0}};  // task 0 lists no output to 1
+                if (t == 1) e.inputs = {{0, 0}};
                 return e;
             },
-        .body = [&](df::task<int>&) { ++ran; },
+        .body = [&ran](df::task<int>&) { ++ran; },
     };
-    const auto what = errors_of_run(g, 2, 2);
+}
+
+// A graph whose two sides of an edge disagree is refused by every rank that
+// owns either side, before any body runs.
+TEST(refused_graphs, an_edge_named_on_one_side_only) {
+    std::atomic<int> ran{0};
+    const auto what = errors_of_run(one_sided_edge(ran), 2, 2);
     EXPECT_EQ(what[1], "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
     // Regression: rank 0 could not see the missing output and ran task 0
     // alone. The ranks now agree before anything runs.
@@ -331,27 +337,7 @@ TEST(refused_graphs, an_edge_named_on_one_side_only) {
 // refusal, and rank 0 runs task 0 alone.
 TEST(refused_graphs, without_agreement_a_rank_cannot_see_another_ranks_refusal) {
     std::atomic<int> ran{0};
-    df::task_graph<int> g{
-        .tasks = 2,
-        .owner = [](df::task_id t) { return static_cast<int>(t); },
-        .edges =
-            [](df::task_id t) {
-                df::task_edges e;
-                if (t == 1) e.inputs = {{0, 0}};  // task 0 lists no output to 1
-                return e;
-            },
-        .body = [&](df::task<int>&) { ++ran; },
-    };
-    std::vector<std::string> what(2);
-    csp::run([&] {
-        cc::run_local(2, [&](cc::local_communicator& comm) {
-            try {
-                df::run(comm, g, 2, {.agree = false});
-            } catch (const csp::usage_error& e) {
-                what[static_cast<std::size_t>(comm.rank())] = e.what();
-            }
-        });
-    });
+    const auto what = errors_of_run(one_sided_edge(ran), 2, 2, {.agree = false});
     EXPECT_EQ(what[0], "");
     EXPECT_EQ(what[1], "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
     EXPECT_EQ(ran.load(), 2);
