@@ -26,3 +26,4 @@
 #include "collectives/relay.hpp"
 #include "collectives/shared.hpp"
 #include "collectives/trace.hpp"
+#include "csp/csp.hpp"  // csp::run, par, select: a program needs no other include

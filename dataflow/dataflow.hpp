@@ -8,6 +8,7 @@
 //   ready_queue.hpp   which ready task runs next (by priority, newest first, yours)
 //   run.hpp           running it over any communicator
 //   graph_trace.hpp   what ran when: Chrome trace-event JSON and a text Gantt chart
+#include "csp/csp.hpp"  // csp::run, par, select: a program needs no other include
 #include "dataflow/graph_trace.hpp"
 #include "dataflow/ready_queue.hpp"
 #include "dataflow/run.hpp"
