@@ -17,6 +17,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/operation.hpp"
+#include "collectives/revocation.hpp"
 #include "collectives/schedule.hpp"
 #include "collectives/topology.hpp"
 
@@ -40,8 +41,10 @@ std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const rank
     if (!commutes(op))
         throw usage_error("Aspen's reduce renumbers the participants and needs an op that commutes "
                           "(csp::collectives::commuting(f), or a built-in op)");
-    const tag t = detail::begin_call(comm, aspen_reduce_info, s);
-    return run_plan(comm, plan, std::move(contribution), op, t);
+    return detail::guarded(comm, s, "reduce", [&] {
+        const tag t = detail::begin_call(comm, aspen_reduce_info, s);
+        return run_plan(comm, plan, std::move(contribution), op, t);
+    });
 }
 
 template <class C, class T, class Op>

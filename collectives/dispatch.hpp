@@ -29,6 +29,7 @@
 #include "collectives/scan.hpp"
 #include "collectives/scatter.hpp"
 #include "collectives/registry.hpp"
+#include "collectives/revocation.hpp"
 #include "collectives/selection.hpp"
 
 namespace csp::collectives {
@@ -49,8 +50,11 @@ template <class C, class T>
 T broadcast(C& comm, T value, int root = 0, stream s = {}) {
     // The size is the root's alone, so it cannot choose: the table picks by
     // group size, and whether the value is a vector (the same everywhere).
-    return registry::broadcast::run(detail::choose<registry::broadcast>(comm, 0, true, detail::is_vector<T>::value), comm,
-                                    std::move(value), root, s);
+    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
+    return detail::guarded(comm, s, "broadcast", [&] {
+        return registry::broadcast::run(detail::choose<registry::broadcast>(comm, 0, true, detail::is_vector<T>::value),
+                                        comm, std::move(value), root, s);
+    });
 }
 
 // MPI_Bcast's form: every rank passes a buffer of the same length, and the
@@ -66,77 +70,100 @@ void broadcast_into(C& comm, std::span<E> data, int root = 0, stream s = {}) {
     static_assert(std::is_trivially_copyable_v<E> && !std::is_const_v<E>,
                   "broadcast_into: a writable buffer of plain elements");
     topology::check(comm.rank(), comm.size(), root);
-    const std::string_view a = detail::choose<registry::broadcast>(comm, data.size_bytes(), true, true);
-    if (a == broadcast_host_memory.info.name && broadcast_host_memory.into(comm, data, root, s)) return;
-    std::vector<E> v;
-    if (comm.rank() == root) v.assign(data.begin(), data.end());
-    v = registry::broadcast::run(a == broadcast_host_memory.info.name ? broadcast_binomial.info.name : a, comm,
-                                 std::move(v), root, s);
-    if (comm.rank() == root) return;
-    if (v.size() != data.size())
-        throw usage_error("broadcast_into: rank " + std::to_string(comm.rank()) + "'s buffer holds " +
-                          std::to_string(data.size()) + " elements, the root's " + std::to_string(v.size()));
-    std::copy(v.begin(), v.end(), data.begin());
+    detail::guarded(comm, s, "broadcast", [&] {
+        const std::string_view a = detail::choose<registry::broadcast>(comm, data.size_bytes(), true, true);
+        if (a == broadcast_host_memory.info.name && broadcast_host_memory.into(comm, data, root, s)) return;
+        std::vector<E> v;
+        if (comm.rank() == root) v.assign(data.begin(), data.end());
+        v = registry::broadcast::run(a == broadcast_host_memory.info.name ? broadcast_binomial.info.name : a, comm,
+                                     std::move(v), root, s);
+        if (comm.rank() == root) return;
+        if (v.size() != data.size())
+            throw usage_error("broadcast_into: rank " + std::to_string(comm.rank()) + "'s buffer holds " +
+                              std::to_string(data.size()) + " elements, the root's " + std::to_string(v.size()));
+        std::copy(v.begin(), v.end(), data.begin());
+    });
 }
 
 template <class C, class T, class Op>
 std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    const auto a = detail::choose<registry::reduce>(comm, detail::byte_size(value), commutes(op),
-                                                    detail::is_vector<T>::value && acts_elementwise(op));
-    return registry::reduce::run(a, comm, std::move(value), op, root, s);
+    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
+    return detail::guarded(comm, s, "reduce", [&] {
+        const auto a = detail::choose<registry::reduce>(comm, detail::byte_size(value), commutes(op),
+                                                        detail::is_vector<T>::value && acts_elementwise(op));
+        return registry::reduce::run(a, comm, std::move(value), op, root, s);
+    });
 }
 
 template <class C, class T, class Op>
 T allreduce(C& comm, T value, const Op& op, stream s = {}) {
-    const auto a = detail::choose<registry::allreduce>(comm, detail::byte_size(value), commutes(op),
-                                  detail::is_vector<T>::value && acts_elementwise(op));
-    return registry::allreduce::run(a, comm, std::move(value), op, s);
+    return detail::guarded(comm, s, "allreduce", [&] {
+        const auto a = detail::choose<registry::allreduce>(comm, detail::byte_size(value), commutes(op),
+                                                           detail::is_vector<T>::value && acts_elementwise(op));
+        return registry::allreduce::run(a, comm, std::move(value), op, s);
+    });
 }
 
 template <class C>
 void barrier(C& comm, stream s = {}) {
-    registry::barrier::run(detail::choose<registry::barrier>(comm), comm, s);
+    detail::guarded(comm, s, "barrier", [&] { registry::barrier::run(detail::choose<registry::barrier>(comm), comm, s); });
 }
 
 template <class C, class T>
 std::optional<std::vector<T>> gather(C& comm, T value, int root = 0, stream s = {}) {
-    return registry::gather::run(detail::choose<registry::gather>(comm), comm, std::move(value), root, s);
+    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
+    return detail::guarded(comm, s, "gather", [&] {
+        return registry::gather::run(detail::choose<registry::gather>(comm), comm, std::move(value), root, s);
+    });
 }
 
 template <class C, class T>
 std::vector<T> allgather(C& comm, T value, stream s = {}) {
-    const auto a = detail::choose<registry::allgather>(comm, detail::byte_size(value));
-    return registry::allgather::run(a, comm, std::move(value), s);
+    return detail::guarded(comm, s, "allgather", [&] {
+        const auto a = detail::choose<registry::allgather>(comm, detail::byte_size(value));
+        return registry::allgather::run(a, comm, std::move(value), s);
+    });
 }
 
 template <class C, class T>
 T scatter(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
-    return registry::scatter::run(detail::choose<registry::scatter>(comm), comm, std::move(values), root, s);
+    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
+    return detail::guarded(comm, s, "scatter", [&] {
+        return registry::scatter::run(detail::choose<registry::scatter>(comm), comm, std::move(values), root, s);
+    });
 }
 
 template <class C, class T>
 std::vector<T> alltoall(C& comm, std::vector<T> values, stream s = {}) {
-    return registry::alltoall::run(detail::choose<registry::alltoall>(comm), comm, std::move(values), s);
+    return detail::guarded(comm, s, "alltoall", [&] {
+        return registry::alltoall::run(detail::choose<registry::alltoall>(comm), comm, std::move(values), s);
+    });
 }
 
 template <class C, class T, class Op>
 T scan(C& comm, T value, const Op& op, stream s = {}) {
-    const auto a = detail::choose<registry::scan>(comm, detail::byte_size(value), commutes(op));
-    return registry::scan::run(a, comm, std::move(value), op, s);
+    return detail::guarded(comm, s, "scan", [&] {
+        const auto a = detail::choose<registry::scan>(comm, detail::byte_size(value), commutes(op));
+        return registry::scan::run(a, comm, std::move(value), op, s);
+    });
 }
 
 template <class C, class T, class Op>
 std::optional<T> exscan(C& comm, T value, const Op& op, stream s = {}) {
-    const auto a = detail::choose<registry::exscan>(comm, detail::byte_size(value), commutes(op));
-    return registry::exscan::run(a, comm, std::move(value), op, s);
+    return detail::guarded(comm, s, "exscan", [&] {
+        const auto a = detail::choose<registry::exscan>(comm, detail::byte_size(value), commutes(op));
+        return registry::exscan::run(a, comm, std::move(value), op, s);
+    });
 }
 
 // Block i of the element-wise fold to rank i; `counts[i]` elements each
 // (reduce_scatter.hpp).
 template <class C, class V, class Op>
 V reduce_scatter(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) {
-    const auto a = detail::choose<registry::reduce_scatter>(comm, detail::byte_size(values), commutes(op));
-    return registry::reduce_scatter::run(a, comm, std::move(values), counts, op, s);
+    return detail::guarded(comm, s, "reduce_scatter", [&] {
+        const auto a = detail::choose<registry::reduce_scatter>(comm, detail::byte_size(values), commutes(op));
+        return registry::reduce_scatter::run(a, comm, std::move(values), counts, op, s);
+    });
 }
 
 // reduce_scatter with equal blocks: the vectors' length must be a multiple
@@ -144,9 +171,12 @@ V reduce_scatter(C& comm, V values, const std::vector<std::size_t>& counts, cons
 template <class C, class V, class Op>
 V reduce_scatter_block(C& comm, V values, const Op& op, stream s = {}) {
     const auto n = static_cast<std::size_t>(comm.size());
-    if (values.size() % n != 0)
-        throw usage_error("reduce_scatter_block: " + std::to_string(values.size()) +
-                          " elements do not split into equal blocks for " + std::to_string(n) + " ranks");
+    if (values.size() % n != 0)  // one rank's length: it tells the others (revocation.hpp)
+        return detail::guarded(comm, s, "reduce_scatter", [&]() -> V {
+            throw usage_error("reduce_scatter_block: rank " + std::to_string(comm.rank()) + "'s " +
+                              std::to_string(values.size()) + " elements do not split into equal blocks for " +
+                              std::to_string(n) + " ranks");
+        });
     const std::vector<std::size_t> counts(n, values.size() / n);
     return reduce_scatter(comm, std::move(values), counts, op, s);
 }
@@ -154,7 +184,9 @@ V reduce_scatter_block(C& comm, V values, const Op& op, stream s = {}) {
 // The value of rank `from` (exchange.hpp).
 template <class C, class T>
 T put_get(C& comm, T value, int from, stream s = {}) {
-    return registry::put_get::run(detail::choose<registry::put_get>(comm), comm, std::move(value), from, s);
+    return detail::guarded(comm, s, "put_get", [&] {
+        return registry::put_get::run(detail::choose<registry::put_get>(comm), comm, std::move(value), from, s);
+    });
 }
 
 }  // namespace csp::collectives

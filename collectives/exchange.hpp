@@ -32,6 +32,7 @@
 #include "collectives/allgather.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -49,7 +50,7 @@ namespace detail {
 inline void check_requests(const std::vector<int>& from, int size) {
     for (std::size_t r = 0; r < from.size(); ++r)
         if (from[r] < 0 || from[r] >= size)
-            throw usage_error("put_get: rank " + std::to_string(r) + " asked for the value of rank " +
+            throw agreed_error("put_get: rank " + std::to_string(r) + " asked for the value of rank " +
                               std::to_string(from[r]) + ", outside the group of " + std::to_string(size));
 }
 }  // namespace detail

@@ -124,6 +124,9 @@ public:
         return {index_[static_cast<std::size_t>(m.source)], std::move(m.value)};
     }
     tag next_tag(stream s = {}) { return tag(context_pool::stream_of(context_, s), counter_->next(s).sequence()); }
+    tag upcoming_tag(stream s = {}) {
+        return tag(context_pool::stream_of(context_, s), counter_->upcoming(s).sequence());
+    }
     context_pool& contexts() { return parent_->contexts(); }
 
     // The parent, and the parent rank of each member (in group rank order).

@@ -182,6 +182,7 @@ public:
     // pass_on: detail/byte_messages.hpp, as net_communicator's; a message
     // passed on goes to a fiber of this node or to another node.
     tag next_tag(stream s = {}) { return mine().counter.next(s); }
+    tag upcoming_tag(stream s = {}) { return mine().counter.upcoming(s); }
     context_pool& contexts() { return mine().contexts; }
 
     // As net_communicator's land and expect (net/landing.hpp), for a

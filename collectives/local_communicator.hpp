@@ -18,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +34,15 @@
 #include "csp/view.hpp"
 
 namespace csp::collectives {
+
+// A revocation's text, sent as a std::string (revocation.hpp).
+template <>
+struct revocation_body<std::any> {
+    static std::string text(const std::any& body) {
+        const auto* t = std::any_cast<std::string>(&body);
+        return t ? *t : std::string("a collective call failed (its revocation carried no text)");
+    }
+};
 
 class local_group {
 public:
@@ -106,6 +116,7 @@ public:
         return {m.source, unbox<T>(std::move(m.body))};
     }
     tag next_tag(stream s = {}) const { return group_->counter(rank_).next(s); }
+    tag upcoming_tag(stream s = {}) const { return group_->counter(rank_).upcoming(s); }
     // Where the ranks meet without messages (shared_board.hpp). None under
     // a model recorder, which sees only messages: the shared-memory
     // algorithms then run their message-passing fallback.

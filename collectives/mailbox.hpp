@@ -19,6 +19,11 @@
 //     error, posted or not. What arrived before the failure is still
 //     received. A receive from any source `among` a set (a group's
 //     members) fails only for a source of the set.
+//   - a revoked stream (revocation.hpp) stays revoked: every receive of it
+//     from the revoked call on that no message already here satisfies
+//     throws the revocation's error, from whichever source; the earliest
+//     call revoked counts. A revocation is not a message: no receive takes
+//     it.
 // Channel writes happen after the lock is released; a posted receive's
 // channel holds one value, so the write never blocks.
 //
@@ -45,6 +50,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "collectives/detail/peer_context.hpp"
+#include "collectives/revocation.hpp"
 #include "collectives/tag.hpp"
 #include "csp/channel.hpp"
 #include "csp/preemption.hpp"
@@ -55,6 +61,13 @@
 namespace csp::collectives {
 
 inline constexpr int any_source = -1;
+
+// The text of a revocation message (revocation.hpp) in a mailbox's body
+// type; specialised beside each communicator's body.
+template <class Body>
+struct revocation_body {
+    static std::string text(const Body&) { return "a collective call failed (its revocation carried no text)"; }
+};
 
 template <class Body>
 class mailbox {
@@ -68,6 +81,10 @@ public:
 
     // Never blocks.
     void deliver(int source, std::uint64_t tag, Body body) {
+        if (tag::from_bits(tag).call() == revocation_code) {
+            revoke(source, tag::from_bits(tag), revocation_body<Body>::text(body));
+            return;
+        }
         std::unique_lock lk(lock_);
         for (auto it = posted_.begin(); it != posted_.end(); ++it) {
             if (it->tag != tag || (it->source != any_source && it->source != source)) continue;
@@ -105,6 +122,12 @@ public:
             lk.unlock();
             rethrow_waiting(e, source, tag);
         }
+        if (!revoked_.empty()) {
+            if (auto e = revocation_for(tag::from_bits(tag))) {
+                lk.unlock();
+                std::rethrow_exception(e);
+            }
+        }
         reply_slot* reply = free_slot_locked();
         posted_.push_back(posted{source, tag, reply, among});
         lk.unlock();
@@ -137,6 +160,29 @@ public:
                 if (source != any_source && !p.among.empty() &&
                     std::find(p.among.begin(), p.among.end(), source) == p.among.end())
                     return false;
+                woken.push_back(p);
+                return true;
+            });
+        }
+        for (auto& p : woken) p.reply->out.write(envelope{source, p.tag, Body{}, error});
+    }
+
+    // Stream t.stream_id() is revoked from call t.sequence() on, by rank
+    // `source` (revocation.hpp): its waiting receives of those calls, and
+    // every later one no message here satisfies, throw.
+    void revoke(int source, tag t, const std::string& text) {
+        const auto error = detail::revoked_error(text);
+        std::vector<posted> woken;
+        {
+            std::lock_guard lk(lock_);
+            auto [it, fresh] = revoked_.try_emplace(t.stream_id(), revocation{t.sequence(), error});
+            if (!fresh) {
+                if (t.sequence() >= it->second.from) return;  // an earlier call's revocation stands
+                it->second = revocation{t.sequence(), error};
+            }
+            std::erase_if(posted_, [&](const posted& p) {
+                const auto q = tag::from_bits(p.tag);
+                if (q.stream_id() != t.stream_id() || q.sequence() < t.sequence()) return false;
                 woken.push_back(p);
                 return true;
             });
@@ -250,6 +296,11 @@ private:
         if (n != 0) free_.push_back(reply);  // no deliverer has it: still empty
     }
 
+    std::exception_ptr revocation_for(tag t) const {
+        const auto it = revoked_.find(t.stream_id());
+        return it != revoked_.end() && t.sequence() >= it->second.from ? it->second.error : nullptr;
+    }
+
     std::exception_ptr failure_for(int source, std::span<const int> among) const {
         if (everyone_) return everyone_;
         if (source == any_source) {
@@ -277,6 +328,11 @@ private:
     std::vector<reply_slot*> free_;                   // slots no taker holds
     std::map<int, std::exception_ptr> failed_;
     std::exception_ptr everyone_;
+    struct revocation {
+        std::uint32_t from;  // the first call revoked
+        std::exception_ptr error;
+    };
+    std::map<std::uint32_t, revocation> revoked_;  // by stream id
 };
 
 }  // namespace csp::collectives

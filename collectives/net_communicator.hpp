@@ -129,6 +129,7 @@ public:
         return node_->expect(from, port_id_, t.bits());
     }
     tag next_tag(stream s = {}) { return counter_.next(s); }
+    tag upcoming_tag(stream s = {}) { return counter_.upcoming(s); }
     // This node's group contexts (context_pool.hpp, group.hpp).
     context_pool& contexts() { return contexts_; }
 

@@ -20,6 +20,7 @@
 // so neither takes the other's messages; the receive waits, and the
 // job-wide deadlock report (or the peer's departure) ends it, naming the
 // collective of the message that did arrive for that call (mailbox.hpp).
+#include <atomic>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -49,6 +50,11 @@ constexpr std::uint8_t call_code(std::string_view collective) {
         if (call_names[i] == collective) return static_cast<std::uint8_t>(i + 1);
     return 31;
 }
+// The code of a revocation (revocation.hpp): a rank whose call failed tells
+// the others, with the call's tag marked so, that the stream is unusable
+// from that call on. No collective draws it.
+inline constexpr std::uint8_t revocation_code = 30;
+
 // The collective a call code names ("" for 0, "a collective" for 31).
 constexpr std::string_view call_name(std::uint8_t code) {
     if (code == 0) return "";
@@ -89,18 +95,33 @@ private:
 };
 
 // One rank's call counters, one per stream. Several processes of one rank may
-// draw tags at once, hence the lock.
+// draw tags at once: the first few streams, which nearly every call uses,
+// count in atomics; the others under a lock.
 class tag_counter {
 public:
     tag next(stream s) {
-        if (s.id >= stream::limit)
-            throw usage_error("collective stream id " + std::to_string(s.id) + " is out of range (at most " +
-                              std::to_string(stream::limit - 1) + ")");
+        check(s);
+        if (s.id < fast) return tag(s.id, fast_[s.id].fetch_add(1, std::memory_order_relaxed));
         std::lock_guard lk(lock_);
         return tag(s.id, counts_[s.id]++);
     }
+    // The tag next(s) would draw, without drawing it.
+    tag upcoming(stream s) {
+        check(s);
+        if (s.id < fast) return tag(s.id, fast_[s.id].load(std::memory_order_relaxed));
+        std::lock_guard lk(lock_);
+        const auto it = counts_.find(s.id);
+        return tag(s.id, it == counts_.end() ? 0 : it->second);
+    }
 
 private:
+    static void check(stream s) {
+        if (s.id >= stream::limit)
+            throw usage_error("collective stream id " + std::to_string(s.id) + " is out of range (at most " +
+                              std::to_string(stream::limit - 1) + ")");
+    }
+    static constexpr std::uint32_t fast = 4;
+    std::atomic<std::uint32_t> fast_[fast]{};
     std::mutex lock_;
     std::map<std::uint32_t, std::uint32_t> counts_;
 };

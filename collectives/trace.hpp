@@ -67,6 +67,11 @@ public:
     int rank() const { return inner_->rank(); }
     int size() const { return inner_->size(); }
     tag next_tag(stream s = {}) { return inner_->next_tag(s); }
+    tag upcoming_tag(stream s = {})
+        requires requires(C& c, stream x) { c.upcoming_tag(x); }
+    {
+        return inner_->upcoming_tag(s);
+    }
     auto& contexts() { return inner_->contexts(); }
     // The inner communicator's shared boards, if it has them: tracing does
     // not change which algorithm runs (a board meeting sends no messages,

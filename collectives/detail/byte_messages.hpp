@@ -12,12 +12,28 @@
 //   void pass(int to, tag t, const net::message& m)   m's bytes and type to rank `to`
 #include <cstddef>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "collectives/communicator.hpp"
 #include "collectives/mailbox.hpp"
 #include "net/codec.hpp"
 #include "net/message.hpp"
+
+namespace csp::collectives {
+// A revocation's text, sent as a std::string (revocation.hpp).
+template <>
+struct revocation_body<net::message> {
+    static std::string text(const net::message& m) {
+        try {
+            return m.as<std::string>();
+        } catch (const std::exception& e) {
+            return std::string("a collective call failed at rank ") + std::to_string(m.source) +
+                   " (its revocation was unreadable: " + e.what() + ")";
+        }
+    }
+};
+}  // namespace csp::collectives
 
 namespace csp::collectives::detail {
 

@@ -380,10 +380,12 @@ TEST(stapers_operations, bad_counts_and_requests_are_named_on_every_rank) {
                 ++counts_refused;
             }
             // Rank 2 asks for a rank that does not exist: every rank hears
-            // which rank asked for what, and none waits forever.
+            // which rank asked for what, and none waits forever. (Stream 1:
+            // a length that does not fit the counts, above, is an error one
+            // rank may make alone, so it revoked stream 0: revocation.hpp.)
             cc::registry::put_get::for_each([&](auto a) {
                 try {
-                    a(c, c.rank(), c.rank() == 2 ? 9 : 0);
+                    a(c, c.rank(), c.rank() == 2 ? 9 : 0, cc::stream{1});
                     ADD_FAILURE() << grid::name_of(a) << " took a request for rank 9";
                 } catch (const csp::usage_error& e) {
                     EXPECT_NE(std::string(e.what()).find("rank 2 asked for the value of rank 9, outside the group of 4"),

@@ -754,8 +754,42 @@ int mismatched_calls_mode(const std::string& mode) {
     return 0;
 }
 
+// One rank's bad input (net_test.cpp, revoked_stream): the root of a
+// scatter holds too few values, rank 1 gives alltoall too many, or the root
+// of a reduce_scatter folds vectors of different lengths. Every rank prints
+// what its call threw, then what a later allreduce on the same stream and
+// one on another stream gave.
+int bad_input_mode(const std::string& mode) {
+    csp::run([&] {
+        csp::net::node self;
+        cc::net_communicator comm(self);
+        const int r = comm.rank(), n = comm.size();
+        try {
+            if (mode == "bad-input-scatter") {
+                (void)cc::scatter(comm, std::vector<int>(r == 0 ? n - 1 : 0, 5), 0);
+            } else if (mode == "bad-input-alltoall") {
+                (void)cc::alltoall(comm, std::vector<int>(r == 1 ? n + 1 : n, r));
+            } else {
+                (void)cc::reduce_scatter_block(comm, std::vector<double>(r == 0 ? 2 * n : 3 * n, 1.0), cc::sum{});
+            }
+            std::printf("answer\n");
+        } catch (const std::exception& e) {
+            std::printf("failed: %s\n", e.what());
+        }
+        try {
+            std::printf("same stream %d\n", cc::allreduce(comm, 1, cc::sum{}));
+        } catch (const cc::stream_revoked&) {
+            std::printf("same stream revoked\n");
+        }
+        std::printf("other stream %d\n", cc::allreduce(comm, 1, cc::sum{}, cc::stream{1}));
+        std::fflush(stdout);
+    });
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]).starts_with("mismatched-calls")) return mismatched_calls_mode(argv[1]);
+    if (argc > 1 && std::string(argv[1]).starts_with("bad-input")) return bad_input_mode(argv[1]);
     if (argc > 1 && std::string(argv[1]) == "allreduce-forever") {
         csp::run([] {
             csp::net::node self;

@@ -130,6 +130,33 @@ TEST(net_mismatched_calls, an_allgather_against_an_allreduce_gives_no_answer) {
     EXPECT_TRUE(on_board || deadlock) << r.output;
 }
 
+// Regression: input only one rank could see was wrong (a scatter root's
+// values, one rank's alltoall values, vectors of different lengths that only
+// the reduce_scatter's root folds). That rank threw; the others waited for
+// its messages until it left, or for ever if it went on. Now its error
+// reaches every rank of the call, each names the rank and the call, and
+// the stream is revoked at every rank; another stream still works. Over
+// TCP: on one host over UCX the later allreduce meets on the host board,
+// which pairs calls by their numbers, not through the mailbox.
+class net_bad_input : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(net_bad_input, one_ranks_bad_input_fails_the_call_on_every_rank_and_revokes_the_stream) {
+    auto r = launch(4, "CSP_TRANSPORT=tcp", "bad-input-" + GetParam());
+    EXPECT_EQ(count(r.output, "answer"), 0u) << r.output;
+    EXPECT_EQ(count(r.output, "] failed: "), 4u) << r.output;
+    const std::string bad_rank = GetParam() == "alltoall" ? "rank 1's alltoall" : "rank 0's " + GetParam();
+    EXPECT_EQ(count(r.output, "] failed: " + bad_rank + " (call 0 of stream 0) failed: "), 3u) << r.output;
+    // A later receive of the stream fails unless its message is already
+    // there (a rank may have sent it before it heard of the failure), and
+    // then the answer is right: never a wrong one, never a wait.
+    const auto revoked = count(r.output, "same stream revoked");
+    EXPECT_GE(revoked, 1u) << r.output;
+    EXPECT_EQ(revoked + count(r.output, "same stream 4"), 4u) << r.output;
+    EXPECT_EQ(count(r.output, "other stream 4"), 4u) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(calls, net_bad_input, ::testing::Values("scatter", "alltoall", "reduce_scatter"));
+
 // The host board (processes of one host meeting in shared memory; under
 // CSP_TRANSPORT=tcp the ranks do not share it and the same calls pass
 // messages): every sum of 2,000 rounds with late ranks, rank order, vectors,

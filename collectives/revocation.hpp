@@ -1,0 +1,119 @@
+#pragma once
+// A collective call that fails at one rank fails at every rank.
+//
+// Some bad input is seen by one rank only: a root's scatter holds too few
+// values, one rank's alltoall too many, the root of a reduce folds vectors
+// of different lengths, a user's op throws. That rank throws; the others
+// would wait for its messages for ever. So a collective called by its plain
+// name (dispatch.hpp) runs inside `guarded`: an error thrown at this rank
+// (not one received from another rank: a peer's failure, another rank's
+// revocation) is sent to every rank of the group, itself included, marked
+// with the call's first tag and revocation_code (tag.hpp). Each mailbox then
+// fails every receive of that stream from that call on, waiting or to come,
+// that no message already there satisfies:
+//
+//   stream_revoked: "rank 0's scatter (call 3 of stream 0) failed: scatter:
+//   the root holds 3 values for 4 ranks; ..."
+//
+// From that call on the ranks' counters of the stream disagree (the failing
+// rank drew fewer tags than the others), so no later call of the stream
+// could pair the right messages: it stays revoked, as MPI's
+// MPI_Comm_revoke leaves a communicator. A program that catches the error
+// and goes on uses another stream (or a new communicator). A later call
+// that receives a message of the stream throws; one that only sends (a
+// broadcast's root) may return, and the board algorithms, which pair calls
+// without messages, either run (the shared board of ranks as fibers, which
+// pairs meetings in order) or refuse the meeting (a host board, which
+// compares the calls' numbers).
+//
+// Cost: reading the stream's counter once per call (an atomic load for the
+// first streams, tag.hpp), and a branch in each delivery and each receive.
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "collectives/communicator.hpp"
+#include "collectives/tag.hpp"
+#include "csp/error.hpp"
+#include "net/errors.hpp"
+
+namespace csp::collectives {
+
+// A receive of a stream that a rank revoked at or before the receive's call.
+class stream_revoked : public usage_error {
+public:
+    using usage_error::usage_error;
+};
+
+namespace detail {
+
+// A usage error every rank of the call finds alike, from what they all hold
+// (a put_get request outside the group, seen by every rank after the
+// requests were gathered): their counters still agree, so the stream needs
+// no revocation.
+class agreed_error : public usage_error {
+public:
+    using usage_error::usage_error;
+};
+
+// The tag the next call of stream s will draw (its sequence is the call's),
+// where the communicator can tell.
+template <class C>
+constexpr bool has_upcoming_tag = requires(C& c, stream s) {
+    { c.upcoming_tag(s) } -> std::same_as<tag>;
+};
+
+// What a revocation message carries: the failed call and why.
+inline std::string revocation_text(int rank, std::string_view collective, tag first, const std::exception& why) {
+    return "rank " + std::to_string(rank) + "'s " + std::string(collective) + " (call " +
+           std::to_string(first.sequence()) + " of stream " + std::to_string(first.stream_id()) + ") failed: " +
+           why.what();
+}
+
+// The error a receive of a revoked stream throws.
+inline std::exception_ptr revoked_error(const std::string& text) {
+    return std::make_exception_ptr(stream_revoked(
+        text + "; every rank stops at that call, and the ranks' calls of this stream no longer pair up (a later "
+               "receive of it fails too): go on in another stream"));
+}
+
+// Tells every rank of comm (this one too) that the call with tag `first`
+// failed here. A rank that cannot be told (gone) fails on its own.
+template <class C>
+void revoke(C& comm, tag first, const std::string& text) {
+    const tag t = first.step(0).of_call(revocation_code);
+    for (int r = 0; r < comm.size(); ++r) {
+        try {
+            comm.send(r, t, text);
+        } catch (...) {
+        }
+    }
+}
+
+// Runs one collective call, f(), of stream s. An error of this rank's own
+// revokes the stream from the call on, at every rank, and is rethrown.
+template <class C, class F>
+decltype(auto) guarded(C& comm, stream s, std::string_view collective, F&& f) {
+    if constexpr (has_upcoming_tag<C>) {
+        const tag first = comm.upcoming_tag(s);
+        try {
+            return std::forward<F>(f)();
+        } catch (const stream_revoked&) {
+            throw;
+        } catch (const agreed_error&) {
+            throw;
+        } catch (const net::peer_error&) {
+            throw;
+        } catch (const deadlock_error&) {
+            throw;
+        } catch (const std::exception& e) {
+            revoke(comm, first, revocation_text(comm.rank(), collective, first, e));
+            throw;
+        }
+    } else {
+        return std::forward<F>(f)();
+    }
+}
+
+}  // namespace detail
+}  // namespace csp::collectives
