@@ -50,7 +50,6 @@ template <class C, class T>
 T broadcast(C& comm, T value, int root = 0, stream s = {}) {
     // The size is the root's alone, so it cannot choose: the table picks by
     // group size, and whether the value is a vector (the same everywhere).
-    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
     return detail::guarded(comm, s, "broadcast", [&] {
         return registry::broadcast::run(detail::choose<registry::broadcast>(comm, 0, true, detail::is_vector<T>::value),
                                         comm, std::move(value), root, s);
@@ -69,8 +68,8 @@ template <class C, class E>
 void broadcast_into(C& comm, std::span<E> data, int root = 0, stream s = {}) {
     static_assert(std::is_trivially_copyable_v<E> && !std::is_const_v<E>,
                   "broadcast_into: a writable buffer of plain elements");
-    topology::check(comm.rank(), comm.size(), root);
     detail::guarded(comm, s, "broadcast", [&] {
+        topology::check(comm.rank(), comm.size(), root);
         const std::string_view a = detail::choose<registry::broadcast>(comm, data.size_bytes(), true, true);
         if (a == broadcast_host_memory.info.name && broadcast_host_memory.into(comm, data, root, s)) return;
         std::vector<E> v;
@@ -87,7 +86,6 @@ void broadcast_into(C& comm, std::span<E> data, int root = 0, stream s = {}) {
 
 template <class C, class T, class Op>
 std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
     return detail::guarded(comm, s, "reduce", [&] {
         const auto a = detail::choose<registry::reduce>(comm, detail::byte_size(value), commutes(op),
                                                         detail::is_vector<T>::value && acts_elementwise(op));
@@ -106,12 +104,12 @@ T allreduce(C& comm, T value, const Op& op, stream s = {}) {
 
 template <class C>
 void barrier(C& comm, stream s = {}) {
-    detail::guarded(comm, s, "barrier", [&] { registry::barrier::run(detail::choose<registry::barrier>(comm), comm, s); });
+    detail::guarded(comm, s, "barrier",
+                    [&] { registry::barrier::run(detail::choose<registry::barrier>(comm), comm, s); });
 }
 
 template <class C, class T>
 std::optional<std::vector<T>> gather(C& comm, T value, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
     return detail::guarded(comm, s, "gather", [&] {
         return registry::gather::run(detail::choose<registry::gather>(comm), comm, std::move(value), root, s);
     });
@@ -127,7 +125,6 @@ std::vector<T> allgather(C& comm, T value, stream s = {}) {
 
 template <class C, class T>
 T scatter(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
-    topology::check(comm.rank(), comm.size(), root);  // alike everywhere: no revocation
     return detail::guarded(comm, s, "scatter", [&] {
         return registry::scatter::run(detail::choose<registry::scatter>(comm), comm, std::move(values), root, s);
     });

@@ -38,12 +38,14 @@ namespace csp::collectives {
 
 template <class C, class T>
 T sendrecv(C& comm, T value, int to, int from, stream s = {}) {
-    detail::check_rank(to, comm.size(), "sendrecv: destination");
-    detail::check_rank(from, comm.size(), "sendrecv: source");
-    const tag t = comm.next_tag(s);
-    if (to == comm.rank() && from == comm.rank()) return value;
-    comm.send(to, t, std::move(value));
-    return comm.template receive<T>(from, t);
+    return detail::guarded(comm, s, "sendrecv", [&]() -> T {
+        detail::check_rank(to, comm.size(), "sendrecv: destination");
+        detail::check_rank(from, comm.size(), "sendrecv: source");
+        const tag t = comm.next_tag(s);
+        if (to == comm.rank() && from == comm.rank()) return std::move(value);
+        comm.send(to, t, std::move(value));
+        return comm.template receive<T>(from, t);
+    });
 }
 
 namespace detail {

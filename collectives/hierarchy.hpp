@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <span>
@@ -43,6 +44,7 @@
 
 #include "collectives/dispatch.hpp"
 #include "collectives/group.hpp"
+#include "collectives/revocation.hpp"
 #include "csp/config.hpp"
 
 namespace csp::collectives {
@@ -109,6 +111,42 @@ namespace hierarchical {
 
 namespace detail {
 
+// A hierarchical call runs on several levels, and a revocation reaches the
+// ranks of one level only (revocation.hpp): a host's leader that fails
+// tells its host, but the other hosts' ranks wait in the leaders' step or
+// in their own host's hand-out. So an error at this rank, its own or a
+// level's stream_revoked, revokes stream s of every level this rank is in,
+// and of the whole communicator, from the call on: each rank passes it on
+// to the levels it shares with others, and every rank of every host hears.
+template <class C, class F>
+decltype(auto) guarded_levels(hierarchy<C>& h, stream s, std::string_view collective, F&& f) {
+    namespace base = csp::collectives::detail;
+    group<C>* const levels[] = {&h.local(), h.leaders(), h.across()};
+    tag firsts[std::size(levels)];
+    for (std::size_t i = 0; i < std::size(levels); ++i)
+        if (levels[i]) firsts[i] = levels[i]->upcoming_tag(s);
+    std::optional<tag> whole;
+    if constexpr (base::has_upcoming_tag<C>) whole = h.all().upcoming_tag(s);
+    try {
+        return std::forward<F>(f)();
+    } catch (const net::peer_error&) {
+        throw;
+    } catch (const deadlock_error&) {
+        throw;
+    } catch (const base::agreed_error&) {
+        throw;
+    } catch (const std::exception& e) {
+        const auto* revoked = dynamic_cast<const stream_revoked*>(&e);
+        const std::string text =
+            revoked ? revoked->cause()
+                    : base::revocation_text(h.all(), "hierarchical " + std::string(collective), s, std::nullopt, e);
+        for (std::size_t i = 0; i < std::size(levels); ++i)
+            if (levels[i]) base::revoke(*levels[i], firsts[i], text);
+        if (whole) base::revoke(h.all(), *whole, text);
+        throw;
+    }
+}
+
 // Where `root` (a rank of the whole communicator) sits: its local rank is
 // known only on its host, so a hierarchy call that takes a root first tells
 // every rank which leader stands for it, through the local level.
@@ -143,83 +181,94 @@ int leader_index_of(hierarchy<C>& h, int root, stream s) {
 // where a host's ranks share its cores it measured no faster (README).
 template <class C, class T, class Op>
 T allreduce_across(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
-    if constexpr (!csp::collectives::detail::is_vector<T>::value) {
-        throw usage_error("hierarchical allreduce_across: cuts a vector into blocks; it cannot take a single value");
-    } else {
-        if (!commutes(op) || !acts_elementwise(op))
-            throw usage_error("hierarchical allreduce_across: needs an op that commutes and acts element by element");
-        if (h.across() == nullptr)
-            throw usage_error("hierarchical allreduce_across: needs hosts that hold as many ranks each, more than one");
-        const auto k = static_cast<std::size_t>(h.local().size()), length = value.size();
-        const auto counts = csp::collectives::detail::even_counts(length, k);
-        auto mine = csp::collectives::reduce_scatter(h.local(), std::move(value), counts, op, s);
-        mine = csp::collectives::allreduce(*h.across(), std::move(mine), op, s);
-        const auto blocks = csp::collectives::allgather(h.local(), std::move(mine), s);
-        T out;
-        out.reserve(length);
-        for (const auto& b : blocks) out.insert(out.end(), b.begin(), b.end());
-        return out;
-    }
+    return detail::guarded_levels(h, s, "allreduce", [&]() -> T {
+        if constexpr (!csp::collectives::detail::is_vector<T>::value) {
+            throw usage_error(
+                "hierarchical allreduce_across: cuts a vector into blocks; it cannot take a single value");
+        } else {
+            if (!commutes(op) || !acts_elementwise(op))
+                throw usage_error(
+                    "hierarchical allreduce_across: needs an op that commutes and acts element by element");
+            if (h.across() == nullptr)
+                throw usage_error(
+                    "hierarchical allreduce_across: needs hosts that hold as many ranks each, more than one");
+            const auto k = static_cast<std::size_t>(h.local().size()), length = value.size();
+            const auto counts = csp::collectives::detail::even_counts(length, k);
+            auto mine = csp::collectives::reduce_scatter(h.local(), std::move(value), counts, op, s);
+            mine = csp::collectives::allreduce(*h.across(), std::move(mine), op, s);
+            const auto blocks = csp::collectives::allgather(h.local(), std::move(mine), s);
+            T out;
+            out.reserve(length);
+            for (const auto& b : blocks) out.insert(out.end(), b.begin(), b.end());
+            return out;
+        }
+    });
 }
 
 // v0 op v1 op ... op v(n-1) at every rank.
 template <class C, class T, class Op>
 T allreduce(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
-    if (!h.contiguous() && !commutes(op)) return csp::collectives::allreduce(h.all(), std::move(value), op, s);
-    std::size_t length = 0;
-    if constexpr (csp::collectives::detail::element_vector<T>) length = value.size();
-    auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
-    if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
-    if constexpr (csp::collectives::detail::element_vector<T>) {
-        if (acts_elementwise(op)) {
-            // The result is as long as every rank's vector (an element-wise
-            // op folds vectors of one length), so the hand-out inside the
-            // host goes into a buffer of that length, which the table may
-            // fill through the host's board (broadcast_into) where a plain
-            // broadcast, whose size only the root knows, passes messages.
-            T result = here ? std::move(*here) : T(length);
-            csp::collectives::broadcast_into(h.local(), std::span(result), 0, s);
-            return result;
+    return detail::guarded_levels(h, s, "allreduce", [&]() -> T {
+        if (!h.contiguous() && !commutes(op)) return csp::collectives::allreduce(h.all(), std::move(value), op, s);
+        std::size_t length = 0;
+        if constexpr (csp::collectives::detail::element_vector<T>) length = value.size();
+        auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
+        if (h.is_leader()) here = csp::collectives::allreduce(*h.leaders(), std::move(*here), op, s);
+        if constexpr (csp::collectives::detail::element_vector<T>) {
+            if (acts_elementwise(op)) {
+                // The result is as long as every rank's vector (an element-wise
+                // op folds vectors of one length), so the hand-out inside the
+                // host goes into a buffer of that length, which the table may
+                // fill through the host's board (broadcast_into) where a plain
+                // broadcast, whose size only the root knows, passes messages.
+                T result = here ? std::move(*here) : T(length);
+                csp::collectives::broadcast_into(h.local(), std::span(result), 0, s);
+                return result;
+            }
         }
-    }
-    return csp::collectives::broadcast(h.local(), here ? std::move(*here) : T{}, 0, s);
+        return csp::collectives::broadcast(h.local(), here ? std::move(*here) : T{}, 0, s);
+    });
 }
 
 // The fold at `root` only.
 template <class C, class T, class Op>
 std::optional<T> reduce(hierarchy<C>& h, T value, const Op& op, int root = 0, stream s = {}) {
-    topology::check(h.all().rank(), h.all().size(), root);
-    if (!h.contiguous() && !commutes(op)) return csp::collectives::reduce(h.all(), std::move(value), op, root, s);
-    auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
-    if (h.is_leader()) {
-        const int to = detail::leader_index_of(h, root, s);
-        here = csp::collectives::reduce(*h.leaders(), std::move(*here), op, to, s);
-    }
-    // On the root's host, its leader hands the result over.
-    const int at = detail::is_root_here(h, root);
-    if (at < 0) return std::nullopt;
-    const tag t = h.local().next_tag(s);
-    if (at == 0) return h.local().rank() == 0 ? here : std::nullopt;
-    if (h.local().rank() == 0) h.local().send(at, t, std::move(*here));
-    if (h.local().rank() == at) return h.local().template receive<T>(0, t);
-    return std::nullopt;
+    return detail::guarded_levels(h, s, "reduce", [&]() -> std::optional<T> {
+        topology::check(h.all().rank(), h.all().size(), root);
+        if (!h.contiguous() && !commutes(op)) return csp::collectives::reduce(h.all(), std::move(value), op, root, s);
+        auto here = csp::collectives::reduce(h.local(), std::move(value), op, 0, s);
+        if (h.is_leader()) {
+            const int to = detail::leader_index_of(h, root, s);
+            here = csp::collectives::reduce(*h.leaders(), std::move(*here), op, to, s);
+        }
+        // On the root's host, its leader hands the result over.
+        const int at = detail::is_root_here(h, root);
+        if (at < 0) return std::nullopt;
+        const tag t = h.local().next_tag(s);
+        if (at == 0) return h.local().rank() == 0 ? here : std::nullopt;
+        if (h.local().rank() == 0) h.local().send(at, t, std::move(*here));
+        if (h.local().rank() == at) return h.local().template receive<T>(0, t);
+        return std::nullopt;
+    });
 }
 
 // The root's value at every rank.
 template <class C, class T>
 T broadcast(hierarchy<C>& h, T value, int root = 0, stream s = {}) {
-    topology::check(h.all().rank(), h.all().size(), root);
-    const int at = detail::is_root_here(h, root);
-    if (at > 0) {  // the root hands its value to its leader
-        const tag t = h.local().next_tag(s);
-        if (h.local().rank() == at) h.local().send(0, t, value);
-        if (h.local().rank() == 0) value = h.local().template receive<T>(at, t);
-    }
-    if (h.is_leader()) {
-        const int from = detail::leader_index_of(h, root, s);
-        value = csp::collectives::broadcast(*h.leaders(), std::move(value), from, s);
-    }
-    return csp::collectives::broadcast(h.local(), std::move(value), 0, s);
+    return detail::guarded_levels(h, s, "broadcast", [&]() -> T {
+        topology::check(h.all().rank(), h.all().size(), root);
+        const int at = detail::is_root_here(h, root);
+        if (at > 0) {  // the root hands its value to its leader
+            const tag t = h.local().next_tag(s);
+            if (h.local().rank() == at) h.local().send(0, t, value);
+            if (h.local().rank() == 0) value = h.local().template receive<T>(at, t);
+        }
+        if (h.is_leader()) {
+            const int from = detail::leader_index_of(h, root, s);
+            value = csp::collectives::broadcast(*h.leaders(), std::move(value), from, s);
+        }
+        return csp::collectives::broadcast(h.local(), std::move(value), 0, s);
+    });
 }
 
 namespace detail {
@@ -242,34 +291,38 @@ std::vector<T> place_by_rank(std::vector<host_part<T>> parts, int n) {
 // the leader of the root's host, which hands the whole to the root.
 template <class C, class T>
 std::optional<std::vector<T>> gather(hierarchy<C>& h, T value, int root = 0, stream s = {}) {
-    topology::check(h.all().rank(), h.all().size(), root);
-    auto here = csp::collectives::gather(h.local(), std::move(value), 0, s);
-    std::optional<std::vector<T>> all;
-    if (h.is_leader()) {
-        const int to = detail::leader_index_of(h, root, s);
-        auto parts = csp::collectives::gather(*h.leaders(), detail::host_part<T>(h.local().members(), std::move(*here)),
-                                              to, s);
-        if (parts) all = detail::place_by_rank(std::move(*parts), h.all().size());
-    }
-    const int at = detail::is_root_here(h, root);
-    if (at <= 0) return all;
-    const tag t = h.local().next_tag(s);
-    if (h.local().rank() == 0) h.local().send(at, t, std::move(*all));
-    if (h.local().rank() == at) return h.local().template receive<std::vector<T>>(0, t);
-    return std::nullopt;
+    return detail::guarded_levels(h, s, "gather", [&]() -> std::optional<std::vector<T>> {
+        topology::check(h.all().rank(), h.all().size(), root);
+        auto here = csp::collectives::gather(h.local(), std::move(value), 0, s);
+        std::optional<std::vector<T>> all;
+        if (h.is_leader()) {
+            const int to = detail::leader_index_of(h, root, s);
+            auto mine = detail::host_part<T>(h.local().members(), std::move(*here));
+            auto parts = csp::collectives::gather(*h.leaders(), std::move(mine), to, s);
+            if (parts) all = detail::place_by_rank(std::move(*parts), h.all().size());
+        }
+        const int at = detail::is_root_here(h, root);
+        if (at <= 0) return all;
+        const tag t = h.local().next_tag(s);
+        if (h.local().rank() == 0) h.local().send(at, t, std::move(*all));
+        if (h.local().rank() == at) return h.local().template receive<std::vector<T>>(0, t);
+        return std::nullopt;
+    });
 }
 
 // Every rank's value at every rank, in rank order.
 template <class C, class T>
 std::vector<T> allgather(hierarchy<C>& h, T value, stream s = {}) {
-    auto here = csp::collectives::gather(h.local(), std::move(value), 0, s);
-    std::vector<T> all;
-    if (h.is_leader()) {
-        auto parts =
-            csp::collectives::allgather(*h.leaders(), detail::host_part<T>(h.local().members(), std::move(*here)), s);
-        all = detail::place_by_rank(std::move(parts), h.all().size());
-    }
-    return csp::collectives::broadcast(h.local(), std::move(all), 0, s);
+    return detail::guarded_levels(h, s, "allgather", [&]() -> std::vector<T> {
+        auto here = csp::collectives::gather(h.local(), std::move(value), 0, s);
+        std::vector<T> all;
+        if (h.is_leader()) {
+            auto mine = detail::host_part<T>(h.local().members(), std::move(*here));
+            auto parts = csp::collectives::allgather(*h.leaders(), std::move(mine), s);
+            all = detail::place_by_rank(std::move(parts), h.all().size());
+        }
+        return csp::collectives::broadcast(h.local(), std::move(all), 0, s);
+    });
 }
 
 // v0 op ... op v(me) at each rank. With hosts of consecutive ranks: a scan
@@ -291,29 +344,36 @@ std::optional<T> hosts_before(hierarchy<C>& h, const T& value, const Op& op, str
 
 template <class C, class T, class Op>
 T scan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
-    if (!h.contiguous()) return csp::collectives::scan(h.all(), std::move(value), op, s);
-    const auto offset = detail::hosts_before(h, value, op, s);
-    T prefix = csp::collectives::scan(h.local(), std::move(value), op, s);
-    if (offset) csp::collectives::detail::combine_into(op, prefix, std::as_const(*offset), true);  // offset op prefix
-    return prefix;
+    return detail::guarded_levels(h, s, "scan", [&]() -> T {
+        if (!h.contiguous()) return csp::collectives::scan(h.all(), std::move(value), op, s);
+        const auto offset = detail::hosts_before(h, value, op, s);
+        T prefix = csp::collectives::scan(h.local(), std::move(value), op, s);
+        // offset op prefix
+        if (offset) csp::collectives::detail::combine_into(op, prefix, std::as_const(*offset), true);
+        return prefix;
+    });
 }
 
 // v0 op ... op v(me-1) at each rank but rank 0, which gets nothing.
 template <class C, class T, class Op>
 std::optional<T> exscan(hierarchy<C>& h, T value, const Op& op, stream s = {}) {
-    if (!h.contiguous()) return csp::collectives::exscan(h.all(), std::move(value), op, s);
-    const auto offset = detail::hosts_before(h, value, op, s);
-    auto prefix = csp::collectives::exscan(h.local(), std::move(value), op, s);
-    if (!offset) return prefix;
-    if (!prefix) return offset;
-    csp::collectives::detail::combine_into(op, *prefix, std::as_const(*offset), true);  // offset op prefix
-    return prefix;
+    return detail::guarded_levels(h, s, "exscan", [&]() -> std::optional<T> {
+        if (!h.contiguous()) return csp::collectives::exscan(h.all(), std::move(value), op, s);
+        const auto offset = detail::hosts_before(h, value, op, s);
+        auto prefix = csp::collectives::exscan(h.local(), std::move(value), op, s);
+        if (!offset) return prefix;
+        if (!prefix) return offset;
+        csp::collectives::detail::combine_into(op, *prefix, std::as_const(*offset), true);  // offset op prefix
+        return prefix;
+    });
 }
 
 // Returns once every rank of this host has called it (STAPERS's p_lwait).
 template <class C>
 void local_barrier(hierarchy<C>& h, stream s = {}) {
-    csp::collectives::barrier(h.local(), s);
+    return detail::guarded_levels(h, s, "barrier", [&]() -> void {
+        csp::collectives::barrier(h.local(), s);
+    });
 }
 
 // Returns once every rank of the communicator has called it (p_wait): the
@@ -321,9 +381,11 @@ void local_barrier(hierarchy<C>& h, stream s = {}) {
 // releases its host.
 template <class C>
 void barrier(hierarchy<C>& h, stream s = {}) {
-    csp::collectives::reduce(h.local(), std::uint8_t{0}, maximum{}, 0, s);
-    if (h.is_leader()) csp::collectives::barrier(*h.leaders(), s);
-    csp::collectives::broadcast(h.local(), std::uint8_t{0}, 0, s);
+    return detail::guarded_levels(h, s, "barrier", [&]() -> void {
+        csp::collectives::reduce(h.local(), std::uint8_t{0}, maximum{}, 0, s);
+        if (h.is_leader()) csp::collectives::barrier(*h.leaders(), s);
+        csp::collectives::broadcast(h.local(), std::uint8_t{0}, 0, s);
+    });
 }
 
 }  // namespace hierarchical

@@ -58,6 +58,7 @@
 #include "collectives/cartesian.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/receive_view.hpp"
+#include "collectives/revocation.hpp"
 #include "net/landing.hpp"
 #include "net/loans.hpp"
 
@@ -89,16 +90,18 @@ std::size_t receive_into(C& comm, int from, tag t, std::span<E> out) {
 // transport is done with it.
 template <class C, class E>
 std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, int from, stream s = {}) {
-    if (to != no_rank) detail::check_rank(to, comm.size(), "sendrecv: destination");
-    if (from != no_rank) detail::check_rank(from, comm.size(), "sendrecv: source");
-    const tag t = comm.next_tag(s);
-    net::landing landed;
-    if (from != no_rank) landed = detail::land(comm, from, t, in);
-    net::loans book;
-    if (to != no_rank) detail::send_elements(comm, to, t, out, book);
-    const std::size_t got = from == no_rank ? 0 : receive_into(comm, from, t, in);
-    book.settle();
-    return got;
+    return detail::guarded(comm, s, "sendrecv", [&] {
+        if (to != no_rank) detail::check_rank(to, comm.size(), "sendrecv: destination");
+        if (from != no_rank) detail::check_rank(from, comm.size(), "sendrecv: source");
+        const tag t = comm.next_tag(s);
+        net::landing landed;
+        if (from != no_rank) landed = detail::land(comm, from, t, in);
+        net::loans book;
+        if (to != no_rank) detail::send_elements(comm, to, t, out, book);
+        const std::size_t got = from == no_rank ? 0 : receive_into(comm, from, t, in);
+        book.settle();
+        return got;
+    });
 }
 
 // How a neighbour_exchange's start() sends: copies of the rows (the

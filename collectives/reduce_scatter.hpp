@@ -42,7 +42,6 @@
 #include "collectives/detail/host_meeting.hpp"
 #include "collectives/host_board.hpp"
 #include "collectives/receive_view.hpp"
-#include "collectives/revocation.hpp"
 #include "collectives/reduce.hpp"
 #include "collectives/scatter.hpp"
 
@@ -59,12 +58,10 @@ inline std::vector<std::size_t> even_counts(std::size_t length, std::size_t part
 }
 
 // Where each block starts; usage_error unless the counts fit the group and
-// the vector. Every rank passes the same counts, so a wrong number of them
-// is found alike everywhere (no revocation.hpp); a length that does not fit
-// them may be one rank's alone.
+// the vector.
 inline std::vector<std::size_t> block_offsets(const std::vector<std::size_t>& counts, std::size_t length, int size) {
     if (counts.size() != static_cast<std::size_t>(size))
-        throw agreed_error("reduce_scatter: " + std::to_string(counts.size()) + " block counts for " +
+        throw usage_error("reduce_scatter: " + std::to_string(counts.size()) + " block counts for " +
                           std::to_string(size) + " ranks");
     std::vector<std::size_t> offsets(counts.size() + 1, 0);
     std::partial_sum(counts.begin(), counts.end(), offsets.begin() + 1);

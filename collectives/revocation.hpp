@@ -3,14 +3,16 @@
 //
 // Some bad input is seen by one rank only: a root's scatter holds too few
 // values, one rank's alltoall too many, the root of a reduce folds vectors
-// of different lengths, a user's op throws. That rank throws; the others
-// would wait for its messages for ever. So a collective called by its plain
-// name (dispatch.hpp) runs inside `guarded`: an error thrown at this rank
-// (not one received from another rank: a peer's failure, another rank's
-// revocation) is sent to every rank of the group, itself included, marked
-// with the call's first tag and revocation_code (tag.hpp). Each mailbox then
-// fails every receive of that stream from that call on, waiting or to come,
-// that no message already there satisfies:
+// of different lengths, a user's op throws, one rank names a root outside
+// the group. That rank throws; the others would wait for its messages for
+// ever. So a collective called by its plain name (dispatch.hpp), and
+// Aspen's reduce, runs inside `guarded` (a hierarchical one inside
+// hierarchy.hpp's guarded_levels, which passes it on to every level): an
+// error thrown at this rank (not one received from another rank: a peer's
+// failure, another rank's revocation) is sent to every rank of the group,
+// itself included, marked with the call's first tag and revocation_code
+// (tag.hpp). Each mailbox then fails every receive of that stream from that
+// call on, waiting or to come, that no message already there satisfies:
 //
 //   stream_revoked: "rank 0's scatter (call 3 of stream 0) failed: scatter:
 //   the root holds 3 values for 4 ranks; ..."
@@ -28,9 +30,12 @@
 //
 // Cost: reading the stream's counter once per call (an atomic load for the
 // first streams, tag.hpp), and a branch in each delivery and each receive.
+#include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "collectives/communicator.hpp"
 #include "collectives/tag.hpp"
@@ -42,7 +47,13 @@ namespace csp::collectives {
 // A receive of a stream that a rank revoked at or before the receive's call.
 class stream_revoked : public usage_error {
 public:
-    using usage_error::usage_error;
+    stream_revoked(const std::string& what, std::string cause) : usage_error(what), cause_(std::move(cause)) {}
+    // Which rank's call failed, and why ("rank 0's scatter (call 3 of
+    // stream 0) failed: ...").
+    const std::string& cause() const noexcept { return cause_; }
+
+private:
+    std::string cause_;
 };
 
 namespace detail {
@@ -63,18 +74,34 @@ constexpr bool has_upcoming_tag = requires(C& c, stream s) {
     { c.upcoming_tag(s) } -> std::same_as<tag>;
 };
 
-// What a revocation message carries: the failed call and why.
-inline std::string revocation_text(int rank, std::string_view collective, tag first, const std::exception& why) {
-    return "rank " + std::to_string(rank) + "'s " + std::string(collective) + " (call " +
-           std::to_string(first.sequence()) + " of stream " + std::to_string(first.stream_id()) + ") failed: " +
-           why.what();
+// This rank as a reader knows it: in a group (a split, a hierarchy's
+// level), its rank in the parent as well.
+template <class C>
+std::string rank_name(C& comm) {
+    std::string name = "rank " + std::to_string(comm.rank());
+    if constexpr (requires { comm.member(0); comm.parent(); })
+        name = "rank " + std::to_string(comm.member(comm.rank())) + " (" + name + " of a group)";
+    return name;
+}
+
+// What a revocation message carries: the failed call and why. `call` is
+// the sequence of the call's first tag, where it names the call (a
+// hierarchical call draws on several groups); the stream is the caller's
+// id (a group's tags carry a context in the stream bits).
+template <class C>
+std::string revocation_text(C& comm, std::string_view collective, stream s, std::optional<std::uint32_t> call,
+                            const std::exception& why) {
+    return rank_name(comm) + "'s " + std::string(collective) + " (" +
+           (call ? "call " + std::to_string(*call) + " of " : std::string()) + "stream " + std::to_string(s.id) +
+           ") failed: " + why.what();
 }
 
 // The error a receive of a revoked stream throws.
 inline std::exception_ptr revoked_error(const std::string& text) {
     return std::make_exception_ptr(stream_revoked(
         text + "; every rank stops at that call, and the ranks' calls of this stream no longer pair up (a later "
-               "receive of it fails too): go on in another stream"));
+               "receive of it fails too): go on in another stream",
+        text));
 }
 
 // Tells every rank of comm (this one too) that the call with tag `first`
@@ -107,7 +134,7 @@ decltype(auto) guarded(C& comm, stream s, std::string_view collective, F&& f) {
         } catch (const deadlock_error&) {
             throw;
         } catch (const std::exception& e) {
-            revoke(comm, first, revocation_text(comm.rank(), collective, first, e));
+            revoke(comm, first, revocation_text(comm, collective, s, first.sequence(), e));
             throw;
         }
     } else {

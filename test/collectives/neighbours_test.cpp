@@ -207,10 +207,11 @@ TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
             std::vector<double> a(4), b(4);
             EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other}, {a}, {b}), csp::usage_error);  // not a pair
             EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other, 5}, {a, a}, {b, b}), csp::usage_error);
-            // sendrecv with no_rank on one side.
+            // sendrecv with no_rank on one side, in another stream: the
+            // failed sendrecv revoked stream 0 (collectives/revocation.hpp).
             std::vector<double> got(4, -1);
             const std::size_t n = cc::sendrecv(c, std::span<const double>(a), c.rank() == 0 ? 1 : cc::no_rank,
-                                               std::span<double>(got), c.rank() == 1 ? 0 : cc::no_rank);
+                                               std::span<double>(got), c.rank() == 1 ? 0 : cc::no_rank, cc::stream{1});
             EXPECT_EQ(n, c.rank() == 1 ? 4u : 0u);
         });
     });

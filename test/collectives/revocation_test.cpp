@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,7 +95,8 @@ TEST(revoked_stream, vectors_of_different_lengths_fail_every_rank_of_a_reduce_sc
         (void)cc::reduce_scatter_block(c, std::vector<double>(c.rank() == 0 ? 8 : 12, 1.0), cc::sum{});
     });
     EXPECT_EQ(o.answers.load(), 0);
-    for (int r = 0; r < 4; ++r) EXPECT_TRUE(names(o.errors[r], "vectors of different lengths (8 and 12)")) << o.errors[r];
+    for (int r = 0; r < 4; ++r)
+        EXPECT_TRUE(names(o.errors[r], "vectors of different lengths (8 and 12)")) << o.errors[r];
     o.expect_later_calls_refused_or_right();
 }
 
@@ -126,26 +128,80 @@ TEST(revoked_stream, an_aspen_participant_without_a_value_fails_the_receiver) {
     o.expect_later_calls_refused_or_right();
 }
 
-// An error every rank finds alike needs no revocation: the stream goes on.
-TEST(revoked_stream, errors_every_rank_finds_alike_leave_the_stream_usable) {
-    std::atomic<int> sums{0}, errors{0};
+// Regression: a root named by one rank only (outside the group there):
+// that rank threw, the others waited for their root's value.
+TEST(revoked_stream, a_root_that_one_rank_names_outside_the_group_fails_every_rank) {
+    outcome o;
+    run_with(o, [](cc::local_communicator& c) { (void)cc::gather(c, c.rank(), c.rank() == 0 ? 7 : 0); });
+    EXPECT_TRUE(names(o.errors[0], "root 7 is outside the group of 4")) << o.errors[0];
+    // Rank 0 is the others' root: a rank that only sends its value returns;
+    // one that waits for a child's hears of the failure.
+    for (int r = 1; r < 4; ++r)
+        EXPECT_TRUE(o.errors[r].empty() || names(o.errors[r], "rank 0's gather (call 0 of stream 0) failed: root 7"))
+            << o.errors[r];
+    o.expect_later_calls_refused_or_right();
+}
+
+// Regression: a shift in which one rank names a source outside the group:
+// it threw before it sent, and its neighbour waited for its row.
+TEST(revoked_stream, a_shift_in_which_one_rank_names_a_bad_source_fails_the_rank_waiting_for_its_row) {
+    outcome o;
+    run_with(o, [](cc::local_communicator& c) {
+        const int r = c.rank();
+        std::vector<double> row(8, r), ghost(8);
+        (void)cc::sendrecv(c, std::span<const double>(row), (r + 1) % 4, std::span<double>(ghost),
+                           r == 1 ? 9 : (r + 3) % 4);
+    });
+    EXPECT_TRUE(names(o.errors[1], "sendrecv: source rank 9 is outside the group of 4")) << o.errors[1];
+    EXPECT_TRUE(names(o.errors[2], "rank 1's sendrecv (call 0 of stream 0) failed")) << o.errors[2];
+    o.expect_later_calls_refused_or_right();
+}
+
+// Regression: in a two-level call only the failing rank's host heard of
+// the failure (rank 3's vector is longer; its host's leader, rank 2, folds
+// it): the other host's ranks waited in the leaders' allreduce and in their
+// host's hand-out. Every level the failing ranks are in passes it on.
+TEST(revoked_stream, a_failure_on_one_host_reaches_every_rank_of_every_host_in_a_hierarchical_call) {
+    std::vector<std::string> errors(4);
+    std::atomic<int> other_stream_sums{0};
+    csp::run([&] {
+        cc::run_local(4, [&](cc::local_communicator& c) {
+            cc::hierarchy h(c, "host" + std::to_string(c.rank() / 2));
+            try {
+                (void)cc::hierarchical::allreduce(h, std::vector<double>(c.rank() == 3 ? 5 : 4, 1.0), cc::sum{});
+            } catch (const std::exception& e) {
+                errors[static_cast<std::size_t>(c.rank())] = e.what();
+            }
+            other_stream_sums += cc::hierarchical::allreduce(h, 1, cc::sum{}, cc::stream{1});
+        });
+    });
+    EXPECT_TRUE(names(errors[2], "vectors of different lengths (4 and 5)")) << errors[2];
+    EXPECT_TRUE(names(errors[3], "rank 2 (rank 0 of a group)'s reduce (call 0 of stream 0) failed")) << errors[3];
+    for (int r : {0, 1})
+        EXPECT_TRUE(names(errors[r], "rank 2's hierarchical allreduce (stream 0) failed: reduction over vectors of "
+                                     "different lengths (4 and 5)"))
+            << errors[r];
+    EXPECT_EQ(other_stream_sums.load(), 16);
+}
+
+// An error every rank finds alike after they met (a put_get name outside
+// the group, seen by every rank in the gathered requests) needs no
+// revocation: the stream goes on.
+TEST(revoked_stream, an_error_every_rank_finds_alike_after_the_call_leaves_the_stream_usable) {
+    std::atomic<int> sizes{0}, errors{0};
     csp::run([&] {
         cc::run_local(4, [&](cc::local_communicator& c) {
             try {
-                (void)cc::broadcast(c, 1, 4);
-            } catch (const csp::usage_error&) {
-                ++errors;
-            }
-            try {
                 (void)cc::put_get(c, c.rank(), c.rank() == 1 ? -3 : 0);
-            } catch (const csp::usage_error&) {
+            } catch (const csp::usage_error& e) {
+                EXPECT_TRUE(names(e.what(), "put_get: rank 1 asked for the value of rank -3")) << e.what();
                 ++errors;
             }
-            sums += cc::allgather_ring(c, 1).size();
+            sizes += static_cast<int>(cc::allgather_ring(c, 1).size());
         });
     });
-    EXPECT_EQ(errors.load(), 8);
-    EXPECT_EQ(sums.load(), 16);
+    EXPECT_EQ(errors.load(), 4);
+    EXPECT_EQ(sizes.load(), 16);
 }
 
 }  // namespace
