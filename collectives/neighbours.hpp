@@ -145,19 +145,24 @@ public:
     void start() { start(false); }
 
     // Receives into every buffer, each from its neighbour's opposite side.
+    // A row that does not fit fails this step at every rank of the stream
+    // (revocation.hpp): the neighbours would wait for this rank's next rows.
     void finish() {
         if (!started_) throw usage_error("neighbour_exchange: finish() without start()");
         started_ = false;
-        if (!landing_) land();
-        landing_ = false;
-        for (std::size_t i = 0; i < neighbours_.size(); ++i) {
-            if (neighbours_[i] == no_rank) continue;
-            const std::size_t got =
-                receive_into(*comm_, neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]);
-            if (got != in_[i].size())
-                throw usage_error("neighbour_exchange: rank " + std::to_string(neighbours_[i]) + " sent " +
-                                  std::to_string(got) + " elements for a buffer of " + std::to_string(in_[i].size()));
-        }
+        detail::guarded_from(*comm_, tag_, stream_, "neighbour exchange", [&] {
+            if (!landing_) land();
+            landing_ = false;
+            for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+                if (neighbours_[i] == no_rank) continue;
+                const std::size_t got =
+                    receive_into(*comm_, neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]);
+                if (got != in_[i].size())
+                    throw usage_error("neighbour_exchange: rank " + std::to_string(neighbours_[i]) + " sent " +
+                                      std::to_string(got) + " elements for a buffer of " +
+                                      std::to_string(in_[i].size()));
+            }
+        });
         landings_.clear();
         book_.settle();
     }

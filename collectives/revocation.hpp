@@ -117,29 +117,34 @@ void revoke(C& comm, tag first, const std::string& text) {
     }
 }
 
-// Runs one collective call, f(), of stream s. An error of this rank's own
-// revokes the stream from the call on, at every rank, and is rethrown.
+// Runs f(), the part of a collective call of stream s whose first tag is
+// `first`. An error of this rank's own revokes the stream from that call
+// on, at every rank, and is rethrown.
+template <class C, class F>
+decltype(auto) guarded_from(C& comm, tag first, stream s, std::string_view collective, F&& f) {
+    try {
+        return std::forward<F>(f)();
+    } catch (const stream_revoked&) {
+        throw;
+    } catch (const agreed_error&) {
+        throw;
+    } catch (const net::peer_error&) {
+        throw;
+    } catch (const deadlock_error&) {
+        throw;
+    } catch (const std::exception& e) {
+        revoke(comm, first, revocation_text(comm, collective, s, first.sequence(), e));
+        throw;
+    }
+}
+
+// Runs one collective call, f(), of stream s, guarded from its first tag.
 template <class C, class F>
 decltype(auto) guarded(C& comm, stream s, std::string_view collective, F&& f) {
-    if constexpr (has_upcoming_tag<C>) {
-        const tag first = comm.upcoming_tag(s);
-        try {
-            return std::forward<F>(f)();
-        } catch (const stream_revoked&) {
-            throw;
-        } catch (const agreed_error&) {
-            throw;
-        } catch (const net::peer_error&) {
-            throw;
-        } catch (const deadlock_error&) {
-            throw;
-        } catch (const std::exception& e) {
-            revoke(comm, first, revocation_text(comm, collective, s, first.sequence(), e));
-            throw;
-        }
-    } else {
+    if constexpr (has_upcoming_tag<C>)
+        return guarded_from(comm, comm.upcoming_tag(s), s, collective, std::forward<F>(f));
+    else
         return std::forward<F>(f)();
-    }
 }
 
 }  // namespace detail

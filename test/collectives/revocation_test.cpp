@@ -157,6 +157,36 @@ TEST(revoked_stream, a_shift_in_which_one_rank_names_a_bad_source_fails_the_rank
     o.expect_later_calls_refused_or_right();
 }
 
+// Regression: a halo exchange in which rank 1's ghost is longer than its
+// neighbour's row: rank 1 threw in the first step's finish(), and its
+// neighbours waited in the second step for its rows.
+TEST(revoked_stream, a_ghost_that_does_not_fit_its_row_fails_the_next_exchange_of_every_neighbour) {
+    std::vector<std::string> errors(3);
+    std::atomic<int> steps_done{0};
+    csp::run([&] {
+        cc::run_local(3, [&](cc::local_communicator& c) {
+            const int r = c.rank();
+            const auto nbs = cc::cartesian({3}).neighbours(r);  // a line: no_rank at the ends
+            std::vector<double> t(10, r), ghost_before(r == 1 ? 3 : 2), ghost_after(2);
+            auto halo = cc::make_neighbour_exchange<double>(
+                c, nbs, {std::span<const double>(&t[0], 2), std::span<const double>(&t[8], 2)},
+                {std::span<double>(ghost_before), std::span<double>(ghost_after)}, cc::stream{3});
+            try {
+                for (int step = 0; step < 3; ++step) {
+                    halo.exchange();
+                    ++steps_done;
+                }
+            } catch (const std::exception& e) {
+                errors[static_cast<std::size_t>(r)] = e.what();
+            }
+        });
+    });
+    EXPECT_TRUE(names(errors[1], "neighbour_exchange: rank 0 sent 2 elements for a buffer of 3")) << errors[1];
+    for (int r : {0, 2})
+        EXPECT_TRUE(names(errors[r], "rank 1's neighbour exchange (call 0 of stream 3) failed")) << errors[r];
+    EXPECT_LE(steps_done.load(), 2);  // ranks 0 and 2 may finish the first step; nobody a second
+}
+
 // Regression: in a two-level call only the failing rank's host heard of
 // the failure (rank 3's vector is longer; its host's leader, rank 2, folds
 // it): the other host's ranks waited in the leaders' allreduce and in their
