@@ -129,20 +129,15 @@ decltype(auto) guarded_levels(hierarchy<C>& h, stream s, std::string_view collec
     if constexpr (base::has_upcoming_tag<C>) whole = h.all().upcoming_tag(s);
     try {
         return std::forward<F>(f)();
-    } catch (const net::peer_error&) {
-        throw;
-    } catch (const deadlock_error&) {
-        throw;
-    } catch (const base::agreed_error&) {
-        throw;
-    } catch (const std::exception& e) {
-        const auto* revoked = dynamic_cast<const stream_revoked*>(&e);
-        const std::string text =
-            revoked ? revoked->cause()
-                    : base::revocation_text(h.all(), "hierarchical " + std::string(collective), s, std::nullopt, e);
-        for (std::size_t i = 0; i < std::size(levels); ++i)
-            if (levels[i]) base::revoke(*levels[i], firsts[i], text);
-        if (whole) base::revoke(h.all(), *whole, text);
+    } catch (...) {
+        const auto text = base::revocation_for_current_error(true, [&](const std::exception& e) {
+            return base::revocation_text(h.all(), "hierarchical " + std::string(collective), s, std::nullopt, e);
+        });
+        if (text) {
+            for (std::size_t i = 0; i < std::size(levels); ++i)
+                if (levels[i]) base::revoke(*levels[i], firsts[i], *text);
+            if (whole) base::revoke(h.all(), *whole, *text);
+        }
         throw;
     }
 }

@@ -40,7 +40,7 @@ template <>
 struct revocation_body<std::any> {
     static std::string text(const std::any& body) {
         const auto* t = std::any_cast<std::string>(&body);
-        return t ? *t : std::string("a collective call failed (its revocation carried no text)");
+        return t ? *t : revocation_without_text();
     }
 };
 

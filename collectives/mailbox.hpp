@@ -64,9 +64,10 @@ inline constexpr int any_source = -1;
 
 // The text of a revocation message (revocation.hpp) in a mailbox's body
 // type; specialised beside each communicator's body.
+inline std::string revocation_without_text() { return "a collective call failed (its revocation carried no text)"; }
 template <class Body>
 struct revocation_body {
-    static std::string text(const Body&) { return "a collective call failed (its revocation carried no text)"; }
+    static std::string text(const Body&) { return revocation_without_text(); }
 };
 
 template <class Body>

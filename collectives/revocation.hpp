@@ -117,6 +117,30 @@ void revoke(C& comm, tag first, const std::string& text) {
     }
 }
 
+// Inside a catch block: the text to revoke a stream with for the error
+// being handled. This rank's own error gets describe(error); another rank's
+// revocation is passed on (its cause) only when `relay`; an error every
+// rank hears anyway (a peer's failure, a deadlock) or finds alike
+// (agreed_error) gets none.
+template <class Describe>
+std::optional<std::string> revocation_for_current_error(bool relay, Describe describe) {
+    try {
+        throw;
+    } catch (const stream_revoked& r) {
+        return relay ? std::optional<std::string>(r.cause()) : std::nullopt;
+    } catch (const agreed_error&) {
+        return std::nullopt;
+    } catch (const net::peer_error&) {
+        return std::nullopt;
+    } catch (const deadlock_error&) {
+        return std::nullopt;
+    } catch (const std::exception& e) {
+        return describe(e);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
 // Runs f(), the part of a collective call of stream s whose first tag is
 // `first`. An error of this rank's own revokes the stream from that call
 // on, at every rank, and is rethrown.
@@ -124,16 +148,11 @@ template <class C, class F>
 decltype(auto) guarded_from(C& comm, tag first, stream s, std::string_view collective, F&& f) {
     try {
         return std::forward<F>(f)();
-    } catch (const stream_revoked&) {
-        throw;
-    } catch (const agreed_error&) {
-        throw;
-    } catch (const net::peer_error&) {
-        throw;
-    } catch (const deadlock_error&) {
-        throw;
-    } catch (const std::exception& e) {
-        revoke(comm, first, revocation_text(comm, collective, s, first.sequence(), e));
+    } catch (...) {
+        const auto text = revocation_for_current_error(false, [&](const std::exception& e) {
+            return revocation_text(comm, collective, s, first.sequence(), e);
+        });
+        if (text) revoke(comm, first, *text);
         throw;
     }
 }
