@@ -18,16 +18,12 @@ function(run)
 endfunction()
 
 file(REMOVE_RECURSE ${WORK})
-# Added as a subdirectory, the libraries compile again with the consumer: at
-# -O0 (no build type), which takes about half the time of a Release build and
-# checks the same thing, that the tree builds and links as a subproject.
-if(MODE STREQUAL "subdirectory")
-  set(build_type "")
-else()
-  set(build_type Release)
-endif()
+# The consumer compiles at -O0 (no build type): what is checked is that the
+# headers compile and the libraries link, which -O0 shows in a fraction of
+# -O3's time (a sanitized -O3 app.cpp took 70 s). Added as a subdirectory,
+# the libraries compile again with it, at -O0 as well.
 set(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/consumer/project -B ${WORK}/build
-    "-DCMAKE_BUILD_TYPE=${build_type}" "-DCMAKE_CXX_FLAGS=${FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${FLAGS}")
+    "-DCMAKE_BUILD_TYPE=" "-DCMAKE_CXX_FLAGS=${FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${FLAGS}")
 if(MODE STREQUAL "installed")
   run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}/prefix)
   if(NOT EXISTS ${WORK}/prefix/lib/cmake/csp/csp-config.cmake AND

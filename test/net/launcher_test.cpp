@@ -81,12 +81,11 @@ TEST(net_launcher, transport_flag_sets_each_nodes_transport) {
 // now built apart and the launcher's own is never changed. Many children,
 // many times: each must start with its own rank and the job's variables.
 TEST(net_launcher, starting_many_nodes_never_races_the_nameserver_on_the_environment) {
+    const std::string command =
+        std::string(CSP_LAUNCH).append(" -n 12 --transport tcp sh -c 'echo \"r=$CSP_RANK s=$CSP_SIZE t=$CSP_TRANSPORT\"'");
     for (int round = 0; round < 10; ++round) {
         std::string out;
-        ASSERT_EQ(run(std::string(CSP_LAUNCH) + " -n 12 --transport tcp sh -c 'echo \"r=$CSP_RANK s=$CSP_SIZE t=$CSP_TRANSPORT\"'",
-                      out),
-                  0)
-            << out;
+        ASSERT_EQ(run(command, out), 0) << out;
         for (int r = 0; r < 12; ++r)
             EXPECT_NE(out.find("r=" + std::to_string(r) + " s=12 t=tcp"), std::string::npos) << out;
     }
