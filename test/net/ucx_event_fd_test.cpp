@@ -101,9 +101,12 @@ TEST(net_ucx_event_fd, a_wakeup_the_event_fd_never_gives_only_delays_the_message
     substitute_fd = pipe_fds[0];
 
     csp::net::nameserver ns;
-    // The reply comes 300 ms after the request: the node has long stopped
-    // spinning by then and sleeps on the pipe.
-    const pid_t peer = net_test::spawn_node(NET_TEST_PEER, {"hold", "300"}, ns, "efd-quiet", 1, 2);
+    // The reply comes 250 ms after the request: the node has long stopped
+    // spinning by then and sleeps on the pipe, in the middle of its third
+    // sleep of at most 100 ms. (At 300 ms, a multiple of the limit, the
+    // reply raced the node's own wake-up, which then sometimes took it in
+    // the looks after the first, as no late wake-up.)
+    const pid_t peer = net_test::spawn_node(NET_TEST_PEER, {"hold", "250"}, ns, "efd-quiet", 1, 2);
     std::string reply;
     csp::net::node_stats st;
     double waited_ms = 0;
