@@ -28,6 +28,7 @@
 #include "collectives/gather.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/relay.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -71,11 +72,11 @@ struct allgather_gather_broadcast_fn {
     template <class C, class T>
     std::vector<T> operator()(C& comm, T value, stream s = {}) const {
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
-        auto all = gather_parallel(comm, std::move(value), 0, s);
-        return broadcast_binomial(comm, all ? std::move(*all) : std::vector<T>{}, 0, s);
+        auto all = gather_parallel_fn{}(comm, std::move(value), 0, s);
+        return broadcast_binomial_fn{}(comm, all ? std::move(*all) : std::vector<T>{}, 0, s);
     }
 };
-inline constexpr allgather_gather_broadcast_fn allgather_gather_broadcast{};
+inline constexpr guarded_algorithm<allgather_gather_broadcast_fn> allgather_gather_broadcast{};
 
 struct allgather_ring_fn {
     static constexpr algorithm_info info{"allgather", "ring"};
@@ -114,7 +115,7 @@ struct allgather_ring_fn {
         return all;
     }
 };
-inline constexpr allgather_ring_fn allgather_ring{};
+inline constexpr guarded_algorithm<allgather_ring_fn> allgather_ring{};
 
 struct allgather_host_memory_fn {
     static constexpr algorithm_info info{"allgather", "host_memory", false, false, false, true};
@@ -136,7 +137,7 @@ struct allgather_host_memory_fn {
                 for (int q = 0; q < n; ++q) {
                     const auto part = board->part_of(m, q);
                     if (part.type != host_board::type_of<T>())
-                        throw usage_error("allgather host_memory: rank " + std::to_string(q) +
+                        throw detail::agreed_error("allgather host_memory: rank " + std::to_string(q) +
                                           " passed a value of another type than rank " + std::to_string(me) + "'s " +
                                           csp::type_name<T>());
                     all_fit = all_fit && part.fits;
@@ -159,7 +160,7 @@ struct allgather_host_memory_fn {
                 }
             }
         }
-        return allgather_ring(comm, std::move(value), s);
+        return allgather_ring_fn{}(comm, std::move(value), s);
     }
 
 private:
@@ -191,6 +192,6 @@ private:
         return all;
     }
 };
-inline constexpr allgather_host_memory_fn allgather_host_memory{};
+inline constexpr guarded_algorithm<allgather_host_memory_fn> allgather_host_memory{};
 
 }  // namespace csp::collectives

@@ -68,6 +68,7 @@
 #include "collectives/reduce_scatter.hpp"
 #include "collectives/schedule.hpp"
 #include "collectives/shared_board.hpp"
+#include "collectives/revocation.hpp"
 #include "csp/type_name.hpp"
 #include "csp/view.hpp"
 
@@ -91,11 +92,11 @@ struct allreduce_reduce_broadcast_fn {
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
-        auto total = reduce_binomial_parallel(comm, std::move(value), op, 0, s);
-        return broadcast_binomial(comm, total ? std::move(*total) : T{}, 0, s);
+        auto total = reduce_binomial_parallel_fn{}(comm, std::move(value), op, 0, s);
+        return broadcast_binomial_fn{}(comm, total ? std::move(*total) : T{}, 0, s);
     }
 };
-inline constexpr allreduce_reduce_broadcast_fn allreduce_reduce_broadcast{};
+inline constexpr guarded_algorithm<allreduce_reduce_broadcast_fn> allreduce_reduce_broadcast{};
 
 struct allreduce_butterfly_fn {
     static constexpr algorithm_info info{"allreduce", "butterfly"};
@@ -109,7 +110,7 @@ struct allreduce_butterfly_fn {
         return std::move(*out);
     }
 };
-inline constexpr allreduce_butterfly_fn allreduce_butterfly{};
+inline constexpr guarded_algorithm<allreduce_butterfly_fn> allreduce_butterfly{};
 
 struct allreduce_ring_fn {
     static constexpr algorithm_info info{"allreduce", "ring", true, true};
@@ -134,8 +135,8 @@ struct allreduce_ring_fn {
                 book.settle();
                 return value;
             }
-            auto mine = reduce_scatter_ring(comm, std::move(value), counts, op, s);
-            const auto blocks = allgather_ring(comm, std::move(mine), s);
+            auto mine = reduce_scatter_ring_fn{}(comm, std::move(value), counts, op, s);
+            const auto blocks = allgather_ring_fn{}(comm, std::move(mine), s);
             T out;
             out.reserve(length);
             for (const auto& b : blocks) out.insert(out.end(), b.begin(), b.end());
@@ -143,7 +144,7 @@ struct allreduce_ring_fn {
         }
     }
 };
-inline constexpr allreduce_ring_fn allreduce_ring{};
+inline constexpr guarded_algorithm<allreduce_ring_fn> allreduce_ring{};
 
 struct allreduce_rabenseifner_fn {
     static constexpr algorithm_info info{"allreduce", "rabenseifner", true, true};
@@ -258,7 +259,7 @@ struct allreduce_rabenseifner_fn {
         }
     }
 };
-inline constexpr allreduce_rabenseifner_fn allreduce_rabenseifner{};
+inline constexpr guarded_algorithm<allreduce_rabenseifner_fn> allreduce_rabenseifner{};
 
 struct allreduce_shared_memory_fn {
     static constexpr algorithm_info info{"allreduce", "shared_memory", false, false, true};
@@ -273,7 +274,7 @@ struct allreduce_shared_memory_fn {
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         shared_board* board = detail::board_of(comm, s);
-        if (board == nullptr) return allreduce_reduce_broadcast(comm, std::move(value), op, s);
+        if (board == nullptr) return allreduce_reduce_broadcast_fn{}(comm, std::move(value), op, s);
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
         const int me = comm.rank();
         bool by_blocks = false;
@@ -313,14 +314,15 @@ private:
     template <class Parts, class T, class Op>
     static void fold_my_block(const Parts& parts, int me, T& value, const Op& op) {
         const std::size_t length = parts[0].size();
-        for (std::size_t i = 1; i < parts.size(); ++i) detail::check_same_length(length, parts[i].size());
+        for (std::size_t i = 1; i < parts.size(); ++i)
+            detail::check_same_length<detail::agreed_error>(length, parts[i].size());  // at every rank alike
         const auto [lo, hi] = block(length, parts.size(), static_cast<std::size_t>(me));
         T mine(parts[0].begin() + lo, parts[0].begin() + hi);
         for (std::size_t i = 1; i < parts.size(); ++i) op.fold_into(mine, parts[i].begin() + lo);
         std::copy(mine.begin(), mine.end(), value.begin() + lo);
     }
 };
-inline constexpr allreduce_shared_memory_fn allreduce_shared_memory{};
+inline constexpr guarded_algorithm<allreduce_shared_memory_fn> allreduce_shared_memory{};
 
 
 struct allreduce_host_memory_fn {
@@ -343,7 +345,7 @@ struct allreduce_host_memory_fn {
                 }
             }
         }
-        return allreduce_butterfly(comm, std::move(value), op, s);
+        return allreduce_butterfly_fn{}(comm, std::move(value), op, s);
     }
 
 private:
@@ -448,7 +450,7 @@ private:
         return value;
     }
 };
-inline constexpr allreduce_host_memory_fn allreduce_host_memory{};
+inline constexpr guarded_algorithm<allreduce_host_memory_fn> allreduce_host_memory{};
 
 // A reduce on the host board (reduce.hpp lists the message algorithms): the
 // allreduce's meeting and, for a vector over a part, its chunks, where
@@ -484,9 +486,9 @@ struct reduce_host_memory_fn {
                 }
             }
         }
-        return reduce_binomial(comm, std::move(value), op, root, s);
+        return reduce_binomial_fn{}(comm, std::move(value), op, root, s);
     }
 };
-inline constexpr reduce_host_memory_fn reduce_host_memory{};
+inline constexpr guarded_algorithm<reduce_host_memory_fn> reduce_host_memory{};
 
 }  // namespace csp::collectives

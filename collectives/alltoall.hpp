@@ -12,6 +12,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/gather.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -31,6 +32,6 @@ struct alltoall_parallel_fn {
         return got;
     }
 };
-inline constexpr alltoall_parallel_fn alltoall_parallel{};
+inline constexpr guarded_algorithm<alltoall_parallel_fn> alltoall_parallel{};
 
 }  // namespace csp::collectives

@@ -30,6 +30,7 @@
 #include "collectives/detail/peers.hpp"
 #include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -62,7 +63,7 @@ struct barrier_flat_sequential_fn {
         for (int r = 1; r < comm.size(); ++r) comm.send(r, t, detail::barrier_token{});
     }
 };
-inline constexpr barrier_flat_sequential_fn barrier_flat_sequential{};
+inline constexpr guarded_algorithm<barrier_flat_sequential_fn> barrier_flat_sequential{};
 
 struct barrier_flat_parallel_fn {
     static constexpr algorithm_info info{"barrier", "flat_parallel"};
@@ -77,7 +78,7 @@ struct barrier_flat_parallel_fn {
         detail::send_to_each(comm, others, t, detail::barrier_token{});
     }
 };
-inline constexpr barrier_flat_parallel_fn barrier_flat_parallel{};
+inline constexpr guarded_algorithm<barrier_flat_parallel_fn> barrier_flat_parallel{};
 
 struct barrier_binomial_fn {
     static constexpr algorithm_info info{"barrier", "binomial"};
@@ -94,7 +95,7 @@ struct barrier_binomial_fn {
         detail::send_to_each(comm, children, t, detail::barrier_token{});
     }
 };
-inline constexpr barrier_binomial_fn barrier_binomial{};
+inline constexpr guarded_algorithm<barrier_binomial_fn> barrier_binomial{};
 
 struct barrier_dissemination_fn {
     static constexpr algorithm_info info{"barrier", "dissemination"};
@@ -110,7 +111,7 @@ struct barrier_dissemination_fn {
         }
     }
 };
-inline constexpr barrier_dissemination_fn barrier_dissemination{};
+inline constexpr guarded_algorithm<barrier_dissemination_fn> barrier_dissemination{};
 
 struct barrier_shared_memory_fn {
     static constexpr algorithm_info info{"barrier", "shared_memory", false, false, true};
@@ -118,12 +119,12 @@ struct barrier_shared_memory_fn {
     template <class C>
     void operator()(C& comm, stream s = {}) const {
         shared_board* board = detail::board_of(comm, s);
-        if (board == nullptr) return barrier_binomial(comm, s);
+        if (board == nullptr) return barrier_binomial_fn{}(comm, s);
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
         board->meet(comm.rank(), info.collective, false, detail::barrier_token{}, [](const auto&) { return 0; });
     }
 };
-inline constexpr barrier_shared_memory_fn barrier_shared_memory{};
+inline constexpr guarded_algorithm<barrier_shared_memory_fn> barrier_shared_memory{};
 
 // OS processes of one host (a net_communicator whose ranks share this
 // host's memory): one meeting on the host board (host_board.hpp), no
@@ -136,9 +137,9 @@ struct barrier_host_memory_fn {
         if constexpr (requires(tag t) { comm.board_on_host(s, t); }) {
             if (detail::meet_on_host(comm, s, info, 0, {})) return;
         }
-        barrier_binomial(comm, s);
+        barrier_binomial_fn{}(comm, s);
     }
 };
-inline constexpr barrier_host_memory_fn barrier_host_memory{};
+inline constexpr guarded_algorithm<barrier_host_memory_fn> barrier_host_memory{};
 
 }  // namespace csp::collectives

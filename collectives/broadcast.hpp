@@ -41,6 +41,7 @@
 #include "collectives/relay.hpp"
 #include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -59,7 +60,7 @@ struct broadcast_flat_fn {
         return value;
     }
 };
-inline constexpr broadcast_flat_fn broadcast_flat{};
+inline constexpr guarded_algorithm<broadcast_flat_fn> broadcast_flat{};
 
 struct broadcast_binomial_fn {
     static constexpr algorithm_info info{"broadcast", "binomial"};
@@ -77,7 +78,7 @@ struct broadcast_binomial_fn {
         return value;
     }
 };
-inline constexpr broadcast_binomial_fn broadcast_binomial{};
+inline constexpr guarded_algorithm<broadcast_binomial_fn> broadcast_binomial{};
 
 struct broadcast_pipeline_fn {
     static constexpr algorithm_info info{"broadcast", "pipeline", false, true};
@@ -130,7 +131,7 @@ struct broadcast_pipeline_fn {
         }
     }
 };
-inline constexpr broadcast_pipeline_fn broadcast_pipeline{};
+inline constexpr guarded_algorithm<broadcast_pipeline_fn> broadcast_pipeline{};
 
 struct broadcast_shared_memory_fn {
     static constexpr algorithm_info info{"broadcast", "shared_memory", false, false, true};
@@ -138,7 +139,7 @@ struct broadcast_shared_memory_fn {
     template <class C, class T>
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
         shared_board* board = detail::board_of(comm, s);
-        if (board == nullptr) return broadcast_binomial(comm, std::move(value), root, s);
+        if (board == nullptr) return broadcast_binomial_fn{}(comm, std::move(value), root, s);
         topology::check(comm.rank(), comm.size(), root);
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
         const bool is_root = comm.rank() == root;
@@ -148,7 +149,7 @@ struct broadcast_shared_memory_fn {
         });
     }
 };
-inline constexpr broadcast_shared_memory_fn broadcast_shared_memory{};
+inline constexpr guarded_algorithm<broadcast_shared_memory_fn> broadcast_shared_memory{};
 struct broadcast_host_memory_fn {
     static constexpr algorithm_info info{"broadcast", "host_memory", false, true, false, true};
 
@@ -168,7 +169,7 @@ struct broadcast_host_memory_fn {
                 const auto [board, m] = *meeting;
                 for (int q = 0; q < board->size(); ++q)
                     if (board->part_of(m, q).type != board->part_of(m, root).type)
-                        throw usage_error("broadcast host_memory: rank " + std::to_string(q) +
+                        throw detail::agreed_error("broadcast host_memory: rank " + std::to_string(q) +
                                           " passed a value of another type than the root's " + csp::type_name<T>());
                 // Whether the root's value is in its part: every rank sees it.
                 const auto from = board->part_of(m, root);
@@ -186,7 +187,7 @@ struct broadcast_host_memory_fn {
                 }
             }
         }
-        return broadcast_binomial(comm, std::move(value), root, s);
+        return broadcast_binomial_fn{}(comm, std::move(value), root, s);
     }
 
     // broadcast_into's step on the host board (dispatch.hpp): every rank's
@@ -211,13 +212,13 @@ struct broadcast_host_memory_fn {
             for (int q = 0; q < board->size(); ++q) {
                 const auto p = board->part_of(m, q);
                 if (p.type != from.type)
-                    throw usage_error("broadcast_into host_memory: rank " + std::to_string(q) +
+                    throw detail::agreed_error("broadcast_into host_memory: rank " + std::to_string(q) +
                                       " passed a buffer of another type than the root's " + csp::type_name<V>());
                 if (q == root) continue;
                 std::uint64_t theirs;
                 std::memcpy(&theirs, p.data, sizeof theirs);
                 if (theirs * sizeof(E) != from.bytes)
-                    throw usage_error("broadcast_into: rank " + std::to_string(q) + "'s buffer holds " +
+                    throw detail::agreed_error("broadcast_into: rank " + std::to_string(q) + "'s buffer holds " +
                                       std::to_string(theirs) + " elements, the root's " +
                                       std::to_string(from.bytes / sizeof(E)));
             }
@@ -252,6 +253,6 @@ private:
         }
     }
 };
-inline constexpr broadcast_host_memory_fn broadcast_host_memory{};
+inline constexpr guarded_algorithm<broadcast_host_memory_fn> broadcast_host_memory{};
 
 }  // namespace csp::collectives

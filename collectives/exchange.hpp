@@ -64,14 +64,14 @@ struct put_get_allgather_fn {
     T operator()(C& comm, T value, int from, stream s = {}) const {
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
         // The requests travel with the values, so a bad one is seen by all.
-        auto all = allgather_gather_broadcast(comm, std::pair<int, T>(from, std::move(value)), s);
+        auto all = allgather_gather_broadcast_fn{}(comm, std::pair<int, T>(from, std::move(value)), s);
         std::vector<int> requests;
         for (const auto& [f, v] : all) requests.push_back(f);
         detail::check_requests(requests, comm.size());
         return std::move(all[static_cast<std::size_t>(from)].second);
     }
 };
-inline constexpr put_get_allgather_fn put_get_allgather{};
+inline constexpr guarded_algorithm<put_get_allgather_fn> put_get_allgather{};
 
 struct put_get_requests_fn {
     static constexpr algorithm_info info{"put_get", "requests"};
@@ -79,7 +79,7 @@ struct put_get_requests_fn {
     template <class C, class T>
     T operator()(C& comm, T value, int from, stream s = {}) const {
         const tag t = detail::begin_call(comm, info, s);
-        const auto requests = allgather_gather_broadcast(comm, from, s);
+        const auto requests = allgather_gather_broadcast_fn{}(comm, from, s);
         detail::check_requests(requests, comm.size());
         const int me = comm.rank();
         std::vector<int> askers;
@@ -90,6 +90,6 @@ struct put_get_requests_fn {
         return comm.template receive<T>(from, t);
     }
 };
-inline constexpr put_get_requests_fn put_get_requests{};
+inline constexpr guarded_algorithm<put_get_requests_fn> put_get_requests{};
 
 }  // namespace csp::collectives

@@ -14,6 +14,7 @@
 #include "collectives/communicator.hpp"
 #include "collectives/detail/peers.hpp"
 #include "collectives/topology.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -61,7 +62,7 @@ struct gather_sequential_fn {
                                    });
     }
 };
-inline constexpr gather_sequential_fn gather_sequential{};
+inline constexpr guarded_algorithm<gather_sequential_fn> gather_sequential{};
 
 struct gather_parallel_fn {
     static constexpr algorithm_info info{"gather", "parallel"};
@@ -74,6 +75,6 @@ struct gather_parallel_fn {
                                    });
     }
 };
-inline constexpr gather_parallel_fn gather_parallel{};
+inline constexpr guarded_algorithm<gather_parallel_fn> gather_parallel{};
 
 }  // namespace csp::collectives

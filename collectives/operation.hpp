@@ -43,10 +43,12 @@ namespace detail {
 template <class T> struct is_vector : std::false_type {};
 template <class U, class A> struct is_vector<std::vector<U, A>> : std::true_type {};
 
-// Element-wise folds take vectors of one length only.
-inline void check_same_length(std::size_t a, std::size_t b) {
+// Element-wise folds take vectors of one length only. (Error: what a fold
+// that every rank makes alike throws, revocation.hpp's agreed_error.)
+template <class Error = usage_error>
+void check_same_length(std::size_t a, std::size_t b) {
     if (a != b)
-        throw usage_error("reduction over vectors of different lengths (" + std::to_string(a) + " and " +
+        throw Error("reduction over vectors of different lengths (" + std::to_string(a) + " and " +
                           std::to_string(b) + ")");
 }
 

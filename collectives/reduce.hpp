@@ -66,6 +66,7 @@
 #include "collectives/receive_view.hpp"
 #include "collectives/shared_board.hpp"
 #include "collectives/topology.hpp"
+#include "collectives/revocation.hpp"
 #include "csp/process.hpp"
 
 namespace csp::collectives {
@@ -92,7 +93,7 @@ struct reduce_flat_in_order_fn {
         return acc;
     }
 };
-inline constexpr reduce_flat_in_order_fn reduce_flat_in_order{};
+inline constexpr guarded_algorithm<reduce_flat_in_order_fn> reduce_flat_in_order{};
 
 namespace detail {
 
@@ -173,7 +174,7 @@ struct reduce_binomial_fn {
         return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::sequential, info);
     }
 };
-inline constexpr reduce_binomial_fn reduce_binomial{};
+inline constexpr guarded_algorithm<reduce_binomial_fn> reduce_binomial{};
 struct reduce_binomial_parallel_fn {
     static constexpr algorithm_info info{"reduce", "binomial_parallel"};
 
@@ -182,7 +183,7 @@ struct reduce_binomial_parallel_fn {
         return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::parallel, info);
     }
 };
-inline constexpr reduce_binomial_parallel_fn reduce_binomial_parallel{};
+inline constexpr guarded_algorithm<reduce_binomial_parallel_fn> reduce_binomial_parallel{};
 struct reduce_chain_fn {
     static constexpr algorithm_info info{"reduce", "chain"};
 
@@ -191,7 +192,7 @@ struct reduce_chain_fn {
         return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::chain, info);
     }
 };
-inline constexpr reduce_chain_fn reduce_chain{};
+inline constexpr guarded_algorithm<reduce_chain_fn> reduce_chain{};
 struct reduce_arrival_fn {
     static constexpr algorithm_info info{"reduce", "arrival", true};
 
@@ -203,7 +204,7 @@ struct reduce_arrival_fn {
         return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::arrival, info);
     }
 };
-inline constexpr reduce_arrival_fn reduce_arrival{};
+inline constexpr guarded_algorithm<reduce_arrival_fn> reduce_arrival{};
 
 struct reduce_pipeline_fn {
     static constexpr algorithm_info info{"reduce", "pipeline", false, true};
@@ -260,7 +261,7 @@ struct reduce_pipeline_fn {
         }
     }
 };
-inline constexpr reduce_pipeline_fn reduce_pipeline{};
+inline constexpr guarded_algorithm<reduce_pipeline_fn> reduce_pipeline{};
 
 struct reduce_shared_memory_fn {
     static constexpr algorithm_info info{"reduce", "shared_memory", false, false, true};
@@ -268,7 +269,7 @@ struct reduce_shared_memory_fn {
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
         shared_board* board = detail::board_of(comm, s);
-        if (board == nullptr) return reduce_binomial_parallel(comm, std::move(value), op, root, s);
+        if (board == nullptr) return reduce_binomial_parallel_fn{}(comm, std::move(value), op, root, s);
         topology::check(comm.rank(), comm.size(), root);
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
         return board->meet(comm.rank(), info.collective, true, value, [&](const auto& parts) -> std::optional<T> {
@@ -278,6 +279,6 @@ struct reduce_shared_memory_fn {
         });
     }
 };
-inline constexpr reduce_shared_memory_fn reduce_shared_memory{};
+inline constexpr guarded_algorithm<reduce_shared_memory_fn> reduce_shared_memory{};
 
 }  // namespace csp::collectives

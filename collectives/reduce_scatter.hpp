@@ -44,6 +44,7 @@
 #include "collectives/receive_view.hpp"
 #include "collectives/reduce.hpp"
 #include "collectives/scatter.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -127,14 +128,14 @@ struct reduce_scatter_reduce_then_scatter_fn {
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
         const auto offsets = detail::block_offsets(counts, values.size(), comm.size());
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
-        auto whole = reduce_binomial(comm, std::move(values), op, 0, s);
+        auto whole = reduce_binomial_fn{}(comm, std::move(values), op, 0, s);
         std::vector<V> blocks;
         if (whole)
             for (int b = 0; b < comm.size(); ++b) blocks.push_back(detail::block_of(*whole, offsets, b));
-        return scatter_parallel(comm, std::move(blocks), 0, s);
+        return scatter_parallel_fn{}(comm, std::move(blocks), 0, s);
     }
 };
-inline constexpr reduce_scatter_reduce_then_scatter_fn reduce_scatter_reduce_then_scatter{};
+inline constexpr guarded_algorithm<reduce_scatter_reduce_then_scatter_fn> reduce_scatter_reduce_then_scatter{};
 
 struct reduce_scatter_ring_fn {
     static constexpr algorithm_info info{"reduce_scatter", "ring", true};
@@ -173,7 +174,7 @@ struct reduce_scatter_ring_fn {
         return running;  // block(n - 1) == me
     }
 };
-inline constexpr reduce_scatter_ring_fn reduce_scatter_ring{};
+inline constexpr guarded_algorithm<reduce_scatter_ring_fn> reduce_scatter_ring{};
 
 struct reduce_scatter_host_memory_fn {
     static constexpr algorithm_info info{"reduce_scatter", "host_memory", false, false, false, true};
@@ -197,7 +198,7 @@ struct reduce_scatter_host_memory_fn {
                 }
             }
         }
-        return reduce_scatter_reduce_then_scatter(comm, std::move(values), counts, op, s);
+        return reduce_scatter_reduce_then_scatter_fn{}(comm, std::move(values), counts, op, s);
     }
 
 private:
@@ -280,6 +281,6 @@ private:
         return out;
     }
 };
-inline constexpr reduce_scatter_host_memory_fn reduce_scatter_host_memory{};
+inline constexpr guarded_algorithm<reduce_scatter_host_memory_fn> reduce_scatter_host_memory{};
 
 }  // namespace csp::collectives

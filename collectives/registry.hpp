@@ -31,7 +31,10 @@
 namespace csp::collectives {
 
 // The algorithms of one collective. Every algorithm of a list takes the
-// same arguments and returns the same type.
+// same arguments and returns the same type. The list holds the unguarded
+// algorithm types: dispatch runs them inside its own guard, where the
+// objects a program calls by name (guarded_algorithm, revocation.hpp) guard
+// themselves.
 template <class... A>
 struct algorithm_list {
     static constexpr std::array<algorithm_info, sizeof...(A)> infos{A::info...};

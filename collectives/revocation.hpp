@@ -5,8 +5,9 @@
 // values, one rank's alltoall too many, the root of a reduce folds vectors
 // of different lengths, a user's op throws, one rank names a root outside
 // the group. That rank throws; the others would wait for its messages for
-// ever. So a collective called by its plain name (dispatch.hpp), and
-// Aspen's reduce, runs inside `guarded` (a hierarchical one inside
+// ever. So a collective called by its plain name (dispatch.hpp) or by its
+// algorithm's (guarded_algorithm, below), and Aspen's reduce, runs inside
+// `guarded` (a hierarchical one inside
 // hierarchy.hpp's guarded_levels, which passes it on to every level): an
 // error thrown at this rank (not one received from another rank: a peer's
 // failure, another rank's revocation) is sent to every rank of the group,
@@ -35,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "collectives/communicator.hpp"
@@ -60,8 +62,9 @@ namespace detail {
 
 // A usage error every rank of the call finds alike, from what they all hold
 // (a put_get request outside the group, seen by every rank after the
-// requests were gathered): their counters still agree, so the stream needs
-// no revocation.
+// requests were gathered; values of different types or lengths in a board
+// meeting, where every rank reads every part): their counters still agree,
+// so the stream needs no revocation.
 class agreed_error : public usage_error {
 public:
     using usage_error::usage_error;
@@ -166,5 +169,31 @@ decltype(auto) guarded(C& comm, stream s, std::string_view collective, F&& f) {
         return std::forward<F>(f)();
 }
 
+// The stream among a call's arguments (its last parameter, defaulted), or
+// the default stream.
+template <class... Args>
+stream stream_among(const Args&... args) {
+    stream s{};
+    ([&](const auto& a) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(a)>, stream>) s = a;
+    }(args), ...);
+    return s;
+}
+
 }  // namespace detail
+
+// An algorithm as a user calls it by its own name (allreduce_ring,
+// reduce_chain, ...): Algorithm's call, guarded as a call by the plain name
+// is. The registry lists the unguarded Algorithm types, which dispatch runs
+// inside its own guard, and the algorithms call each other unguarded
+// (Algorithm{}), so one failure revokes its stream once, from the first
+// tag of the call the program made.
+template <class Algorithm>
+struct guarded_algorithm : Algorithm {
+    template <class C, class... Args>
+    decltype(auto) operator()(C& comm, Args&&... args) const {
+        return detail::guarded(comm, detail::stream_among(args...), Algorithm::info.collective,
+                               [&]() -> decltype(auto) { return Algorithm::operator()(comm, std::forward<Args>(args)...); });
+    }
+};
 }  // namespace csp::collectives

@@ -27,6 +27,7 @@
 #include "collectives/host_board.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/receive_view.hpp"
+#include "collectives/revocation.hpp"
 
 namespace csp::collectives {
 
@@ -149,7 +150,7 @@ struct scan_recursive_doubling_fn {
         return detail::scan_doubling(comm, std::move(value), op, t).first;
     }
 };
-inline constexpr scan_recursive_doubling_fn scan_recursive_doubling{};
+inline constexpr guarded_algorithm<scan_recursive_doubling_fn> scan_recursive_doubling{};
 struct scan_pipeline_fn {
     static constexpr algorithm_info info{"scan", "pipeline"};
 
@@ -159,7 +160,7 @@ struct scan_pipeline_fn {
         return detail::scan_chain<false>(comm, std::move(value), op, t);
     }
 };
-inline constexpr scan_pipeline_fn scan_pipeline{};
+inline constexpr guarded_algorithm<scan_pipeline_fn> scan_pipeline{};
 struct exscan_recursive_doubling_fn {
     static constexpr algorithm_info info{"exscan", "recursive_doubling"};
 
@@ -169,7 +170,7 @@ struct exscan_recursive_doubling_fn {
         return detail::scan_doubling(comm, std::move(value), op, t).second;
     }
 };
-inline constexpr exscan_recursive_doubling_fn exscan_recursive_doubling{};
+inline constexpr guarded_algorithm<exscan_recursive_doubling_fn> exscan_recursive_doubling{};
 struct exscan_pipeline_fn {
     static constexpr algorithm_info info{"exscan", "pipeline"};
 
@@ -179,7 +180,7 @@ struct exscan_pipeline_fn {
         return detail::scan_chain<true>(comm, std::move(value), op, t);
     }
 };
-inline constexpr exscan_pipeline_fn exscan_pipeline{};
+inline constexpr guarded_algorithm<exscan_pipeline_fn> exscan_pipeline{};
 
 struct scan_host_memory_fn {
     static constexpr algorithm_info info{"scan", "host_memory", false, false, false, true};
@@ -191,19 +192,19 @@ struct scan_host_memory_fn {
             detail::combine_into(op, **before, std::as_const(value), false);  // before op value
             return std::move(**before);
         }
-        return scan_recursive_doubling(comm, std::move(value), op, s);
+        return scan_recursive_doubling_fn{}(comm, std::move(value), op, s);
     }
 };
-inline constexpr scan_host_memory_fn scan_host_memory{};
+inline constexpr guarded_algorithm<scan_host_memory_fn> scan_host_memory{};
 struct exscan_host_memory_fn {
     static constexpr algorithm_info info{"exscan", "host_memory", false, false, false, true};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
         if (auto before = detail::exclusive_on_host(comm, value, op, s, info)) return std::move(*before);
-        return exscan_recursive_doubling(comm, std::move(value), op, s);
+        return exscan_recursive_doubling_fn{}(comm, std::move(value), op, s);
     }
 };
-inline constexpr exscan_host_memory_fn exscan_host_memory{};
+inline constexpr guarded_algorithm<exscan_host_memory_fn> exscan_host_memory{};
 
 }  // namespace csp::collectives

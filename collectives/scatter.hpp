@@ -13,6 +13,7 @@
 #include "collectives/algorithm.hpp"
 #include "collectives/communicator.hpp"
 #include "collectives/topology.hpp"
+#include "collectives/revocation.hpp"
 #include "csp/process.hpp"
 
 namespace csp::collectives {
@@ -46,7 +47,7 @@ struct scatter_sequential_fn {
                                     });
     }
 };
-inline constexpr scatter_sequential_fn scatter_sequential{};
+inline constexpr guarded_algorithm<scatter_sequential_fn> scatter_sequential{};
 
 struct scatter_parallel_fn {
     static constexpr algorithm_info info{"scatter", "parallel"};
@@ -61,6 +62,6 @@ struct scatter_parallel_fn {
                                     });
     }
 };
-inline constexpr scatter_parallel_fn scatter_parallel{};
+inline constexpr guarded_algorithm<scatter_parallel_fn> scatter_parallel{};
 
 }  // namespace csp::collectives

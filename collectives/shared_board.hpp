@@ -36,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/revocation.hpp"
 #include "collectives/tag.hpp"
 #include "csp/barrier.hpp"
 #include "csp/error.hpp"
@@ -76,7 +77,10 @@ public:
     // then returns read(parts), where parts[i] is rank i's slot (meaningful
     // only for contributing ranks). The parts stay valid until read
     // returns. A meeting of calls of different collectives (the ranks'
-    // calls differ) throws usage_error at every rank.
+    // calls differ) throws usage_error at every rank, and revokes the
+    // stream where the call is guarded (the calls may have drawn different
+    // tags); values of different types throw agreed_error (revocation.hpp)
+    // at every rank, and the stream goes on.
     template <class T, class Read>
     decltype(auto) meet(int rank, std::string_view collective, bool contributes, const T& value, Read&& read) {
         const std::size_t me = static_cast<std::size_t>(rank), set = meetings_[me]++ & 1u;
@@ -94,7 +98,7 @@ public:
                                   ": every rank must make the same collective calls in the same order");
         for (const std::type_info* t : types_[set])
             if (*t != typeid(T))
-                throw usage_error("a collective received a value of type " + csp::type_name(*t) + " where it expected " +
+                throw detail::agreed_error("a collective received a value of type " + csp::type_name(*t) + " where it expected " +
                                   csp::type_name<T>() + "; do all ranks pass the same type?");
         return read(static_cast<const parts<T>&>(parts<T>(cells)));
     }

@@ -15,6 +15,7 @@
 #include "collectives/host_board.hpp"
 #include "collectives/operation.hpp"
 #include "collectives/receive_view.hpp"
+#include "collectives/revocation.hpp"
 #include "csp/view.hpp"
 
 namespace csp::collectives::detail {
@@ -88,8 +89,9 @@ std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info
 }
 
 // Whether every rank's value of meeting m is in its part. Values of
-// another type or length throw, at every rank alike (each reads every
-// part's head), naming the algorithm `info`.
+// another type or length throw agreed_error, at every rank alike (each
+// reads every part's head), naming the algorithm `info`: the ranks' calls
+// still pair up, and the stream goes on.
 template <class T>
 bool all_fit(const host_board& board, std::uint64_t m, int me, const algorithm_info& info) {
     const auto mine = board.part_of(m, me);
@@ -100,10 +102,10 @@ bool all_fit(const host_board& board, std::uint64_t m, int me, const algorithm_i
         const auto p = board.part_of(m, q);
         refuse_other_call(info, mine, q, p);  // meet_on_host checked one neighbour; every part is read here
         if (p.type != mine.type)
-            throw usage_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
+            throw agreed_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
                               " passed a value of another type than rank " + std::to_string(me) + "'s " +
                               csp::type_name<T>());
-        check_same_length(mine.bytes / unit, p.bytes / unit);
+        check_same_length<agreed_error>(mine.bytes / unit, p.bytes / unit);
         fit = fit && p.fits;
     }
     return fit;

@@ -4,6 +4,7 @@
 // killed (the departure tests kill it). With "shared" it checks shared
 // reduction variables instead of the grid and prints "shared ok";
 // "shared-forever" updates and reads one until it is killed.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <array>
@@ -490,7 +491,7 @@ int host_board_mode(const std::string& mode) {
                         std::vector<long> v(2 * chunk + 5, long(me) + id * 100 + i);
                         const auto got = cc::allreduce_host_memory(comm, v, cc::sum{}, cc::stream{id});
                         const long want = long(n) * (n - 1) / 2 + long(n) * (id * 100 + i);
-                        if (got != std::vector<long>(v.size(), want))
+                        if (got.size() != v.size() || std::any_of(got.begin(), got.end(), [&](long x) { return x != want; }))
                             stream_wrong[id - 1] = "stream " + std::to_string(id) + ", call " + std::to_string(i);
                     }
                 };
@@ -755,8 +756,9 @@ int mismatched_calls_mode(const std::string& mode) {
 }
 
 // One rank's bad input (net_test.cpp, revoked_stream): the root of a
-// scatter holds too few values, rank 1 gives alltoall too many, or the root
-// of a reduce_scatter folds vectors of different lengths. Every rank prints
+// scatter holds too few values (by its plain name, or its algorithm's),
+// rank 1 gives alltoall too many, or the root of a reduce_scatter folds
+// vectors of different lengths. Every rank prints
 // what its call threw, then what a later allreduce on the same stream and
 // one on another stream gave.
 int bad_input_mode(const std::string& mode) {
@@ -767,6 +769,8 @@ int bad_input_mode(const std::string& mode) {
         try {
             if (mode == "bad-input-scatter") {
                 (void)cc::scatter(comm, std::vector<int>(r == 0 ? n - 1 : 0, 5), 0);
+            } else if (mode == "bad-input-scatter_parallel") {  // an algorithm called by its name
+                (void)cc::scatter_parallel(comm, std::vector<int>(r == 0 ? n - 1 : 0, 5), 0);
             } else if (mode == "bad-input-alltoall") {
                 (void)cc::alltoall(comm, std::vector<int>(r == 1 ? n + 1 : n, r));
             } else {

@@ -144,7 +144,9 @@ TEST_P(net_bad_input, one_ranks_bad_input_fails_the_call_on_every_rank_and_revok
     auto r = launch(4, "CSP_TRANSPORT=tcp", "bad-input-" + GetParam());
     EXPECT_EQ(count(r.output, "answer"), 0u) << r.output;
     EXPECT_EQ(count(r.output, "] failed: "), 4u) << r.output;
-    const std::string bad_rank = GetParam() == "alltoall" ? "rank 1's alltoall" : "rank 0's " + GetParam();
+    const std::string bad_rank = GetParam() == "alltoall"           ? "rank 1's alltoall"
+                                 : GetParam() == "scatter_parallel" ? "rank 0's scatter"
+                                                                    : "rank 0's " + GetParam();
     EXPECT_EQ(count(r.output, "] failed: " + bad_rank + " (call 0 of stream 0) failed: "), 3u) << r.output;
     // A later receive of the stream fails unless its message is already
     // there (a rank may have sent it before it heard of the failure), and
@@ -155,7 +157,8 @@ TEST_P(net_bad_input, one_ranks_bad_input_fails_the_call_on_every_rank_and_revok
     EXPECT_EQ(count(r.output, "other stream 4"), 4u) << r.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(calls, net_bad_input, ::testing::Values("scatter", "alltoall", "reduce_scatter"));
+INSTANTIATE_TEST_SUITE_P(calls, net_bad_input,
+                         ::testing::Values("scatter", "scatter_parallel", "alltoall", "reduce_scatter"));
 
 // The host board (processes of one host meeting in shared memory; under
 // CSP_TRANSPORT=tcp the ranks do not share it and the same calls pass

@@ -73,6 +73,48 @@ TEST(revoked_stream, a_scatter_root_with_too_few_values_fails_every_rank) {
     o.expect_later_calls_refused_or_right();
 }
 
+// Regression: an algorithm called by its own name ran unguarded: the rank
+// that failed threw, and the others waited for its messages until the
+// runtime's deadlock report. Three of them, each with one rank's bad input.
+TEST(revoked_stream, an_algorithm_called_by_its_name_fails_every_rank_as_its_plain_call_does) {
+    outcome scatter;
+    run_with(scatter, [](cc::local_communicator& c) {
+        (void)cc::scatter_parallel(c, std::vector<int>(c.rank() == 0 ? 3 : 0, 5), 0);
+    });
+    EXPECT_EQ(scatter.answers.load(), 0);
+    EXPECT_TRUE(names(scatter.errors[0], "scatter: the root holds 3 values for 4 ranks")) << scatter.errors[0];
+    for (int r = 1; r < 4; ++r)
+        EXPECT_TRUE(names(scatter.errors[r], "rank 0's scatter (call 0 of stream 0) failed")) << scatter.errors[r];
+    scatter.expect_later_calls_refused_or_right();
+
+    // A ring allreduce (a reduce_scatter, then an allgather, each drawing
+    // tags of its own) whose rank 0 holds 30 values and the others 40: the
+    // ranks that receive a block of the wrong length fail in the first
+    // half; the others hear of it, whichever half they wait in.
+    outcome ring;
+    run_with(ring, [](cc::local_communicator& c) {
+        (void)cc::allreduce_ring(c, std::vector<double>(c.rank() == 0 ? 30 : 40, 1.0), cc::sum{});
+    });
+    EXPECT_EQ(ring.answers.load(), 0);
+    int own = 0, heard = 0;
+    for (const auto& e : ring.errors) {
+        if (names(e, "'s allreduce (call 0 of stream 0) failed: reduce_scatter: rank 0 sent block"))
+            ++heard;
+        else if (names(e, "reduce_scatter: rank 0 sent block"))
+            ++own;
+    }
+    EXPECT_GE(own, 1);
+    EXPECT_EQ(own + heard, 4) << ring.errors[0] << '\n' << ring.errors[1] << '\n' << ring.errors[2] << '\n'
+                              << ring.errors[3];
+    ring.expect_later_calls_refused_or_right();
+
+    // A chain reduce whose rank 2 names a root outside the group.
+    outcome chain;
+    run_with(chain, [](cc::local_communicator& c) { (void)cc::reduce_chain(c, 1, cc::sum{}, c.rank() == 2 ? 9 : 0); });
+    EXPECT_TRUE(names(chain.errors[2], "root 9 is outside the group of 4")) << chain.errors[2];
+    chain.expect_later_calls_refused_or_right();
+}
+
 // Regression: one rank's alltoall with a value too many; the others waited
 // for its values.
 TEST(revoked_stream, one_ranks_alltoall_with_too_many_values_fails_every_rank) {
@@ -232,6 +274,32 @@ TEST(revoked_stream, an_error_every_rank_finds_alike_after_the_call_leaves_the_s
     });
     EXPECT_EQ(errors.load(), 4);
     EXPECT_EQ(sizes.load(), 16);
+}
+
+// Values of different types in one meeting of the shared board: every rank
+// reads every slot and throws alike, so nothing is revoked (with the
+// algorithm called by its name guarded, this once revoked the stream, and
+// the host board's test of the same, which goes on in its stream, failed).
+TEST(revoked_stream, a_board_meeting_of_different_types_fails_every_rank_and_leaves_the_stream_usable) {
+    std::atomic<int> sizes{0}, errors{0};
+    csp::run([&] {
+        cc::run_local(4, [&](cc::local_communicator& c) {
+            for (int plain = 0; plain < 2; ++plain) {
+                try {
+                    if (c.rank() == 2)
+                        (void)(plain ? cc::allreduce(c, 2L, cc::sum{}) : cc::allreduce_shared_memory(c, 2L, cc::sum{}));
+                    else
+                        (void)(plain ? cc::allreduce(c, 1, cc::sum{}) : cc::allreduce_shared_memory(c, 1, cc::sum{}));
+                } catch (const csp::usage_error& e) {
+                    EXPECT_TRUE(names(e.what(), "a collective received a value of type")) << e.what();
+                    ++errors;
+                }
+                sizes += static_cast<int>(cc::allgather_ring(c, 1).size());
+            }
+        });
+    });
+    EXPECT_EQ(errors.load(), 8);
+    EXPECT_EQ(sizes.load(), 32);
 }
 
 }  // namespace
