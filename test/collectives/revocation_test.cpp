@@ -256,24 +256,37 @@ TEST(revoked_stream, a_failure_on_one_host_reaches_every_rank_of_every_host_in_a
     EXPECT_EQ(other_stream_sums.load(), 16);
 }
 
+// Runs each of `calls` at 4 ranks, every one of which must throw a
+// usage_error naming `what`, each followed by a ring allgather on the same
+// stream, which must give every rank all 4 values: nothing was revoked.
+template <class... Call>
+void expect_agreed_errors(const std::string& what, Call... calls) {
+    std::atomic<int> sizes{0}, errors{0};
+    csp::run([&] {
+        cc::run_local(4, [&](cc::local_communicator& c) {
+            const auto one = [&](auto call) {
+                try {
+                    call(c);
+                } catch (const csp::usage_error& e) {
+                    EXPECT_TRUE(names(e.what(), what)) << e.what();
+                    ++errors;
+                }
+                sizes += static_cast<int>(cc::allgather_ring(c, 1).size());
+            };
+            (one(calls), ...);
+        });
+    });
+    EXPECT_EQ(errors.load(), 4 * int(sizeof...(Call)));
+    EXPECT_EQ(sizes.load(), 16 * int(sizeof...(Call)));
+}
+
 // An error every rank finds alike after they met (a put_get name outside
 // the group, seen by every rank in the gathered requests) needs no
 // revocation: the stream goes on.
 TEST(revoked_stream, an_error_every_rank_finds_alike_after_the_call_leaves_the_stream_usable) {
-    std::atomic<int> sizes{0}, errors{0};
-    csp::run([&] {
-        cc::run_local(4, [&](cc::local_communicator& c) {
-            try {
-                (void)cc::put_get(c, c.rank(), c.rank() == 1 ? -3 : 0);
-            } catch (const csp::usage_error& e) {
-                EXPECT_TRUE(names(e.what(), "put_get: rank 1 asked for the value of rank -3")) << e.what();
-                ++errors;
-            }
-            sizes += static_cast<int>(cc::allgather_ring(c, 1).size());
-        });
+    expect_agreed_errors("put_get: rank 1 asked for the value of rank -3", [](cc::local_communicator& c) {
+        (void)cc::put_get(c, c.rank(), c.rank() == 1 ? -3 : 0);
     });
-    EXPECT_EQ(errors.load(), 4);
-    EXPECT_EQ(sizes.load(), 16);
 }
 
 // Values of different types in one meeting of the shared board: every rank
@@ -281,25 +294,16 @@ TEST(revoked_stream, an_error_every_rank_finds_alike_after_the_call_leaves_the_s
 // algorithm called by its name guarded, this once revoked the stream, and
 // the host board's test of the same, which goes on in its stream, failed).
 TEST(revoked_stream, a_board_meeting_of_different_types_fails_every_rank_and_leaves_the_stream_usable) {
-    std::atomic<int> sizes{0}, errors{0};
-    csp::run([&] {
-        cc::run_local(4, [&](cc::local_communicator& c) {
-            for (int plain = 0; plain < 2; ++plain) {
-                try {
-                    if (c.rank() == 2)
-                        (void)(plain ? cc::allreduce(c, 2L, cc::sum{}) : cc::allreduce_shared_memory(c, 2L, cc::sum{}));
-                    else
-                        (void)(plain ? cc::allreduce(c, 1, cc::sum{}) : cc::allreduce_shared_memory(c, 1, cc::sum{}));
-                } catch (const csp::usage_error& e) {
-                    EXPECT_TRUE(names(e.what(), "a collective received a value of type")) << e.what();
-                    ++errors;
-                }
-                sizes += static_cast<int>(cc::allgather_ring(c, 1).size());
-            }
+    expect_agreed_errors(
+        "a collective received a value of type",
+        [](cc::local_communicator& c) {
+            if (c.rank() == 2) (void)cc::allreduce_shared_memory(c, 2L, cc::sum{});
+            else (void)cc::allreduce_shared_memory(c, 1, cc::sum{});
+        },
+        [](cc::local_communicator& c) {
+            if (c.rank() == 2) (void)cc::allreduce(c, 2L, cc::sum{});
+            else (void)cc::allreduce(c, 1, cc::sum{});
         });
-    });
-    EXPECT_EQ(errors.load(), 8);
-    EXPECT_EQ(sizes.load(), 32);
 }
 
 }  // namespace
