@@ -22,11 +22,21 @@
 // still be quiet with the same activity), and the report goes to every node
 // and to whoever watches the nameserver (csp-launch prints it).
 //
+// Nodes that finished: a node that leaves cleanly sends its final counts
+// (FINAL, taken once its links closed, so it sends nothing after them); a
+// wave over the nodes left adds them to the sums as `settled`. A message a
+// finished node sent that is still on its way keeps out above in; one sent
+// to it after it closed is never counted in, and the job is then never
+// found deadlocked (a report missed, never a false one). A node that died
+// sends no FINAL, and its job is not probed: its peers' receives fail with
+// its departure instead.
+//
 // Protocol steps (lines on the registration connection, nameserver_protocol.hpp):
 //   -> PROBE <wave>                     <- QUIET <wave> <0|1> <out> <in> <activity>
 //   -> DESCRIBE <wave>                  <- BLOCKED <wave> <text>  (one per process)
 //                                       <- DESCRIBED <wave> <0|1> <activity>
 //   -> DEADLOCK <wave> <lines>, then <lines> lines "| <text>"
+//                                       <- FINAL <out> <in>  (leaving, unasked)
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -45,9 +55,15 @@ public:
     };
     enum class verdict { pending, busy, describe };
 
+    // The final counts of the nodes that finished, summed.
+    struct settled {
+        std::uint64_t out, in;  // no initialisers: `= {}` below zeroes them
+    };
+
     // The wave to probe `ranks` with now, or 0 while one is still out (for
-    // fewer than `patience` calls) or after a deadlock was reported.
-    std::uint64_t start(const std::vector<int>& ranks, int patience = 8) {
+    // fewer than `patience` calls) or after a deadlock was reported. The
+    // finished nodes' counts `done` change only with the set of ranks.
+    std::uint64_t start(const std::vector<int>& ranks, settled done = {}, int patience = 8) {
         if (reported_) return 0;
         if (wave_ != 0 && !done_ && ++waited_ < patience) return 0;
         if (wave_ != 0 && !done_) previous_.clear();  // abandoned: the next wave starts a new pair
@@ -57,6 +73,7 @@ public:
         describing_ = false;
         current_.clear();
         for (int r : ranks) current_[r] = std::nullopt;
+        settled_ = done;
         return wave_;
     }
 
@@ -69,7 +86,7 @@ public:
             if (!a) return verdict::pending;
         // Complete.
         std::map<int, sample> now;
-        std::uint64_t out = 0, in = 0;
+        std::uint64_t out = settled_.out, in = settled_.in;
         bool quiet = true;
         for (const auto& [r, a] : current_) {
             now[r] = *a;
@@ -121,6 +138,7 @@ private:
     int waited_ = 0;
     bool done_ = false, describing_ = false, reported_ = false;
     std::map<int, std::optional<sample>> current_;
+    settled settled_{};
     std::map<int, sample> previous_;  // the last complete wave, if every node was quiet in it
     std::set<int> described_;
     std::map<int, std::vector<std::string>> lines_;

@@ -91,12 +91,16 @@ void tell_all(detail::tell_list& tell) {
 bool answer_waves(registry& reg, const std::string& line, const std::vector<std::string>& w,
                   const std::vector<std::pair<std::string, int>>& mine, const std::function<void(const std::string&)>& found) {
     if (w.empty() || (w[0] != "QUIET" && w[0] != "BLOCKED" && w[0] != "DESCRIBED" && w[0] != "STATE" &&
-                      w[0] != "STATED"))
+                      w[0] != "STATED" && w[0] != "FINAL"))
         return false;
     if (mine.size() != 1 || w.size() < 2) return true;
     const auto& [job, rank] = mine.front();
     detail::tell_list tell;
     try {
+        if (w[0] == "FINAL") {
+            if (w.size() == 3) reg.final_counts(job, rank, {std::stoull(w[1]), std::stoull(w[2])});
+            return true;
+        }
         const std::uint64_t wave = std::stoull(w[1]);
         if (w[0] == "QUIET" && w.size() == 6) {
             reg.quiet(job, rank, wave, {w[2] == "1", std::stoull(w[3]), std::stoull(w[4]), std::stoull(w[5])}, tell);

@@ -10,6 +10,8 @@
 //     <- PROBE, DESCRIBE, DEADLOCK               the job-wide deadlock detector's waves, unasked
 //                                                (deadlock_waves.hpp; the node answers QUIET,
 //                                                BLOCKED, DESCRIBED)
+//     -> FINAL <out> <in>                        unasked, the last line of a node that leaves
+//                                                cleanly: its traffic counts, for the detector
 //     <- STATUS <id>                             what are your processes doing? (csp-launch
 //                                                --timeout); the node answers STATE <id> <text>,
 //                                                one per program process, then STATED <id>

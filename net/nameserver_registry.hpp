@@ -85,6 +85,7 @@ public:
             return fail("rank " + std::to_string(rank) + " of job '" + job + "' is already registered at " +
                         it->second.at.str());
         j.nodes[rank] = {at, owner, std::move(notes)};
+        j.finals.erase(rank);  // it runs again
         if (automatic || rank == j.first_free) j.first_free = rank + 1;
         mine.emplace_back(job, rank);
         if (earlier)
@@ -149,16 +150,29 @@ public:
     }
 
     // --- the job-wide deadlock detector (deadlock_waves.hpp) ---------------
-    // Starts a wave in every job whose nodes are all registered and none has
-    // ended (after a departure, a receive waiting for the one gone fails
-    // with its departure instead).
+    // A registered rank about to leave cleanly: its final traffic counts.
+    void final_counts(const std::string& job, int rank, deadlock_waves::settled counts) {
+        std::lock_guard lk(lock_);
+        auto j = jobs_.find(job);
+        if (j != jobs_.end() && j->second.nodes.count(rank)) j->second.finals[rank] = counts;
+    }
+    // Starts a wave in every job each of whose ranks is registered or left
+    // with its final counts. (After a death, a receive waiting for the one
+    // gone fails with its departure instead, and one waiting for any rank
+    // is not told.)
     void probe(tell_list& tell) {
         std::lock_guard lk(lock_);
         for (auto& [name, j] : jobs_) {
-            if (j.size == 0 || static_cast<int>(j.nodes.size()) != j.size || !j.gone.empty()) continue;
+            if (j.size == 0 || j.nodes.empty() || static_cast<int>(j.nodes.size() + finished(j).size()) != j.size)
+                continue;
             std::vector<int> ranks;
             for (const auto& [r, e] : j.nodes) ranks.push_back(r);
-            if (const auto wave = j.waves.start(ranks))
+            deadlock_waves::settled done{};
+            for (const int r : finished(j)) {
+                done.out += j.finals.at(r).out;
+                done.in += j.finals.at(r).in;
+            }
+            if (const auto wave = j.waves.start(ranks, done))
                 for (const auto& [r, e] : j.nodes) tell.emplace_back(e.notes, "PROBE " + std::to_string(wave));
         }
     }
@@ -182,9 +196,17 @@ public:
         if (j == jobs_.end()) return std::nullopt;
         auto lines = j->second.waves.described(wave, rank, still_quiet, activity);
         if (!lines) return std::nullopt;
-        lines->insert(lines->begin(), "deadlock in job '" + job + "': every process of its " +
-                                          std::to_string(j->second.nodes.size()) +
-                                          " nodes is blocked and no message is in flight");
+        const auto ended = finished(j->second);
+        std::string head = "deadlock in job '" + job + "': every process of its " +
+                           std::to_string(j->second.nodes.size()) + (ended.empty() ? "" : " remaining") +
+                           " nodes is blocked and no message is in flight";
+        if (!ended.empty()) {
+            head += ended.size() == 1 ? " (node " : " (nodes ";
+            for (std::size_t i = 0; i < ended.size(); ++i)
+                head += (i == 0 ? "" : i + 1 == ended.size() ? " and " : ", ") + std::to_string(ended[i]);
+            head += ended.size() == 1 ? " has finished)" : " have finished)";
+        }
+        lines->insert(lines->begin(), head);
         std::string report;
         for (const auto& l : *lines) report.append(report.empty() ? "" : "\n  ").append(l);
         for (const auto& [r, e] : j->second.nodes) {
@@ -261,6 +283,7 @@ private:
         std::map<int, entry> nodes;
         int first_free = 0;  // no rank below it is free
         std::set<int> gone;  // ranks whose registration ended while the job lasted (at most its size)
+        std::map<int, deadlock_waves::settled> finals;  // the ranks registered or gone that sent FINAL
         std::chrono::steady_clock::time_point emptied;  // when its last registered node left
         deadlock_waves waves;
         struct {
@@ -273,6 +296,14 @@ private:
     // How long a job with no node registered, some of whose ranks never
     // came, is remembered for them.
     static constexpr std::chrono::minutes keep_emptied_job{10};
+
+    // The ranks that left cleanly and have not registered again, in order.
+    static std::vector<int> finished(const job_entry& j) {
+        std::vector<int> out;
+        for (const auto& [r, counts] : j.finals)
+            if (!j.nodes.count(r)) out.push_back(r);
+        return out;
+    }
 
     void forget_stale_jobs_locked() {
         const auto now = std::chrono::steady_clock::now();

@@ -162,11 +162,28 @@ public:
         core_->stop.poison();
         core_->greeting.shut_all();
         group_.wait();
-        entry_.connection.reset();  // leaves the nameserver
+        leave_nameserver();
         done_.write(true);
     }
 
 private:
+    // Ends the registration. Every link is closed and no process of the
+    // switch runs, so this node's traffic counts are final: the job-wide
+    // deadlock detector goes on over the nodes left with them
+    // (deadlock_waves.hpp).
+    void leave_nameserver() {
+        if (!entry_.connection) return;
+        const std::string line = "FINAL " + std::to_string(core_->traffic_out.load(std::memory_order_relaxed)) + " " +
+                                 std::to_string(core_->traffic_in.load(std::memory_order_relaxed)) + "\n";
+        try {
+            write_all(entry_.connection.get(), line.data(), line.size(), clock::now() + std::chrono::seconds(1),
+                      "leaving the nameserver");
+        } catch (const net_error&) {
+            // The nameserver is gone or stalled: the job is not probed any more.
+        }
+        entry_.connection.reset();
+    }
+
     // --- inputs -----------------------------------------------------------
 
     void handle(send_request& r) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <set>
 #include <vector>
 #include <string>
 
@@ -53,6 +54,69 @@ TEST(net_deadlock, two_nodes_receiving_from_each_other_fail_with_a_report_naming
     const auto found = ns.deadlocks();
     ASSERT_EQ(found.size(), 1u);
     EXPECT_EQ(found[0], reports[0]);
+}
+
+// Regression: nodes waiting for each other after another node had finished
+// hung for ever (the detector probed only jobs none of whose nodes had
+// ended), as in a collective whose ranks disagree on the root. Here node 2
+// sends to node 0 and finishes; then nodes 0 and 1 each wait for the other.
+TEST(net_deadlock, nodes_waiting_for_each_other_after_one_finished_fail_with_a_report_naming_it) {
+    csp::net::nameserver ns;
+    std::string reports[2];
+    int received = 0;
+    run_nodes(ns, "left", 3, [&](csp::net::node& self) {
+        auto in = self.open(5);
+        if (self.rank() == 2) {
+            self.send(0, 5, 7);
+            return;
+        }
+        if (self.rank() == 0) received = in.receive<int>();
+        const auto start = csp::clock::now();
+        try {
+            in.receive<int>();
+            ADD_FAILURE() << "rank " << self.rank() << " received";
+        } catch (const csp::deadlock_error& e) {
+            reports[self.rank()] = e.what();
+        }
+        EXPECT_LT(csp::clock::now() - start, 10s);
+    });
+    EXPECT_EQ(received, 7);
+    for (const auto& r : reports) {
+        EXPECT_NE(r.find("deadlock in job 'left': every process of its 2 remaining nodes is blocked and no message "
+                         "is in flight (node 2 has finished)"),
+                  std::string::npos)
+            << r;
+        EXPECT_NE(r.find("node 0: process 'main' is blocked reading from channel 'port 5 of node 0'"), std::string::npos)
+            << r;
+        EXPECT_NE(r.find("node 1: process 'main' is blocked reading from channel 'port 5 of node 1'"), std::string::npos)
+            << r;
+        EXPECT_EQ(count(r, "' is blocked"), 2u) << r;
+    }
+    EXPECT_EQ(ns.deadlocks().size(), 1u);
+}
+
+// A node that finishes while its peers still talk is not a deadlock: the
+// others' conversation goes on over several waves, with pauses.
+TEST(net_deadlock, a_finished_node_leaves_the_others_free_to_pause) {
+    csp::net::nameserver ns;
+    int sum = 0;
+    run_nodes(ns, "one_left", 3, [&](csp::net::node& self) {
+        auto in = self.open(1);
+        if (self.rank() == 2) return;
+        const int other = 1 - self.rank();
+        for (int i = 0; i < 4; ++i) {
+            if (self.rank() == 0) {
+                self.send(other, 1, i);
+                sum += in.receive<int>();
+            } else {
+                const int v = in.receive<int>();
+                csp::sleep_for(300ms);  // quiet, with a timer to end it
+                self.send(other, 1, v * 10);
+            }
+        }
+    });
+    EXPECT_EQ(sum, 60);
+    EXPECT_TRUE(ns.deadlocks().empty());
 }
 
 // Every process of every node is named: several per node, some waiting on
@@ -156,6 +220,63 @@ TEST(net_deadlock_waves, two_equal_quiet_balanced_waves_and_nothing_less_make_a_
 }
 
 }  // namespace
+
+// Which jobs the registry probes once nodes have ended: every rank still
+// registered or gone with its final counts (added to the sums); a rank that
+// died (no FINAL) stops the probes, and one that registers again counts as
+// running.
+TEST(net_deadlock_waves, a_job_is_probed_over_the_nodes_left_only_when_each_one_gone_left_its_counts) {
+    using namespace csp::net::detail;
+    registry reg;
+    std::map<int, std::vector<std::string>> heard;
+    const int owners[3]{};
+    auto join = [&](int rank) {
+        std::vector<std::pair<std::string, int>> mine;
+        const auto answer = reg.add({"REGISTER", "j", std::to_string(rank), "3", "127.0.0.1", "1000"}, &owners[rank],
+                                    [&heard, rank](const std::string& line) { heard[rank].push_back(line); }, mine);
+        EXPECT_EQ(answer.rfind("OK ", 0), 0u) << answer;
+        return mine;
+    };
+    auto probes = [&] {  // the ranks probed now
+        heard.clear();
+        tell_list tell;
+        reg.probe(tell);
+        for (auto& [sink, line] : tell) sink(line);
+        std::set<int> told;
+        for (const auto& [r, lines] : heard)
+            for (const auto& line : lines)
+                if (line.rfind("PROBE ", 0) == 0) {
+                    told.insert(r);
+                    reg.quiet("j", r, std::stoull(line.substr(6)), {false, 0, 0, 0}, tell);  // busy: the wave ends
+                }
+        return told;
+    };
+    auto m0 = join(0), m1 = join(1), m2 = join(2);
+    EXPECT_EQ(probes(), (std::set<int>{0, 1, 2}));
+    reg.final_counts("j", 2, {7, 4});
+    reg.remove(m2, &owners[2]);
+    EXPECT_EQ(probes(), (std::set<int>{0, 1}));
+    reg.remove(m1, &owners[1]);  // died: no FINAL
+    EXPECT_TRUE(probes().empty());
+    m1 = join(1);
+    EXPECT_EQ(probes(), (std::set<int>{0, 1}));
+    (void)m0;
+}
+
+// The finished nodes' counts join the sums: what they sent and no one has
+// received yet is a message in flight.
+TEST(net_deadlock_waves, a_finished_nodes_counts_are_part_of_the_balance) {
+    using w = csp::net::detail::deadlock_waves;
+    auto verdict = [](w::settled done) {
+        w waves;
+        w::verdict v = w::verdict::pending;
+        for (int k = 0; k < 2; ++k) v = waves.answer(waves.start({0}, done), 0, {true, 3, 5, 1});
+        return v;
+    };
+    EXPECT_EQ(verdict({2, 0}), w::verdict::describe);  // node 0 received the finished node's 2
+    EXPECT_EQ(verdict({3, 0}), w::verdict::busy);      // one of its 3 is on its way
+    EXPECT_EQ(verdict({}), w::verdict::busy);
+}
 
 // The STATUS question's bookkeeping: asked of every node, incomplete until
 // each answered, answers in rank order, a late answer to an older question
