@@ -272,11 +272,14 @@ struct reduce_shared_memory_fn {
         if (board == nullptr) return reduce_binomial_parallel_fn{}(comm, std::move(value), op, root, s);
         topology::check(comm.rank(), comm.size(), root);
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
-        return board->meet(comm.rank(), info.collective, true, value, [&](const auto& parts) -> std::optional<T> {
-            if (comm.rank() != root) return std::nullopt;
-            detail::fold_in_rank_order(op, value, parts);
-            return std::move(value);
-        });
+        return board->meet(
+            comm.rank(), info.collective, true, value,
+            [&](const auto& parts) -> std::optional<T> {
+                if (comm.rank() != root) return std::nullopt;
+                detail::fold_in_rank_order(op, value, parts);
+                return std::move(value);
+            },
+            root);
     }
 };
 inline constexpr guarded_algorithm<reduce_shared_memory_fn> reduce_shared_memory{};

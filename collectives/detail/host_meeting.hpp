@@ -69,15 +69,16 @@ inline void refuse_other_call(const algorithm_info& info, const host_board::part
 
 // The call's tag and, when the stream has a host board (every rank alike),
 // one meeting on it with `bytes` of type `type` in this rank's part,
-// waited for; nothing without a board (the caller passes messages).
+// waited for; nothing without a board (the caller passes messages). A call
+// with a root names it: refuse_other_root then compares the ranks'.
 template <class C>
 std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info& info, std::uint32_t type,
-                                         std::span<const std::byte> bytes) {
+                                         std::span<const std::byte> bytes, int root = -1) {
     const tag t = comm.next_tag(s).of_call(call_code(info.collective));
     host_board* board = comm.board_on_host(s, t);
     if (board == nullptr) return std::nullopt;
     announce(comm, info, t);
-    const std::uint64_t m = board->arrive(type, bytes, t);
+    const std::uint64_t m = board->arrive(type, bytes, t, root);
     board->wait(comm, t, m);
     // Ranks whose calls differ meet all the same (meetings are counted, not
     // tagged): each compares its call with the next rank's, so where they
@@ -86,6 +87,19 @@ std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info
     const int next = (comm.rank() + 1) % board->size();
     refuse_other_call(info, board->part_of(m, comm.rank()), next, board->part_of(m, next));
     return host_meeting{board, m};
+}
+
+// Throws agreed_error, at every rank alike (each reads every part's head),
+// unless every rank named the same root for meeting m: ranks that disagree
+// would read a part its writer never filled.
+inline void refuse_other_root(const algorithm_info& info, const host_board& board, std::uint64_t m) {
+    const int first = board.part_of(m, 0).root;
+    for (int q = 1; q < board.size(); ++q)
+        if (const int theirs = board.part_of(m, q).root; theirs != first)
+            throw agreed_error(std::string(info.collective) + " " + std::string(info.name) +
+                               ": the ranks name different roots (rank 0 names " + std::to_string(first) + ", rank " +
+                               std::to_string(q) + " names " + std::to_string(theirs) +
+                               "): every rank must name the same root");
 }
 
 // Whether every rank's value of meeting m is in its part. Values of

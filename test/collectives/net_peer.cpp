@@ -481,6 +481,26 @@ int host_board_mode(const std::string& mode) {
                 } catch (const csp::usage_error& e) {
                     expect(std::string(e.what()).find("another type than the root's") != std::string::npos, e.what());
                 }
+                // Regression: ranks naming different roots read a part its
+                // writer never filled. Now every rank throws alike, and the
+                // stream goes on.
+                const std::vector<int> buffer_in(3, me);
+                for (int into = 0; into < 2; ++into) {
+                    try {
+                        if (into) {
+                            std::vector<int> buffer = buffer_in;
+                            (void)cc::broadcast_host_memory.into(comm, std::span(buffer), me == 1 ? 1 : 0, cc::stream{});
+                        } else {
+                            (void)cc::broadcast_host_memory(comm, 40.5 + me, me == 1 ? 1 : 0);
+                        }
+                        expect(false, "a broadcast whose ranks name different roots");
+                    } catch (const csp::usage_error& e) {
+                        expect(std::string(e.what()).find("the ranks name different roots (rank 0 names 0, rank 1 "
+                                                          "names 1)") != std::string::npos,
+                               e.what());
+                    }
+                }
+                expect(cc::broadcast_host_memory(comm, 40.5 + me, 1) == 41.5, "a broadcast after the roots differed");
             }
             // Two streams at once, each with its own large board: two
             // processes of every rank, each a loop of large allreduces.

@@ -306,4 +306,19 @@ TEST(revoked_stream, a_board_meeting_of_different_types_fails_every_rank_and_lea
         });
 }
 
+// Regression: ranks naming different roots on the shared board returned a
+// value nobody had passed (rank 0 read the slot of a rank that did not
+// write it). The board now compares the ranks' roots: every rank throws
+// alike, and the stream goes on.
+TEST(revoked_stream, a_board_meeting_whose_ranks_name_different_roots_fails_every_rank_and_leaves_the_stream_usable) {
+    expect_agreed_errors(
+        "broadcast: the ranks name different roots (rank 0 names 1, rank 1 names 0): every rank must name the same root",
+        [](cc::local_communicator& c) { (void)cc::broadcast_shared_memory(c, 1.0 + c.rank(), c.rank() == 0 ? 1 : 0); },
+        [](cc::local_communicator& c) { (void)cc::broadcast(c, 1.0 + c.rank(), c.rank() == 0 ? 1 : 0); });
+    expect_agreed_errors("reduce: the ranks name different roots (rank 0 names 0, rank 2 names 2)",
+                         [](cc::local_communicator& c) {
+                             (void)cc::reduce_shared_memory(c, c.rank(), cc::sum{}, c.rank() < 2 ? 0 : 2);
+                         });
+}
+
 }  // namespace
