@@ -278,6 +278,7 @@ struct allreduce_shared_memory_fn {
         detail::begin_call(comm, info, s);  // the steps below draw their own tags
         const int me = comm.rank();
         bool by_blocks = false;
+        const detail::call_args args{.op = detail::op_id<Op>()};
         value = board->meet(me, info.collective, true, value, [&](const auto& parts) {
             if constexpr (detail::folds_in_place<Op, T>) {
                 if (parts[0].size() >= shared_blocks_from) {
@@ -288,7 +289,7 @@ struct allreduce_shared_memory_fn {
             }
             detail::fold_in_rank_order(op, value, parts);  // no allocation for a vector of the same length
             return std::move(value);
-        });
+        }, args);
         if constexpr (detail::folds_in_place<Op, T>) {
             if (by_blocks) {
                 return board->meet(me, info.collective, true, value, [&](const auto& parts) {
@@ -331,8 +332,8 @@ struct allreduce_host_memory_fn {
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
-            if (const auto meeting =
-                    detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
+            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<T>(),
+                                                          detail::bytes_of(value), {.op = detail::op_id<Op>()})) {
                 const auto [board, m] = *meeting;
                 if (detail::all_fit<T>(*board, m, comm.rank(), info)) return fold<T>(*board, m, op);
                 // Some rank's value did not fit in its part: all ranks saw
@@ -467,8 +468,8 @@ struct reduce_host_memory_fn {
         using host = allreduce_host_memory_fn;
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
             topology::check(comm.rank(), comm.size(), root);
-            if (const auto meeting =
-                    detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value))) {
+            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value),
+                                                          {.root = root, .op = detail::op_id<Op>()})) {
                 const auto [board, m] = *meeting;
                 const bool is_root = comm.rank() == root;
                 if (detail::all_fit<T>(*board, m, comm.rank(), info)) {

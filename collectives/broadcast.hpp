@@ -149,7 +149,7 @@ struct broadcast_shared_memory_fn {
                 if (!is_root) value = parts[static_cast<std::size_t>(root)];
                 return std::move(value);
             },
-            root);
+            {.root = root});
     }
 };
 inline constexpr guarded_algorithm<broadcast_shared_memory_fn> broadcast_shared_memory{};
@@ -168,9 +168,9 @@ struct broadcast_host_memory_fn {
             topology::check(comm.rank(), comm.size(), root);
             const bool is_root = comm.rank() == root;
             const auto bytes = is_root ? detail::bytes_of(value) : std::span<const std::byte>{};
-            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<T>(), bytes, root)) {
+            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<T>(), bytes, {.root = root})) {
                 const auto [board, m] = *meeting;
-                detail::refuse_other_root(info, *board, m);
+                detail::refuse_other_args(info, *board, m);
                 for (int q = 0; q < board->size(); ++q)
                     if (board->part_of(m, q).type != board->part_of(m, root).type)
                         throw detail::agreed_error("broadcast host_memory: rank " + std::to_string(q) +
@@ -209,10 +209,10 @@ struct broadcast_host_memory_fn {
             const bool is_root = comm.rank() == root;
             const std::uint64_t length = data.size();
             const auto bytes = is_root ? std::as_bytes(data) : std::as_bytes(std::span(&length, 1));
-            const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<V>(), bytes, root);
+            const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<V>(), bytes, {.root = root});
             if (!meeting) return false;
             const auto [board, m] = *meeting;
-            detail::refuse_other_root(info, *board, m);
+            detail::refuse_other_args(info, *board, m);
             const auto from = board->part_of(m, root);
             for (int q = 0; q < board->size(); ++q) {
                 const auto p = board->part_of(m, q);

@@ -71,6 +71,7 @@ struct alignas(line) host_board::part_head {
     std::uint8_t call;
     std::uint32_t sequence;
     std::int32_t root;
+    std::uint32_t op;
     std::uint64_t bytes;
 };
 
@@ -172,13 +173,15 @@ host_board::part_head& host_board::head(std::uint64_t m, int q) const noexcept {
                                          index * (line + shape_.part_capacity));
 }
 
-std::uint64_t host_board::arrive(std::uint32_t type, std::span<const std::byte> bytes, tag call, int root) {
+std::uint64_t host_board::arrive(std::uint32_t type, std::span<const std::byte> bytes, tag call,
+                                 detail::call_args args) {
     const std::uint64_t m = ++meetings_;
     part_head& h = head(m, rank_);
     h.type = type;
     h.call = call.call();
     h.sequence = call.sequence();
-    h.root = root;
+    h.root = args.root;
+    h.op = args.op;
     h.bytes = bytes.size();
     h.fits = bytes.size() <= shape_.part_capacity ? 1 : 0;
     if (h.fits && !bytes.empty()) std::memcpy(reinterpret_cast<std::byte*>(&h) + line, bytes.data(), bytes.size());
@@ -232,7 +235,7 @@ bool host_board::take_sleeper(std::uint64_t m, int q) noexcept {
 
 host_board::part host_board::part_of(std::uint64_t m, int q) const noexcept {
     const part_head& h = head(m, q);
-    return {h.type, h.fits != 0, h.call, h.sequence, h.root, h.bytes, reinterpret_cast<const std::byte*>(&h) + line};
+    return {h.type, h.fits != 0, h.call, h.sequence, {h.root, h.op}, h.bytes, reinterpret_cast<const std::byte*>(&h) + line};
 }
 
 std::byte* host_board::own_part(std::uint64_t m) noexcept {

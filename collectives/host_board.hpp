@@ -48,6 +48,7 @@
 #include <string>
 #include <string_view>
 
+#include "collectives/detail/call_args.hpp"
 #include "collectives/tag.hpp"
 #include "csp/type_name.hpp"
 #include "net/errors.hpp"
@@ -109,16 +110,17 @@ public:
         bool fits;           // the bytes are in the part (else too large)
         std::uint8_t call;   // the collective's call_code (tag.hpp), 0 if not said
         std::uint32_t sequence;  // the call's tag's sequence (tag.hpp), 0 if not said
-        int root;                // the root the rank named, -1 if the call has none
+        detail::call_args args;  // the root and op the rank passed (call_args.hpp)
         std::uint64_t bytes;
         const std::byte* data;
     };
 
     // Step 1 for this rank: returns the meeting's number. `call`: the call's
     // tag, whose collective and sequence other ranks read from this part (a
-    // meeting of different calls is a usage error, not an answer); `root`:
-    // the root this rank named, for a call that has one.
-    std::uint64_t arrive(std::uint32_t type, std::span<const std::byte> bytes, tag call = {}, int root = -1);
+    // meeting of different calls is a usage error, not an answer); `args`:
+    // the call's root and op, which other ranks compare with theirs.
+    std::uint64_t arrive(std::uint32_t type, std::span<const std::byte> bytes, tag call = {},
+                         detail::call_args args = {});
     // Steps 2-4 of meeting m at `comm`'s rank (this board's), with `t` the
     // call's tag (every rank's the same) for the wake messages.
     template <class C>

@@ -279,7 +279,7 @@ struct reduce_shared_memory_fn {
                 detail::fold_in_rank_order(op, value, parts);
                 return std::move(value);
             },
-            root);
+            {.root = root, .op = detail::op_id<Op>()});
     }
 };
 inline constexpr guarded_algorithm<reduce_shared_memory_fn> reduce_shared_memory{};

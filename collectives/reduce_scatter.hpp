@@ -183,8 +183,8 @@ struct reduce_scatter_host_memory_fn {
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
         if constexpr (detail::element_vector<V> && requires(tag t) { comm.board_on_host(s, t); }) {
             const auto offsets = detail::block_offsets(counts, values.size(), comm.size());
-            if (const auto meeting =
-                    detail::meet_on_host(comm, s, info, host_board::type_of<V>(), detail::bytes_of(values))) {
+            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<V>(),
+                                                          detail::bytes_of(values), {.op = detail::op_id<Op>()})) {
                 const auto [board, m] = *meeting;
                 if (detail::all_fit<V>(*board, m, comm.rank(), info))
                     return fold_block<V>(*board, m, offsets, comm.rank(), op);

@@ -17,9 +17,9 @@
 //    another reads it. (Not the tag's sequence number: collectives of the
 //    stream that pass messages instead come between meetings, and a rank
 //    may run through those while another still reads.)
-//  - Every rank records the type it passed and the root it named; a call
-//    where the types or the roots differ throws agreed_error at every rank
-//    (each reads every rank's).
+//  - Every rank records the type it passed and its call's arguments (root,
+//    op: detail/call_args.hpp); a call where they differ throws
+//    agreed_error at every rank (each reads every rank's).
 //  - fail() makes every meeting, waiting or later, throw the error. A rank
 //    that failed cannot come to the barrier any more, so fail() resigns it:
 //    the others' phase completes without it, and they find the error.
@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/detail/call_args.hpp"
 #include "collectives/revocation.hpp"
 #include "collectives/tag.hpp"
 #include "csp/barrier.hpp"
@@ -53,7 +54,7 @@ public:
         has_failed_.store(failed_ != nullptr, std::memory_order_relaxed);
         for (auto& t : types_) t.assign(size_, nullptr);
         for (auto& c : calls_) c.assign(size_, 0);
-        for (auto& r : roots_) r.assign(size_, -1);
+        for (auto& a : args_) a.assign(size_, {});
     }
     shared_board(const shared_board&) = delete;
     shared_board& operator=(const shared_board&) = delete;
@@ -81,19 +82,19 @@ public:
     // returns. A meeting of calls of different collectives (the ranks'
     // calls differ) throws usage_error at every rank, and revokes the
     // stream where the call is guarded (the calls may have drawn different
-    // tags); values of different types, or different `root`s for a call
-    // that has one, throw agreed_error (revocation.hpp) at every rank, and
-    // the stream goes on.
+    // tags); values of different types, or different `args` (root, op),
+    // throw agreed_error (revocation.hpp) at every rank, and the stream
+    // goes on.
     template <class T, class Read>
     decltype(auto) meet(int rank, std::string_view collective, bool contributes, const T& value, Read&& read,
-                        int root = -1) {
+                        detail::call_args args = {}) {
         const std::size_t me = static_cast<std::size_t>(rank), set = meetings_[me]++ & 1u;
         auto& cells = slots<T>(set);
         if (contributes) cells[me].value = value;
         types_[set][me] = &typeid(T);
         const std::uint8_t call = call_code(collective);
         calls_[set][me] = call;
-        roots_[set][me] = root;
+        args_[set][me] = args;
         sync_.sync();
         check_failed();
         for (std::size_t q = 0; q < size_; ++q)
@@ -106,10 +107,7 @@ public:
                 throw detail::agreed_error("a collective received a value of type " + csp::type_name(*t) + " where it expected " +
                                   csp::type_name<T>() + "; do all ranks pass the same type?");
         for (std::size_t q = 1; q < size_; ++q)
-            if (roots_[set][q] != roots_[set][0])
-                throw detail::agreed_error(std::string(collective) + ": the ranks name different roots (rank 0 names " +
-                                           std::to_string(roots_[set][0]) + ", rank " + std::to_string(q) + " names " +
-                                           std::to_string(roots_[set][q]) + "): every rank must name the same root");
+            detail::refuse_other_args(collective, {}, args_[set][0], static_cast<int>(q), args_[set][q]);
         return read(static_cast<const parts<T>&>(parts<T>(cells)));
     }
 
@@ -181,7 +179,7 @@ private:
     std::array<std::atomic<slots_base*>, 16> fast_{};  // by type_number(), once made
     std::vector<const std::type_info*> types_[2];  // the type each rank passed, per set
     std::vector<std::uint8_t> calls_[2];           // the call_code of each rank's collective, per set
-    std::vector<int> roots_[2];                     // the root each rank named (-1: none), per set
+    std::vector<detail::call_args> args_[2];        // each rank's call arguments, per set
     std::vector<std::uint64_t> meetings_;           // per rank, written by that rank only
     std::exception_ptr failed_;
     std::atomic<bool> has_failed_{false};  // failed_ is set

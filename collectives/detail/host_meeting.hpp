@@ -70,15 +70,16 @@ inline void refuse_other_call(const algorithm_info& info, const host_board::part
 // The call's tag and, when the stream has a host board (every rank alike),
 // one meeting on it with `bytes` of type `type` in this rank's part,
 // waited for; nothing without a board (the caller passes messages). A call
-// with a root names it: refuse_other_root then compares the ranks'.
+// with a root or an op passes them in `args`, which all_fit (or
+// refuse_other_args) then compares across the ranks.
 template <class C>
 std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info& info, std::uint32_t type,
-                                         std::span<const std::byte> bytes, int root = -1) {
+                                         std::span<const std::byte> bytes, call_args args = {}) {
     const tag t = comm.next_tag(s).of_call(call_code(info.collective));
     host_board* board = comm.board_on_host(s, t);
     if (board == nullptr) return std::nullopt;
     announce(comm, info, t);
-    const std::uint64_t m = board->arrive(type, bytes, t, root);
+    const std::uint64_t m = board->arrive(type, bytes, t, args);
     board->wait(comm, t, m);
     // Ranks whose calls differ meet all the same (meetings are counted, not
     // tagged): each compares its call with the next rank's, so where they
@@ -90,31 +91,30 @@ std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info
 }
 
 // Throws agreed_error, at every rank alike (each reads every part's head),
-// unless every rank named the same root for meeting m: ranks that disagree
-// would read a part its writer never filled.
-inline void refuse_other_root(const algorithm_info& info, const host_board& board, std::uint64_t m) {
-    const int first = board.part_of(m, 0).root;
-    for (int q = 1; q < board.size(); ++q)
-        if (const int theirs = board.part_of(m, q).root; theirs != first)
-            throw agreed_error(std::string(info.collective) + " " + std::string(info.name) +
-                               ": the ranks name different roots (rank 0 names " + std::to_string(first) + ", rank " +
-                               std::to_string(q) + " names " + std::to_string(theirs) +
-                               "): every rank must name the same root");
+// unless every rank passed the same root and op to meeting m: ranks that
+// disagree would read a part its writer never filled, or fold with
+// different ops.
+inline void refuse_other_args(const algorithm_info& info, const host_board& board, std::uint64_t m) {
+    const call_args first = board.part_of(m, 0).args;
+    for (int q = 1; q < board.size(); ++q) refuse_other_args(info.collective, info.name, first, q, board.part_of(m, q).args);
 }
 
 // Whether every rank's value of meeting m is in its part. Values of
-// another type or length throw agreed_error, at every rank alike (each
-// reads every part's head), naming the algorithm `info`: the ranks' calls
-// still pair up, and the stream goes on.
+// another type or length, or other call arguments (refuse_other_args),
+// throw agreed_error, at every rank alike (each reads every part's head),
+// naming the algorithm `info`: the ranks' calls still pair up, and the
+// stream goes on.
 template <class T>
 bool all_fit(const host_board& board, std::uint64_t m, int me, const algorithm_info& info) {
     const auto mine = board.part_of(m, me);
     std::size_t unit = 1;
     if constexpr (element_vector<T>) unit = sizeof(typename T::value_type);
     bool fit = true;
+    const call_args first = board.part_of(m, 0).args;
     for (int q = 0; q < board.size(); ++q) {
         const auto p = board.part_of(m, q);
         refuse_other_call(info, mine, q, p);  // meet_on_host checked one neighbour; every part is read here
+        refuse_other_args(info.collective, info.name, first, q, p.args);
         if (p.type != mine.type)
             throw agreed_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
                               " passed a value of another type than rank " + std::to_string(me) + "'s " +

@@ -501,6 +501,17 @@ int host_board_mode(const std::string& mode) {
                     }
                 }
                 expect(cc::broadcast_host_memory(comm, 40.5 + me, 1) == 41.5, "a broadcast after the roots differed");
+                // And different ops, which folded the same parts differently.
+                try {
+                    if (me == 1) (void)cc::allreduce_host_memory(comm, me, cc::maximum{});
+                    else (void)cc::allreduce_host_memory(comm, me, cc::sum{});
+                    expect(false, "an allreduce whose ranks pass different ops");
+                } catch (const csp::usage_error& e) {
+                    expect(std::string(e.what()).find("allreduce host_memory: the ranks pass ops of different types "
+                                                      "(rank 0's and rank 1's)") != std::string::npos,
+                           e.what());
+                }
+                expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "a sum after the ops differed");
             }
             // Two streams at once, each with its own large board: two
             // processes of every rank, each a loop of large allreduces.

@@ -312,13 +312,28 @@ TEST(revoked_stream, a_board_meeting_of_different_types_fails_every_rank_and_lea
 // alike, and the stream goes on.
 TEST(revoked_stream, a_board_meeting_whose_ranks_name_different_roots_fails_every_rank_and_leaves_the_stream_usable) {
     expect_agreed_errors(
-        "broadcast: the ranks name different roots (rank 0 names 1, rank 1 names 0): every rank must name the same root",
+        "broadcast: the ranks name different roots (rank 0 names 1, rank 1 names 0): every rank must name the same "
+        "root",
         [](cc::local_communicator& c) { (void)cc::broadcast_shared_memory(c, 1.0 + c.rank(), c.rank() == 0 ? 1 : 0); },
         [](cc::local_communicator& c) { (void)cc::broadcast(c, 1.0 + c.rank(), c.rank() == 0 ? 1 : 0); });
     expect_agreed_errors("reduce: the ranks name different roots (rank 0 names 0, rank 2 names 2)",
                          [](cc::local_communicator& c) {
                              (void)cc::reduce_shared_memory(c, c.rank(), cc::sum{}, c.rank() < 2 ? 0 : 2);
                          });
+}
+
+// The sibling: ranks passing different ops to one meeting each folded the
+// same slots with its own op, and returned different answers.
+TEST(revoked_stream, a_board_meeting_whose_ranks_pass_different_ops_fails_every_rank_and_leaves_the_stream_usable) {
+    const std::string what = "the ranks pass ops of different types (rank 0's and rank 2's): every rank must pass the same op";
+    expect_agreed_errors("allreduce: " + what, [](cc::local_communicator& c) {
+        if (c.rank() == 2) (void)cc::allreduce_shared_memory(c, c.rank(), cc::maximum{});
+        else (void)cc::allreduce_shared_memory(c, c.rank(), cc::sum{});
+    });
+    expect_agreed_errors("reduce: " + what, [](cc::local_communicator& c) {
+        if (c.rank() == 2) (void)cc::reduce_shared_memory(c, c.rank(), cc::maximum{}, 0);
+        else (void)cc::reduce_shared_memory(c, c.rank(), cc::sum{}, 0);
+    });
 }
 
 }  // namespace

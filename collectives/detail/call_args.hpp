@@ -1,0 +1,52 @@
+#pragma once
+// What a collective call passes besides its value that every rank must pass
+// alike: its root and its op. A board meeting (shared_board.hpp,
+// host_board.hpp) carries them in each rank's part, and every rank compares
+// them after the meeting, so ranks that disagree all throw the same
+// agreed_error (revocation.hpp) instead of reading a part nobody filled or
+// folding with different ops. Passing messages, a disagreement is not seen
+// (as in MPI); ranks left waiting for each other get the deadlock report.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "collectives/revocation.hpp"
+#include "csp/type_name.hpp"
+
+namespace csp::collectives::detail {
+
+struct call_args {
+    int root = -1;          // -1: the call has no root
+    std::uint32_t op = 0;   // op_id of its op, 0: none
+    friend bool operator==(const call_args&, const call_args&) = default;
+};
+
+// The same for one op type in every process of one build (a hash of the
+// type's name, std::hash being unseeded); never 0.
+template <class Op>
+std::uint32_t op_id() {
+    static const std::uint32_t id = [] {
+        const auto h = static_cast<std::uint32_t>(std::hash<std::string>{}(csp::type_name<Op>()));
+        return h == 0 ? 1u : h;
+    }();
+    return id;
+}
+
+// Throws unless rank q's arguments are rank 0's (`first`); every rank that
+// compares the same pair throws the same words, naming the collective and
+// (if not empty) the algorithm.
+inline void refuse_other_args(std::string_view collective, std::string_view algorithm, const call_args& first, int q,
+                              const call_args& theirs) {
+    if (theirs == first) return;
+    std::string what(collective);
+    if (!algorithm.empty()) what.append(" ").append(algorithm);
+    if (theirs.root != first.root)
+        throw agreed_error(what + ": the ranks name different roots (rank 0 names " +
+                           std::to_string(first.root) + ", rank " + std::to_string(q) + " names " +
+                           std::to_string(theirs.root) + "): every rank must name the same root");
+    throw agreed_error(what + ": the ranks pass ops of different types (rank 0's and rank " + std::to_string(q) +
+                       "'s): every rank must pass the same op");
+}
+
+}  // namespace csp::collectives::detail
