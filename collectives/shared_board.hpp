@@ -52,9 +52,7 @@ public:
         : size_(static_cast<std::size_t>(size)), sync_(size_, "shared board"), meetings_(size_, 0),
           failed_(std::move(failed)) {
         has_failed_.store(failed_ != nullptr, std::memory_order_relaxed);
-        for (auto& t : types_) t.assign(size_, nullptr);
-        for (auto& c : calls_) c.assign(size_, 0);
-        for (auto& a : args_) a.assign(size_, {});
+        for (auto& h : heads_) h.assign(size_, {});
     }
     shared_board(const shared_board&) = delete;
     shared_board& operator=(const shared_board&) = delete;
@@ -91,26 +89,52 @@ public:
         const std::size_t me = static_cast<std::size_t>(rank), set = meetings_[me]++ & 1u;
         auto& cells = slots<T>(set);
         if (contributes) cells[me].value = value;
-        types_[set][me] = &typeid(T);
-        const std::uint8_t call = call_code(collective);
-        calls_[set][me] = call;
-        args_[set][me] = args;
+        const head mine{&typeid(T), call_code(collective), args};
+        auto& heads = heads_[set];
+        heads[me] = mine;
         sync_.sync();
         check_failed();
-        for (std::size_t q = 0; q < size_; ++q)
-            if (calls_[set][q] != call)
-                throw usage_error(std::string(collective) + ": rank " + std::to_string(q) +
-                                  " met this call with a call of " + std::string(call_name(calls_[set][q])) +
-                                  ": every rank must make the same collective calls in the same order");
-        for (const std::type_info* t : types_[set])
-            if (*t != typeid(T))
-                throw detail::agreed_error("a collective received a value of type " + csp::type_name(*t) + " where it expected " +
-                                  csp::type_name<T>() + "; do all ranks pass the same type?");
-        for (std::size_t q = 1; q < size_; ++q)
-            detail::refuse_other_args(collective, {}, args_[set][0], static_cast<int>(q), args_[set][q]);
+        // One pass over the heads; only a difference takes the slow path,
+        // which says what differs (and returns if nothing does: one type
+        // may have two type_info objects).
+        for (const head& h : heads)
+            if (h != mine) [[unlikely]] {
+                refuse_other<T>(heads, collective);
+                break;
+            }
         return read(static_cast<const parts<T>&>(parts<T>(cells)));
     }
 
+private:
+    // What each rank says of its part of a meeting.
+    struct head {
+        const std::type_info* type = nullptr;
+        std::uint8_t call = 0;  // call_code (tag.hpp)
+        detail::call_args args;
+        bool operator==(const head&) const = default;
+    };
+
+    // Throws if the ranks' heads differ: another call (usage_error), or
+    // another type or other arguments (agreed_error, the same words at every
+    // rank).
+    template <class T>
+    [[gnu::cold, gnu::noinline]] static void refuse_other(const std::vector<head>& heads, std::string_view collective) {
+        const std::uint8_t call = call_code(collective);
+        for (std::size_t q = 0; q < heads.size(); ++q)
+            if (heads[q].call != call)
+                throw usage_error(std::string(collective) + ": rank " + std::to_string(q) +
+                                  " met this call with a call of " + std::string(call_name(heads[q].call)) +
+                                  ": every rank must make the same collective calls in the same order");
+        for (const head& h : heads)
+            if (*h.type != typeid(T))
+                throw detail::agreed_error("a collective received a value of type " + csp::type_name(*h.type) +
+                                           " where it expected " + csp::type_name<T>() +
+                                           "; do all ranks pass the same type?");
+        for (std::size_t q = 1; q < heads.size(); ++q)
+            detail::refuse_other_args(collective, {}, heads[0].args, static_cast<int>(q), heads[q].args);
+    }
+
+public:
     // Every meeting now and later throws `error`; `resign` ranks are gone.
     void fail(std::exception_ptr error, std::size_t resign) {
         {
@@ -177,9 +201,7 @@ private:
     std::mutex lock_;  // by_type_ and failed_
     std::unordered_map<std::type_index, std::unique_ptr<slots_base>> by_type_;  // owns every type's slots
     std::array<std::atomic<slots_base*>, 16> fast_{};  // by type_number(), once made
-    std::vector<const std::type_info*> types_[2];  // the type each rank passed, per set
-    std::vector<std::uint8_t> calls_[2];           // the call_code of each rank's collective, per set
-    std::vector<detail::call_args> args_[2];        // each rank's call arguments, per set
+    std::vector<head> heads_[2];                    // each rank's head, per set
     std::vector<std::uint64_t> meetings_;           // per rank, written by that rank only
     std::exception_ptr failed_;
     std::atomic<bool> has_failed_{false};  // failed_ is set

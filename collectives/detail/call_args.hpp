@@ -33,12 +33,12 @@ std::uint32_t op_id() {
     return id;
 }
 
-// Throws unless rank q's arguments are rank 0's (`first`); every rank that
-// compares the same pair throws the same words, naming the collective and
-// (if not empty) the algorithm.
-inline void refuse_other_args(std::string_view collective, std::string_view algorithm, const call_args& first, int q,
-                              const call_args& theirs) {
-    if (theirs == first) return;
+// The error refuse_other_args throws; out of line, so that the check
+// inlines to a compare on every meeting.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_other_args(std::string_view collective,
+                                                                    std::string_view algorithm,
+                                                                    const call_args& first, int q,
+                                                                    const call_args& theirs) {
     std::string what(collective);
     if (!algorithm.empty()) what.append(" ").append(algorithm);
     if (theirs.root != first.root)
@@ -47,6 +47,15 @@ inline void refuse_other_args(std::string_view collective, std::string_view algo
                            std::to_string(theirs.root) + "): every rank must name the same root");
     throw agreed_error(what + ": the ranks pass ops of different types (rank 0's and rank " + std::to_string(q) +
                        "'s): every rank must pass the same op");
+}
+
+// Throws unless rank q's arguments are rank 0's (`first`); every rank that
+// compares the same pair throws the same words, naming the collective and
+// (if not empty) the algorithm.
+inline void refuse_other_args(std::string_view collective, std::string_view algorithm, const call_args& first, int q,
+                              const call_args& theirs) {
+    if (theirs != first) [[unlikely]]
+        throw_other_args(collective, algorithm, first, q, theirs);
 }
 
 }  // namespace csp::collectives::detail
