@@ -38,9 +38,9 @@
 //    for m + 3, after m + 2 completed.
 //  - arrived[q] is in {m - 1, m, m + 1} while a rank waits for meeting m;
 //    sleeping flags of past meetings never match a later m.
-//  - Every rank reads every part: a type or length that differs, or a value
-//    too large for a part, is seen by all ranks alike, so they all throw or
-//    all fall back to messages together.
+//  - Every rank reads every part: a type, length, root or op that differs
+//    (detail/call_args.hpp), or a value too large for a part, is seen by all
+//    ranks alike, so they all throw or all fall back to messages together.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -24,7 +24,7 @@
 //
 // Nodes that finished: a node that leaves cleanly sends its final counts
 // (FINAL, taken once its links closed, so it sends nothing after them); a
-// wave over the nodes left adds them to the sums as `settled`. A message a
+// wave over the nodes left adds them to the sums (settled_traffic). A message a
 // finished node sent that is still on its way keeps out above in; one sent
 // to it after it closed is never counted in, and the job is then never
 // found deadlocked (a report missed, never a false one). A node that died
@@ -46,6 +46,11 @@
 
 namespace csp::net::detail {
 
+// What nodes that finished sent and received, summed from their FINAL lines.
+struct settled_traffic {
+    std::uint64_t out = 0, in = 0;
+};
+
 class deadlock_waves {
 public:
     struct sample {
@@ -55,15 +60,10 @@ public:
     };
     enum class verdict { pending, busy, describe };
 
-    // The final counts of the nodes that finished, summed.
-    struct settled {
-        std::uint64_t out, in;  // no initialisers: `= {}` below zeroes them
-    };
-
     // The wave to probe `ranks` with now, or 0 while one is still out (for
     // fewer than `patience` calls) or after a deadlock was reported. The
     // finished nodes' counts `done` change only with the set of ranks.
-    std::uint64_t start(const std::vector<int>& ranks, settled done = {}, int patience = 8) {
+    std::uint64_t start(const std::vector<int>& ranks, settled_traffic done = {}, int patience = 8) {
         if (reported_) return 0;
         if (wave_ != 0 && !done_ && ++waited_ < patience) return 0;
         if (wave_ != 0 && !done_) previous_.clear();  // abandoned: the next wave starts a new pair
@@ -138,7 +138,7 @@ private:
     int waited_ = 0;
     bool done_ = false, describing_ = false, reported_ = false;
     std::map<int, std::optional<sample>> current_;
-    settled settled_{};
+    settled_traffic settled_;
     std::map<int, sample> previous_;  // the last complete wave, if every node was quiet in it
     std::set<int> described_;
     std::map<int, std::vector<std::string>> lines_;

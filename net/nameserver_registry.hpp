@@ -151,7 +151,7 @@ public:
 
     // --- the job-wide deadlock detector (deadlock_waves.hpp) ---------------
     // A registered rank about to leave cleanly: its final traffic counts.
-    void final_counts(const std::string& job, int rank, deadlock_waves::settled counts) {
+    void final_counts(const std::string& job, int rank, settled_traffic counts) {
         std::lock_guard lk(lock_);
         auto j = jobs_.find(job);
         if (j != jobs_.end() && j->second.nodes.count(rank)) j->second.finals[rank] = counts;
@@ -167,7 +167,7 @@ public:
                 continue;
             std::vector<int> ranks;
             for (const auto& [r, e] : j.nodes) ranks.push_back(r);
-            deadlock_waves::settled done{};
+            settled_traffic done;
             for (const int r : finished(j)) {
                 done.out += j.finals.at(r).out;
                 done.in += j.finals.at(r).in;
@@ -283,7 +283,7 @@ private:
         std::map<int, entry> nodes;
         int first_free = 0;  // no rank below it is free
         std::set<int> gone;  // ranks whose registration ended while the job lasted (at most its size)
-        std::map<int, deadlock_waves::settled> finals;  // the ranks registered or gone that sent FINAL
+        std::map<int, settled_traffic> finals;  // the ranks registered or gone that sent FINAL
         std::chrono::steady_clock::time_point emptied;  // when its last registered node left
         deadlock_waves waves;
         struct {

@@ -267,7 +267,7 @@ TEST(net_deadlock_waves, a_job_is_probed_over_the_nodes_left_only_when_each_one_
 // received yet is a message in flight.
 TEST(net_deadlock_waves, a_finished_nodes_counts_are_part_of_the_balance) {
     using w = csp::net::detail::deadlock_waves;
-    auto verdict = [](w::settled done) {
+    auto verdict = [](csp::net::detail::settled_traffic done) {
         w waves;
         w::verdict v = w::verdict::pending;
         for (int k = 0; k < 2; ++k) v = waves.answer(waves.start({0}, done), 0, {true, 3, 5, 1});
