@@ -198,6 +198,19 @@ public:
         for (const auto& [tag, arrived] : unexpected_) n += arrived.size();
         return n;
     }
+    // The first `limit` of them, "rank 1's message with tag (...)" each.
+    std::vector<std::string> describe_unclaimed(std::size_t limit) const {
+        std::lock_guard lk(lock_);
+        std::vector<std::string> out;
+        for (const auto& [bits, arrived] : unexpected_)
+            for (const envelope& e : arrived) {
+                if (out.size() == limit) return out;
+                std::string line = "rank " + std::to_string(e.source) + "'s message with tag ";
+                detail::describe_tag(tag::from_bits(bits), line);
+                out.push_back(std::move(line));
+            }
+        return out;
+    }
 
 private:
     // A tag's waiting messages in order of arrival (usually one), by tag.

@@ -23,6 +23,24 @@ net::node& with_a_size(net::node& n) {
 net_communicator::net_communicator(net::node& n, net::port_id port)
     : node_(&with_a_size(n)), port_id_(port), claim_(n.claim(port, "net_communicator", net::departures::each, inbox_)) {}
 
+net_communicator::~net_communicator() {
+    // A message no call took came for a call this rank did not make, or one
+    // whose ranks disagreed on its root (each group of agreeing ranks
+    // completes alone): the answer some rank returned may be wrong.
+    try {
+        const std::size_t n = box_.unclaimed();
+        if (n == 0) return;
+        std::string line = "closing with " + std::to_string(n) + (n == 1 ? " message" : " messages") +
+                           " no collective call took: ";
+        const auto listed = box_.describe_unclaimed(4);
+        for (std::size_t i = 0; i < listed.size(); ++i) line.append(i == 0 ? "" : ", ").append(listed[i]);
+        if (listed.size() < n) line.append(", ...");
+        log_line(line + " (a peer made a call this rank did not make, or the ranks named different roots for one call)");
+    } catch (const std::exception&) {
+        // Out of memory while closing: nothing more to say.
+    }
+}
+
 mailbox<net::message>::envelope net_communicator::take(int from, std::uint64_t bits, std::span<const int> among) {
     auto e = box_.take(from, bits, among);
     net::report_taken(e.body, rank());

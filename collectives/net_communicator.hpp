@@ -74,6 +74,8 @@ public:
     explicit net_communicator(net::node& n, net::port_id port = default_port);
     net_communicator(const net_communicator&) = delete;
     net_communicator& operator=(const net_communicator&) = delete;
+    // Logs the messages no call took, if any (never drops them in silence).
+    ~net_communicator();
 
     int rank() const { return node_->rank(); }
     int size() const { return node_->size(); }

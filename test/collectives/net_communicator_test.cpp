@@ -1,7 +1,9 @@
 // A net_communicator on a node of its own: the port it owns, and a job of one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <memory_resource>
 #include <span>
 #include <string>
@@ -16,6 +18,7 @@
 #include "collectives/relay.hpp"
 #include "csp/runtime.hpp"
 #include "net/net.hpp"
+#include "test/net/net_fixture.hpp"
 
 namespace cc = csp::collectives;
 
@@ -212,4 +215,36 @@ TEST(net_communicator_port, a_hybrid_job_that_cannot_claim_every_port_releases_t
         }
         self.close();
     });
+}
+
+// Regression: a message no call took (here: two ranks that each name
+// itself the root of a broadcast, so each only sends) was dropped in
+// silence when the communicator closed, though an answer may be wrong. The
+// communicator now logs each one with its tag when it closes. A barrier on
+// another stream makes sure the message is in before then (a link keeps
+// its order).
+TEST(net_communicator_close, messages_no_call_took_are_logged_with_their_tags) {
+    std::mutex lock;
+    std::vector<std::string> lines;
+    auto previous = csp::net::set_log_sink([&](const std::string& line) {
+        std::lock_guard lk(lock);
+        lines.push_back(line);
+    });
+    csp::net::nameserver ns;
+    double got[2]{};
+    net_test::run_nodes(ns, "strays", 2, [&](csp::net::node& self) {
+        cc::net_communicator comm(self);
+        got[self.rank()] = cc::broadcast_binomial(comm, 10.0 + self.rank(), self.rank());
+        cc::barrier(comm, cc::stream{1});
+    });
+    csp::net::set_log_sink(previous);
+    EXPECT_EQ(got[0], 10.0);  // each rank's own value: the call's answers disagree
+    EXPECT_EQ(got[1], 11.0);
+    for (int r = 0; r < 2; ++r) {
+        const std::string want = "csp.net strays/" + std::to_string(r) +
+                                 ": closing with 1 message no collective call took: rank " + std::to_string(1 - r) +
+                                 "'s message with tag (stream 0, call 0 of broadcast, step 0) (a peer made a call this "
+                                 "rank did not make, or the ranks named different roots for one call)";
+        EXPECT_EQ(std::count(lines.begin(), lines.end(), want), 1) << want;
+    }
 }
