@@ -163,12 +163,13 @@ public:
     void probe(tell_list& tell) {
         std::lock_guard lk(lock_);
         for (auto& [name, j] : jobs_) {
-            if (j.size == 0 || j.nodes.empty() || static_cast<int>(j.nodes.size() + finished(j).size()) != j.size)
-                continue;
+            if (j.size == 0 || j.nodes.empty()) continue;
+            const auto ended = finished(j);
+            if (static_cast<int>(j.nodes.size() + ended.size()) != j.size) continue;
             std::vector<int> ranks;
             for (const auto& [r, e] : j.nodes) ranks.push_back(r);
             settled_traffic done;
-            for (const int r : finished(j)) {
+            for (const int r : ended) {
                 done.out += j.finals.at(r).out;
                 done.in += j.finals.at(r).in;
             }

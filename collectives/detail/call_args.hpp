@@ -7,12 +7,11 @@
 // folding with different ops. Passing messages, a disagreement is not seen
 // (as in MPI); ranks left waiting for each other get the deadlock report.
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 
 #include "collectives/revocation.hpp"
-#include "csp/type_name.hpp"
+#include "net/type_fingerprint.hpp"
 
 namespace csp::collectives::detail {
 
@@ -22,15 +21,11 @@ struct call_args {
     friend bool operator==(const call_args&, const call_args&) = default;
 };
 
-// The same for one op type in every process of one build (a hash of the
-// type's name, std::hash being unseeded); never 0.
+// The same for one op type in every process of the job: the fingerprint
+// messages carry for their types.
 template <class Op>
 std::uint32_t op_id() {
-    static const std::uint32_t id = [] {
-        const auto h = static_cast<std::uint32_t>(std::hash<std::string>{}(csp::type_name<Op>()));
-        return h == 0 ? 1u : h;
-    }();
-    return id;
+    return net::type_fingerprint<Op>();
 }
 
 // The error refuse_other_args throws; out of line, so that the check

@@ -501,6 +501,14 @@ int host_board_mode(const std::string& mode) {
                     }
                 }
                 expect(cc::broadcast_host_memory(comm, 40.5 + me, 1) == 41.5, "a broadcast after the roots differed");
+                try {  // a reduce on the board checks its root as well
+                    (void)cc::reduce_host_memory(comm, me, cc::sum{}, me == 1 ? 1 : 0);
+                    expect(false, "a reduce whose ranks name different roots");
+                } catch (const csp::usage_error& e) {
+                    expect(std::string(e.what()).find("reduce host_memory: the ranks name different roots (rank 0 "
+                                                      "names 0, rank 1 names 1)") != std::string::npos,
+                           e.what());
+                }
                 // And different ops, which folded the same parts differently.
                 try {
                     if (me == 1) (void)cc::allreduce_host_memory(comm, me, cc::maximum{});
