@@ -132,8 +132,8 @@ TEST(net_node, a_message_received_as_another_type_is_a_decode_error_naming_both_
                 ADD_FAILURE() << "four floats were received as two doubles";
             } catch (const csp::net::decode_error& e) {
                 const std::string what = e.what();
-                EXPECT_NE(what.find("sent as std::array<float, 4ul>"), std::string::npos) << what;
-                EXPECT_NE(what.find("received as std::array<double, 2ul>"), std::string::npos) << what;
+                EXPECT_NE(what.find("sent as std::array<float, 4>"), std::string::npos) << what;
+                EXPECT_NE(what.find("received as std::array<double, 2>"), std::string::npos) << what;
                 EXPECT_NE(what.find("from node 0"), std::string::npos) << what;
             }
             try {
@@ -141,7 +141,7 @@ TEST(net_node, a_message_received_as_another_type_is_a_decode_error_naming_both_
                 ADD_FAILURE() << "a vector of floats was received as a vector of doubles";
             } catch (const csp::net::decode_error& e) {
                 const std::string what = e.what();
-                EXPECT_NE(what.find("std::vector<float, std::allocator<float> >"), std::string::npos) << what;
+                EXPECT_NE(what.find("std::vector<float>"), std::string::npos) << what;
                 EXPECT_EQ(what.find("St6vector"), std::string::npos) << what;
             }
             // The port goes on, and raw access stays possible on purpose.
