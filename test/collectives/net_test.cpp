@@ -121,12 +121,17 @@ TEST(net_mismatched_calls, different_collectives_at_one_place_give_no_answer_and
 // The same with an allgather against an allreduce: on the host board the
 // meeting names the other collective; passing messages, the two calls
 // draw different numbers of tags and the job-wide deadlock report ends it.
+// The report reaches every node at about the same time, but a node that
+// took it closes at once, and a rank still waiting for that node may hear
+// of its departure first: that rank is refused with the departure
+// (observed under a loaded suite), never with an answer.
 TEST(net_mismatched_calls, an_allgather_against_an_allreduce_gives_no_answer) {
     auto r = launch(3, "", "mismatched-calls-board");
     EXPECT_EQ(count(r.output, "answer "), 0u) << r.output;
     EXPECT_EQ(count(r.output, "refused: "), 3u) << r.output;
     const bool on_board = count(r.output, "met this call with a call of") >= 1;
-    const bool deadlock = count(r.output, "refused: deadlock in job") == 3;
+    const auto reported = count(r.output, "refused: deadlock in job");
+    const bool deadlock = reported >= 1 && reported + count(r.output, "has left (it closed its node)") == 3;
     EXPECT_TRUE(on_board || deadlock) << r.output;
 }
 
