@@ -363,7 +363,10 @@ private:
     }
 
     std::size_t contribution_words() const override { return detail::payload_words(*acc_); }
-    void pack_contribution(detail::word* out) const override { detail::pack(out, *acc_); }
+    std::uint32_t pack_contribution(detail::word* out) const override {
+        detail::pack(out, *acc_);
+        return detail::print_of(value_);
+    }
     void resolve(const detail::word* reduced, std::size_t words) override {
         detail::combine_into(Op{}, value_, detail::unpack<T>(reduced, words), false);
         acc_.reset();

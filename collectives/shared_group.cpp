@@ -36,7 +36,7 @@ void shared_group::orphan(owner& v) {
     slot& s = list[v.slot_];
     if (v.state_ == owner::state::pending) {
         orphans_.emplace_back(s.words);
-        v.pack_contribution(orphans_.back().data());
+        s.print = v.pack_contribution(orphans_.back().data());
         s.orphan = static_cast<std::uint32_t>(orphans_.size());
     }
     s.var = nullptr;
@@ -85,12 +85,12 @@ void shared_group::force(const owner* why) {
     for (std::size_t i = 0; i < n; ++i) {
         slot& s = flight[i];
         b[1 + 2 * i] = detail::descriptor(s.id, s.kind->code);
-        b[2 + 2 * i] = s.words;
         if (s.var) {
-            s.var->pack_contribution(b.data() + at);
+            b[2 + 2 * i] = detail::slot_info(s.words, s.var->pack_contribution(b.data() + at));
             s.var->state_ = owner::state::in_flight;
             s.var->slot_ = i;
         } else {
+            b[2 + 2 * i] = detail::slot_info(s.words, s.print);
             const detail::block& o = orphans_[s.orphan - 1];
             std::copy(o.begin(), o.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
         }
@@ -150,7 +150,7 @@ std::string shared_group::describe(const detail::word* d, std::size_t n) const {
         auto kind = kinds_named_.find(code);
         if (kind != kinds_named_.end()) os << kind->second;
         else os << "op 0x" << std::hex << code << std::dec;
-        os << " (" << d[2 * i + 1] << " words)";
+        os << " (" << detail::info_words(d[2 * i + 1]) << " words)";
     }
     os << '}';
     return os.str();
@@ -161,8 +161,27 @@ std::string shared_group::mismatch_message(const detail::block& r) {
     const detail::word* d1 = r.data() + 2;
     const std::size_t n2 = r[2 + 2 * n1];
     const detail::word* d2 = d1 + 2 * n1 + 1;
-    std::vector<detail::word> mine;
     std::lock_guard lk(lock_);
+    // The same updates, but a variable whose replicas differ: the message
+    // names it, not two sets that print alike.
+    std::string differ;
+    bool same_updates = n1 == n2;
+    for (std::size_t i = 0; same_updates && i < n1; ++i) {
+        same_updates = d1[2 * i] == d2[2 * i] &&
+                       detail::info_words(d1[2 * i + 1]) == detail::info_words(d2[2 * i + 1]);
+        if (same_updates && d1[2 * i + 1] != d2[2 * i + 1]) {
+            const auto id = static_cast<std::uint32_t>(d1[2 * i] >> 32);
+            auto name = names_.find(id);
+            differ += std::string(differ.empty() ? "" : ", ") +
+                      (name != names_.end() ? name->second : "variable #" + std::to_string(id));
+        }
+    }
+    if (same_updates && !differ.empty())
+        return "shared variables: the ranks reached a force point holding different values of " + differ +
+               " (a shared variable has one value at every rank: give it the same initial value everywhere, "
+               "assign cc::same(v) only with a v equal at every rank, and contribute a rank's own value with "
+               "x += v)";
+    std::vector<detail::word> mine;
     for (const slot& s : in_flight()) {
         mine.push_back(detail::descriptor(s.id, s.kind->code));
         mine.push_back(s.words);

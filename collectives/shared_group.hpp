@@ -14,10 +14,15 @@
 // variable's value is then its base folded with the reduction of its slot.
 //
 // The SPMD rule: every rank reaches each force point with the same pending
-// updates (the same variables, ops and vector lengths). The slots are packed
-// in variable-id order, so processes of one rank may update in any
-// interleaving; a rank whose set differs from a peer's gets a usage_error
-// naming both sets, at every rank, never a wrong value. A rank with nothing
+// updates (the same variables, ops and vector lengths) and the same value
+// in each of those variables (each slot carries a print of it). The slots
+// are packed in variable-id order, so processes of one rank may update in
+// any interleaving; a rank whose set differs from a peer's gets a
+// usage_error naming both sets, at every rank, never a wrong value. Which
+// updates a force point takes is the rank's own affair, though: a read
+// racing another process's update of the same group resolves whatever was
+// made before it, so such reads must follow the updates in the same way at
+// every rank (a par's join, a channel). A rank with nothing
 // pending does not communicate at a force point; with
 // shared_options::check_every_force (CSP_SHARED_CHECK=1) it does, so a rank
 // that skipped an update its peers made is reported too.
@@ -81,9 +86,11 @@ protected:
     shared_slot_owner() = default;
     ~shared_slot_owner() = default;
 
-    // This rank's contribution's payload: its size and its words.
+    // This rank's contribution's payload: its size and its words; packing
+    // returns the print of the variable's value (print_of), which every
+    // rank's replica must share.
     virtual std::size_t contribution_words() const = 0;
-    virtual void pack_contribution(word* out) const = 0;
+    virtual std::uint32_t pack_contribution(word* out) const = 0;
     // Folds the reduced contribution into the value; the slot is gone.
     virtual void resolve(const word* reduced, std::size_t words) = 0;
 
@@ -149,6 +156,7 @@ private:
         owner* var;                     // null once the variable is gone
         std::uint32_t id;
         std::uint32_t orphan;           // 1 + its index in orphans_ once gone while pending, else 0
+        std::uint32_t print;            // once gone: its value's print when it went
         const detail::slot_kind* kind;
         std::size_t words;              // its payload (kept by add_slot and resized)
     };
@@ -179,7 +187,7 @@ private:
         v.state_ = owner::state::pending;
         auto& list = pending();
         v.slot_ = list.size();
-        list.push_back({&v, v.id_, 0, v.kind_, v.contribution_words()});
+        list.push_back({&v, v.id_, 0, 0, v.kind_, v.contribution_words()});
     }
     // Under lock_: pending `v`'s contribution has a new length (a vector
     // variable assigned an expression of another length).

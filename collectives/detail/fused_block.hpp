@@ -6,14 +6,18 @@
 //
 //   [0]                 header: kind << 32 | slot count n
 //   [1 .. 2n]           per slot, in variable-id order:
-//                         variable id << 32 | kind code,  payload words
+//                         variable id << 32 | kind code,
+//                         value print << 32 | payload words
 //   [2n+1 ..]           the payloads, slot after slot
 //
 // A kind code names (element type, op) by a hash of their names, so ranks
-// that run one binary agree on it. Folding two blocks folds slot i of one
-// into slot i of the other with slot i's op, but only when both carry the
-// same descriptors: ranks that reached a force point with different pending
-// updates produce a mismatch block instead,
+// that run one binary agree on it. A value print is a hash of the
+// variable's value before this force point (print_of): every rank's
+// replica must hold the same bits there. Folding two blocks folds slot i of
+// one into slot i of the other with slot i's op, but only when both carry
+// the same descriptors: ranks that reached a force point with different
+// pending updates, or with replicas that differ, produce a mismatch block
+// instead,
 //
 //   [0]                 header: mismatch << 32
 //   [1]                 n1, then 2*n1 descriptor words of one rank's set
@@ -137,6 +141,48 @@ const slot_kind& kind_of() {
 }
 
 inline word descriptor(std::uint32_t id, std::uint32_t code) { return (word{id} << 32) | code; }
+// A descriptor's second word. A payload of 2^32 words (32 GiB) or more
+// would alias a shorter one here; the blocks' lengths are compared too.
+inline word slot_info(std::size_t words, std::uint32_t print) {
+    return (word{print} << 32) | static_cast<std::uint32_t>(words);
+}
+inline std::uint32_t info_words(word info) { return static_cast<std::uint32_t>(info); }
+inline std::uint32_t info_print(word info) { return static_cast<std::uint32_t>(info >> 32); }
+
+// Whether an element's bytes are its value, so that equal values print
+// equally: integers, float and double, padding-free records; not long
+// double (six bytes of padding) or a struct with holes, whose slots carry
+// print 0 and are not compared.
+template <class E>
+constexpr bool prints_by_bytes = std::is_integral_v<E> || std::is_same_v<E, float> || std::is_same_v<E, double> ||
+                                 std::has_unique_object_representations_v<E>;
+
+// The print of a value's bits. Word i adds (w ^ i) * K for an odd K, so one
+// changed word always changes the 64-bit sum (K is invertible mod 2^64)
+// and the sums of a vector's words are independent (no chain of
+// multiplications: a print costs a fraction of the packing beside it).
+template <class T>
+std::uint32_t print_of(const T& v) {
+    using E = typename element<T>::type;
+    if constexpr (!prints_by_bytes<E>) {
+        (void)v;
+        return 0;
+    } else {
+        constexpr word k = 0x9e3779b97f4a7c15ull;
+        word h = 0, i = 0;
+        const auto add = [&](const E& e) {
+            word w[words_per<E>] = {};
+            std::memcpy(w, &e, sizeof(E));
+            for (word x : w) h += (x ^ i++) * k;
+        };
+        if constexpr (is_vector<T>::value) {
+            for (const E& e : v) add(e);
+        } else {
+            add(v);
+        }
+        return static_cast<std::uint32_t>(h ^ (h >> 32));
+    }
+}
 inline std::size_t slot_count(const block& b) { return static_cast<std::uint32_t>(b[0]); }
 inline word block_kind(const block& b) { return b.empty() ? 0 : b[0] >> 32; }
 

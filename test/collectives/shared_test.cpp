@@ -410,6 +410,88 @@ TEST(shared_spmd, check_mode_reports_a_rank_that_skipped_an_update) {
     EXPECT_EQ(reported, 2);
 }
 
+// Replicas that differ: each rank read back its own initial value plus the
+// sum, four different "shared" values, with no error.
+TEST(shared_spmd, an_initial_value_that_differs_between_ranks_fails_every_rank_naming_the_variable) {
+    std::mutex lock;
+    std::vector<std::string> errors;
+    on_ranks(4, [&](auto& c) {
+        cc::shared_group g(c);
+        cc::shared<double> same(g, 1.0, "same"), total(g, double(c.rank()), "total");  // total: not SPMD
+        cc::shared<std::vector<long>> v(g, std::vector<long>{7, 7}, "v");
+        same += 1.0;
+        total += 1.0;
+        v += std::vector<long>{1, 2};
+        try {
+            (void)total.get();
+            ADD_FAILURE() << "rank " << c.rank() << " read a value";
+        } catch (const csp::usage_error& e) {
+            std::lock_guard lk(lock);
+            errors.push_back(e.what());
+        }
+        EXPECT_THROW((void)same.get(), csp::usage_error);  // the group failed
+    });
+    ASSERT_EQ(errors.size(), 4u);
+    for (auto& e : errors) {
+        EXPECT_NE(e.find("different values of total ("), std::string::npos) << e;
+        EXPECT_EQ(e.find("same"), e.find("same initial value")) << "only total differs: " << e;
+    }
+}
+
+TEST(shared_spmd, a_same_value_that_differs_between_ranks_fails_every_rank_with_vectors_too) {
+    std::mutex lock;
+    std::vector<std::string> errors;
+    on_ranks(3, [&](auto& c) {
+        cc::shared_group g(c);
+        cc::shared<std::vector<double>> v(g, std::vector<double>(5, 0.0), "v");
+        cc::shared<int, cc::maximum> m(g, 0, "m");
+        std::vector<double> mine(5, 1.0);
+        if (c.rank() == 0) mine[4] = 1.5;  // one element of one rank's copy
+        v = cc::same(mine);
+        m = cc::same(c.rank() == 0 ? 3 : 4);
+        v += std::vector<double>(5, 2.0);
+        m.contribute(c.rank());
+        try {
+            g.flush();
+            ADD_FAILURE() << "rank " << c.rank() << " flushed";
+        } catch (const csp::usage_error& e) {
+            std::lock_guard lk(lock);
+            errors.push_back(e.what());
+        }
+    });
+    ASSERT_EQ(errors.size(), 3u);
+    for (auto& e : errors) EXPECT_NE(e.find("different values of v, m ("), std::string::npos) << e;
+}
+
+TEST(shared_spmd, equal_replicas_of_every_kind_pass_the_value_check) {
+    // -0.0 and NaN are values like any other: equal bits pass.
+    on_ranks(3, [](auto& c) {
+        cc::shared_group g(c);
+        cc::shared<double> z(g, -0.0, "z"), nan(g, std::nan(""), "nan");
+        cc::shared<float, cc::minimum> f(g, 2.5f, "f");
+        cc::shared<std::uint8_t, cc::bit_or> b(g, std::uint8_t{1}, "b");
+        cc::shared<std::vector<std::int16_t>> v(g, std::vector<std::int16_t>{1, 2, 3}, "v");
+        z += 1.0;
+        nan += 1.0;
+        f.contribute(static_cast<float>(c.rank()));
+        b |= static_cast<std::uint8_t>(2 << c.rank());
+        v += std::vector<std::int16_t>{1, 1, 1};
+        g.flush();
+        EXPECT_EQ(z.get(), 3.0);
+        EXPECT_TRUE(std::isnan(nan.get()));
+        EXPECT_EQ(f.get(), 0.0f);
+        EXPECT_EQ(b.get(), 1 | 2 | 4 | 8);
+        EXPECT_EQ(v.get(), (std::vector<std::int16_t>{4, 5, 6}));
+    });
+}
+static_assert(cc::detail::prints_by_bytes<double> && cc::detail::prints_by_bytes<std::int8_t>);
+static_assert(!cc::detail::prints_by_bytes<long double>, "its padding bytes are not its value");
+struct with_a_hole {
+    char c;
+    double d;
+};
+static_assert(!cc::detail::prints_by_bytes<with_a_hole>);
+
 TEST(shared_failure, a_failing_rank_fails_every_ranks_read_with_its_error) {
     std::mutex lock;
     std::vector<std::string> seen;
