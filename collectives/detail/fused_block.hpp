@@ -150,8 +150,9 @@ inline std::uint32_t info_words(word info) { return static_cast<std::uint32_t>(i
 inline std::uint32_t info_print(word info) { return static_cast<std::uint32_t>(info >> 32); }
 
 // Whether an element's bytes are its value, so that equal values print
-// equally: integers, float and double, padding-free records; not long
-// double (six bytes of padding) or a struct with holes, whose slots carry
+// equally: integers, float and double, records the compiler knows have
+// no padding (integers only: std::has_unique_object_representations); not
+// long double (six bytes of padding) or other records, whose slots carry
 // print 0 and are not compared.
 template <class E>
 constexpr bool prints_by_bytes = std::is_integral_v<E> || std::is_same_v<E, float> || std::is_same_v<E, double> ||
