@@ -244,30 +244,53 @@ private:
     }
 
     // A peer's failure, as this receive throws it: a peer_error names the
-    // receive it ended (detail/peer_context.hpp); any other error is
-    // rethrown as it is.
-    [[noreturn]] static void rethrow_waiting(const std::exception_ptr& e, int source, std::uint64_t bits) {
+    // receive it ended (detail/peer_context.hpp) and the messages of other
+    // calls that came instead, as a deadlock report does (peers that
+    // made other calls often finish and leave); any other error is
+    // rethrown as it is. Called without the lock.
+    [[noreturn]] void rethrow_waiting(const std::exception_ptr& e, int source, std::uint64_t bits) const {
         try {
             std::rethrow_exception(e);
         } catch (const net::peer_error& x) {
-            detail::rethrow_receiving(x, source, tag::from_bits(bits));
+            std::string also;
+            describe_other_calls(tag::from_bits(bits), also);
+            detail::rethrow_receiving(x, source, tag::from_bits(bits), also);
         }
     }
     // Ranks whose message for t's call came from another collective: the
-    // ranks' calls differ (tag.hpp). Skipped if the lock is busy: a report
-    // is made while the mailbox's users are blocked, so it rarely is.
+    // ranks' calls differ (tag.hpp). Then messages of earlier calls of t's
+    // stream that no call took: when the ranks' calls draw different
+    // numbers of tags (an allgather against an allreduce), the calls no
+    // longer line up and the other collective's messages wait under an
+    // earlier number. (Such a message may also be one a call of this rank
+    // takes later, as a halo's rows wait for its finish(): hence "may".)
+    // Skipped if the lock is busy: a report is made while the mailbox's
+    // users are blocked, so it rarely is.
     void describe_other_calls(tag t, std::string& out) const {
         if (!lock_.try_lock()) return;
-        std::string found;
+        std::string found, earlier;
+        std::size_t more = 0;
+        const auto name = [](int source, tag u, std::string& into) {
+            into.append(into.empty() ? "" : ", ")
+                .append("rank ")
+                .append(std::to_string(source))
+                .append("'s ")
+                .append(u.call() != 0 ? call_name(u.call()) : std::string_view("message"));
+        };
         for (const auto& [bits, arrived] : unexpected_) {
             const tag u = tag::from_bits(bits);
-            if (u.stream_id() != t.stream_id() || u.sequence() != t.sequence() || u.call() == t.call()) continue;
-            for (const envelope& e : arrived) {
-                found.append(found.empty() ? "" : ", ")
-                    .append("rank ")
-                    .append(std::to_string(e.source))
-                    .append("'s ")
-                    .append(u.call() != 0 ? call_name(u.call()) : std::string_view("message"));
+            if (u.stream_id() != t.stream_id()) continue;
+            if (u.sequence() == t.sequence() && u.call() != t.call()) {
+                for (const envelope& e : arrived) name(e.source, u, found);
+            } else if (u.sequence() < t.sequence()) {
+                for (const envelope& e : arrived) {
+                    if (earlier.size() > 160) {
+                        ++more;
+                        continue;
+                    }
+                    name(e.source, u, earlier);
+                    earlier.append(" (call ").append(std::to_string(u.sequence())).append(")");
+                }
             }
         }
         lock_.unlock();
@@ -275,6 +298,11 @@ private:
             out.append("; for that call came ")
                 .append(found)
                 .append(" instead: every rank must make the same collective calls in the same order");
+        if (!earlier.empty()) {
+            out.append("; no call took ").append(earlier);
+            if (more != 0) out.append(" and ").append(std::to_string(more)).append(" more");
+            out.append(": the ranks may have made different collective calls");
+        }
     }
 
     // The messages waiting with `tag`, in a map entry made for it if there

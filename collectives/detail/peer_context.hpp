@@ -6,6 +6,7 @@
 // made fewer calls, or other ones, sees which of its calls they left it in.
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "collectives/tag.hpp"
 #include "net/errors.hpp"
@@ -27,10 +28,12 @@ inline void describe_receive(int source, tag t, std::string& out) {
     describe_tag(t, out);
 }
 
-[[noreturn]] inline void rethrow_receiving(const net::peer_error& e, int source, tag t) {
+// `also`: what the mailbox holds for other calls (mailbox.hpp).
+[[noreturn]] inline void rethrow_receiving(const net::peer_error& e, int source, tag t, std::string_view also = {}) {
     std::string what = e.what();
     what.append(" while this rank waited for ");
     describe_receive(source, t, what);
+    what.append(also);
     throw net::peer_error(e.peer(), what);
 }
 

@@ -9,6 +9,7 @@
 
 #include "collectives/collectives.hpp"
 #include "collectives/mailbox.hpp"
+#include "net/errors.hpp"
 #include "csp/runtime.hpp"
 #include "csp/timer.hpp"
 
@@ -234,6 +235,55 @@ TEST(mailbox_failures, a_receive_from_any_member_fails_only_for_a_member) {
 // follows. (They are kept by tag, so that a receive does not look through
 // every later call's messages: a loop of recursive-doubling scans at 8
 // ranks spent 16% of its time there.)
+// Regression: a receive left waiting by calls that drew different numbers
+// of tags (rank 0's allgather against the others' allreduce) was reported
+// with no word of the other collective, whose messages sat under an
+// earlier call number. The report lists them now, and still names a
+// message of another collective for the same call first.
+TEST(mailbox_report, a_blocked_receive_lists_the_messages_of_earlier_calls_no_call_took) {
+    cc::mailbox<long> box;
+    const auto allreduce = cc::tag(0, 1).of_call(cc::call_code("allreduce"));
+    box.deliver(2, allreduce.bits(), 1);
+    box.deliver(1, allreduce.step(1).bits(), 1);
+    box.deliver(1, cc::tag(0, 2).of_call(cc::call_code("broadcast")).bits(), 7);
+    box.deliver(1, cc::tag(3, 0).bits(), 5);  // another stream: not listed
+    std::string report;
+    try {
+        csp::run([&] { (void)box.take(2, cc::tag(0, 2).of_call(cc::call_code("gather")).bits()); });
+    } catch (const csp::deadlock_error& e) {
+        report = e.what();
+    }
+    EXPECT_NE(report.find("with tag (stream 0, call 2 of gather, step 0); for that call came rank 1's broadcast "
+                          "instead"),
+              std::string::npos)
+        << report;
+    EXPECT_NE(report.find("; no call took rank "), std::string::npos) << report;
+    EXPECT_NE(report.find("rank 2's allreduce (call 1)"), std::string::npos) << report;
+    EXPECT_NE(report.find("rank 1's allreduce (call 1)"), std::string::npos) << report;
+    EXPECT_NE(report.find(": the ranks may have made different collective calls"), std::string::npos) << report;
+    EXPECT_EQ(report.find("stream 3"), std::string::npos) << report;
+    EXPECT_EQ(report.find("rank 1's message"), std::string::npos) << report;
+
+    // Peers that made other calls often finish and leave: the departure a
+    // receive then throws says the same (rank 0's allgather against the
+    // others' broadcast from rank 1 over TCP: "node 1 ... has left ...
+    // while this rank waited for ... (stream 0, call 1 of gather, step 0)",
+    // with rank 1's broadcast unclaimed under call 0).
+    box.fail(1, std::make_exception_ptr(csp::net::peer_error(1, "node 1 has left (it closed its node)")));
+    try {
+        (void)box.take(1, cc::tag(0, 3).of_call(cc::call_code("gather")).bits());
+        ADD_FAILURE() << "received from a peer that left";
+    } catch (const csp::net::peer_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("node 1 has left (it closed its node) while this rank waited for a message from rank 1 "
+                            "with tag (stream 0, call 3 of gather, step 0); no call took "),
+                  std::string::npos)
+            << what;
+        EXPECT_NE(what.find("rank 1's broadcast (call 2)"), std::string::npos) << what;
+        EXPECT_NE(what.find(": the ranks may have made different collective calls"), std::string::npos) << what;
+    }
+}
+
 TEST(mailbox_order, messages_of_many_calls_are_taken_by_source_and_tag_first_sent_first) {
     cc::mailbox<long> box;
     constexpr int calls = 500;
