@@ -260,7 +260,7 @@ private:
     // Ranks whose message for t's call came from another collective: the
     // ranks' calls differ (tag.hpp). Then messages of earlier calls of t's
     // stream that no call took: when the ranks' calls draw different
-    // numbers of tags (an allgather against an allreduce), the calls no
+    // numbers of tags (an allgather against a broadcast), the calls no
     // longer line up and the other collective's messages wait under an
     // earlier number. (Such a message may also be one a call of this rank
     // takes later, as a halo's rows wait for its finish(): hence "may".)

@@ -147,7 +147,6 @@ inline word slot_info(std::size_t words, std::uint32_t print) {
     return (word{print} << 32) | static_cast<std::uint32_t>(words);
 }
 inline std::uint32_t info_words(word info) { return static_cast<std::uint32_t>(info); }
-inline std::uint32_t info_print(word info) { return static_cast<std::uint32_t>(info >> 32); }
 
 // Whether an element's bytes are its value, so that equal values print
 // equally: integers, float and double, records the compiler knows have
