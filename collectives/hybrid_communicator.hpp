@@ -44,6 +44,7 @@
 #include "collectives/net_communicator.hpp"
 #include "collectives/tag.hpp"
 #include "csp/process.hpp"
+#include "net/log.hpp"
 #include "net/node.hpp"
 #include "net/port_sink.hpp"
 
@@ -71,6 +72,19 @@ public:
         // A claim that fails (a port owned already) ends the ranks made so
         // far, and their claims with them.
         for (int i = 0; i < local_; ++i) ranks_.emplace_back(*this, n, port_base + static_cast<net::port_id>(i));
+    }
+    // As a net_communicator does, names each message no call of a rank here
+    // took (mailbox::unclaimed_report).
+    ~hybrid_job() {
+        try {
+            for (std::size_t i = 0; i < ranks_.size(); ++i)
+                if (const auto line = ranks_[i].box.unclaimed_report(); !line.empty())
+                    net::log_line("csp.net " + node_->job() + "/" + std::to_string(node_->rank()) + ": rank " +
+                                  std::to_string(first_rank(node_->rank()) + static_cast<int>(i)) + " of a hybrid job: " +
+                                  line);
+        } catch (const std::exception&) {
+            // Out of memory while closing: nothing more to say.
+        }
     }
     hybrid_job(const hybrid_job&) = delete;
     hybrid_job& operator=(const hybrid_job&) = delete;
@@ -116,6 +130,12 @@ private:
             const int source = job_.first_rank(m.source) + from_local(m.tag);
             const std::uint64_t k = key(m.tag);
             box_.deliver(source, k, std::move(m));
+        }
+        // As net_communicator's: a failed call's late messages are expected.
+        net::leftover_filter expected_after_release() const override {
+            return [expected = box_.expected_leftovers()](const net::message& m) mutable {
+                return expected(key(m.tag));
+            };
         }
 
     private:

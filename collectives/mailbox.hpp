@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -191,11 +192,14 @@ public:
         for (auto& p : woken) p.reply->out.write(envelope{source, p.tag, Body{}, error});
     }
 
-    // Messages that arrived and were not yet received.
+    // Messages that arrived and were not yet received, but for those of a
+    // revoked stream's calls from the failed one on: every rank was told of
+    // that failure, and the calls' other messages are expected to stay.
     std::size_t unclaimed() const {
         std::lock_guard lk(lock_);
         std::size_t n = 0;
-        for (const auto& [tag, arrived] : unexpected_) n += arrived.size();
+        for (const auto& [bits, arrived] : unexpected_)
+            if (!revocation_for(tag::from_bits(bits))) n += arrived.size();
         return n;
     }
     // The first `limit` of them, "rank 1's message with tag (...)" each.
@@ -204,12 +208,53 @@ public:
         std::vector<std::string> out;
         for (const auto& [bits, arrived] : unexpected_)
             for (const envelope& e : arrived) {
+                if (revocation_for(tag::from_bits(bits))) break;
                 if (out.size() == limit) return out;
                 std::string line = "rank " + std::to_string(e.source) + "'s message with tag ";
                 detail::describe_tag(tag::from_bits(bits), line);
                 out.push_back(std::move(line));
             }
         return out;
+    }
+
+    // What a communicator logs as it closes about the messages no call took
+    // ("" if none): each came for a call this rank did not make, or one
+    // whose ranks disagreed on its root (each group of agreeing ranks
+    // completes alone), so the answer some rank returned may be wrong.
+    std::string unclaimed_report() const {
+        const std::size_t n = unclaimed();
+        if (n == 0) return {};
+        constexpr std::size_t listed_at_most = 4;
+        std::string line = "closing with " + std::to_string(n) + (n == 1 ? " message" : " messages") +
+                           " no collective call took: ";
+        const auto listed = describe_unclaimed(listed_at_most);
+        for (std::size_t i = 0; i < listed.size(); ++i) line.append(i == 0 ? "" : ", ").append(listed[i]);
+        if (listed.size() < n) line.append(", ...");
+        return line + " (a peer made a call this rank did not make, or the ranks named different roots for one call)";
+    }
+
+    // Which tags may still come once the mailbox's owner has gone, and
+    // need no receive (net::port_sink::expected_after_release): a
+    // revocation (the failure it tells of was thrown at every rank of the
+    // call already), and any tag of a revoked stream from its failed call
+    // on. The filter starts from the revocations known now and learns those
+    // that come after.
+    std::function<bool(std::uint64_t)> expected_leftovers() const {
+        std::map<std::uint32_t, std::uint32_t> from;  // stream id -> first call revoked
+        {
+            std::lock_guard lk(lock_);
+            for (const auto& [id, r] : revoked_) from.emplace(id, r.from);
+        }
+        return [from = std::move(from)](std::uint64_t bits) mutable {
+            const tag t = tag::from_bits(bits);
+            if (t.call() == revocation_code) {
+                auto [it, fresh] = from.try_emplace(t.stream_id(), t.sequence());
+                if (!fresh && t.sequence() < it->second) it->second = t.sequence();
+                return true;
+            }
+            const auto it = from.find(t.stream_id());
+            return it != from.end() && t.sequence() >= it->second;
+        };
     }
 
 private:

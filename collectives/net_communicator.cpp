@@ -24,18 +24,8 @@ net_communicator::net_communicator(net::node& n, net::port_id port)
     : node_(&with_a_size(n)), port_id_(port), claim_(n.claim(port, "net_communicator", net::departures::each, inbox_)) {}
 
 net_communicator::~net_communicator() {
-    // A message no call took came for a call this rank did not make, or one
-    // whose ranks disagreed on its root (each group of agreeing ranks
-    // completes alone): the answer some rank returned may be wrong.
     try {
-        const std::size_t n = box_.unclaimed();
-        if (n == 0) return;
-        std::string line = "closing with " + std::to_string(n) + (n == 1 ? " message" : " messages") +
-                           " no collective call took: ";
-        const auto listed = box_.describe_unclaimed(4);
-        for (std::size_t i = 0; i < listed.size(); ++i) line.append(i == 0 ? "" : ", ").append(listed[i]);
-        if (listed.size() < n) line.append(", ...");
-        log_line(line + " (a peer made a call this rank did not make, or the ranks named different roots for one call)");
+        if (const auto line = box_.unclaimed_report(); !line.empty()) log_line(line);
     } catch (const std::exception&) {
         // Out of memory while closing: nothing more to say.
     }
@@ -55,6 +45,12 @@ void net_communicator::inbox::deliver(net::message m) noexcept {
     const int source = m.source;
     const std::uint64_t tag = m.tag;
     box_.deliver(source, tag, std::move(m));
+}
+
+// A failed call's messages that come after this rank closed the
+// communicator are expected: the failure was thrown at every rank.
+net::leftover_filter net_communicator::inbox::expected_after_release() const {
+    return [expected = box_.expected_leftovers()](const net::message& m) mutable { return expected(m.tag); };
 }
 
 void net_communicator::log_line(const std::string& line) const {

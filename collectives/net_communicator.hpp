@@ -162,6 +162,7 @@ private:
     public:
         explicit inbox(mailbox<net::message>& box) : box_(box) {}
         void deliver(net::message m) noexcept override;
+        net::leftover_filter expected_after_release() const override;
 
     private:
         mailbox<net::message>& box_;

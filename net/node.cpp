@@ -317,6 +317,15 @@ void node::write_timeline() {
     if (!out) core_->log_fault("timeline: cannot write " + core_->options.trace);
 }
 
+namespace {
+// A port that a process owns again keeps every message: what its last sink
+// expected to come (port_sink::expected_after_release) no longer applies.
+void forget_leftovers(detail::port_entry& entry) {
+    std::lock_guard lk(entry.lock);
+    entry.leftovers = nullptr;
+}
+}  // namespace
+
 port node::open(port_id id, departures heard) {
     {
         std::lock_guard lk(core_->lock);
@@ -326,7 +335,9 @@ port node::open(port_id id, departures heard) {
         core_->opened.insert(id);
         if (heard == departures::each) core_->every_departure.insert(id);
     }
-    return port(id, core_->port_entry_of(id)->channel, core_);
+    const auto entry = core_->port_entry_of(id);
+    forget_leftovers(*entry);
+    return port(id, entry->channel, core_);
 }
 
 void node::reserve(port_id id, const std::string& owner, departures heard) {
@@ -347,7 +358,9 @@ void node::reserve(port_id id, const std::string& owner, departures heard) {
 
 port node::claim(port_id id, const std::string& owner, departures heard) {
     reserve(id, owner, heard);
-    port p(id, core_->port_entry_of(id)->channel, core_);
+    const auto entry = core_->port_entry_of(id);
+    forget_leftovers(*entry);
+    port p(id, entry->channel, core_);
     p.report_ = false;  // the owner reports what its processes take (report_taken)
     return p;
 }
@@ -366,6 +379,7 @@ sink_claim node::claim(port_id id, const std::string& owner, departures heard, p
             std::lock_guard lk(entry->lock);
             if (entry->channel.buffered() == 0) {
                 entry->sink = &sink;
+                entry->leftovers = nullptr;
                 return sink_claim(*this, id);
             }
         }
@@ -388,6 +402,13 @@ void node::release(port_id id) {
     // Waits for a delivery under way: after this no sink call runs or starts.
     if (entry) {
         std::lock_guard lk(entry->lock);
+        if (entry->sink) {
+            try {
+                entry->leftovers = entry->sink->expected_after_release();
+            } catch (...) {
+                // Out of memory: what comes later is reported, not dropped.
+            }
+        }
         entry->sink = nullptr;
     }
 }
@@ -471,6 +492,9 @@ void port_entry::deliver(node_core& core, message m) {
     if (sink) {
         message_taken(core, m, false);
         sink->deliver(std::move(m));
+    } else if (!m.failure && leftovers && leftovers(m)) {
+        message_taken(core, m, false);
+        core.leftovers.fetch_add(1, std::memory_order_relaxed);
     } else {
         if (m.failure) notices.fetch_add(1, std::memory_order_relaxed);
         writer.write(std::move(m));
@@ -517,7 +541,8 @@ node_stats node::stats() const {
             core_->links_made.load(std::memory_order_relaxed),
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
             faults, core_->sent_direct.load(std::memory_order_relaxed), queued, queue_full, landed, held,
-            core_->taken_polling.load(std::memory_order_relaxed), core_->late_wakeups.load(std::memory_order_relaxed)};
+            core_->taken_polling.load(std::memory_order_relaxed), core_->late_wakeups.load(std::memory_order_relaxed),
+            core_->leftovers.load(std::memory_order_relaxed)};
 }
 
 // A message from `from` comes over one link, TCP or UCX: the landing is

@@ -78,6 +78,11 @@ struct node_stats {
     // by UCX's event fd, that found messages: each a wake-up the fd did not
     // give (net/ucx_transport.cpp, armed_sleep); they came late, not never.
     std::size_t late_wakeups = 0;
+    // Messages that came for a port after its owner let it go, which that
+    // owner said it expected (port_sink::expected_after_release: those of a
+    // collective call that failed at every rank): dropped, their senders
+    // credited.
+    std::size_t leftovers = 0;
 };
 
 class sink_claim;

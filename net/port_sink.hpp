@@ -27,13 +27,28 @@
 //   - deliver() must not block, yield or throw: other deliveries to the port
 //     wait for it, and its caller may be a link's reader. A channel write
 //     that cannot block (a buffered slot known to be free) is allowed.
+//   - When the claim ends, the node asks the sink once which messages may
+//     still come that its owner expects and nobody needs
+//     (expected_after_release: the messages of a collective call that
+//     failed at every rank, say). Those the node drops, crediting their
+//     senders and counting them (node_stats::leftovers); every other
+//     message that comes waits in the port and is reported as one no
+//     process can receive. The filter is called under the port's lock,
+//     one message at a time, and may keep state; it must not block.
+#include <functional>
+
 #include "net/message.hpp"
 
 namespace csp::net {
 
+// Which messages that come after a claim ended are expected leftovers.
+using leftover_filter = std::function<bool(const message&)>;
+
 class port_sink {
 public:
     virtual void deliver(message m) noexcept = 0;
+    // Called once as the claim ends, after the last deliver(); none by default.
+    virtual leftover_filter expected_after_release() const { return {}; }
 
 protected:
     ~port_sink() = default;

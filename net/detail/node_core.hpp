@@ -114,6 +114,9 @@ struct port_entry {
     // nothing under it suspends (port_sink.hpp), so it is a runtime lock.
     csp::runtime_lock<csp::spinlock> lock{csp::runtime_lock<csp::spinlock>::needed_here()};
     port_sink* sink = nullptr;  // under `lock`
+    // What the last sink expected to come after its claim ended (under `lock`;
+    // empty while a sink or a process owns the port).
+    leftover_filter leftovers;
     // Failure entries (a peer's departure or loss) put into the channel: in
     // a port nobody reads, the rest of what it holds is messages.
     std::atomic<std::size_t> notices{0};
@@ -219,6 +222,7 @@ struct node_core {
     std::atomic<std::size_t> sent_direct{0};     // data frames that bypassed the switch
     std::atomic<std::size_t> taken_polling{0};   // messages a polling receiver took from the worker (poll_port)
     std::atomic<std::size_t> late_wakeups{0};    // node_stats::late_wakeups
+    std::atomic<std::size_t> leftovers{0};       // node_stats::leftovers
     // Buffers receivers named for their messages, for the TCP links' readers
     // (landing.hpp; the UCX worker keeps its own, under its lock).
     landing_table landings;
