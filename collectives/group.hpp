@@ -127,6 +127,12 @@ public:
     tag upcoming_tag(stream s = {}) {
         return tag(context_pool::stream_of(context_, s), counter_->upcoming(s).sequence());
     }
+    // A group's tags are its parent's (their stream carries the context).
+    void forget(tag t)
+        requires requires(C& c, tag x) { c.forget(x); }
+    {
+        parent_->forget(t);
+    }
     context_pool& contexts() { return parent_->contexts(); }
 
     // The parent, and the parent rank of each member (in group rank order).

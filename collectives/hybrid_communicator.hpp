@@ -203,6 +203,8 @@ public:
     // passed on goes to a fiber of this node or to another node.
     tag next_tag(stream s = {}) { return mine().counter.next(s); }
     tag upcoming_tag(stream s = {}) { return mine().counter.upcoming(s); }
+    // As net_communicator's (the mailbox holds tags as keys).
+    void forget(tag t) { mine().box.forget(tag::from_bits(hybrid_job::key(t.bits()))); }
     context_pool& contexts() { return mine().contexts; }
 
     // As net_communicator's land and expect (net/landing.hpp), for a

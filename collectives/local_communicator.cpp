@@ -23,6 +23,13 @@ void local_group::fail(std::exception_ptr error) {
     for (auto& [id, b] : boards_) b->fail(error, 1);
 }
 
+void local_group::check_every_message_taken() const {
+    for (std::size_t r = 0; r < boxes_.size(); ++r)
+        if (const auto report = boxes_[r].unclaimed_report(); !report.empty())
+            throw usage_error("run_local: every rank returned, and rank " + std::to_string(r) + " is " + report +
+                              ": an answer may be wrong");
+}
+
 shared_board& local_group::make_board(std::uint32_t id) {
     std::lock_guard lk(boards_lock_);
     auto& b = boards_[id];

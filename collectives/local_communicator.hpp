@@ -60,6 +60,14 @@ public:
     // meeting in the group, now and later, throws it.
     void fail(std::exception_ptr error);
 
+    // Called once every rank has returned. A message still waiting came for
+    // a call its rank did not make, or for one whose ranks named different
+    // roots (each group of agreeing ranks completed alone, with its own
+    // answer), or is a send no receive matched: usage_error naming it (the
+    // messages of a call that failed at every rank are expected, and left
+    // out: mailbox::unclaimed_report).
+    void check_every_message_taken() const;
+
     // The shared board of stream `id` (shared_board.hpp), made on first use.
     // A board lives as long as the group, so the default stream's, asked
     // for on every collective call, is found with one load once made.
@@ -117,6 +125,9 @@ public:
     }
     tag next_tag(stream s = {}) const { return group_->counter(rank_).next(s); }
     tag upcoming_tag(stream s = {}) const { return group_->counter(rank_).upcoming(s); }
+    // This rank is done with the call of tag t: its messages here and to
+    // come are dropped (mailbox::forget).
+    void forget(tag t) const { group_->box(rank_).forget(t); }
     // Where the ranks meet without messages (shared_board.hpp). None under
     // a model recorder, which sees only messages: the shared-memory
     // algorithms then run their message-passing fallback.
@@ -146,11 +157,13 @@ private:
 
 // Runs body(comm) as every rank of an n-rank local group, each rank its own
 // process ("rank 0", "rank 1", ...), and returns the ranks' results in rank
-// order (nothing if body returns void). Call it from a process.
+// order (nothing if body returns void). Call it from a process. Once every
+// rank has returned, a message that no call took is a usage_error naming it
+// (local_group::check_every_message_taken): some rank's answer may be wrong.
 template <class F>
 auto run_local(int n, F&& body) {
     local_group group(n);
-    return csp::par_for(static_cast<std::size_t>(n), [&](std::size_t r) {
+    auto rank = [&](std::size_t r) {
         csp::this_process::set_name("rank " + std::to_string(r));
         local_communicator comm(group, static_cast<int>(r));
         try {
@@ -159,7 +172,15 @@ auto run_local(int n, F&& body) {
             group.fail(std::current_exception());
             throw;
         }
-    });
+    };
+    if constexpr (std::is_void_v<std::invoke_result_t<decltype(rank)&, std::size_t>>) {
+        csp::par_for(static_cast<std::size_t>(n), rank);
+        group.check_every_message_taken();
+    } else {
+        auto results = csp::par_for(static_cast<std::size_t>(n), rank);
+        group.check_every_message_taken();
+        return results;
+    }
 }
 
 }  // namespace csp::collectives

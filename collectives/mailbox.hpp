@@ -40,6 +40,7 @@
 #include <memory>
 #include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -88,6 +89,10 @@ public:
             return;
         }
         std::unique_lock lk(lock_);
+        if (!forgotten_.empty() && forgotten_.count(call_of(tag))) {
+            lk.unlock();
+            return;  // expected, and nobody will take it (forget)
+        }
         for (auto it = posted_.begin(); it != posted_.end(); ++it) {
             if (it->tag != tag || (it->source != any_source && it->source != source)) continue;
             reply_slot* reply = it->reply;
@@ -192,6 +197,23 @@ public:
         for (auto& p : woken) p.reply->out.write(envelope{source, p.tag, Body{}, error});
     }
 
+    // This rank is done with the call whose tags share t's stream and
+    // sequence (every step), and the others may still send it messages of
+    // that call nobody will take: a task graph that failed, whose ranks
+    // sent values and notices before they heard. Those here are dropped, and
+    // so is each that comes later. One entry per call forgotten is kept for
+    // the mailbox's life: forget calls that can leave messages behind only.
+    void forget(tag t) {
+        std::vector<typename arrivals_by_tag::node_type> dropped;  // freed after the lock
+        std::lock_guard lk(lock_);
+        const auto call = call_of(t.bits());
+        forgotten_.insert(call);
+        for (auto it = unexpected_.begin(); it != unexpected_.end();) {
+            const auto here = it++;
+            if (call_of(here->first) == call) dropped.push_back(unexpected_.extract(here));
+        }
+    }
+
     // Messages that arrived and were not yet received, but for those of a
     // revoked stream's calls from the failed one on: every rank was told of
     // that failure, and the calls' other messages are expected to stay.
@@ -241,11 +263,14 @@ public:
     // that come after.
     std::function<bool(std::uint64_t)> expected_leftovers() const {
         std::map<std::uint32_t, std::uint32_t> from;  // stream id -> first call revoked
+        std::set<std::pair<std::uint32_t, std::uint32_t>> forgotten;
         {
             std::lock_guard lk(lock_);
             for (const auto& [id, r] : revoked_) from.emplace(id, r.from);
+            forgotten = forgotten_;
         }
-        return [from = std::move(from)](std::uint64_t bits) mutable {
+        return [from = std::move(from), forgotten = std::move(forgotten)](std::uint64_t bits) mutable {
+            if (forgotten.count(call_of(bits))) return true;
             const tag t = tag::from_bits(bits);
             if (t.call() == revocation_code) {
                 auto [it, fresh] = from.try_emplace(t.stream_id(), t.sequence());
@@ -420,6 +445,13 @@ private:
         std::exception_ptr error;
     };
     std::map<std::uint32_t, revocation> revoked_;  // by stream id
+    // Calls this rank is done with, whose late messages are dropped (forget).
+    std::set<std::pair<std::uint32_t, std::uint32_t>> forgotten_;
+    // A tag's call: its stream and sequence.
+    static std::pair<std::uint32_t, std::uint32_t> call_of(std::uint64_t bits) {
+        const tag t = tag::from_bits(bits);
+        return {t.stream_id(), t.sequence()};
+    }
 };
 
 }  // namespace csp::collectives

@@ -132,6 +132,9 @@ public:
     }
     tag next_tag(stream s = {}) { return counter_.next(s); }
     tag upcoming_tag(stream s = {}) { return counter_.upcoming(s); }
+    // This rank is done with the call of tag t: its messages here and to
+    // come are dropped (mailbox::forget).
+    void forget(tag t) { box_.forget(t); }
     // This node's group contexts (context_pool.hpp, group.hpp).
     context_pool& contexts() { return contexts_; }
 

@@ -213,7 +213,14 @@ public:
             g.wait();
         }
         stats_.elapsed_ns = now_ns() - t0;
-        if (failed_) std::rethrow_exception(failed_);
+        if (failed_) {
+            // Values and notices other ranks sent before they heard of the
+            // failure may still be here or on their way, and nothing of this
+            // run will take them: they must not read as messages of a call
+            // this rank did not make.
+            if constexpr (requires { comm_.forget(tag_); }) comm_.forget(tag_);
+            std::rethrow_exception(failed_);
+        }
         return stats_;
     }
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "collectives/collectives.hpp"
 #include "collectives/mailbox.hpp"
@@ -167,6 +169,41 @@ TEST(local_group, a_failing_rank_fails_the_others_receives_instead_of_hanging) {
                      });
                  }),
                  std::runtime_error);
+}
+
+// Regression: ranks as fibers that each named itself the root of a
+// broadcast (by its message algorithm's name) each returned its own value,
+// and run_local returned those different answers in silence: every message
+// no call took was dropped with the group. run_local now fails, naming it.
+TEST(local_group, ranks_naming_different_roots_get_an_error_naming_the_message_no_call_took) {
+    csp::run([] {
+        try {
+            cc::run_local(2, [](cc::local_communicator& c) {
+                return cc::broadcast_binomial(c, 10.0 + c.rank(), c.rank());
+            });
+            ADD_FAILURE() << "no error";
+        } catch (const csp::usage_error& e) {
+            EXPECT_EQ(std::string(e.what()),
+                      "run_local: every rank returned, and rank 0 is closing with 1 message no collective call took: "
+                      "rank 1's message with tag (stream 0, call 0 of broadcast, step 0) (a peer made a call this "
+                      "rank did not make, or the ranks named different roots for one call): an answer may be wrong");
+        }
+    });
+}
+
+// A call that failed at every rank leaves messages behind that are expected
+// (revocation.hpp): run_local returns the ranks' results.
+TEST(local_group, a_failed_calls_messages_are_no_error_once_every_rank_returned) {
+    const auto sums = csp::run([] {
+        return cc::run_local(4, [](cc::local_communicator& c) {
+            try {
+                (void)cc::allreduce_butterfly(c, std::vector<double>(c.rank() == 1 ? 3 : 4, 1.0), cc::sum{});
+            } catch (const csp::usage_error&) {
+            }
+            return cc::allreduce(c, 1, cc::sum{}, cc::stream{1});
+        });
+    });
+    EXPECT_EQ(sums, (std::vector<int>{4, 4, 4, 4}));
 }
 
 TEST(local_group, a_type_mismatch_is_named) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -223,6 +224,48 @@ TEST(net_graph_failure, a_node_killed_mid_graph_stops_the_graph_on_every_other_n
         if (what[r].find("node 3 of job 'dataflow-killed'") != std::string::npos) ++named;
     }
     EXPECT_GE(named, 1);
+}
+
+// Regression: after a task threw at one rank, the values and the stop and
+// abort notices the ranks had sent each other for the failed run stayed in
+// the mailboxes, and closing logged them as "closing with N messages no
+// collective call took ... (a peer made a call this rank did not make ...)"
+// or, come later, as messages no process can receive. A failed run now
+// forgets its call (mailbox::forget): they are dropped, and the next call
+// of the same stream goes ahead.
+TEST(net_graph_failure, a_failed_runs_messages_are_not_logged_as_calls_no_rank_made) {
+    constexpr int n = 3;
+    auto g = dataflow_test::stencil(9, n);
+    g.body = [body = g.body](df::task<std::int64_t>& t) {
+        if (t.id() == 4 && t.step() == 2) throw std::runtime_error("boom in task 4");
+        body(t);
+    };
+    std::mutex lock;
+    std::vector<std::string> lines;
+    auto previous = csp::net::set_log_sink([&](const std::string& line) {
+        std::lock_guard lk(lock);
+        lines.push_back(line);
+    });
+    std::atomic<int> failed{0}, sums{0};
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, "dataflow-failed-run", n, [&](csp::net::node& self) {
+        {
+            cc::net_communicator comm(self);
+            try {
+                df::run(comm, g, 20);
+            } catch (const std::exception& e) {
+                if (std::string(e.what()).find("boom in task 4") != std::string::npos) ++failed;
+            }
+            sums += cc::allreduce(comm, 1, cc::sum{});  // the same stream goes on
+        }
+        self.close();
+    });
+    csp::net::set_log_sink(previous);
+    EXPECT_EQ(failed.load(), n);
+    EXPECT_EQ(sums.load(), n * n);
+    for (const auto& l : lines)
+        if (l.find("no collective call took") != std::string::npos || l.find("no process can receive") != std::string::npos)
+            ADD_FAILURE() << "logged: " << l;
 }
 
 }  // namespace
