@@ -13,8 +13,9 @@
 //
 // Contribution ends hold one value, so writing never waits for the others.
 // The reduction runs once per round of contributions; it ends when its
-// participants retire their contribution ends, and then retires its result
-// ends. reduction_rank() is the same loop for one rank over any
+// participants retire (or poison) their contribution ends, and then retires
+// its result ends. A receiver that poisons its result end stops it too: every
+// end of the reduction is poisoned, and the network ends. reduction_rank() is the same loop for one rank over any
 // communicator, for programs whose ranks are nodes.
 #include <map>
 #include <optional>
@@ -99,17 +100,31 @@ public:
             ranks.insert(self.receivers_.begin(), self.receivers_.end());
             const std::vector<int> order(ranks.begin(), ranks.end());
             local_group group(*ranks.rbegin() + 1);
-            csp::par_for(order.size(), [&](std::size_t i) {
-                const int r = order[i];
-                csp::this_process::set_name(self.name_ + "[" + std::to_string(r) + "]");
-                local_communicator comm(group, r);
-                std::optional<csp::reader<T>> in;
-                std::optional<csp::writer<T>> out;
-                if (self.contributions_.count(r)) in = self.contributions_.at(r).reader();
-                if (self.results_.count(r)) out = self.results_.at(r).writer();
-                reduction_rank<T>(comm, self.participants_, self.receivers_, self.op_, stream{}, std::move(in),
-                                  std::move(out));
-            });
+            try {
+                csp::par_for(order.size(), [&](std::size_t i) {
+                    const int r = order[i];
+                    csp::this_process::set_name(self.name_ + "[" + std::to_string(r) + "]");
+                    local_communicator comm(group, r);
+                    std::optional<csp::reader<T>> in;
+                    std::optional<csp::writer<T>> out;
+                    if (self.contributions_.count(r)) in = self.contributions_.at(r).reader();
+                    if (self.results_.count(r)) out = self.results_.at(r).writer();
+                    try {
+                        reduction_rank<T>(comm, self.participants_, self.receivers_, self.op_, stream{}, in, out);
+                    } catch (...) {
+                        // A rank that fails (its receiver poisoned the result
+                        // end, say) fails the others' receives, and each
+                        // rank poisons its own ends: the whole network
+                        // stops, and the processes using it hear.
+                        group.fail(std::current_exception());
+                        if (in) in->poison();
+                        if (out) out->poison();
+                        throw;
+                    }
+                });
+            } catch (const csp::poisoned_error&) {
+                // Poison is how a network shuts down: it ends this one quietly.
+            }
         });
     }
 

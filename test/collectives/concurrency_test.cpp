@@ -98,6 +98,47 @@ TEST(collectives_as_processes, the_papers_figure_5) {
     });
 }
 
+// Regression: a receiver that poisoned its result end (to shut down) made
+// its rank of the network throw, and the other ranks waited in the next
+// round for a rank that was gone: every process blocked (a deadlock report),
+// or a hang beside any process still running. A rank that fails now fails
+// the others' receives, every rank poisons its own ends, and the network
+// ends as poison spreads: the other receivers see poisoned_error.
+TEST(collectives_as_processes, a_receiver_that_poisons_its_result_end_stops_the_whole_network) {
+    for (const std::size_t threads : {1, 2}) {
+        int results_at_1 = 0;
+        bool poisoned_at_1 = false;
+        csp::run(
+            [&] {
+                cc::reduction<int, cc::sum> r({0, 1}, {0, 1});
+                csp::par(r.network(),
+                         [in = r.contribution(0), out = r.result(0)] {
+                             in.write(1);
+                             EXPECT_EQ(out.read(), 2);
+                             out.poison();  // no more results wanted
+                             try {
+                                 in.write(5);
+                             } catch (const csp::poisoned_error&) {
+                             }
+                         },
+                         [&, in = r.contribution(1), out = r.result(1)] {
+                             try {
+                                 for (;;) {
+                                     in.write(1);
+                                     out.read();
+                                     ++results_at_1;
+                                 }
+                             } catch (const csp::poisoned_error&) {
+                                 poisoned_at_1 = true;
+                             }
+                         });
+            },
+            {.threads = threads});
+        EXPECT_TRUE(poisoned_at_1) << threads << " threads";
+        EXPECT_EQ(results_at_1, 2) << threads << " threads";  // rank 0 failed writing round 2's result
+    }
+}
+
 TEST(collectives_as_processes, bad_wiring_is_named) {
     cc::reduction<int, cc::sum> r({0, 1}, {1});
     EXPECT_THROW(r.contribution(2), csp::usage_error);
