@@ -193,7 +193,11 @@ public:
         if (p.node == node())
             deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::forward<T>(value)));
         else try {
-            job_->node_->send(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
+            // A revocation is a notice, as net_communicator's.
+            if (t.call() == revocation_code)
+                job_->node_->send_notice(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
+            else
+                job_->node_->send(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
         } catch (const net::peer_error& e) {
             detail::rethrow_sending(e, to, t);
         }

@@ -103,7 +103,9 @@ public:
             box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::forward<T>(value)));
         } else {
             try {
-                node_->send(to, port_id_, std::forward<T>(value), t.bits());
+                // A revocation is a notice: a rank gone needs no telling.
+                if (t.call() == revocation_code) node_->send_notice(to, port_id_, std::forward<T>(value), t.bits());
+                else node_->send(to, port_id_, std::forward<T>(value), t.bits());
             } catch (const net::peer_error& e) {
                 detail::rethrow_sending(e, to, t);
             }

@@ -63,6 +63,7 @@ void link::up(std::unique_ptr<transport> t, std::shared_ptr<node_core> core, csp
 void link::post(outgoing f) {
     if (error_ || (state_ != link_state::connecting && state_ != link_state::handshaking && state_ != link_state::up))
         illegal("a send");
+    if (f.notice && !transport_) ++notices_;
     out_.write(std::move(f));
 }
 

@@ -66,6 +66,9 @@ public:
     // Why sends to the peer fail (see invariant 1); null while it may not.
     const std::shared_ptr<const peer_error>& error() const noexcept { return error_; }
     std::size_t queued() const { return queue_.buffered(); }
+    // Of those, notices (node::send_notice) queued while no transport has
+    // read the queue yet; 0 once the link came up.
+    std::size_t notices_queued() const noexcept { return transport_ ? 0 : notices_; }
     // When a handshaking link waiting for the peer's crossing connection gives up.
     clock::time_point deadline() const noexcept { return deadline_; }
     // When a link whose set-up failed for a reason that may pass starts its
@@ -129,6 +132,7 @@ private:
     clock::time_point retry_at_ = clock::time_point::max();
     clock::time_point first_attempt_{};
     int attempts_ = 0;
+    std::size_t notices_ = 0;  // notices posted before the link came up
     int running_ = 0;          // of the transport's processes
     bool connector_ = false;   // a connector is running
     bool goodbye_sent_ = false;

@@ -439,7 +439,8 @@ bool sent_direct(detail::node_core& core, csp::writer<detail::switch_input>& to_
 }  // namespace
 #endif
 
-send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait) {
+send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait,
+                       bool notice) {
     if (closed_) throw usage_error("send on a closed node (" + core_->name() + ")");
     if (to < 0 || (core_->size > 0 && to >= core_->size))
         throw usage_error("send to rank " + std::to_string(to) + ": job '" + job() + "' has ranks 0.." +
@@ -449,11 +450,19 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
                           std::to_string(core_->options.max_frame));
     if (core_->departures.load(std::memory_order_acquire) != 0) {
         std::lock_guard lk(core_->lock);
-        if (auto it = core_->departed.find(to); it != core_->departed.end()) throw peer_error(to, it->second);
+        if (auto it = core_->departed.find(to); it != core_->departed.end()) {
+            if (notice) return send_status::sent;  // nobody there to tell
+            throw peer_error(to, it->second);
+        }
     }
     // Messages to this node itself go straight to its port: nothing in flight.
-    if (to != core_->rank && core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
-        return send_status::window_full;
+    try {
+        if (to != core_->rank && core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
+            return send_status::window_full;
+    } catch (const peer_error&) {
+        if (notice) return send_status::sent;  // the peer went while the notice waited for its window
+        throw;
+    }
     core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
     std::uint16_t sequence = 0;
     if (to != core_->rank && csp::observed()) {
@@ -464,6 +473,7 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     r.frame.head = header::data(static_cast<std::uint32_t>(core_->rank), to_port, tag,
                                 static_cast<std::uint32_t>(body.size()), type, sequence);
     r.frame.body = std::move(body);
+    r.frame.notice = notice;
 #if CSP_WITH_UCX
     if (core_->ucx && to != core_->rank && sent_direct(*core_, to_switch_->w, r)) return send_status::sent;
 #endif

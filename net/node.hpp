@@ -150,6 +150,16 @@ public:
         const std::uint32_t type = wire_type<T>();
         post(to, to_port, tag, encode(std::forward<T>(value)), type, true);
     }
+    // send() of a notice whose loss is no fault (a collective's revocation:
+    // a rank that has gone needs no telling): to a node that has left or
+    // been lost it sends nothing and throws nothing, and when the link to
+    // that node fails before it went, it is dropped without a logged line.
+    // The other send() errors stand.
+    template <class T>
+    void send_notice(int to, port_id to_port, T&& value, std::uint64_t tag = 0) {
+        const std::uint32_t type = wire_type<T>();
+        post(to, to_port, tag, encode(std::forward<T>(value)), type, true, true);
+    }
     // send() that never waits: window_full, sending nothing, when the window
     // to `to` is full (or other sends wait for it). The same errors.
     template <class T>
@@ -197,7 +207,8 @@ public:
     node_stats stats() const;
 
 private:
-    send_status post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait);
+    send_status post(int to, port_id to_port, std::uint64_t tag, payload body, std::uint32_t type, bool wait,
+                     bool notice = false);
     void deliver_encoded_here(port_id to_port, std::uint64_t tag, payload body, std::uint32_t type);
     // The checks and bookkeeping of both claims.
     void reserve(port_id id, const std::string& owner, departures heard);

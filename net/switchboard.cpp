@@ -203,8 +203,8 @@ private:
             core_->fault("a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
                          " was not sent: " + why);
         };
-        if (l.error()) return not_sent(l.error()->what());
-        if (l.state() == link_state::draining) return not_sent(core_->name() + " is closing");
+        if (l.error()) return r.frame.notice ? void() : not_sent(l.error()->what());
+        if (l.state() == link_state::draining) return r.frame.notice ? void() : not_sent(core_->name() + " is closing");
         l.post(std::move(r.frame));
     }
 
@@ -230,7 +230,7 @@ private:
             // process is gone ends this through the nameserver (peer_gone).
             const auto pause = std::min<std::chrono::milliseconds>(
                 std::chrono::milliseconds(100L << std::min(l.attempts() - 1, 6)), std::chrono::seconds(5));
-            if (l.attempts() == 1)
+            if (l.attempts() == 1 && l.queued() != l.notices_queued())  // notices alone: no fault
                 core_->fault("setting up the link to " + core_->peer_name(l.peer()) + " failed (" + r.error +
                              "); retrying for up to " + std::to_string(core_->options.liveness_timeout.count()) +
                              " ms, keeping " + std::to_string(l.queued()) + " queued messages");
@@ -362,10 +362,18 @@ private:
     // handed to every port (node.hpp, invariant 2). False if it had ended
     // already (link::lose).
     bool fail(link& l, const std::string& reason) {
-        const std::size_t lost = l.queued();
+        const std::size_t queued = l.queued(), notices = l.notices_queued();
         if (!l.lose("lost " + core_->peer_name(l.peer()) + ": " + reason)) return false;
         const std::string why = l.error()->what();
         set_departed(l);
+        if (notices == queued && notices > 0) {
+            // The link was wanted for notices only (node::send_notice) and
+            // never came up: as for a peer that went before any link to it
+            // existed, its departure is announced and no fault logged.
+            announce_departure(l);
+            return true;
+        }
+        const std::size_t lost = queued - notices;
         core_->fault(why + (lost ? " (" + std::to_string(lost) + " queued messages to it were not sent)" : ""));
         std::vector<std::shared_ptr<port_entry>> ports;
         {

@@ -40,6 +40,7 @@ struct outgoing {
     header head;
     payload body;
     control ctl = control::none;
+    bool notice = false;  // node::send_notice: its loss is no fault
 };
 
 // The switch's inputs.

@@ -656,4 +656,33 @@ TEST(net_faults, a_crossings_losing_hello_reaching_a_closing_winner_is_no_fault)
     }
 }
 
+// Regression: a collective's revocation sent to a node that closed before a
+// link to it was up was logged as a fault, "lost node 1 ...: its
+// registration with the nameserver ended ... (1 queued messages to it were
+// not sent)" (or "refused: node 1 is closing"), after a call that every rank
+// had handled. Such messages are notices now (node::send_notice): one to a
+// node that has gone sends nothing and throws nothing, and a link wanted for
+// notices alone that never comes up fails without a logged line. Rank 0's
+// first notice races rank 1's close; a plain send after it still throws.
+TEST(net_faults, a_notice_to_a_node_that_has_gone_is_dropped_without_a_fault) {
+    for (int round = 0; round < 20; ++round) {
+        csp::net::nameserver ns;
+        net_test::captured_log log;
+        net_test::run_nodes(ns, "notice", 2, [&](csp::net::node& self) {
+            auto inbox = self.open(1, csp::net::departures::each);
+            if (self.rank() == 1) {
+                self.close();
+                return;
+            }
+            self.send_notice(1, 1, 42);
+            net_test::expect_peer_error(inbox, 1, "node 1 of job 'notice'");
+            EXPECT_NO_THROW(self.send_notice(1, 1, 43));
+            EXPECT_THROW(self.send(1, 1, 44), csp::net::peer_error);
+            self.close();
+            for (const auto& f : self.faults()) ADD_FAILURE() << "round " << round << ": " << f;
+        });
+        for (const auto& line : log.lines()) ADD_FAILURE() << "round " << round << ": " << line;
+    }
+}
+
 }  // namespace
