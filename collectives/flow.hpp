@@ -15,8 +15,9 @@
 // The reduction runs once per round of contributions; it ends when its
 // participants retire (or poison) their contribution ends, and then retires
 // its result ends. A receiver that poisons its result end stops it too: every
-// end of the reduction is poisoned, and the network ends. reduction_rank() is the same loop for one rank over any
-// communicator, for programs whose ranks are nodes.
+// end of the reduction is poisoned, and the network ends. reduction_rank() is
+// the same loop for one rank over any communicator, for programs whose ranks
+// are nodes.
 #include <map>
 #include <optional>
 #include <set>

@@ -96,6 +96,13 @@ public:
         parent_->send(member(to), t, std::forward<T>(value));
     }
     template <class T>
+    void send_notice(int to, tag t, T&& value)
+        requires requires(C& c, T&& v) { c.send_notice(0, t, std::forward<T>(v)); }
+    {
+        detail::check_rank(to, size(), "send to");
+        parent_->send_notice(member(to), t, std::forward<T>(value));
+    }
+    template <class T>
     T receive(int from, tag t) {
         detail::check_rank(from, size(), "receive from");
         return parent_->template receive<T>(member(from), t);

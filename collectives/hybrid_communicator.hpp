@@ -188,19 +188,12 @@ public:
 
     template <class T>
     void send(int to, tag t, T&& value) {
-        detail::check_rank(to, size(), "send to");
-        const place p = where(to);
-        if (p.node == node())
-            deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::forward<T>(value)));
-        else try {
-            // A revocation is a notice, as net_communicator's.
-            if (t.call() == revocation_code)
-                job_->node_->send_notice(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
-            else
-                job_->node_->send(p.node, p.port, std::forward<T>(value), hybrid_job::wire_tag(t, local_));
-        } catch (const net::peer_error& e) {
-            detail::rethrow_sending(e, to, t);
-        }
+        send_as<false>(to, t, std::forward<T>(value));
+    }
+    // As net_communicator's: a revocation, whose loss is no fault.
+    template <class T>
+    void send_notice(int to, tag t, T&& value) {
+        send_as<true>(to, t, std::forward<T>(value));
     }
     // receive, receive_any, receive_into, receive_view, relay, send_each,
     // pass_on: detail/byte_messages.hpp, as net_communicator's; a message
@@ -225,6 +218,23 @@ public:
     }
 
 private:
+    template <bool Notice, class T>
+    void send_as(int to, tag t, T&& value) {
+        detail::check_rank(to, size(), "send to");
+        const place p = where(to);
+        if (p.node == node()) {
+            deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::forward<T>(value)));
+            return;
+        }
+        try {
+            const std::uint64_t wire = hybrid_job::wire_tag(t, local_);
+            if constexpr (Notice) job_->node_->send_notice(p.node, p.port, std::forward<T>(value), wire);
+            else job_->node_->send(p.node, p.port, std::forward<T>(value), wire);
+        } catch (const net::peer_error& e) {
+            detail::rethrow_sending(e, to, t);
+        }
+    }
+
     friend class detail::byte_messages<hybrid_communicator>;
     hybrid_job::rank_state& mine() const { return job_->ranks_[static_cast<std::size_t>(local_)]; }
     // As net_communicator's: reported once out of the mailbox.

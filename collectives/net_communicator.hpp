@@ -98,18 +98,13 @@ public:
     // (a vector's elements: net/codec.hpp).
     template <class T>
     void send(int to, tag t, T&& value) {
-        detail::check_rank(to, size(), "send to");
-        if (to == rank()) {
-            box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::forward<T>(value)));
-        } else {
-            try {
-                // A revocation is a notice: a rank gone needs no telling.
-                if (t.call() == revocation_code) node_->send_notice(to, port_id_, std::forward<T>(value), t.bits());
-                else node_->send(to, port_id_, std::forward<T>(value), t.bits());
-            } catch (const net::peer_error& e) {
-                detail::rethrow_sending(e, to, t);
-            }
-        }
+        send_as<false>(to, t, std::forward<T>(value));
+    }
+    // send() of a notice whose loss is no fault (net::node::send_notice): a
+    // revocation (revocation.hpp), which a rank that has gone needs not hear.
+    template <class T>
+    void send_notice(int to, tag t, T&& value) {
+        send_as<true>(to, t, std::forward<T>(value));
     }
     // receive, receive_any, receive_into, receive_view, relay, send_each,
     // pass_on: detail/byte_messages.hpp.
@@ -172,6 +167,21 @@ private:
     private:
         mailbox<net::message>& box_;
     };
+
+    template <bool Notice, class T>
+    void send_as(int to, tag t, T&& value) {
+        detail::check_rank(to, size(), "send to");
+        if (to == rank()) {
+            box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::forward<T>(value)));
+            return;
+        }
+        try {
+            if constexpr (Notice) node_->send_notice(to, port_id_, std::forward<T>(value), t.bits());
+            else node_->send(to, port_id_, std::forward<T>(value), t.bits());
+        } catch (const net::peer_error& e) {
+            detail::rethrow_sending(e, to, t);
+        }
+    }
 
     friend class detail::byte_messages<net_communicator>;
     // `among`: see mailbox::take.
