@@ -205,8 +205,12 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         // learns nothing it can use on another connection.
         auto refused = [&](const header& h, const std::string& text) {
             if (h.op != opcode::refuse) return false;
-            if (text == duplicate_reason) result.duplicate = true;
-            else throw definitive_error(what + " refused: " + text);
+            if (text == duplicate_reason) {
+                result.duplicate = true;
+            } else {
+                result.left = text == closing_reason(peer);
+                throw definitive_error(what + " refused: " + text);
+            }
             return true;
         };
         auto [challenge, body] = read_frame(fd.get(), deadline, what, stop);

@@ -224,6 +224,8 @@ private:
             bring_up(l, std::move(fd), std::nullopt);
         } else if (r.duplicate) {
             l.await_crossing(clock::now() + core_->options.connect_timeout);
+        } else if (r.left) {
+            left_before_link(l);
         } else if (r.retryable && !closing_ && clock::now() - l.first_attempt() < core_->options.liveness_timeout) {
             // A stall is not a death: the queue is kept and the set-up tried
             // again, 100 ms later at first, doubling up to 5 s. A peer whose
@@ -382,6 +384,21 @@ private:
         }
         for (auto& entry : ports) tell(*entry, l);
         return true;
+    }
+
+    // The peer refused the link because it is closing: it has left, as if its
+    // goodbye had come over a link (link_down), not failed. Only what was
+    // queued for it is lost, and said so: a send that returned must not
+    // vanish without a word.
+    void left_before_link(link& l) {
+        const std::size_t unsent = l.queued() - l.notices_queued();
+        if (!l.lose(core_->peer_name(l.peer()) + " has left (it was closing when this node's connection reached it)"))
+            return;
+        set_departed(l);
+        if (unsent != 0)
+            core_->fault(std::string(l.error()->what()) + ": " + std::to_string(unsent) +
+                         (unsent == 1 ? " queued message to it was" : " queued messages to it were") + " not sent");
+        announce_departure(l);
     }
 
     // A peer left cleanly: the ports that hear every departure are told, and

@@ -57,6 +57,7 @@ struct connect_result {  // from a connector, last
     bool duplicate;      // the peer refused because its own connection wins
     std::string error;
     bool retryable;      // the failure may be a stall (a timeout, a refused connect), not an answer
+    bool left = false;   // the peer refused because it is closing: it has left, cleanly
 };
 struct incoming_hello {  // from a greeter: may this connection be the link to `peer`?
     int peer;

@@ -685,4 +685,36 @@ TEST(net_faults, a_notice_to_a_node_that_has_gone_is_dropped_without_a_fault) {
     }
 }
 
+// Regression: a node whose connection reached a peer that was closing (the
+// peer refused it: "node 1 is closing") logged "lost node 1 ...: ... refused:
+// node 1 is closing (1 queued messages to it were not sent)" and failed every
+// port with it, as if the peer had died. It had left cleanly: that is a
+// departure, told as one ("has left"), and the fault line says only that the
+// queued message was not sent. Rank 1 closes at once but lingers, because it
+// has a message queued for rank 2, which never starts; rank 0's send reaches
+// it meanwhile.
+TEST(net_faults, a_connection_refused_by_a_closing_peer_is_its_departure) {
+    csp::net::nameserver ns;
+    net_test::run_ranks(
+        ns, "refused-closing", 3, {0, 1},
+        [&](csp::net::node& self) {
+            auto inbox = self.open(1, csp::net::departures::each);
+            if (self.rank() == 1) {
+                self.send(2, 1, 7);
+                self.close();
+                return;
+            }
+            csp::sleep_for(std::chrono::milliseconds(300));
+            self.send(1, 1, 42);
+            net_test::expect_peer_error(inbox, 1, "node 1 of job 'refused-closing' has left (it was closing");
+            EXPECT_THROW(self.send(1, 1, 43), csp::net::peer_error);
+            const auto faults = self.faults();
+            ASSERT_EQ(faults.size(), 1u) << (faults.empty() ? "" : faults[0]);
+            EXPECT_EQ(faults[0],
+                      "node 1 of job 'refused-closing' has left (it was closing when this node's connection reached "
+                      "it): 1 queued message to it was not sent");
+        },
+        1, [](int, csp::net::node_options& o) { o.linger = std::chrono::milliseconds(1500); });
+}
+
 }  // namespace
