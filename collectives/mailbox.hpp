@@ -36,6 +36,7 @@
 // a late write into it goes nowhere.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <functional>
@@ -89,7 +90,7 @@ public:
             return;
         }
         std::unique_lock lk(lock_);
-        if (!forgotten_.empty() && forgotten_.count(call_of(tag))) {
+        if (tag::from_bits(tag).sequence() <= forgotten_latest_ && forgotten_.count(call_of(tag))) {
             lk.unlock();
             return;  // expected, and nobody will take it (forget)
         }
@@ -200,14 +201,25 @@ public:
     // This rank is done with the call whose tags share t's stream and
     // sequence (every step), and the others may still send it messages of
     // that call nobody will take: a task graph that failed, whose ranks
-    // sent values and notices before they heard. Those here are dropped, and
-    // so is each that comes later. One entry per call forgotten is kept for
-    // the mailbox's life: forget calls that can leave messages behind only.
+    // sent values and notices before they heard, or one this rank finished
+    // while another failed and is still telling everyone. Those here are
+    // dropped, and so is each that comes later. The last `forgets_kept`
+    // calls forgotten are remembered: such messages were sent before their
+    // senders' next calls, so a message of a call forgotten that many calls
+    // ago (it is logged when its mailbox closes) would be one held up longer
+    // than all those calls took.
     void forget(tag t) {
         std::vector<typename arrivals_by_tag::node_type> dropped;  // freed after the lock
         std::lock_guard lk(lock_);
         const auto call = call_of(t.bits());
-        forgotten_.insert(call);
+        if (forgotten_.insert(call).second) {
+            forgotten_order_.push_back(call);
+            if (forgotten_order_.size() > forgets_kept) {
+                forgotten_.erase(forgotten_order_.front());
+                forgotten_order_.pop_front();
+            }
+            forgotten_latest_ = std::max(forgotten_latest_, call.second);
+        }
         for (auto it = unexpected_.begin(); it != unexpected_.end();) {
             const auto here = it++;
             if (call_of(here->first) == call) dropped.push_back(unexpected_.extract(here));
@@ -445,8 +457,14 @@ private:
         std::exception_ptr error;
     };
     std::map<std::uint32_t, revocation> revoked_;  // by stream id
-    // Calls this rank is done with, whose late messages are dropped (forget).
+    // Calls this rank is done with, whose late messages are dropped (forget),
+    // the oldest first in forgotten_order_; a delivery looks them up only
+    // when its call's sequence is at most the latest forgotten one's (most
+    // messages are of later calls than any forgotten).
+    static constexpr std::size_t forgets_kept = 256;
     std::set<std::pair<std::uint32_t, std::uint32_t>> forgotten_;
+    std::deque<std::pair<std::uint32_t, std::uint32_t>> forgotten_order_;
+    std::uint32_t forgotten_latest_ = 0;
     // A tag's call: its stream and sequence.
     static std::pair<std::uint32_t, std::uint32_t> call_of(std::uint64_t bits) {
         const tag t = tag::from_bits(bits);

@@ -213,14 +213,13 @@ public:
             g.wait();
         }
         stats_.elapsed_ns = now_ns() - t0;
-        if (failed_) {
-            // Values and notices other ranks sent before they heard of the
-            // failure may still be here or on their way, and nothing of this
-            // run will take them: they must not read as messages of a call
-            // this rank did not make.
-            if constexpr (requires { comm_.forget(tag_); }) comm_.forget(tag_);
-            std::rethrow_exception(failed_);
-        }
+        // Nothing of this run takes a message of its call any more. After a
+        // failure, values and notices other ranks sent before they heard of
+        // it may still be here or on their way; after success, a rank that
+        // failed later may still send its abort here. Neither must read as
+        // a message of a call this rank did not make.
+        if constexpr (requires { comm_.forget(tag_); }) comm_.forget(tag_);
+        if (failed_) std::rethrow_exception(failed_);
         return stats_;
     }
 

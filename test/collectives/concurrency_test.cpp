@@ -307,6 +307,32 @@ TEST(mailbox_failures, a_receive_from_any_member_fails_only_for_a_member) {
     EXPECT_EQ(woken, "rank 5 lost");
 }
 
+// Regression: every forget() (one per task graph run that failed, and now
+// one per run) kept an entry for the mailbox's life. A forgotten call's
+// messages are dropped, those here and those to come, and the other calls'
+// stay; the last 256 calls forgotten are remembered: of calls 0 and 2-299,
+// 0-43 are let go, and a message of one is kept (and reported) again.
+TEST(mailbox_forget, drops_a_forgotten_calls_messages_and_remembers_the_last_256_calls) {
+    cc::mailbox<long> box;
+    box.deliver(1, cc::tag(0, 0).bits(), 1);
+    box.deliver(1, cc::tag(0, 0).step(1).bits(), 2);
+    box.deliver(1, cc::tag(0, 1).bits(), 3);
+    box.forget(cc::tag(0, 0));
+    EXPECT_EQ(box.unclaimed(), 1u);
+    box.deliver(2, cc::tag(0, 0).step(2).bits(), 4);  // late: dropped
+    EXPECT_EQ(box.unclaimed(), 1u);
+    EXPECT_EQ(box.take(1, cc::tag(0, 1).bits()).body, 3);
+    for (std::uint32_t call = 2; call < 300; ++call) box.forget(cc::tag(0, call));
+    box.deliver(2, cc::tag(0, 299).bits(), 5);  // the latest forgotten: dropped
+    box.deliver(2, cc::tag(0, 44).bits(), 6);   // the oldest still remembered: dropped
+    EXPECT_EQ(box.unclaimed(), 0u);
+    box.deliver(2, cc::tag(0, 0).bits(), 7);  // let go: kept
+    box.deliver(2, cc::tag(0, 43).bits(), 8);
+    EXPECT_EQ(box.unclaimed(), 2u);
+    box.deliver(2, cc::tag(0, 300).bits(), 9);  // a later call: kept
+    EXPECT_EQ(box.take(2, cc::tag(0, 300).bits()).body, 9);
+}
+
 // Messages of many calls waiting at once (ranks that ran ahead): each
 // receive gets its own (source, tag)'s, the first sent first; one from any
 // source gets the first of its tag to arrive; the count of waiting messages

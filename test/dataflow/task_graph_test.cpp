@@ -249,6 +249,44 @@ std::vector<std::string> failures(int ranks, std::size_t threads, const df::task
     return what;
 }
 
+// Regression: a rank that had finished its part of a graph kept the abort a
+// rank that failed later sent it, and run_local then threw "every rank
+// returned, and rank 1 is closing with 1 message no collective call took".
+// A rank forgets its run's call when run() returns, whichever way: the
+// abort is dropped. Rank 1's task has no edges and is done at once; rank 0's
+// throws once rank 1 has returned; 300 graphs, one after another, fail the
+// same way (more than the mailbox remembers: the oldest are let go).
+TEST(finished_rank, an_abort_reaching_a_rank_that_finished_is_not_a_message_no_call_took) {
+    df::task_graph<int> g{
+        .tasks = 2,
+        .owner = [](df::task_id t) { return static_cast<int>(t); },
+        .edges = [](df::task_id) { return df::task_edges{}; },
+        .body =
+            [](df::task<int>& t) {
+                if (t.id() != 0) return;
+                csp::sleep_for(std::chrono::milliseconds(1));
+                throw std::runtime_error("boom in task 0");
+            },
+        .initial = [](df::task_id, std::size_t, int) { return 0; },
+    };
+    std::vector<int> finished(2), failed(2);
+    csp::run([&] {
+        cc::run_local(2, [&](cc::local_communicator& comm) {
+            for (int i = 0; i < 300; ++i) {
+                try {
+                    df::run(comm, g, 1);
+                    ++finished[comm.rank()];
+                } catch (const std::runtime_error& e) {
+                    if (std::string(e.what()) == "boom in task 0") ++failed[comm.rank()];
+                }
+            }
+            EXPECT_EQ(cc::allreduce(comm, 1, cc::sum{}), 2);  // the stream goes on
+        });
+    });
+    EXPECT_EQ(finished, (std::vector<int>{0, 300}));
+    EXPECT_EQ(failed, (std::vector<int>{300, 0}));
+}
+
 class failing_graph : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(failing_graph, a_throwing_task_stops_the_graph_on_every_rank) {
