@@ -120,16 +120,12 @@ public:
           in_(std::move(in)),
           stream_(s),
           lend_(how == sends::lent) {
-        const std::size_t n = neighbours_.size();
-        if (n % 2 != 0 || n > 254)
-            throw usage_error("neighbour_exchange: neighbours come in (before, after) pairs, at most 127 of them; got " +
-                              std::to_string(n));
-        if (out_.size() != n || in_.size() != n)
-            throw usage_error("neighbour_exchange: " + std::to_string(n) + " neighbours but " +
-                              std::to_string(out_.size()) + " send and " + std::to_string(in_.size()) +
-                              " receive buffers");
-        for (int r : neighbours_)
-            if (r != no_rank) detail::check_rank(r, comm.size(), "neighbour_exchange: neighbour");
+        // Bad arguments are often one rank's alone (a grid larger than the
+        // group gives a neighbour outside it only to the ranks at its far
+        // edge), and the others would wait in their first exchange for rows
+        // this rank never sends: the stream is revoked from that exchange
+        // on, as a failed collective call's is (revocation.hpp).
+        detail::guarded(comm, s, "neighbour exchange", [&] { check(comm.size()); });
     }
 
     // start() and finish() in one: the receive buffers are named for their
@@ -173,6 +169,19 @@ public:
     std::size_t lent_count() const noexcept { return book_.lent_count(); }
 
 private:
+    void check(int group_size) const {
+        const std::size_t n = neighbours_.size();
+        if (n % 2 != 0 || n > 254)
+            throw usage_error("neighbour_exchange: neighbours come in (before, after) pairs, at most 127 of them; got " +
+                              std::to_string(n));
+        if (out_.size() != n || in_.size() != n)
+            throw usage_error("neighbour_exchange: " + std::to_string(n) + " neighbours but " +
+                              std::to_string(out_.size()) + " send and " + std::to_string(in_.size()) +
+                              " receive buffers");
+        for (int r : neighbours_)
+            if (r != no_rank) detail::check_rank(r, group_size, "neighbour_exchange: neighbour");
+    }
+
     // whole: exchange(), which finishes before the caller can touch a row.
     void start(bool whole) {
         if (started_) throw usage_error("neighbour_exchange: start() twice without finish()");

@@ -217,6 +217,47 @@ TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
     });
 }
 
+// Regression: arguments only some ranks get wrong (a 2 x 2 grid over 3
+// ranks gives ranks 1 and 2 the neighbour 3) failed those ranks' exchange
+// as it was made, and rank 0, whose neighbours are 1 and 2, waited for
+// their rows until the deadlock report. Making the exchange now revokes its
+// stream at every rank: rank 0's first exchange throws, naming the cause,
+// and another stream goes on.
+TEST(halo_errors, a_neighbour_outside_the_group_at_one_rank_fails_every_ranks_exchange) {
+    std::vector<std::string> what(3);
+    std::vector<int> sums(3);
+    csp::run([&] {
+        cc::run_local(3, [&](cc::local_communicator& c) {
+            const auto nbs = cc::cartesian({2, 2}).neighbours(c.rank());
+            std::vector<double> rows(8 * nbs.size(), 1.0);
+            std::vector<std::span<const double>> out;
+            std::vector<std::span<double>> in;
+            for (std::size_t k = 0; k < nbs.size(); ++k) {
+                out.emplace_back(&rows[8 * k], 4);
+                in.emplace_back(&rows[8 * k + 4], 4);
+            }
+            try {
+                auto halo = cc::make_neighbour_exchange<double>(c, nbs, out, in, cc::stream{2});
+                halo.exchange();
+                what[c.rank()] = "exchanged";
+            } catch (const cc::stream_revoked& e) {
+                what[c.rank()] = std::string("revoked: ") + e.cause();
+            } catch (const csp::usage_error& e) {
+                what[c.rank()] = e.what();
+            }
+            sums[c.rank()] = cc::allreduce(c, 1, cc::sum{}, cc::stream{3});
+        });
+    });
+    EXPECT_EQ(what[1], "neighbour_exchange: neighbour rank 3 is outside the group of 3");
+    EXPECT_EQ(what[2], "neighbour_exchange: neighbour rank 3 is outside the group of 3");
+    EXPECT_EQ(what[0].rfind("revoked: rank ", 0), 0u) << what[0];
+    EXPECT_NE(what[0].find("'s neighbour exchange (call 0 of stream 2) failed: neighbour_exchange: neighbour rank 3 "
+                           "is outside the group of 3"),
+              std::string::npos)
+        << what[0];
+    EXPECT_EQ(sums, (std::vector<int>{3, 3, 3}));
+}
+
 // Regression: a rank blocked in a collective receive was reported as
 // "reading from channel#9 (made at mailbox.hpp:123)", which names nothing a
 // user wrote; the report now says which rank and tag it waits for.
