@@ -55,6 +55,18 @@ received<T> receive_any_of(C& comm, tag t, std::span<const int> among) {
         return comm.template receive_any<T>(t);
 }
 
+// A message whose loss to a rank that has gone is no fault (a failed call's
+// revocation, a task graph's abort): a notice where the communicator sends
+// those (net and hybrid ones, their groups: net::node::send_notice), a
+// plain send elsewhere. The other send errors stand.
+template <class C, class T>
+void send_notice(C& comm, int to, tag t, T&& value) {
+    if constexpr (requires { comm.send_notice(to, t, std::forward<T>(value)); })
+        comm.send_notice(to, t, std::forward<T>(value));
+    else
+        comm.send(to, t, std::forward<T>(value));
+}
+
 namespace detail {
 
 inline void check_rank(int r, int size, const char* what) {

@@ -109,15 +109,13 @@ inline std::exception_ptr revoked_error(const std::string& text) {
 
 // Tells every rank of comm (this one too) that the call with tag `first`
 // failed here. A rank that cannot be told (gone) fails on its own, so a
-// revocation is a notice where the communicator sends those (a node's
-// send_notice: its loss to a rank that has gone is no fault).
+// revocation is a notice (send_notice, communicator.hpp).
 template <class C>
 void revoke(C& comm, tag first, const std::string& text) {
     const tag t = first.step(0).of_call(revocation_code);
     for (int r = 0; r < comm.size(); ++r) {
         try {
-            if constexpr (requires { comm.send_notice(r, t, text); }) comm.send_notice(r, t, text);
-            else comm.send(r, t, text);
+            send_notice(comm, r, t, text);
         } catch (...) {
         }
     }

@@ -364,19 +364,36 @@ private:
     // handed to every port (node.hpp, invariant 2). False if it had ended
     // already (link::lose).
     bool fail(link& l, const std::string& reason) {
-        const std::size_t queued = l.queued(), notices = l.notices_queued();
-        if (!l.lose("lost " + core_->peer_name(l.peer()) + ": " + reason)) return false;
-        const std::string why = l.error()->what();
+        return end_link(l, "lost " + core_->peer_name(l.peer()) + ": " + reason, false);
+    }
+
+    // The peer refused the link because it is closing: it has left, as if its
+    // goodbye had come over a link (link_down), not failed.
+    void left_before_link(link& l) {
+        end_link(l, core_->peer_name(l.peer()) + " has left (it was closing when this node's connection reached it)",
+                 true);
+    }
+
+    // Ends the link with error `why`, recorded as the peer's departure. A
+    // peer that left is announced as a departure, and so is one a link
+    // wanted for notices alone (node::send_notice) never reached, as for a
+    // peer that went before any link to it existed; the data messages queued
+    // for it are said to be lost (a send that returned must not vanish
+    // without a word). Any other end is a fault handed to every port.
+    bool end_link(link& l, const std::string& why, bool left) {
+        const std::size_t queued = l.queued(), unsent = queued - l.notices_queued();
+        if (!l.lose(why)) return false;
         set_departed(l);
-        if (notices == queued && notices > 0) {
-            // The link was wanted for notices only (node::send_notice) and
-            // never came up: as for a peer that went before any link to it
-            // existed, its departure is announced and no fault logged.
+        const auto unsent_note = [&] {
+            return std::to_string(unsent) + (unsent == 1 ? " queued message to it was" : " queued messages to it were") +
+                   " not sent";
+        };
+        if (left || (queued > 0 && unsent == 0)) {
+            if (unsent != 0) core_->fault(why + ": " + unsent_note());
             announce_departure(l);
             return true;
         }
-        const std::size_t lost = queued - notices;
-        core_->fault(why + (lost ? " (" + std::to_string(lost) + " queued messages to it were not sent)" : ""));
+        core_->fault(why + (unsent != 0 ? " (" + unsent_note() + ")" : ""));
         std::vector<std::shared_ptr<port_entry>> ports;
         {
             std::lock_guard lk(core_->lock);
@@ -384,21 +401,6 @@ private:
         }
         for (auto& entry : ports) tell(*entry, l);
         return true;
-    }
-
-    // The peer refused the link because it is closing: it has left, as if its
-    // goodbye had come over a link (link_down), not failed. Only what was
-    // queued for it is lost, and said so: a send that returned must not
-    // vanish without a word.
-    void left_before_link(link& l) {
-        const std::size_t unsent = l.queued() - l.notices_queued();
-        if (!l.lose(core_->peer_name(l.peer()) + " has left (it was closing when this node's connection reached it)"))
-            return;
-        set_departed(l);
-        if (unsent != 0)
-            core_->fault(std::string(l.error()->what()) + ": " + std::to_string(unsent) +
-                         (unsent == 1 ? " queued message to it was" : " queued messages to it were") + " not sent");
-        announce_departure(l);
     }
 
     // A peer left cleanly: the ports that hear every departure are told, and

@@ -634,13 +634,11 @@ private:
             envelope<V> a;
             a.kind = envelope<V>::abort;
             a.error = "task graph failed at rank " + std::to_string(comm_.rank()) + ", " + where + ": " + what;
-            // Notices where the communicator has them: a rank that finished
-            // and left is no loss (collectives::revoke does the same).
+            // Notices: a rank that finished and left is no loss.
             for (int r = 0; r < comm_.size(); ++r) {
                 if (r == comm_.rank()) continue;
                 try {
-                    if constexpr (false) comm_.send_notice(r, tag_, a);
-                    else comm_.send(r, tag_, a);
+                    collectives::send_notice(comm_, r, tag_, a);
                 } catch (...) {
                     // That rank is gone; it cannot be waiting for this graph.
                 }
