@@ -8,7 +8,10 @@
 //   df::run(comm, graph, 100, o, &tr);                           // and its trace
 //
 // run() returns when every instance of this rank finished, and throws when
-// the graph failed anywhere (task_graph.hpp, graph_error). Any communicator
+// the graph failed while this rank still ran (task_graph.hpp, graph_error):
+// a rank whose part was done keeps its result without waiting to hear how
+// the others ended, so ranks that must agree on the outcome reduce it (an
+// allreduce of "mine succeeded" with logical_and). Any communicator
 // works: ranks as processes of one runtime, nodes over TCP or UCX, a hybrid
 // job. Calls are collective like a collective operation's: every rank makes
 // the same run() calls in the same order (each takes one tag of the default

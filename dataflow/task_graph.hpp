@@ -79,9 +79,10 @@ struct task_edges {
     std::vector<output> outputs;  // the order the body emits them in
 };
 
-// A graph failed: a task threw, or a rank the graph needs is lost. Every
-// rank's run() throws it (the rank where a task threw rethrows that task's
-// own exception; a lost peer is its peer_error).
+// A graph failed: a task threw, or a rank the graph needs is lost. The
+// run() of every rank still running throws it (the rank where a task threw
+// rethrows that task's own exception; a lost peer is its peer_error); a rank
+// that had finished its part returns normally.
 class graph_error : public error {
 public:
     using error::error;
