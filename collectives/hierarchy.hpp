@@ -114,8 +114,8 @@ namespace detail {
 // A hierarchical call runs on several levels, and a revocation reaches the
 // ranks of one level only (revocation.hpp): a host's leader that fails
 // tells its host, but the other hosts' ranks wait in the leaders' step or
-// in their own host's hand-out. So an error at this rank, its own or a
-// level's stream_revoked, revokes stream s of every level this rank is in,
+// in their own host's hand-out. So an error at this rank, its own, a
+// peer's failure, or a level's revocation, revokes stream s of every level this rank is in,
 // and of the whole communicator, from the call on: each rank passes it on
 // to the levels it shares with others, and every rank of every host hears.
 template <class C, class F>
@@ -130,13 +130,13 @@ decltype(auto) guarded_levels(hierarchy<C>& h, stream s, std::string_view collec
     try {
         return std::forward<F>(f)();
     } catch (...) {
-        const auto text = base::revocation_for_current_error(true, [&](const std::exception& e) {
+        const auto notice = base::revocation_for_current_error(true, [&](const std::exception& e) {
             return base::revocation_text(h.all(), "hierarchical " + std::string(collective), s, std::nullopt, e);
         });
-        if (text) {
+        if (notice) {
             for (std::size_t i = 0; i < std::size(levels); ++i)
-                if (levels[i]) base::revoke(*levels[i], firsts[i], *text);
-            if (whole) base::revoke(h.all(), *whole, *text);
+                if (levels[i]) base::revoke(*levels[i], firsts[i], *notice);
+            if (whole) base::revoke(h.all(), *whole, *notice);
         }
         throw;
     }

@@ -35,12 +35,12 @@
 
 namespace csp::collectives {
 
-// A revocation's text, sent as a std::string (revocation.hpp).
+// A revocation, sent as a revocation_notice (revocation.hpp).
 template <>
 struct revocation_body<std::any> {
-    static std::string text(const std::any& body) {
-        const auto* t = std::any_cast<std::string>(&body);
-        return t ? *t : revocation_without_text();
+    static detail::revocation_notice notice(const std::any& body) {
+        const auto* n = std::any_cast<detail::revocation_notice>(&body);
+        return n ? *n : revocation_without_text();
     }
 };
 

@@ -65,12 +65,14 @@ namespace csp::collectives {
 
 inline constexpr int any_source = -1;
 
-// The text of a revocation message (revocation.hpp) in a mailbox's body
-// type; specialised beside each communicator's body.
-inline std::string revocation_without_text() { return "a collective call failed (its revocation carried no text)"; }
+// A revocation message (revocation.hpp) in a mailbox's body type;
+// specialised beside each communicator's body.
+inline detail::revocation_notice revocation_without_text() {
+    return {-1, "a collective call failed (its revocation carried no text)"};
+}
 template <class Body>
 struct revocation_body {
-    static std::string text(const Body&) { return revocation_without_text(); }
+    static detail::revocation_notice notice(const Body&) { return revocation_without_text(); }
 };
 
 template <class Body>
@@ -86,7 +88,7 @@ public:
     // Never blocks.
     void deliver(int source, std::uint64_t tag, Body body) {
         if (tag::from_bits(tag).call() == revocation_code) {
-            revoke(source, tag::from_bits(tag), revocation_body<Body>::text(body));
+            revoke(source, tag::from_bits(tag), revocation_body<Body>::notice(body));
             return;
         }
         std::unique_lock lk(lock_);
@@ -178,8 +180,8 @@ public:
     // Stream t.stream_id() is revoked from call t.sequence() on, by rank
     // `source` (revocation.hpp): its waiting receives of those calls, and
     // every later one no message here satisfies, throw.
-    void revoke(int source, tag t, const std::string& text) {
-        const auto error = detail::revoked_error(text);
+    void revoke(int source, tag t, const detail::revocation_notice& notice) {
+        const auto error = detail::revoked_error(notice);
         std::vector<posted> woken;
         {
             std::lock_guard lk(lock_);
@@ -328,11 +330,14 @@ private:
     // A peer's failure, as this receive throws it: a peer_error names the
     // receive it ended (detail/peer_context.hpp) and the messages of other
     // calls that came instead, as a deadlock report does (peers that
-    // made other calls often finish and leave); any other error is
-    // rethrown as it is. Called without the lock.
+    // made other calls often finish and leave); any other error, and a
+    // revocation for a peer's failure (which names the receive it ended at
+    // the rank that met it), is rethrown as it is. Called without the lock.
     [[noreturn]] void rethrow_waiting(const std::exception_ptr& e, int source, std::uint64_t bits) const {
         try {
             std::rethrow_exception(e);
+        } catch (const revoked_by_peer_error&) {
+            throw;
         } catch (const net::peer_error& x) {
             std::string also;
             describe_other_calls(tag::from_bits(bits), also);

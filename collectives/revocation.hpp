@@ -18,6 +18,17 @@
 //   stream_revoked: "rank 0's scatter (call 3 of stream 0) failed: scatter:
 //   the root holds 3 values for 4 ranks; ..."
 //
+// A peer's failure is passed on the same way. A rank whose call ends
+// because a peer died or left while it still owed a message (or was owed
+// one) is not the only rank stuck: in a butterfly, rank 0 waits for rank
+// 2, which waited for the rank that died, and only rank 2 hears of it
+// through its receive. So a peer_error also revokes the stream, and the
+// ranks waiting elsewhere in the call throw `revoked_by_peer_error`, a
+// net::peer_error naming the same peer, whose text says which rank's call
+// it ended and why: "rank 2's allreduce (call 999 of stream 3) failed: lost
+// node 3 of job 'j': ...". The revocation carries the peer's rank
+// (revocation_notice).
+//
 // From that call on the ranks' counters of the stream disagree (the failing
 // rank drew fewer tags than the others), so no later call of the stream
 // could pair the right messages: it stays revoked, as MPI's
@@ -58,7 +69,33 @@ private:
     std::string cause_;
 };
 
+// A receive of a stream revoked because a peer failed in one of its calls
+// at another rank (see above): a peer_error, so code that handles lost
+// peers handles it, naming the peer that failed.
+class revoked_by_peer_error : public net::peer_error {
+public:
+    revoked_by_peer_error(int peer, const std::string& what, std::string cause)
+        : net::peer_error(peer, what), cause_(std::move(cause)) {}
+    // Which rank's call failed, and why (as stream_revoked::cause).
+    const std::string& cause() const noexcept { return cause_; }
+
+private:
+    std::string cause_;
+};
+
 namespace detail {
+
+// What a revocation message carries: why the call failed, and the peer
+// whose failure it was, if it was one (-1 otherwise).
+struct revocation_notice {
+    std::int32_t peer = -1;
+    std::string text;
+
+    template <class A>
+    void serialize(A& a) {
+        a(peer, text);
+    }
+};
 
 // A usage error every rank of the call finds alike, from what they all hold
 // (a put_get request outside the group, seen by every rank after the
@@ -100,46 +137,49 @@ std::string revocation_text(C& comm, std::string_view collective, stream s, std:
 }
 
 // The error a receive of a revoked stream throws.
-inline std::exception_ptr revoked_error(const std::string& text) {
-    return std::make_exception_ptr(stream_revoked(
-        text + "; every rank stops at that call, and the ranks' calls of this stream no longer pair up (a later "
-               "receive of it fails too): go on in another stream",
-        text));
+inline std::exception_ptr revoked_error(const revocation_notice& n) {
+    std::string what = n.text +
+                       "; every rank stops at that call, and the ranks' calls of this stream no longer pair up (a "
+                       "later receive of it fails too): go on in another stream";
+    if (n.peer >= 0) return std::make_exception_ptr(revoked_by_peer_error(n.peer, what, n.text));
+    return std::make_exception_ptr(stream_revoked(what, n.text));
 }
 
 // Tells every rank of comm (this one too) that the call with tag `first`
 // failed here. A rank that cannot be told (gone) fails on its own, so a
 // revocation is a notice (send_notice, communicator.hpp).
 template <class C>
-void revoke(C& comm, tag first, const std::string& text) {
+void revoke(C& comm, tag first, const revocation_notice& n) {
     const tag t = first.step(0).of_call(revocation_code);
     for (int r = 0; r < comm.size(); ++r) {
         try {
-            send_notice(comm, r, t, text);
+            send_notice(comm, r, t, revocation_notice(n));
         } catch (...) {
         }
     }
 }
 
-// Inside a catch block: the text to revoke a stream with for the error
-// being handled. This rank's own error gets describe(error); another rank's
+// Inside a catch block: what to revoke a stream with for the error being
+// handled. This rank's own error gets describe(error), and so does a
+// peer's failure this rank met (with the peer's rank); another rank's
 // revocation is passed on (its cause) only when `relay`; an error every
-// rank hears anyway (a peer's failure, a deadlock) or finds alike
-// (agreed_error) gets none.
+// rank hears anyway (a deadlock) or finds alike (agreed_error) gets none.
 template <class Describe>
-std::optional<std::string> revocation_for_current_error(bool relay, Describe describe) {
+std::optional<revocation_notice> revocation_for_current_error(bool relay, Describe describe) {
     try {
         throw;
     } catch (const stream_revoked& r) {
-        return relay ? std::optional<std::string>(r.cause()) : std::nullopt;
+        return relay ? std::optional<revocation_notice>({-1, r.cause()}) : std::nullopt;
+    } catch (const revoked_by_peer_error& r) {
+        return relay ? std::optional<revocation_notice>({r.peer(), r.cause()}) : std::nullopt;
     } catch (const agreed_error&) {
         return std::nullopt;
-    } catch (const net::peer_error&) {
-        return std::nullopt;
+    } catch (const net::peer_error& e) {
+        return revocation_notice{e.peer(), describe(e)};
     } catch (const deadlock_error&) {
         return std::nullopt;
     } catch (const std::exception& e) {
-        return describe(e);
+        return revocation_notice{-1, describe(e)};
     } catch (...) {
         return std::nullopt;
     }
@@ -153,10 +193,10 @@ decltype(auto) guarded_from(C& comm, tag first, stream s, std::string_view colle
     try {
         return std::forward<F>(f)();
     } catch (...) {
-        const auto text = revocation_for_current_error(false, [&](const std::exception& e) {
+        const auto notice = revocation_for_current_error(false, [&](const std::exception& e) {
             return revocation_text(comm, collective, s, first.sequence(), e);
         });
-        if (text) revoke(comm, first, *text);
+        if (notice) revoke(comm, first, *notice);
         throw;
     }
 }

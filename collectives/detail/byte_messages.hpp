@@ -21,15 +21,15 @@
 #include "net/message.hpp"
 
 namespace csp::collectives {
-// A revocation's text, sent as a std::string (revocation.hpp).
+// A revocation, sent as a revocation_notice (revocation.hpp).
 template <>
 struct revocation_body<net::message> {
-    static std::string text(const net::message& m) {
+    static detail::revocation_notice notice(const net::message& m) {
         try {
-            return m.as<std::string>();
+            return m.as<detail::revocation_notice>();
         } catch (const std::exception& e) {
-            return std::string("a collective call failed at rank ") + std::to_string(m.source) +
-                   " (its revocation was unreadable: " + e.what() + ")";
+            return {-1, std::string("a collective call failed at rank ") + std::to_string(m.source) +
+                            " (its revocation was unreadable: " + e.what() + ")"};
         }
     }
 };

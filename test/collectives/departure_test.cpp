@@ -200,6 +200,60 @@ TEST(collective_departures, a_rank_killed_mid_allreduce_fails_the_allreduce_on_e
                          [](int, const csp::net::peer_error&) {});
 }
 
+// Regression: a rank whose call waited on a live rank, whose own call had
+// met the lost one, waited until that rank closed its node, and then failed
+// with its departure ("node 2 has left") rather than the loss: had the
+// ranks kept their nodes open, it would have waited for ever. A peer's
+// failure now revokes the stream at every rank of the call. Here every rank
+// keeps its node open until all have failed, and each must name the
+// killed rank.
+TEST(collective_departures, a_rank_waiting_on_a_live_peer_fails_with_the_loss_that_peer_met) {
+    static constexpr int n = 4;
+    csp::net::nameserver ns;
+    const pid_t pid = net_test::spawn_node(COLLECTIVES_NET_PEER, {"allreduce-forever"}, ns, "loss-relayed", n - 1, n);
+    std::atomic<int> calls{0}, failed{0};
+    std::atomic<bool> killed{false};
+    std::vector<int> peer(n - 1, -1);
+    std::vector<std::string> what(n - 1);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < n - 1; ++r)
+        ranks.emplace_back([&, r] {
+            csp::run([&] {
+                csp::net::node self(net_test::options_for(ns, "loss-relayed", r, n));
+                cc::net_communicator comm(self);
+                try {
+                    for (;;) {
+                        EXPECT_EQ(cc::allreduce(comm, 1, cc::sum{}), n);
+                        if (r == 0) ++calls;
+                    }
+                } catch (const csp::net::peer_error& e) {
+                    EXPECT_TRUE(killed.load()) << "rank " << r << " failed before the kill: " << e.what();
+                    peer[r] = e.peer();
+                    what[r] = e.what();
+                }
+                ++failed;
+                // Nobody closes before everyone failed (at most 10 s).
+                const auto until = csp::clock::now() + 10s;
+                while (failed.load() < n - 1 && csp::clock::now() < until) csp::sleep_for(1ms);
+            });
+        });
+    while (calls.load() < 50) std::this_thread::sleep_for(1ms);
+    killed = true;
+    const auto start = std::chrono::steady_clock::now();
+    ::kill(pid, SIGKILL);
+    while (failed.load() < n - 1 && std::chrono::steady_clock::now() - start < 10s)
+        std::this_thread::sleep_for(1ms);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "a rank waited until the others closed";
+    for (auto& t : ranks) t.join();
+    for (int r = 0; r < n - 1; ++r) {
+        EXPECT_EQ(peer[r], n - 1) << "rank " << r << ": " << what[r];
+        EXPECT_NE(what[r].find("lost node 3 of job 'loss-relayed'"), std::string::npos) << what[r];
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status));
+}
+
 // A lost peer during a shared-variable force point: every other rank's read
 // throws the peer's error, and reads after it throw it again.
 TEST(collective_departures, a_rank_killed_mid_force_point_fails_every_shared_variable_read) {
