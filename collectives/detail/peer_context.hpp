@@ -8,15 +8,28 @@
 #include <string>
 #include <string_view>
 
+#include "collectives/context_pool.hpp"
 #include "collectives/tag.hpp"
 #include "net/errors.hpp"
 
 namespace csp::collectives::detail {
 
 // "(stream 0, call 2 of allreduce, step 0)"; "(stream 0, call 2, step 0)"
-// for a tag no collective drew.
+// for a tag no collective drew. A sub-group's stream is named as its
+// program passed it, with the group's context (context_pool.hpp): "(stream
+// 0 of the group with context 1, ...)".
 inline void describe_tag(tag t, std::string& out) {
-    out.append("(stream ").append(std::to_string(t.stream_id())).append(", call ").append(std::to_string(t.sequence()));
+    const std::uint32_t id = t.stream_id();
+    out.append("(stream ");
+    if (id < context_pool::group_streams) {
+        out.append(std::to_string(id));
+    } else {
+        const std::uint32_t in_groups = id - context_pool::group_streams;
+        out.append(std::to_string(in_groups % context_pool::streams_per_context))
+            .append(" of the group with context ")
+            .append(std::to_string(in_groups / context_pool::streams_per_context));
+    }
+    out.append(", call ").append(std::to_string(t.sequence()));
     if (t.call() != 0) out.append(" of ").append(call_name(t.call()));
     out.append(", step ").append(std::to_string(t.phase())).append(")");
 }

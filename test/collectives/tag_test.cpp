@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectives/collectives.hpp"
+#include "collectives/detail/peer_context.hpp"
 #include "csp/runtime.hpp"
 
 namespace cc = csp::collectives;
@@ -58,6 +59,16 @@ TEST(tag, every_collective_of_the_registry_has_a_call_code_of_its_own) {
     }
     EXPECT_EQ(codes.size(), collectives.size());
     EXPECT_EQ(cc::call_code("a collective from elsewhere"), 31);
+}
+
+// Regression: an error about a sub-group's call named its stream by its
+// internal id ("(stream 65536, call 10, step 1)"), which no program wrote.
+TEST(tag, a_groups_stream_is_named_as_the_program_passed_it_with_its_context) {
+    std::string root, group;
+    cc::detail::describe_tag(cc::tag(3, 14, 1).of_call(cc::call_code("allreduce")), root);
+    cc::detail::describe_tag(cc::tag(cc::context_pool::stream_of(1, cc::stream{2}), 10, 1), group);
+    EXPECT_EQ(root, "(stream 3, call 14 of allreduce, step 1)");
+    EXPECT_EQ(group, "(stream 2 of the group with context 1, call 10, step 1)");
 }
 
 TEST(tag, a_stream_id_past_the_limit_is_refused_by_name) {
