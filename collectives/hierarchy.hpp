@@ -114,10 +114,11 @@ namespace detail {
 // A hierarchical call runs on several levels, and a revocation reaches the
 // ranks of one level only (revocation.hpp): a host's leader that fails
 // tells its host, but the other hosts' ranks wait in the leaders' step or
-// in their own host's hand-out. So an error at this rank, its own, a
-// peer's failure, or a level's revocation, revokes stream s of every level this rank is in,
-// and of the whole communicator, from the call on: each rank passes it on
-// to the levels it shares with others, and every rank of every host hears.
+// in their own host's hand-out. So an error at this rank (its own, a
+// peer's failure, or a level's revocation) revokes stream s of every level
+// this rank is in, and of the whole communicator, from the call on: each
+// rank passes it on to the levels it shares with others, and every rank of
+// every host hears.
 template <class C, class F>
 decltype(auto) guarded_levels(hierarchy<C>& h, stream s, std::string_view collective, F&& f) {
     namespace base = csp::collectives::detail;
