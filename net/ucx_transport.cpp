@@ -97,6 +97,10 @@ constexpr std::chrono::microseconds computing_gap{4};
 // back (the next receive would only send it away again), and the node's
 // other traffic must not wait for that receiver's next receive.
 constexpr std::chrono::microseconds stand_aside{10};
+// The one byte a UCX link's connection carries after its set-up: sent by a
+// leaving node once UCX has flushed its goodbye, just before it shuts the
+// connection. An end of connection without it is a death.
+constexpr char flushed_marker = 'F';
 
 namespace {
 
@@ -180,6 +184,38 @@ std::optional<message> hand_out(node_core& core, ucx_look& look, port_id wanted 
     return mine;
 }
 
+// A liveness process saw its peer's connection end without the flush
+// marker: the peer died, and whatever it sent before may still sit in this
+// node's worker (in shared memory it wrote while alive). It must reach its
+// ports before the loss does, so the worker is progressed until it yields
+// nothing more, then each waiting liveness process is answered. Requests are
+// taken before the worker is looked at: one made later sets the flag again
+// and gets a look of its own.
+void drain_for_liveness(node_core& core, ucx_worker& w, ucx_look& look) {
+    core.ucx_drain_wanted.store(false, std::memory_order_relaxed);
+    std::vector<csp::writer<bool>> asked;
+    {
+        std::lock_guard lk(core.lock);
+        asked.swap(core.ucx_drains);
+    }
+    // A dead peer adds nothing more; the limit only bounds a live peer's
+    // traffic, which the next looks take in order anyway.
+    constexpr int max_looks = 1024;
+    for (int i = 0; i < max_looks; ++i) {
+        const bool active = w.progress(look.frames, look.faults, false).active;
+        const bool took = !look.frames.empty() || !look.faults.empty();
+        if (took) hand_out(core, look);
+        if (!active && !took) break;
+    }
+    for (auto& a : asked) {
+        try {
+            a.write(true);  // a buffer of one, written once: never blocks
+        } catch (const csp::error&) {
+            // the liveness process stopped waiting
+        }
+    }
+}
+
 }  // namespace
 
 void run_ucx_progress(std::shared_ptr<node_core> core) {
@@ -199,6 +235,8 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
         bool others_worked = false;  // the node's other processes ran between looks since that read
         bool unprompted = false;     // this look follows an idle sleep that ended at its limit
         for (;;) {
+            if (core->ucx_drain_wanted.load(std::memory_order_relaxed) && !core->handing_out)
+                drain_for_liveness(*core, w, *look);
             if (core->pollers > 0) {
                 // A receiver polls the worker and hands out what comes: in
                 // the ready queue this process would only take turns from it.
@@ -345,10 +383,43 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
     return hand_back();
 }
 
+namespace {
+
+// Asks the progress process to take in everything this node's worker holds
+// (drain_for_liveness) and waits for it. Returns what the progress process
+// told the link meanwhile (its goodbye: empty; a broken stream), if it did.
+// Gives up after goodbye_grace: a progress process blocked handing a frame
+// to a full port, or one that stopped (which tells every link why).
+std::optional<std::string> drain_before_the_end(node_core& core, csp::reader<std::string>& news) {
+    csp::channel<bool> done("ucx drain", csp::buffer::fifo(1));
+    {
+        std::lock_guard lk(core.lock);
+        core.ucx_drains.push_back(done.writer());
+    }
+    core.ucx_drain_wanted.store(true, std::memory_order_relaxed);
+    try {
+        core.ucx_poke.writer().write(true);  // an overwriting buffer: never blocks
+    } catch (const csp::error&) {
+        // the node is closing
+    }
+    bool ok = false;
+    std::string said;
+    switch (csp::select(csp::input(done.reader(), ok), csp::input(news, said), csp::timeout(goodbye_grace))) {
+        case 0:  // what the look handed out was told before the answer
+            if (csp::select(csp::input(news, said), csp::skip()) == 0) return said;
+            return std::nullopt;
+        case 1: return said;
+        default: return std::nullopt;
+    }
+}
+
+}  // namespace
+
 void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<std::string> news) {
     auto to_switch = core->to_switch.writer();
     link_down end{peer, false, {}};
-    bool goodbye = false;
+    bool goodbye = false;  // the peer's goodbye came over UCX
+    bool flushed = false;  // the peer's marker came: its goodbye has left it
     try {
         csp::io::watch readable(fd, csp::io::interest::read);
         for (;;) {
@@ -356,6 +427,8 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             std::string said;
             if (csp::select(readable.ready(ev), csp::input(news, said)) == 1) {
                 if (!said.empty()) {
+                    // From the progress process, which handed out every
+                    // frame before the fault.
                     end.reason = said;
                     break;
                 }
@@ -364,24 +437,37 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             }
             char byte;
             const ssize_t n = ::read(fd, &byte, 1);
-            if (n > 0) {
-                end.reason = "bytes on the connection of a UCX link, which carries none after its set-up";
-                break;
+            if (n > 0 && byte == flushed_marker && !flushed) {
+                flushed = true;
+                continue;
             }
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-            if (n < 0) {
+            if (n > 0) {
+                end.reason = "bytes on the connection of a UCX link, which carries none after its set-up but the end marker";
+            } else if (n < 0) {
                 end.reason = "reading from the connection: " + error_text(errno);
-                break;
+            } else if (!goodbye && flushed) {
+                // Flushed before the marker: the goodbye is in this node's
+                // worker, or on its way to it.
+                if (csp::select(csp::input(news, said), csp::timeout(goodbye_grace)) == 0) {
+                    goodbye = said.empty();
+                    if (!goodbye) end.reason = said;
+                }
             }
-            // End of the connection: clean if the goodbye came, or comes
-            // within the grace (it was sent first).
-            if (!goodbye && csp::select(csp::input(news, said), csp::timeout(goodbye_grace)) == 0) {
-                goodbye = said.empty();
-                if (!goodbye) end.reason = said;
+            if (!goodbye && !flushed) {
+                // An end without the marker: the peer died (or broke the
+                // connection). What it sent before goes to its ports first.
+                if (const std::optional<std::string> said_meanwhile = drain_before_the_end(*core, news)) {
+                    if (said_meanwhile->empty())
+                        goodbye = true;  // killed between its goodbye's flush and the marker
+                    else if (end.reason.empty())
+                        end.reason = *said_meanwhile;
+                }
             }
-            end.clean = goodbye;
+            end.clean = goodbye && n == 0;
             if (!end.clean && end.reason.empty())
-                end.reason = "connection closed without a goodbye (the node died or was killed)";
+                end.reason = flushed ? "connection closed after the flush marker, but no goodbye came over UCX"
+                                     : "connection closed without a goodbye (the node died or was killed)";
             break;
         }
     } catch (const std::exception& e) {
@@ -414,6 +500,10 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 bool ok = false, ignored;
                 if (csp::select(csp::input(flushed.reader(), ok), csp::input(interrupted, ignored)) == 1) break;
                 if (!ok) throw net_error("UCX could not flush the frames to node " + std::to_string(peer));
+                // The marker tells the peer its end of connection is a
+                // departure, not a death (run_ucx_liveness). A peer gone
+                // meanwhile refuses it: nothing more to tell.
+                (void)::send(fd, &flushed_marker, 1, MSG_NOSIGNAL);
                 ::shutdown(fd, SHUT_WR);
                 break;
             }

@@ -26,16 +26,20 @@
 //           one of those is still queued; other messages go to UCX from
 //           their sending process, ucx_worker::send_direct); on goodbye it
 //           sends the goodbye frame behind every frame before it, waits
-//           until UCX has flushed them all, then shuts the TCP connection's
-//           sending side, which the peer reads as the end.
+//           until UCX has flushed them all, then writes the flush marker on
+//           the TCP connection and shuts its sending side, which the peer
+//           reads as the end.
 // liveness  one per link: reports the link's end (transport.hpp), once: the
 //           end of the TCP connection after the peer's goodbye came over UCX
-//           is clean; an end without it (killed, crashed), bytes on the
-//           connection, or a broken UCX stream is not.
+//           is clean; an end without it (killed, crashed), other bytes on
+//           the connection, or a broken UCX stream is not.
 //
-// A peer's goodbye is sent before its TCP shutdown, and UCX keeps one
-// sender's frames in order, so the goodbye normally arrives first; an end of
-// connection seen first waits up to goodbye_grace for it.
+// A peer's goodbye leaves it before its marker, so an end of connection
+// after the marker waits up to goodbye_grace for the goodbye to be taken in.
+// An end without the marker is a death, known at once; before it is
+// reported, the progress process takes in what the worker holds, so every
+// message the peer sent before it died reaches its port ahead of the loss,
+// as over TCP.
 #include <atomic>
 #include <chrono>
 #include <memory>

@@ -181,6 +181,13 @@ struct node_core {
     std::shared_ptr<ucx_worker> ucx;
     csp::channel<bool> ucx_poke{"ucx poke", csp::buffer::overwriting(1)};
     std::unordered_map<int, ucx_news> ucx_links;  // peer -> its link's news, under `lock`
+    // Liveness processes of UCX links whose connection ended without the
+    // peer's flush marker, each waiting for the progress process to take
+    // in what the worker holds (ucx_transport.cpp: drain_for_liveness).
+    // The list is under `lock`; the flag is set after a request is added and
+    // cleared before the list is taken, so no request is left unanswered.
+    std::vector<csp::writer<bool>> ucx_drains;
+    std::atomic<bool> ucx_drain_wanted{false};
     // With one worker thread on a host that is not oversubscribed, a process
     // that receives from an empty port polls the worker itself for a while
     // before it blocks (poll_port, ucx_transport.hpp), as an MPI rank polls

@@ -8,8 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <numeric>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "net/auth.hpp"
@@ -529,6 +533,86 @@ TEST(net_faults, a_node_killed_mid_stream_fails_receives_and_sends_but_not_other
     int status = 0;
     ::waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status));
+}
+
+// Regression: a peer that died (no goodbye) was known lost over UCX only
+// goodbye_grace (2 s) after its connection ended, where TCP knows at once: a
+// collective call's survivors waited 2 s for the error. A leaving node now
+// marks its connection's end once its goodbye is flushed, and an end without
+// the mark is a death at once; the messages the peer sent before it died
+// still reach the port ahead of the loss (they wait in this node's worker,
+// taken in before the loss is reported).
+TEST(net_faults, a_dead_peers_last_messages_arrive_before_its_loss_which_is_known_at_once) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    constexpr std::uint64_t n = 40;
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    const pid_t pid = net_test::spawn_node(NET_TEST_PEER, {"burst", std::to_string(n)}, ns, "burst", 1, 2, "secret", out[1]);
+    ::close(out[1]);
+    char ready[6] = {};
+    (void)!::read(out[0], ready, 6);
+    ::close(out[0]);
+    int status = 0;
+    std::vector<std::uint64_t> got;
+    std::string error;
+    double lost_after_ms = -1;
+    std::size_t over_ucx = 0;
+    run_ranks(ns, "burst", 2, {0}, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        self.send(1, 1, std::uint64_t{7});
+        EXPECT_EQ(self.open(2).receive<std::uint64_t>(), 7u);
+        over_ucx = self.stats().links_over_ucx;
+        // The node's only thread waits for the peer's death: nothing here
+        // takes the burst in before the connection's end is there to see.
+        ::waitpid(pid, &status, 0);
+        const auto dead = std::chrono::steady_clock::now();
+        try {
+            for (;;) got.push_back(inbox.receive<std::uint64_t>());
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            error = e.what();
+        }
+        lost_after_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - dead).count();
+    });
+    EXPECT_TRUE(WIFEXITED(status));
+    std::vector<std::uint64_t> sent(n);
+    std::iota(sent.begin(), sent.end(), 0);
+    EXPECT_EQ(got, sent);
+    EXPECT_NE(error.find("without a goodbye (the node died or was killed)"), std::string::npos) << error;
+    EXPECT_GE(lost_after_ms, 0.0);
+    EXPECT_LT(lost_after_ms, 1000.0) << "the loss waited for a goodbye that cannot come";
+    const char* transport = std::getenv("CSP_TRANSPORT");
+    const bool tcp_only = !CSP_TEST_WITH_UCX || (transport != nullptr && std::string(transport) == "tcp");
+    EXPECT_EQ(over_ucx, tcp_only ? 0u : 1u);
+}
+
+// A peer killed in the middle of a fast stream: the receiver gets the stream
+// in order up to the loss, then the loss, and nothing of that peer after it
+// (what the peer sent before it died went to the port first).
+TEST(net_faults, nothing_of_a_peer_killed_mid_stream_arrives_after_its_loss) {
+    for (int round = 0; round < 3; ++round) {
+        csp::net::nameserver ns;
+        net_test::captured_log log;
+        const pid_t pid = net_test::spawn_node(NET_TEST_PEER, {}, ns, "stream-killed", 1, 2);
+        std::uint64_t next = 0;
+        std::string after;
+        run_ranks(ns, "stream-killed", 2, {0}, [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            for (; next < 3000; ++next) ASSERT_EQ(inbox.receive<std::uint64_t>(), next);
+            ::kill(pid, SIGKILL);
+            try {
+                for (;; ++next) ASSERT_EQ(inbox.receive<std::uint64_t>(), next);
+            } catch (const csp::net::peer_error& e) {
+                EXPECT_EQ(e.peer(), 1);
+            }
+            csp::net::message m;
+            if (csp::select(csp::net::input(inbox, m), csp::timeout(std::chrono::milliseconds(300))) == 0 && !m.failure)
+                after = "number " + std::to_string(m.as<std::uint64_t>()) + " after the loss";
+        });
+        ::waitpid(pid, nullptr, 0);
+        EXPECT_EQ(after, "") << "round " << round << ", " << next << " numbers before the loss";
+    }
 }
 
 // Rank 1 of a 2-node job in its own process, receiving `n` numbers; returns

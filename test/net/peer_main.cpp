@@ -20,6 +20,10 @@
 //                  node 0 on port 1, sends node 0 a vector of N doubles
 //                  (0.25 k) to port 1 with tag 5, then waits on port 3 (for
 //                  ever, unless node 0 goes)
+//   burst N        prints "ready" once registered, receives one number from
+//                  node 0 on port 1, answers it on port 2, sends node 0 the
+//                  numbers 0 .. N-1 on port 1, waits 300 ms (its sends
+//                  complete), and dies: exits without closing its node
 //   crossed        each node receives from the next on port 3, and nobody
 //                  sends: a job-wide deadlock (the error is not caught)
 //   busy MS        computes for MS milliseconds, printing nothing
@@ -183,6 +187,20 @@ int main(int argc, char** argv) {
                 std::fclose(f);
             }
             csp::select(csp::timeout(std::chrono::seconds(60)));
+        });
+        return 0;
+    }
+    if (argc == 3 && std::string(argv[1]) == "burst") {
+        const std::uint64_t n = std::strtoull(argv[2], nullptr, 10);
+        csp::run([n] {
+            csp::net::node self;
+            auto inbox = self.open(1);
+            std::printf("ready\n");
+            std::fflush(stdout);
+            self.send(0, 2, inbox.receive<std::uint64_t>());
+            for (std::uint64_t i = 0; i < n; ++i) self.send(0, 1, i);
+            csp::sleep_for(std::chrono::milliseconds(300));
+            std::_Exit(0);
         });
         return 0;
     }
