@@ -83,6 +83,12 @@ struct node_stats {
     // collective call that failed at every rank): dropped, their senders
     // credited.
     std::size_t leftovers = 0;
+    // Data messages a send() accepted that never left: queued for a peer
+    // whose link ended (lost, or it left) before they went out, on their way
+    // to the link when it ended (sent before the sender could know), or over
+    // the peer's max_frame once it was known. Each link's first such
+    // message is logged as a fault; the rest are counted here.
+    std::size_t unsent = 0;
 };
 
 class sink_claim;

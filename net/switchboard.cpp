@@ -162,6 +162,10 @@ public:
         core_->stop.poison();
         core_->greeting.shut_all();
         group_.wait();
+        for (const auto& [peer, l] : links_)
+            if (const std::size_t more = l->refused_after_end(); more > 1)
+                core_->fault(std::to_string(more - 1) + " more messages to " + core_->peer_name(peer) +
+                             " were not sent after the first (sent before their senders could know its link had ended)");
         leave_nameserver();
         done_.write(true);
     }
@@ -200,8 +204,12 @@ private:
         }
         link& l = *it->second;
         const auto not_sent = [&](const std::string& why) {
-            core_->fault("a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
-                         " was not sent: " + why);
+            core_->unsent.fetch_add(1, std::memory_order_relaxed);
+            if (l.count_refused_after_end() == 1)
+                core_->fault("a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
+                             " was not sent: " + why +
+                             " (sent before the sender could know; any more are counted in node_stats::unsent "
+                             "and summed up when this node closes)");
         };
         if (l.error()) return r.frame.notice ? void() : not_sent(l.error()->what());
         if (l.state() == link_state::draining) return r.frame.notice ? void() : not_sent(core_->name() + " is closing");
@@ -384,6 +392,7 @@ private:
         const std::size_t queued = l.queued(), unsent = queued - l.notices_queued();
         if (!l.lose(why)) return false;
         set_departed(l);
+        core_->unsent.fetch_add(unsent, std::memory_order_relaxed);
         const auto unsent_note = [&] {
             return std::to_string(unsent) + (unsent == 1 ? " queued message to it was" : " queued messages to it were") +
                    " not sent";

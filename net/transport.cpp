@@ -254,6 +254,7 @@ bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_m
     core.fault("a message of " + std::to_string(f.head.length) + " bytes to port " + std::to_string(f.head.port) +
                " of " + core.peer_name(peer) + " was not sent: over its max_frame of " + std::to_string(peer_max_frame));
     core.flow.returned(peer, charge_of(f.body.size()));
+    core.unsent.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
 

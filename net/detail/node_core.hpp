@@ -232,6 +232,7 @@ struct node_core {
     std::atomic<std::size_t> taken_polling{0};   // messages a polling receiver took from the worker (poll_port)
     std::atomic<std::size_t> late_wakeups{0};    // node_stats::late_wakeups
     std::atomic<std::size_t> leftovers{0};       // node_stats::leftovers
+    std::atomic<std::size_t> unsent{0};          // node_stats::unsent
     // Buffers receivers named for their messages, for the TCP links' readers
     // (landing.hpp; the UCX worker keeps its own, under its lock).
     landing_table landings;
