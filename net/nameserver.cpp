@@ -183,8 +183,15 @@ void serve_client(registry& reg, detail::sheddable& strangers, unique_fd fd, std
     } catch (const client_gone&) {
     } catch (const std::exception& e) {
         // A registered node's connection ending, however abruptly, is how it
-        // leaves (its process may exit while a GONE line is on its way).
-        if (mine.empty()) log_line("csp.net nameserver: " + from + ": " + e.what());
+        // leaves (its process may exit while a GONE line is on its way); a
+        // reset is how any client's process ends when it is killed (a node
+        // looking a peer up, stopped by its launcher), which is its own
+        // business. What else goes wrong with a client is logged, once,
+        // naming it (the connection's errors start with its name).
+        if (mine.empty() && !c.was_reset()) {
+            const std::string text = e.what();
+            log_line("csp.net nameserver: " + (text.rfind(c.what(), 0) == 0 ? text : c.what() + ": " + text));
+        }
     }
     reg.remove(mine, owner);
 }

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "csp/alt.hpp"
+#include "iosched/io_error.hpp"
 #include "iosched/wait.hpp"
 #include "net/errors.hpp"
 
@@ -28,21 +29,28 @@ std::optional<std::string> line_connection::read_line(clock::time_point deadline
             return std::nullopt;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             bool timed_out;
-            if (stop) {
-                bool ignored;
-                try {
-                    const auto which = csp::select(csp::io::readable(fd_.get()), csp::input(*stop, ignored),
-                                                   csp::deadline(deadline));
-                    if (which == 1) return std::nullopt;
-                    timed_out = which == 2;
-                } catch (const csp::poisoned_error&) {
-                    return std::nullopt;  // the owner is stopping
+            try {
+                if (stop) {
+                    bool ignored;
+                    try {
+                        const auto which = csp::select(csp::io::readable(fd_.get()), csp::input(*stop, ignored),
+                                                       csp::deadline(deadline));
+                        if (which == 1) return std::nullopt;
+                        timed_out = which == 2;
+                    } catch (const csp::poisoned_error&) {
+                        return std::nullopt;  // the owner is stopping
+                    }
+                } else {
+                    timed_out = csp::select(csp::io::readable(fd_.get()), csp::deadline(deadline)) == 1;
                 }
-            } else {
-                timed_out = csp::select(csp::io::readable(fd_.get()), csp::deadline(deadline)) == 1;
+            } catch (const csp::io::io_error& e) {
+                // The wait, not the read, may be the first to see a reset.
+                reset_ = e.system_error() == ECONNRESET;
+                throw;
             }
             if (timed_out) throw net_error(what_ + ": timed out waiting for an answer");
         } else if (errno != EINTR) {
+            reset_ = errno == ECONNRESET;
             throw net_error(what_ + ": " + error_text(errno));
         }
     }

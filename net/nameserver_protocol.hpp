@@ -54,6 +54,9 @@ public:
     // Bytes read past the last line returned (the start of later lines).
     std::string unread() const { return buf_; }
     const std::string& what() const noexcept { return what_; }
+    // read_line failed because the other end reset the connection (its
+    // process was killed, or closed it with bytes unread).
+    bool was_reset() const noexcept { return reset_; }
     // A whole line is already read: read_line returns it without waiting,
     // and the fd may never become readable for it.
     bool has_line() const noexcept { return buf_.find('\n') != std::string::npos; }
@@ -62,6 +65,7 @@ private:
     unique_fd fd_;
     std::string what_;
     std::string buf_;
+    bool reset_ = false;
 };
 
 

@@ -1,5 +1,7 @@
 // The nameserver: ranks within named jobs, several jobs at once, nodes that
 // come and go concurrently, and no stale entries once a node has left.
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <barrier>
 #include <memory>
@@ -167,6 +169,33 @@ TEST(net_nameserver, a_line_over_the_limit_is_refused_even_when_it_arrives_whole
         EXPECT_EQ(ask_raw(ns, "LIST " + std::string(1500, 'x')), "");  // the connection is dropped, not answered
         EXPECT_EQ(ask_raw(ns, "LIST fine"), "JOB 0");                   // and the server goes on
     });
+}
+
+// Regression: each node a launcher stopped while it was between requests to
+// the nameserver (a connector's lookup connection) left a line such as
+// "csp.net nameserver: fd 17: nameserver client fd 17: Connection reset by
+// peer": noise around the failure that made the launcher stop them, naming
+// the client twice. A client's reset is its own business and is not
+// logged; what is logged names the client once.
+TEST(net_nameserver, a_killed_clients_reset_is_not_logged_and_a_fault_names_its_client_once) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    csp::run([&] {
+        {
+            csp::net::detail::line_connection c(csp::net::connect_to(ns.address(), soon()), "nameserver");
+            c.write_line("LIST quiet", soon());
+            EXPECT_EQ(c.read_line(soon()).value_or(""), "JOB 0");
+            const linger reset{1, 0};  // closes with a reset, as a killed process's socket with bytes unread
+            ASSERT_EQ(::setsockopt(c.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset), 0);
+        }
+        EXPECT_EQ(ask_raw(ns, "LIST " + std::string(1500, 'x')), "");
+        EXPECT_EQ(ask_raw(ns, "LIST fine"), "JOB 0");  // after both clients' ends were seen
+    });
+    const auto lines = log.lines();
+    ASSERT_EQ(lines.size(), 1u) << testing::PrintToString(lines);
+    EXPECT_EQ(lines[0].rfind("csp.net nameserver: nameserver client fd ", 0), 0u) << lines[0];
+    EXPECT_NE(lines[0].find("line longer than"), std::string::npos) << lines[0];
+    EXPECT_EQ(lines[0].find("client fd"), lines[0].rfind("client fd")) << lines[0];
 }
 
 // Regression: a wait_ms near 2^63 overflowed the deadline into the past.
