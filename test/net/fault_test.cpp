@@ -548,13 +548,7 @@ TEST(net_faults, a_dead_peers_last_messages_arrive_before_its_loss_which_is_know
     csp::net::nameserver ns;
     net_test::captured_log log;
     constexpr std::uint64_t n = 40;
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = net_test::spawn_node(NET_TEST_PEER, {"burst", std::to_string(n)}, ns, "burst", 1, 2, "secret", out[1]);
-    ::close(out[1]);
-    char ready[6] = {};
-    (void)!::read(out[0], ready, 6);
-    ::close(out[0]);
+    const pid_t pid = net_test::spawn_ready_node(NET_TEST_PEER, {"burst", std::to_string(n)}, ns, "burst", 1, 2);
     int status = 0;
     std::vector<std::uint64_t> got;
     std::string error;
@@ -630,14 +624,7 @@ TEST(net_faults, sends_on_their_way_to_a_lost_peer_are_counted_not_logged_one_by
     for (int round = 0; round < 5; ++round) {
         csp::net::nameserver ns;
         net_test::captured_log log;
-        int out[2];
-        ASSERT_EQ(::pipe(out), 0);
-        const pid_t pid =
-            net_test::spawn_node(NET_TEST_PEER, {"receive", "100000000"}, ns, "unsent", 1, 2, "secret", out[1]);
-        ::close(out[1]);
-        char ready[6] = {};
-        (void)!::read(out[0], ready, 6);  // registered: its loss is not a slow start
-        ::close(out[0]);
+        const pid_t pid = net_test::spawn_ready_node(NET_TEST_PEER, {"receive", "100000000"}, ns, "unsent", 1, 2);
         csp::net::node_stats st;
         std::vector<std::string> faults;
         std::atomic<std::size_t> refused{0};  // sends that threw: the loss was known by then
@@ -689,14 +676,7 @@ TEST(net_faults, sends_on_their_way_to_a_lost_peer_are_counted_not_logged_one_by
 // Rank 1 of a 2-node job in its own process, receiving `n` numbers; returns
 // its pid once it has registered.
 pid_t spawn_receiver(const csp::net::nameserver& ns, const std::string& job, std::uint64_t n) {
-    int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe");
-    const pid_t pid = net_test::spawn_node(NET_TEST_PEER, {"receive", std::to_string(n)}, ns, job, 1, 2, "secret", out[1]);
-    ::close(out[1]);
-    char ready[6] = {};
-    (void)!::read(out[0], ready, 6);  // "ready\n": registered and listening
-    ::close(out[0]);
-    return pid;
+    return net_test::spawn_ready_node(NET_TEST_PEER, {"receive", std::to_string(n)}, ns, job, 1, 2);
 }
 
 // Regression: a peer stalled (SIGSTOP) while its link was being set up was

@@ -150,13 +150,7 @@ TEST(net_loans, a_moved_book_settles_for_what_was_lent_before_the_move) {
 // receiver), then killed: settle() returns, and not before the kill.
 TEST(net_loans, a_lent_message_to_a_peer_killed_before_it_read_it_is_dropped) {
     csp::net::nameserver ns;
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = net_test::spawn_node(NET_TEST_PEER, {"hold"}, ns, "loans-killed", 1, 2, "secret", out[1]);
-    ::close(out[1]);
-    char ready[6] = {};
-    (void)!::read(out[0], ready, 6);
-    ::close(out[0]);
+    const pid_t pid = net_test::spawn_ready_node(NET_TEST_PEER, {"hold"}, ns, "loans-killed", 1, 2);
     std::atomic<bool> killed{false};
     bool settled_after_kill = false;
     run_ranks(ns, "loans-killed", 2, {0}, [&](csp::net::node& self) {

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -87,6 +88,21 @@ inline pid_t spawn_node(const std::string& program, const std::vector<std::strin
     const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot start " + program + ": " + std::strerror(rc));
+    return pid;
+}
+
+// spawn_node for a peer mode that prints "ready" once registered (and
+// listening): returns its pid after that line, so a test may kill it
+// knowing its loss cannot pass for a slow start.
+inline pid_t spawn_ready_node(const std::string& program, const std::vector<std::string>& args,
+                              const csp::net::nameserver& ns, const std::string& job, int rank, int n) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe");
+    const pid_t pid = spawn_node(program, args, ns, job, rank, n, "secret", out[1]);
+    ::close(out[1]);
+    char ready[6] = {};
+    (void)!::read(out[0], ready, 6);  // "ready\n"
+    ::close(out[0]);
     return pid;
 }
 

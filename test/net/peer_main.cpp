@@ -50,12 +50,19 @@
 
 namespace {
 
+// Port 1 of `self`, opened before the test is told the node is there.
+csp::net::port open_and_say_ready(csp::net::node& self,
+                                  csp::net::departures heard = csp::net::departures::last_sender) {
+    auto inbox = self.open(1, heard);
+    std::printf("ready\n");
+    std::fflush(stdout);
+    return inbox;
+}
+
 void all_to_all(std::chrono::milliseconds duration) {
     csp::run([duration] {
         csp::net::node self;
-        auto inbox = self.open(1, csp::net::departures::each);
-        std::printf("ready\n");
-        std::fflush(stdout);
+        auto inbox = open_and_say_ready(self, csp::net::departures::each);
         const int n = self.size();
         std::vector<std::string> report(static_cast<std::size_t>(n));
         csp::par(
@@ -128,9 +135,7 @@ int main(int argc, char** argv) {
         const std::uint64_t n = std::strtoull(argv[2], nullptr, 10);
         csp::run([n] {
             csp::net::node self;
-            auto inbox = self.open(1);
-            std::printf("ready\n");
-            std::fflush(stdout);
+            auto inbox = open_and_say_ready(self);
             std::uint64_t in_order = 0;
             for (std::uint64_t i = 0; i < n; ++i)
                 if (inbox.receive<std::uint64_t>() == i) ++in_order;
@@ -147,9 +152,7 @@ int main(int argc, char** argv) {
         const std::chrono::milliseconds delay(argc == 3 ? std::strtol(argv[2], nullptr, 10) : 0);
         csp::run([delay] {
             csp::net::node self;
-            auto inbox = self.open(1);
-            std::printf("ready\n");
-            std::fflush(stdout);
+            auto inbox = open_and_say_ready(self);
             const auto v = inbox.receive<std::uint64_t>();
             if (delay.count() > 0) csp::sleep_for(delay);
             self.send(0, 2, v);
@@ -164,9 +167,7 @@ int main(int argc, char** argv) {
         const std::size_t n = std::strtoul(argv[2], nullptr, 10);
         csp::run([n] {
             csp::net::node self;
-            auto inbox = self.open(1);
-            std::printf("ready\n");
-            std::fflush(stdout);
+            auto inbox = open_and_say_ready(self);
             (void)inbox.receive<std::uint64_t>();
             std::vector<double> row(n);
             for (std::size_t k = 0; k < n; ++k) row[k] = 0.25 * static_cast<double>(k);
@@ -194,9 +195,7 @@ int main(int argc, char** argv) {
         const std::uint64_t n = std::strtoull(argv[2], nullptr, 10);
         csp::run([n] {
             csp::net::node self;
-            auto inbox = self.open(1);
-            std::printf("ready\n");
-            std::fflush(stdout);
+            auto inbox = open_and_say_ready(self);
             self.send(0, 2, inbox.receive<std::uint64_t>());
             for (std::uint64_t i = 0; i < n; ++i) self.send(0, 1, i);
             csp::sleep_for(std::chrono::milliseconds(300));

@@ -765,13 +765,7 @@ TEST(net_ucx, a_row_held_for_its_landing_is_let_go_when_its_sender_is_killed) {
     if (const char* t = std::getenv("CSP_TRANSPORT"); t != nullptr && std::string(t) == "tcp")
         GTEST_SKIP() << "the peer takes CSP_TRANSPORT=tcp: no UCX link";
     csp::net::nameserver ns;
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const pid_t pid = net_test::spawn_node(NET_TEST_PEER, {"row", "16384"}, ns, "held-killed", 1, 2, "secret", out[1]);
-    ::close(out[1]);
-    char ready[6] = {};
-    (void)!::read(out[0], ready, 6);
-    ::close(out[0]);
+    const pid_t pid = net_test::spawn_ready_node(NET_TEST_PEER, {"row", "16384"}, ns, "held-killed", 1, 2);
     bool was_held = false, failed = false;
     std::size_t held_after = 1;
     net_test::run_ranks(
