@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "csp/alt.hpp"
+#include "iosched/io_error.hpp"
 #include "iosched/watch.hpp"
 #include "net/errors.hpp"
 #include "net/frame_reader.hpp"
@@ -64,17 +65,20 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
             } else if (n == 0) {
                 if (std::string partial = frames.unfinished(); !partial.empty()) throw frame_error(partial);
                 end.clean = frames.goodbye();
-                if (!end.clean) end.reason = "connection closed without a goodbye (the node died or was killed)";
+                if (!end.clean) end.reason = connection_lost(0);
                 break;
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 readable.wait();
             } else if (errno != EINTR) {
-                end.reason = "reading from the connection: " + error_text(errno);
+                end.reason = connection_lost(errno);
                 break;
             }
         }
     } catch (const frame_error& e) {
         end.reason = e.what();
+    } catch (const csp::io::io_error& e) {
+        // The wait may meet the end first (POLLERR with the socket's error).
+        end.reason = e.system_error() != 0 ? connection_lost(e.system_error()) : e.what();
     } catch (const std::exception& e) {
         end.reason = e.what();
     }
@@ -102,7 +106,8 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             if (n < 0) {
                 if (errno == EINTR) continue;
                 if (errno != EAGAIN && errno != EWOULDBLOCK)
-                    throw net_error("writing to the connection: " + error_text(errno));
+                    throw net_error(errno == EPIPE || errno == ECONNRESET ? connection_lost(errno)
+                                                                          : "writing to the connection: " + error_text(errno));
                 if (!writable) writable.emplace(fd, csp::io::interest::write);
                 writable->wait();
                 continue;
@@ -145,6 +150,8 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             batch.clear();
         }
         if (ended_by == outgoing::control::goodbye) ::shutdown(fd, SHUT_WR);  // the peer reads end of file next
+    } catch (const csp::io::io_error& e) {
+        to_switch.write(link_down{peer, false, e.system_error() != 0 ? connection_lost(e.system_error()) : e.what()});
     } catch (const std::exception& e) {
         to_switch.write(link_down{peer, false, e.what()});
     }

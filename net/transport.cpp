@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
 #include "csp/alt.hpp"
@@ -248,6 +249,13 @@ private:
 };
 
 }  // namespace
+
+std::string connection_lost(int error) {
+    if (error == 0) return "connection closed without a goodbye (the node died or was killed)";
+    if (error == ECONNRESET || error == EPIPE)
+        return "connection reset without a goodbye (the node died or was killed before it read what was sent to it)";
+    return "reading from the connection: " + error_text(error);
+}
 
 bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_max_frame, const outgoing& f) {
     if (f.head.op != opcode::data || peer_max_frame == 0 || f.head.length <= peer_max_frame) return false;

@@ -18,6 +18,7 @@
 // make_transport (transport.cpp), the place that picks one per link.
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "csp/channel.hpp"
 #include "csp/process_group.hpp"
@@ -49,6 +50,12 @@ public:
 // The transport for a connection to `peer` that passed its handshake on
 // `connection`. Takes the connection.
 std::unique_ptr<transport> make_transport(const node_core& core, int peer, unique_fd connection);
+
+// Why a link's connection ended without the peer's goodbye, in words a user
+// can act on. `error`: the errno of the read, write or wait that met the
+// end; 0 for an end of file. A reset is how a killed peer's socket closes
+// when bytes sent to it were still unread, so it reads as a death too.
+std::string connection_lost(int error);
 
 // A data frame queued before the handshake told this node the peer's
 // max_frame (send() refuses one afterwards) that is over it: reported as a

@@ -445,7 +445,7 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             if (n > 0) {
                 end.reason = "bytes on the connection of a UCX link, which carries none after its set-up but the end marker";
             } else if (n < 0) {
-                end.reason = "reading from the connection: " + error_text(errno);
+                end.reason = connection_lost(errno);
             } else if (!goodbye && flushed) {
                 // Flushed before the marker: the goodbye is in this node's
                 // worker, or on its way to it.
@@ -467,9 +467,11 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             end.clean = goodbye && n == 0;
             if (!end.clean && end.reason.empty())
                 end.reason = flushed ? "connection closed after the flush marker, but no goodbye came over UCX"
-                                     : "connection closed without a goodbye (the node died or was killed)";
+                                     : connection_lost(0);
             break;
         }
+    } catch (const csp::io::io_error& e) {
+        end.reason = e.system_error() != 0 ? connection_lost(e.system_error()) : e.what();
     } catch (const std::exception& e) {
         end.reason = e.what();
     }

@@ -583,6 +583,30 @@ TEST(net_faults, a_dead_peers_last_messages_arrive_before_its_loss_which_is_know
     EXPECT_EQ(over_ucx, tcp_only ? 0u : 1u);
 }
 
+// Regression: a peer killed while bytes sent to it were still unread closes
+// its socket with a reset, and its loss read "reading from the connection:
+// Connection reset by peer" (or "fd 12: error condition (POLLERR:
+// Connection reset by peer) while waiting to read"), where a death seen as
+// an end of file said what happened. A reset now says the node died too.
+TEST(net_faults, a_peer_killed_with_bytes_unread_is_reported_as_dead_not_as_a_reset) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    const pid_t pid = net_test::spawn_ready_node(NET_TEST_PEER, {"hold"}, ns, "reset", 1, 2);
+    run_ranks(ns, "reset", 2, {0}, [&](csp::net::node& self) {
+        auto back = self.open(2);
+        self.send(1, 1, std::uint64_t{7});
+        EXPECT_EQ(back.receive<std::uint64_t>(), 7u);  // the link is up both ways
+        ::kill(pid, SIGSTOP);
+        // Its node reads nothing now: these stay in its socket (or, over
+        // UCX, its shared memory), unread, when it dies.
+        for (int i = 0; i < 64; ++i) self.send(1, 3, std::vector<double>(512, 1.0));
+        csp::sleep_for(std::chrono::milliseconds(50));
+        ::kill(pid, SIGKILL);
+        net_test::expect_peer_error(back, 1, "(the node died or was killed");
+    });
+    ::waitpid(pid, nullptr, 0);
+}
+
 // A peer killed in the middle of a fast stream: the receiver gets the stream
 // in order up to the loss, then the loss, and nothing of that peer after it
 // (what the peer sent before it died went to the port first).
