@@ -162,10 +162,7 @@ public:
         core_->stop.poison();
         core_->greeting.shut_all();
         group_.wait();
-        for (const auto& [peer, l] : links_)
-            if (const std::size_t more = l->refused_after_end(); more > 1)
-                core_->fault(std::to_string(more - 1) + " more messages to " + core_->peer_name(peer) +
-                             " were not sent after the first (sent before their senders could know its link had ended)");
+        sum_up_unsent();
         leave_nameserver();
         done_.write(true);
     }
@@ -186,6 +183,25 @@ private:
             // The nameserver is gone or stalled: the job is not probed any more.
         }
         entry_.connection.reset();
+    }
+
+    // Messages of which only the first to each peer was logged (a burst
+    // must not flood the node's fault log), summed up once nothing more
+    // can be sent.
+    void sum_up_unsent() {
+        for (const auto& [peer, l] : links_)
+            if (const std::size_t more = l->refused_after_end(); more > 1)
+                core_->fault(std::to_string(more - 1) + " more messages to " + core_->peer_name(peer) +
+                             " were not sent after the first (sent before their senders could know its link had ended)");
+        std::unordered_map<int, std::size_t> over;
+        {
+            std::lock_guard lk(core_->lock);
+            over = core_->over_max_frame;
+        }
+        for (const auto& [peer, n] : over)
+            if (n > 1)
+                core_->fault(std::to_string(n - 1) + " more messages to " + core_->peer_name(peer) +
+                             " were not sent after the first: over its max_frame");
     }
 
     // --- inputs -----------------------------------------------------------

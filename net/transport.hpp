@@ -58,9 +58,10 @@ std::unique_ptr<transport> make_transport(const node_core& core, int peer, uniqu
 std::string connection_lost(int error);
 
 // A data frame queued before the handshake told this node the peer's
-// max_frame (send() refuses one afterwards) that is over it: reported as a
-// fault, its window credit returned, and true (the caller drops it and the
-// link goes on). `peer_max_frame` 0: not known.
+// max_frame (send() refuses one afterwards) that is over it: counted (the
+// first to each peer reported as a fault), its window credit returned, and
+// true (the caller drops it and the link goes on). `peer_max_frame` 0: not
+// known.
 bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_max_frame, const outgoing& f);
 
 }  // namespace csp::net::detail

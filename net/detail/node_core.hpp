@@ -233,6 +233,10 @@ struct node_core {
     std::atomic<std::size_t> late_wakeups{0};    // node_stats::late_wakeups
     std::atomic<std::size_t> leftovers{0};       // node_stats::leftovers
     std::atomic<std::size_t> unsent{0};          // node_stats::unsent
+    // Per peer, messages dropped for being over its max_frame (transport.hpp,
+    // dropped_over_peer_max_frame): the first is logged, the rest summed up
+    // at close. Under `lock`.
+    std::unordered_map<int, std::size_t> over_max_frame;
     // Buffers receivers named for their messages, for the TCP links' readers
     // (landing.hpp; the UCX worker keeps its own, under its lock).
     landing_table landings;

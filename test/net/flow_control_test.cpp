@@ -293,4 +293,44 @@ TEST(net_flow_control, a_message_over_the_peers_max_frame_is_refused_and_the_lin
     EXPECT_NE(refused.find("over its max_frame of 1024 bytes"), std::string::npos) << refused;
 }
 
+// Regression: each message queued before the link that was over the peer's
+// max_frame was logged as a fault of its own, so a program that queued many
+// flooded the log (as sends on their way to a lost peer did). Now the first
+// to each peer is logged, the rest counted in node_stats::unsent and summed
+// up in one line at close.
+TEST(net_flow_control, many_messages_over_the_peers_max_frame_log_one_fault_and_a_sum) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    std::vector<int> got;
+    csp::net::node_stats st;
+    net_test::run_nodes(ns, "frames-many", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        auto acks = self.open(2);
+        if (self.rank() == 1) {
+            got.push_back(inbox.receive<int>());
+            self.send(0, 2, true);
+            return;
+        }
+        const std::vector<char> big(4096);
+        for (int i = 0; i < 100; ++i) self.send(1, 1, big);  // queued before the link exists
+        self.send(1, 1, 1);
+        acks.receive<bool>();
+        self.close();
+        st = self.stats();
+    }, 1, [](int rank, csp::net::node_options& o) {
+        if (rank == 1) o.max_frame = 1024;
+    });
+    EXPECT_EQ(got, (std::vector<int>{1}));
+    EXPECT_EQ(st.unsent, 100u);
+    std::size_t one_by_one = 0, sums = 0;
+    for (const std::string& line : log.lines()) {
+        if (line.find("was not sent: over its max_frame of 1024") != std::string::npos) ++one_by_one;
+        if (line.find("99 more messages to node 1 of job 'frames-many' were not sent after the first: over its max_frame") !=
+            std::string::npos)
+            ++sums;
+    }
+    EXPECT_EQ(one_by_one, 1u) << testing::PrintToString(log.lines());
+    EXPECT_EQ(sums, 1u) << testing::PrintToString(log.lines());
+}
+
 }  // namespace
