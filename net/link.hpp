@@ -79,11 +79,6 @@ public:
     const transport* carrier() const noexcept { return transport_.get(); }
     bool connector_running() const noexcept { return connector_; }
     bool goodbye_sent() const noexcept { return goodbye_sent_; }
-    // Data messages that reached the switch for this link after it ended
-    // (sent before their senders could know): the first is logged, the
-    // rest only counted, so a burst cannot flood the node's fault log.
-    std::size_t refused_after_end() const noexcept { return refused_after_end_; }
-    std::size_t count_refused_after_end() noexcept { return ++refused_after_end_; }
     bool settled() const noexcept {
         return (state_ == link_state::closed || state_ == link_state::lost) && running_ == 0 && !connector_;
     }
@@ -138,7 +133,6 @@ private:
     clock::time_point first_attempt_{};
     int attempts_ = 0;
     std::size_t notices_ = 0;  // notices posted before the link came up
-    std::size_t refused_after_end_ = 0;
     int running_ = 0;          // of the transport's processes
     bool connector_ = false;   // a connector is running
     bool goodbye_sent_ = false;

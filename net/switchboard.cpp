@@ -162,7 +162,7 @@ public:
         core_->stop.poison();
         core_->greeting.shut_all();
         group_.wait();
-        sum_up_unsent();
+        core_->sum_up_unsent();
         leave_nameserver();
         done_.write(true);
     }
@@ -185,25 +185,6 @@ private:
         entry_.connection.reset();
     }
 
-    // Messages of which only the first to each peer was logged (a burst
-    // must not flood the node's fault log), summed up once nothing more
-    // can be sent.
-    void sum_up_unsent() {
-        for (const auto& [peer, l] : links_)
-            if (const std::size_t more = l->refused_after_end(); more > 1)
-                core_->fault(std::to_string(more - 1) + " more messages to " + core_->peer_name(peer) +
-                             " were not sent after the first (sent before their senders could know its link had ended)");
-        std::unordered_map<int, std::size_t> over;
-        {
-            std::lock_guard lk(core_->lock);
-            over = core_->over_max_frame;
-        }
-        for (const auto& [peer, n] : over)
-            if (n > 1)
-                core_->fault(std::to_string(n - 1) + " more messages to " + core_->peer_name(peer) +
-                             " were not sent after the first: over its max_frame");
-    }
-
     // --- inputs -----------------------------------------------------------
 
     void handle(send_request& r) {
@@ -220,12 +201,9 @@ private:
         }
         link& l = *it->second;
         const auto not_sent = [&](const std::string& why) {
-            core_->unsent.fetch_add(1, std::memory_order_relaxed);
-            if (l.count_refused_after_end() == 1)
-                core_->fault("a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
-                             " was not sent: " + why +
-                             " (sent before the sender could know; any more are counted in node_stats::unsent "
-                             "and summed up when this node closes)");
+            core_->not_sent(r.to, unsent_reason::link_ended,
+                            "a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
+                                " was not sent: " + why + " (sent before the sender could know)");
         };
         if (l.error()) return r.frame.notice ? void() : not_sent(l.error()->what());
         if (l.state() == link_state::draining) return r.frame.notice ? void() : not_sent(core_->name() + " is closing");

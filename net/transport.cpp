@@ -260,17 +260,10 @@ std::string connection_lost(int error) {
 bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_max_frame, const outgoing& f) {
     if (f.head.op != opcode::data || peer_max_frame == 0 || f.head.length <= peer_max_frame) return false;
     core.flow.returned(peer, charge_of(f.body.size()));
-    core.unsent.fetch_add(1, std::memory_order_relaxed);
-    bool first;
-    {
-        std::lock_guard lk(core.lock);
-        first = ++core.over_max_frame[peer] == 1;
-    }
-    if (first)
-        core.fault("a message of " + std::to_string(f.head.length) + " bytes to port " + std::to_string(f.head.port) +
-                   " of " + core.peer_name(peer) + " was not sent: over its max_frame of " +
-                   std::to_string(peer_max_frame) +
-                   " (any more are counted in node_stats::unsent and summed up when this node closes)");
+    core.not_sent(peer, unsent_reason::over_max_frame,
+                  "a message of " + std::to_string(f.head.length) + " bytes to port " + std::to_string(f.head.port) +
+                      " of " + core.peer_name(peer) + " was not sent: over its max_frame of " +
+                      std::to_string(peer_max_frame));
     return true;
 }
 

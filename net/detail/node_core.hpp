@@ -10,6 +10,7 @@
 // table are shared with user and inbound processes, under `lock`.
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -92,6 +93,12 @@ struct ucx_look;  // ucx_transport.hpp
 // liveness process: the peer's goodbye arrived over UCX (empty), or why its
 // stream cannot go on.
 using ucx_news = csp::channel<std::string>;
+
+// Why a message a send() accepted never left (node_core::not_sent).
+enum class unsent_reason : std::uint8_t {
+    link_ended,      // it reached the switch after its link had ended
+    over_max_frame,  // queued before the link, over the peer's max_frame
+};
 
 struct node_core;
 
@@ -232,11 +239,9 @@ struct node_core {
     std::atomic<std::size_t> taken_polling{0};   // messages a polling receiver took from the worker (poll_port)
     std::atomic<std::size_t> late_wakeups{0};    // node_stats::late_wakeups
     std::atomic<std::size_t> leftovers{0};       // node_stats::leftovers
-    std::atomic<std::size_t> unsent{0};          // node_stats::unsent
-    // Per peer, messages dropped for being over its max_frame (transport.hpp,
-    // dropped_over_peer_max_frame): the first is logged, the rest summed up
-    // at close. Under `lock`.
-    std::unordered_map<int, std::size_t> over_max_frame;
+    std::atomic<std::size_t> unsent{0};          // node_stats::unsent (not_sent)
+    // Per (peer, reason), how many messages not_sent counted: under `lock`.
+    std::map<std::pair<int, unsent_reason>, std::size_t> unsent_by_reason;
     // Buffers receivers named for their messages, for the TCP links' readers
     // (landing.hpp; the UCX worker keeps its own, under its lock).
     landing_table landings;
@@ -307,6 +312,35 @@ struct node_core {
         log_fault(what);
     }
     void log_fault(const std::string& what) const;
+
+    // A message a send() accepted that will never leave: counted in
+    // node_stats::unsent; `line` (what was not sent, and why) is logged only
+    // for the first to `peer` for `why`, so a burst cannot flood the fault
+    // log and push the cause out of faults(). sum_up_unsent logs the rest,
+    // one line per peer and reason, when the node closes.
+    void not_sent(int peer, unsent_reason why, const std::string& line) {
+        unsent.fetch_add(1, std::memory_order_relaxed);
+        bool first;
+        {
+            std::lock_guard lk(lock);
+            first = ++unsent_by_reason[{peer, why}] == 1;
+        }
+        if (first) fault(line + " (any more are counted in node_stats::unsent and summed up when this node closes)");
+    }
+    void sum_up_unsent() {
+        std::map<std::pair<int, unsent_reason>, std::size_t> counted;
+        {
+            std::lock_guard lk(lock);
+            counted = unsent_by_reason;
+        }
+        for (const auto& [at, n] : counted)
+            if (n > 1)
+                fault(std::to_string(n - 1) + " more messages to " + peer_name(at.first) +
+                      " were not sent after the first: " +
+                      (at.second == unsent_reason::link_ended
+                           ? "sent before their senders could know its link had ended"
+                           : "over its max_frame"));
+    }
 };
 
 }  // namespace csp::net::detail
