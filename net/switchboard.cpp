@@ -410,21 +410,40 @@ private:
     // every port once no peer is left that could send to it (port.hpp). The
     // inbound process delivered all the peer's messages before it reported
     // the goodbye, so they come first.
+    // A port told only because this was the last sender says so: its
+    // receive waited for any node, and "node 1 has left" alone reads as if
+    // node 1 were the one it waited for.
     void announce_departure(const link& l) {
-        std::vector<std::shared_ptr<port_entry>> ports;
+        struct told {
+            std::shared_ptr<port_entry> entry;
+            port_id id;
+            bool last_sender;  // told only because no node is left that could send to it
+        };
+        std::vector<told> ports;
         {
             std::lock_guard lk(core_->lock);
             const bool no_sender_left = core_->size > 0 && core_->departed.size() >= std::size_t(core_->size - 1);
-            for (auto& [id, entry] : core_->ports)
-                if (no_sender_left || core_->every_departure.count(id)) ports.push_back(entry);
+            for (auto& [id, entry] : core_->ports) {
+                const bool each = core_->every_departure.count(id) != 0;
+                if (no_sender_left || each) ports.push_back({entry, id, !each});
+            }
         }
-        for (auto& entry : ports) tell(*entry, l);
+        for (auto& [entry, id, last_sender] : ports) {
+            if (!last_sender) {
+                tell(*entry, l);
+                continue;
+            }
+            std::string why = l.error()->what();
+            why += "; no node of the job is left that could send to port " + std::to_string(id) +
+                   " of node " + std::to_string(core_->rank);
+            tell(*entry, l, std::make_shared<const peer_error>(l.peer(), why));
+        }
     }
 
-    void tell(port_entry& port, const link& l) {
+    void tell(port_entry& port, const link& l, std::shared_ptr<const peer_error> failure = nullptr) {
         message m;
         m.source = l.peer();
-        m.failure = l.error();
+        m.failure = failure ? std::move(failure) : l.error();
         port.deliver(*core_, std::move(m));
     }
 

@@ -410,6 +410,10 @@ TEST(net_departures, a_receive_waiting_on_the_only_sender_that_left_fails_naming
         } catch (const csp::net::peer_error& e) {
             EXPECT_EQ(e.peer(), 1);
             EXPECT_NE(std::string(e.what()).find("node 1 of job 'leave-1' has left"), std::string::npos) << e.what();
+            // it says why a receive from any node ends with this one
+            EXPECT_NE(std::string(e.what()).find("no node of the job is left that could send to port 5 of node 0"),
+                      std::string::npos)
+                << e.what();
         }
         EXPECT_LT(csp::clock::now() - start, 5s);
     });
@@ -445,6 +449,9 @@ TEST(net_departures, a_port_hears_a_departure_once_no_peer_is_left_to_send) {
         } catch (const csp::net::peer_error& e) {
             EXPECT_EQ(e.peer(), 2);
             EXPECT_NE(std::string(e.what()).find("has left"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("no node of the job is left that could send to port 5 of node 0"),
+                      std::string::npos)
+                << e.what();
         }
     });
 }
@@ -465,6 +472,8 @@ TEST(net_departures, a_port_opened_to_hear_each_departure_hears_every_one) {
                 ADD_FAILURE() << "a message came where a departure was expected";
             } catch (const csp::net::peer_error& e) {
                 left.push_back(e.peer());
+                // each departure in its own words, the last one's too
+                EXPECT_EQ(std::string(e.what()).find("no node of the job is left"), std::string::npos) << e.what();
             }
         }
         std::sort(left.begin(), left.end());
