@@ -2,15 +2,18 @@
 
 #include <mutex>
 
+#include "csp/detail/source_place.hpp"
 #include "csp/error.hpp"
 
 namespace csp {
 
-barrier::barrier(std::size_t enrolled, std::string name)
-    : enrolled_(enrolled), name_(std::move(name)) {}
+barrier::barrier(std::size_t enrolled, std::string name, std::source_location at)
+    : enrolled_(enrolled), name_(std::move(name)), made_at_(at) {}
 
 std::string barrier::label() const {
-    return name_.empty() ? "barrier" : "barrier '" + name_ + "'";
+    if (!name_.empty()) return "barrier '" + name_ + "'";
+    if (made_at_.line() == 0) return "barrier";
+    return "barrier (made at " + detail::source_place(made_at_) + ")";
 }
 
 void barrier::enroll(std::size_t n) {

@@ -5,6 +5,7 @@
 // everyone else already waiting completes the phase.
 #include <cstddef>
 #include <cstdint>
+#include <source_location>
 #include <string>
 
 #include "csp/spinlock.hpp"
@@ -14,7 +15,10 @@ namespace csp {
 
 class barrier final : public wait_site {
 public:
-    explicit barrier(std::size_t enrolled = 0, std::string name = {});
+    // An unnamed barrier is labelled by where it was made ("barrier (made at
+    // sim.cpp:40)"), as a channel is, so a deadlock report points at the code.
+    explicit barrier(std::size_t enrolled = 0, std::string name = {},
+                     std::source_location at = std::source_location::current());
     barrier(const barrier&) = delete;
     barrier& operator=(const barrier&) = delete;
 
@@ -40,6 +44,7 @@ private:
     std::size_t arrived_ = 0;
     std::uint64_t phase_ = 0;
     std::string name_;
+    std::source_location made_at_;
 };
 
 }  // namespace csp

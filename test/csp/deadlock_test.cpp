@@ -81,6 +81,19 @@ TEST_P(deadlock_test, unnamed_channels_and_replicated_processes_say_where_they_w
     EXPECT_EQ(csp::channel<int>("jobs").label(), "channel 'jobs'");
 }
 
+// Regression: an unnamed barrier showed in the report as "barrier" alone,
+// which does not say which of a program's barriers it was.
+TEST_P(deadlock_test, an_unnamed_barrier_in_the_report_says_where_it_was_made) {
+    csp::barrier b(2);
+    const int barrier_line = __LINE__ - 1;
+    const std::string report = csp_test::deadlock_report([&] { b.sync(); }, opts());
+    EXPECT_NE(report.find("is blocked syncing on barrier (made at deadlock_test.cpp:" + std::to_string(barrier_line) +
+                          ")"),
+              std::string::npos)
+        << report;
+    EXPECT_EQ(csp::barrier(1, "phase").label(), "barrier 'phase'");
+}
+
 TEST_P(deadlock_test, a_process_waiting_on_a_timer_is_not_deadlocked) {
     csp::channel<int> c;
     int got = 0;
