@@ -11,6 +11,7 @@
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/handoff.hpp"
 #include "csp/detail/runtime_core.hpp"
+#include "csp/detail/thread_census.hpp"
 
 namespace csp {
 
@@ -52,8 +53,16 @@ int waiter::wait_timed(clock::time_point deadline, int timeout_index) {
     return state();  // a partner committed first; its wake was stale or consumed
 }
 
+bool waiter::nobody_could_wake() noexcept {
+    return detail::thread_census::only_thread() && commit(aborted);
+}
+
 void waiter::throw_aborted() const {
-    throw deadlock_error(proc_ ? proc_->runtime()->deadlock_report() : "deadlock");
+    if (proc_ != nullptr) throw deadlock_error(proc_->runtime()->deadlock_report());
+    std::string what = "deadlock: the program's only thread is blocked";
+    if (site_ != nullptr) site_->describe(what.append(" "));
+    what += " outside any csp runtime, and no other thread exists that could wake it";
+    throw deadlock_error(what);
 }
 
 void waiter::wake_fiber() noexcept {

@@ -109,6 +109,7 @@ public:
     // Returns the committed state.
     int wait(clock::time_point deadline = clock::time_point::max(), int timeout_index = retry) {
         if (deadline == clock::time_point::max()) {
+            if (proc_ == nullptr && abortable && nobody_could_wake()) return aborted;
             suspend_published();
             return state();
         }
@@ -136,6 +137,11 @@ private:
     int wait_timed(clock::time_point deadline, int timeout_index);
     void wake_fiber() noexcept;
     void suspend_published();
+    // A plain thread about to wait for good while it is the process's only
+    // thread (so no runtime runs either): commits the waiter to `aborted`,
+    // as the runtime's deadlock detector does for a process. Go reports the
+    // same program ("all goroutines are asleep").
+    bool nobody_could_wake() noexcept;
 
     std::atomic<int> state_{waiting};
     boost::fibers::context* ctx_;

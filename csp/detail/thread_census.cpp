@@ -1,5 +1,7 @@
 #include "csp/detail/thread_census.hpp"
 
+#include <dirent.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,20 @@ long kernel_thread_count() noexcept {
 }
 
 }  // namespace
+
+bool only_thread() noexcept {
+    // Lists /proc/self/task up to its second thread, which is cheaper than
+    // reading the whole of /proc/self/status.
+    DIR* tasks = ::opendir("/proc/self/task");
+    if (tasks == nullptr) return false;
+    int seen = 0;
+    while (const dirent* e = ::readdir(tasks)) {
+        if (e->d_name[0] == '.') continue;
+        if (++seen > 1) break;
+    }
+    ::closedir(tasks);
+    return seen == 1;
+}
 
 void worker_entered() noexcept { workers.fetch_add(1); }
 void worker_left() noexcept { workers.fetch_sub(1); }

@@ -24,4 +24,9 @@ void begin_walk() noexcept;
 // if the kernel cannot say: true.
 bool others_alive() noexcept;
 
+// Whether the calling thread is the process's only one (so, with no runtime
+// running, nothing could ever complete a wait it starts). False if the
+// kernel cannot say. About 2 us: asked only by a plain thread about to block.
+bool only_thread() noexcept;
+
 }  // namespace csp::detail::thread_census

@@ -1,3 +1,7 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -155,6 +159,69 @@ TEST_P(deadlock_test, a_deadlock_after_the_last_external_party_left_is_still_fou
         },
         opts());
     EXPECT_NE(report.find("reading from channel 'forever'"), std::string::npos) << report;
+}
+
+// Regression: a channel operation, a select or a barrier sync on the
+// program's only thread, outside any runtime, waited for ever in silence
+// (Go reports the same program: "all goroutines are asleep"). Each runs in
+// a child process, where the test's own threads do not exist.
+template <class Body>
+void expect_lone_thread_deadlock(Body body, const std::string& expected) {
+    EXPECT_EXIT(
+        {
+            ::alarm(20);  // a hang fails the test with SIGALRM
+            try {
+                body();
+            } catch (const csp::deadlock_error& e) {
+                const std::string what = e.what();
+                if (what.find(expected) != std::string::npos &&
+                    what.find("no other thread exists that could wake it") != std::string::npos)
+                    std::_Exit(0);
+                std::fprintf(stderr, "%s\n", what.c_str());
+                std::_Exit(2);
+            }
+            std::_Exit(1);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+TEST(deadlock_outside_a_runtime, the_programs_only_thread_blocked_for_good_gets_a_deadlock_error) {
+    csp::channel<int> c;
+    const int line = __LINE__ - 1;
+    expect_lone_thread_deadlock([&] { c.writer().write(1); },
+                                "the program's only thread is blocked writing to channel#");
+    expect_lone_thread_deadlock([&] { c.reader().read(); },
+                                "reading from " + c.label());
+    EXPECT_NE(c.label().find("(made at deadlock_test.cpp:" + std::to_string(line) + ")"), std::string::npos);
+    expect_lone_thread_deadlock(
+        [&] {
+            int v;
+            csp::channel<int> d{"d"};
+            csp::select(csp::input(c.reader(), v), csp::input(d.reader(), v));
+        },
+        "the program's only thread is blocked");
+    csp::barrier b(2, "phase");
+    expect_lone_thread_deadlock([&] { b.sync(); }, "blocked syncing on barrier 'phase'");
+}
+
+// What may still come is not a deadlock: a select with a timeout, and a
+// thread that will write.
+TEST(deadlock_outside_a_runtime, a_timed_wait_or_a_thread_that_will_write_is_no_deadlock) {
+    EXPECT_EXIT(
+        {
+            ::alarm(20);
+            csp::channel<int> c;
+            int v = 0;
+            if (csp::select(csp::input(c.reader(), v), csp::timeout(20ms)) != 1) std::_Exit(3);
+            std::thread t([w = c.writer()] {
+                std::this_thread::sleep_for(50ms);
+                w.write(5);
+            });
+            v = c.reader().read();
+            t.join();
+            std::_Exit(v == 5 ? 0 : 4);
+        },
+        ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
