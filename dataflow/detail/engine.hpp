@@ -194,8 +194,19 @@ public:
             refused = std::current_exception();
             mine.refused = "an exception that is not a std::exception";
         }
-        if (opt_.agree) agree(std::move(mine), refused);
-        else if (refused) std::rethrow_exception(refused);
+        if (!opt_.agree) {
+            if (refused) std::rethrow_exception(refused);
+            return;
+        }
+        try {
+            agree(std::move(mine), refused);
+        } catch (...) {
+            // An agreement that failed (a rank lost or gone before it sent
+            // its summary) may leave other ranks' summaries here, or on
+            // their way: they belong to a call this rank made.
+            forget_call();
+            throw;
+        }
     }
 
     run_stats run() {
@@ -218,7 +229,7 @@ public:
         // it may still be here or on their way; after success, a rank that
         // failed later may still send its abort here. Neither must read as
         // a message of a call this rank did not make.
-        if constexpr (requires { comm_.forget(tag_); }) comm_.forget(tag_);
+        forget_call();
         if (failed_) std::rethrow_exception(failed_);
         return stats_;
     }
@@ -226,6 +237,11 @@ public:
     graph_trace take_trace() { return std::move(trace_); }
 
 private:
+    // Nothing of this run takes a message of its call any more.
+    void forget_call() {
+        if constexpr (requires { comm_.forget(tag_); }) comm_.forget(tag_);
+    }
+
     // Where output i of a local task goes.
     struct route {
         int rank = 0;
