@@ -202,12 +202,22 @@ private:
             tag_ = comm_->next_tag(stream_);
         }
         landing_ = whole;
-        if (whole) land();
-        for (std::size_t i = 0; i < neighbours_.size(); ++i) {
-            if (neighbours_[i] == no_rank) continue;
-            const tag t = tag_.step(static_cast<std::uint8_t>(i));
-            if (lend_ || whole) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
-            else comm_->send(neighbours_[i], t, out_[i]);
+        // A send that fails (a neighbour lost or gone) fails the step at
+        // every rank of the stream, as a failed receive in finish() does:
+        // the other neighbours would otherwise wait for this rank's rows.
+        try {
+            detail::guarded_from(*comm_, tag_, stream_, "neighbour exchange", [&] {
+                if (whole) land();
+                for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+                    if (neighbours_[i] == no_rank) continue;
+                    const tag t = tag_.step(static_cast<std::uint8_t>(i));
+                    if (lend_ || whole) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
+                    else comm_->send(neighbours_[i], t, out_[i]);
+                }
+            });
+        } catch (...) {
+            started_ = false;
+            throw;
         }
     }
 

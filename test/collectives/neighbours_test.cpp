@@ -3,13 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
 #include <span>
 #include <type_traits>
 #include <vector>
 
 #include "collectives/collectives.hpp"
 #include "collectives/net_communicator.hpp"
+#include "collectives/revocation.hpp"
 #include "csp/runtime.hpp"
+#include "csp/timer.hpp"
 #include "net/net.hpp"
 #include "test/net/net_fixture.hpp"
 
@@ -276,4 +281,64 @@ TEST(halo_errors, a_blocked_receive_names_its_source_and_tag_in_the_deadlock_rep
     EXPECT_NE(report.find("process 'rank 0' is blocked waiting for a message from rank 1 with tag (stream 1, call 7, step 2)"),
               std::string::npos)
         << report;
+}
+
+// Regression: a row that start() could not send (its neighbour had left)
+// failed that rank's exchange alone, so the neighbour on its other side
+// waited for a row that never came until the failing rank closed its node,
+// and the failed step's rows were logged at close as messages of "a call
+// this rank did not make". A failed send now fails the step at every rank of
+// the stream, as a failed receive does. A column of three nodes: rank 0
+// leaves, rank 1's first send (to rank 0) fails, rank 2 waits for rank 1's
+// row; rank 1 keeps its node open for 2 s after its failure.
+TEST(halo_errors, a_row_that_could_not_be_sent_fails_the_step_at_every_rank) {
+    std::mutex lock;
+    std::vector<std::string> lines;
+    auto previous = csp::net::set_log_sink([&](const std::string& line) {
+        std::lock_guard lk(lock);
+        lines.push_back(line);
+    });
+    std::string rank2_error;
+    csp::clock::duration rank2_waited{};
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, "halo-send-fails", 3, [&](csp::net::node& self) {
+        auto departures = self.open(7, csp::net::departures::each);
+        {
+            cc::net_communicator comm(self);
+            const int n = 16;
+            std::vector<double> t(4 * n, 1.0);
+            auto halo = cc::make_neighbour_exchange<double>(
+                comm, cc::cartesian({3}).neighbours(comm.rank()),
+                {std::span<const double>(&t[n], n), std::span<const double>(&t[2 * n], n)},
+                {std::span<double>(&t[0], n), std::span<double>(&t[3 * n], n)}, cc::stream{1});
+            if (self.rank() == 1) {
+                EXPECT_THROW(departures.receive(), csp::net::peer_error);  // rank 0 has left
+                EXPECT_THROW(halo.exchange(), csp::net::peer_error);
+                csp::sleep_for(std::chrono::seconds(2));
+            } else if (self.rank() == 2) {
+                const auto start = csp::clock::now();
+                try {
+                    halo.exchange();
+                    ADD_FAILURE() << "rank 2's exchange returned without rank 1's row";
+                } catch (const cc::revoked_by_peer_error& e) {
+                    rank2_error = e.what();
+                    EXPECT_EQ(e.peer(), 0);
+                } catch (const std::exception& e) {
+                    rank2_error = e.what();
+                    ADD_FAILURE() << "rank 2: " << e.what();
+                }
+                rank2_waited = csp::clock::now() - start;
+            }
+        }
+        self.close();
+        std::lock_guard lk(lock);
+        for (const auto& f : self.faults()) lines.push_back("rank " + std::to_string(self.rank()) + " fault: " + f);
+    });
+    csp::net::set_log_sink(previous);
+    EXPECT_NE(rank2_error.find("rank 1's neighbour exchange (call 0 of stream 1) failed: node 0 of job 'halo-send-fails'"),
+              std::string::npos)
+        << rank2_error;
+    EXPECT_LT(rank2_waited, std::chrono::milliseconds(1500));  // not when rank 1 closed, 2 s on
+    for (const auto& l : lines)
+        if (l.find("no collective call took") != std::string::npos) ADD_FAILURE() << "logged: " << l;
 }
