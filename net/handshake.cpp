@@ -89,7 +89,9 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         } catch (...) {
         }
     };
-    auto refuse = [&](const std::string& reason) {
+    auto refuse = [&](std::string reason) {
+        // The socket helpers' errors name the connection already.
+        if (reason.starts_with(what + ": ")) reason.erase(0, what.size() + 2);
         core->fault("refused " + what + ": " + reason);
         answer_refusal(reason);
     };
@@ -116,8 +118,9 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
             return refuse("wrong token");
         core->flow.learnt(peer, hello.limits);  // proved: the limits are the peer's
     } catch (const closed_before_data&) {
-        // Hung up between frames: a port probe, or a peer's connector
-        // stopped by its own node's close (the losing half of a crossing,
+        // Hung up between frames (seen by a read, or by the write of the
+        // challenge): a port probe, or a peer's connector stopped by its
+        // own node's close or failure (the losing half of a crossing,
         // before its hello or its proof). Nothing malformed came, so there
         // is nothing to refuse and no fault; a frame cut short is one.
         return;

@@ -194,6 +194,11 @@ void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadlin
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             if (!wait_until(fd, csp::io::interest::write, deadline, stop))
                 throw net_error(what + ": timed out waiting to write");
+        } else if ((errno == EPIPE || errno == ECONNRESET) && done == 0) {
+            // The peer hung up before this write began: nothing was cut,
+            // as a read that meets the end before its first byte.
+            throw closed_before_data(what + ": the peer hung up (" + error_text(errno) + ") before any of " +
+                                     std::to_string(n) + " bytes were written");
         } else if (errno != EINTR) {
             throw net_error(what + ": " + error_text(errno));
         }

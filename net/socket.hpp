@@ -75,8 +75,9 @@ unique_fd connect_to(const endpoint& to, clock::time_point deadline, give_up sto
                      const std::string& congestion = {});
 
 // The connection ended (end of file, or reset) before the first byte a
-// read_exact expected: for a frame, a hang-up between frames rather than a
-// cut one.
+// read_exact expected, or before write_all could write its first byte (the
+// peer had hung up: EPIPE, ECONNRESET): for a frame, a hang-up between
+// frames rather than a cut one.
 class closed_before_data : public net_error {
 public:
     using net_error::net_error;
@@ -84,7 +85,7 @@ public:
 
 // Reads exactly n bytes / writes all n bytes, or throws net_error (`what`
 // names the connection in the message; closed_before_data if not one byte
-// came).
+// came, or none could go).
 void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, const std::string& what,
                 give_up stop = nullptr);
 void write_all(int fd, const void* buf, std::size_t n, clock::time_point deadline, const std::string& what,

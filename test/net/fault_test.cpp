@@ -216,14 +216,17 @@ TEST(net_faults, a_connection_closed_before_its_first_byte_is_no_fault_one_cut_i
             const auto faults = n.faults();
             ASSERT_EQ(faults.size(), 1u) << testing::PrintToString(faults);
             EXPECT_NE(faults[0].find("closed after 10 of 32 expected bytes"), std::string::npos) << faults[0];
+            // Regression: the line named the connection twice ("refused
+            // connection from A: connection from A: connection closed ...").
+            const auto first = faults[0].find("connection from ");
+            ASSERT_NE(first, std::string::npos) << faults[0];
+            EXPECT_EQ(faults[0].find("connection from ", first + 1), std::string::npos) << faults[0];
         },
         0);
     EXPECT_TRUE(silent.empty());
     EXPECT_FALSE(cut.empty());  // a refusal frame
 }
 
-// Regression: the fault log kept every entry, so a stranger connecting in a
-// loop grew the node's memory without limit.
 // Regression: a peer's connector reset (rather than closed) by its node's
 // close before its hello was logged as "Connection reset by peer". A reset
 // between frames is a hang-up like end of file.
@@ -245,6 +248,8 @@ TEST(net_faults, a_connection_reset_before_its_first_byte_is_no_fault) {
         0);
 }
 
+// Regression: the fault log kept every entry, so a stranger connecting in a
+// loop grew the node's memory without limit.
 TEST(net_faults, the_fault_log_keeps_a_bounded_window_and_counts_every_fault) {
     constexpr int strangers = 300;
     with_stranger(
