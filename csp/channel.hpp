@@ -75,8 +75,10 @@ public:
     // runtime has it and no outside thread is presumed to act through it.
     void touched() noexcept {
         if (outside_.load(std::memory_order_relaxed)) [[unlikely]] {
-            if ((current_process() != nullptr || ends_entering_process != 0) && outside_.exchange(false))
+            if ((current_process() != nullptr || ends_entering_process != 0) && outside_.exchange(false)) {
                 core_->outside_holder_removed();
+                core_->taken_into_this_runtime();
+            }
         }
     }
 

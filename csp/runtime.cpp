@@ -86,6 +86,7 @@ struct run_scope::workers {
 };
 
 run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size, o.threads)) {
+    thread_census::runtime_started();
     thread_census::worker_entered();
     runtime_of_this_thread = core_.get();
     prime_lazy_bindings();
@@ -127,6 +128,7 @@ run_scope::~run_scope() {
     }
     runtime_of_this_thread = nullptr;
     thread_census::worker_left();
+    thread_census::runtime_ended();
 }
 
 }  // namespace csp::detail

@@ -1,4 +1,5 @@
 #include "csp/detail/channel_core.hpp"
+#include "csp/detail/runtime_core.hpp"
 
 // channel_base's error paths and descriptions: cold, so compiled here once
 // rather than in every file that uses a channel.
@@ -9,6 +10,15 @@ std::string channel_base::label() const {
     std::string l = "channel#" + std::to_string(id_);
     if (made_at_.line() != 0) l.append(" (made at ").append(source_place(made_at_)).append(")");
     return l;
+}
+
+void channel_base::taken_into_this_runtime() noexcept {
+    const process_record* p = current_process();
+    const void* rt = p != nullptr ? static_cast<const void*>(p->runtime()) : static_cast<const void*>(runtime_of_this_thread);
+    if (rt == nullptr) return;
+    const void* first = nullptr;
+    if (!first_runtime_.compare_exchange_strong(first, rt, std::memory_order_relaxed) && first != rt)
+        between_runtimes_.store(true, std::memory_order_relaxed);
 }
 
 void channel_base::throw_poisoned() const { throw poisoned_error(label()); }

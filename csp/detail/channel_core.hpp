@@ -119,15 +119,30 @@ public:
     // (channel.hpp). A process waiting on such a channel may be woken by a
     // thread outside the runtimes, if there is one (thread_census.hpp), so it
     // is not reported as deadlocked.
+    //
+    // Such ends taken by processes of two runtimes (two csp::run on two
+    // threads, sharing a channel made in main) make the channel one between
+    // runtimes: while more than one runtime runs, a process of one may be
+    // woken by a process of the other, which the first one's detector cannot
+    // see, so it is not reported either (a report missed, never a false one).
     void outside_holder_added() noexcept { outside_holders_.fetch_add(1, std::memory_order_relaxed); }
     void outside_holder_removed() noexcept { outside_holders_.fetch_sub(1, std::memory_order_relaxed); }
     int outside_holders() const noexcept { return outside_holders_.load(std::memory_order_relaxed); }
+    // An outside end was taken by a process of the calling thread's runtime
+    // (channel_base.cpp; cold: once per such end).
+    void taken_into_this_runtime() noexcept;
     bool reachable_from_outside() const noexcept {
-        return outside_holders() > 0 && thread_census::others_alive();
+        // An end not taken yet may be about to enter another running
+        // runtime (whose thread the census counts as a worker from its start).
+        const bool another_runtime = thread_census::runtimes_running() > 1;
+        return (outside_holders() > 0 && (another_runtime || thread_census::others_alive())) ||
+               (between_runtimes_.load(std::memory_order_relaxed) && another_runtime);
     }
 
 protected:
     std::atomic<int> outside_holders_{0};
+    std::atomic<const void*> first_runtime_{nullptr};  // the first runtime that took an outside end
+    std::atomic<bool> between_runtimes_{false};
 
     // After a partner committed our node: throw unless the operation happened.
     void finish(const wait_node& n, side s) const {

@@ -12,6 +12,7 @@ namespace csp::detail::thread_census {
 namespace {
 
 std::atomic<long> workers{0};
+std::atomic<long> runtimes{0};
 thread_local int cached = -1;  // -1: not asked during this walk; else 0 or 1
 
 // The process's thread count from /proc/self/status, or -1.
@@ -46,6 +47,9 @@ bool only_thread() noexcept {
     return seen == 1;
 }
 
+void runtime_started() noexcept { runtimes.fetch_add(1); }
+void runtime_ended() noexcept { runtimes.fetch_sub(1); }
+long runtimes_running() noexcept { return runtimes.load(); }
 void worker_entered() noexcept { workers.fetch_add(1); }
 void worker_left() noexcept { workers.fetch_sub(1); }
 void begin_walk() noexcept { cached = -1; }

@@ -16,6 +16,11 @@ namespace csp::detail::thread_census {
 // starts and as it stops being one.
 void worker_entered() noexcept;
 void worker_left() noexcept;
+// Called by run() as a runtime starts and as it ends.
+void runtime_started() noexcept;
+void runtime_ended() noexcept;
+// How many runtimes are running in the process.
+long runtimes_running() noexcept;
 
 // For one walk of the deadlock detector (runtime_core::find_deadlock): forget
 // the previous answer; the next others_alive() on this thread asks the kernel.

@@ -186,4 +186,39 @@ TEST_P(end_holders, a_program_without_threads_of_its_own_gets_the_report_for_an_
         ::testing::ExitedWithCode(0), "");
 }
 
+// Regression: two runtimes on two threads sharing a channel made in main:
+// runtime A's only process waited to read while runtime B's slept before
+// writing, and A reported a deadlock, since every thread alive was some
+// runtime's worker and the ends had been taken by processes. An outside end
+// taken into two runtimes makes the channel one between them, not reported
+// while both run.
+TEST_P(end_holders, a_channel_between_two_runtimes_is_no_deadlock_while_both_run) {
+    const csp::runtime_options o = opts();
+    for (int round = 0; round < 3; ++round) {
+        csp::channel<int> c{"between"};
+        auto r = c.reader();
+        auto w = c.writer();
+        std::string b_error;
+        std::thread b([w, o, &b_error] {
+            try {
+                csp::run([w] {
+                    csp::sleep_for(50ms);
+                    w.write(42);
+                }, o);
+            } catch (const std::exception& e) {
+                b_error = e.what();
+            }
+        });
+        int got = 0;
+        try {
+            got = csp::run([r] { return r.read(); }, o);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "runtime A: " << e.what();
+        }
+        b.join();
+        EXPECT_EQ(got, 42);
+        EXPECT_EQ(b_error, "");
+    }
+}
+
 }  // namespace
