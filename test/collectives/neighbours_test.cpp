@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <span>
 #include <type_traits>
@@ -292,12 +291,7 @@ TEST(halo_errors, a_blocked_receive_names_its_source_and_tag_in_the_deadlock_rep
 // leaves, rank 1's first send (to rank 0) fails, rank 2 waits for rank 1's
 // row; rank 1 keeps its node open for 2 s after its failure.
 TEST(halo_errors, a_row_that_could_not_be_sent_fails_the_step_at_every_rank) {
-    std::mutex lock;
-    std::vector<std::string> lines;
-    auto previous = csp::net::set_log_sink([&](const std::string& line) {
-        std::lock_guard lk(lock);
-        lines.push_back(line);
-    });
+    const net_test::captured_log log;
     std::string rank2_error;
     csp::clock::duration rank2_waited{};
     csp::net::nameserver ns;
@@ -331,14 +325,11 @@ TEST(halo_errors, a_row_that_could_not_be_sent_fails_the_step_at_every_rank) {
             }
         }
         self.close();
-        std::lock_guard lk(lock);
-        for (const auto& f : self.faults()) lines.push_back("rank " + std::to_string(self.rank()) + " fault: " + f);
     });
-    csp::net::set_log_sink(previous);
     EXPECT_NE(rank2_error.find("rank 1's neighbour exchange (call 0 of stream 1) failed: node 0 of job 'halo-send-fails'"),
               std::string::npos)
         << rank2_error;
     EXPECT_LT(rank2_waited, std::chrono::milliseconds(1500));  // not when rank 1 closed, 2 s on
-    for (const auto& l : lines)
+    for (const auto& l : log.lines())  // every fault is logged too
         if (l.find("no collective call took") != std::string::npos) ADD_FAILURE() << "logged: " << l;
 }
