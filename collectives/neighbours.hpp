@@ -185,7 +185,6 @@ private:
     // whole: exchange(), which finishes before the caller can touch a row.
     void start(bool whole) {
         if (started_) throw usage_error("neighbour_exchange: start() twice without finish()");
-        started_ = true;
         if constexpr (expects) {
             // The next step's rows are announced before this step's go out:
             // a neighbour can send its next row only after it got ours, so
@@ -205,20 +204,17 @@ private:
         // A send that fails (a neighbour lost or gone) fails the step at
         // every rank of the stream, as a failed receive in finish() does:
         // the other neighbours would otherwise wait for this rank's rows.
-        try {
-            detail::guarded_from(*comm_, tag_, stream_, "neighbour exchange", [&] {
-                if (whole) land();
-                for (std::size_t i = 0; i < neighbours_.size(); ++i) {
-                    if (neighbours_[i] == no_rank) continue;
-                    const tag t = tag_.step(static_cast<std::uint8_t>(i));
-                    if (lend_ || whole) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
-                    else comm_->send(neighbours_[i], t, out_[i]);
-                }
-            });
-        } catch (...) {
-            started_ = false;
-            throw;
-        }
+        // A start that throws leaves the exchange not started.
+        detail::guarded_from(*comm_, tag_, stream_, "neighbour exchange", [&] {
+            if (whole) land();
+            for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+                if (neighbours_[i] == no_rank) continue;
+                const tag t = tag_.step(static_cast<std::uint8_t>(i));
+                if (lend_ || whole) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
+                else comm_->send(neighbours_[i], t, out_[i]);
+            }
+        });
+        started_ = true;
     }
 
     // Names each receive buffer for its row of this exchange (net
