@@ -13,11 +13,10 @@
 #include "net/codec.hpp"
 #include "net/errors.hpp"
 #include "net/payload.hpp"
+#include "net/port_id.hpp"
 #include "net/type_fingerprint.hpp"
 
 namespace csp::net {
-
-using port_id = std::uint32_t;
 
 struct message {
     int source = -1;      // rank of the sending node
@@ -40,7 +39,7 @@ struct message {
         if constexpr (!std::is_same_v<std::remove_cvref_t<T>, payload>) {
             if (type != 0 && type != type_fingerprint<T>())
                 throw decode_error("a message sent as " + type_name_of(type) + " (from node " +
-                                   std::to_string(source) + " to port " + std::to_string(port) +
+                                   std::to_string(source) + " to " + port_text(port) +
                                    ") cannot be received as " + type_name<std::remove_cvref_t<T>>());
         }
     }
@@ -58,7 +57,7 @@ struct message {
         using V = std::vector<E>;
         if (type != 0 && type != type_fingerprint<V>())
             throw decode_error("a message sent as " + type_name_of(type) + " (from node " + std::to_string(source) +
-                               " to port " + std::to_string(port) + ") cannot be received as elements of " +
+                               " to " + port_text(port) + ") cannot be received as elements of " +
                                type_name<E>() + ": that takes a " + type_name<V>() + " or a span of them");
         return net::view<E>(body);
     }
@@ -71,7 +70,7 @@ struct message {
         const auto in = elements<std::remove_cv_t<E>>();
         if (in.size() > out.size())
             throw decode_error("a message of " + std::to_string(in.size()) + " " + type_name<std::remove_cv_t<E>>() +
-                               " (from node " + std::to_string(source) + " to port " + std::to_string(port) +
+                               " (from node " + std::to_string(source) + " to " + port_text(port) +
                                ") does not fit a buffer of " + std::to_string(out.size()));
         // Already there when it landed in `out` (landing.hpp).
         if (!in.empty() && static_cast<const void*>(in.data()) != static_cast<const void*>(out.data()))

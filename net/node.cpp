@@ -330,7 +330,7 @@ port node::open(port_id id, departures heard) {
     {
         std::lock_guard lk(core_->lock);
         if (auto it = core_->claimed.find(id); it != core_->claimed.end())
-            throw usage_error("port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+            throw usage_error(port_text(id) + " of node " + std::to_string(core_->rank) +
                               " is reserved: " + it->second + " owns it; use another port id");
         core_->opened.insert(id);
         if (heard == departures::each) core_->every_departure.insert(id);
@@ -343,13 +343,13 @@ port node::open(port_id id, departures heard) {
 void node::reserve(port_id id, const std::string& owner, departures heard) {
     std::lock_guard lk(core_->lock);
     if (auto it = core_->claimed.find(id); it != core_->claimed.end())
-        throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+        throw usage_error(owner + ": " + port_text(id) + " of node " + std::to_string(core_->rank) +
                           " is already owned by " + it->second);
     // A port the program opened already would split its messages with
     // the owner just as well. (Messages may be waiting in it: a peer's
     // owner can have sent before this one claimed.)
     if (core_->opened.count(id))
-        throw usage_error(owner + ": port " + std::to_string(id) + " of node " + std::to_string(core_->rank) +
+        throw usage_error(owner + ": " + port_text(id) + " of node " + std::to_string(core_->rank) +
                           " is open already: the program opened it; use another port id");
     core_->claimed.emplace(id, owner);
     core_->released.erase(id);

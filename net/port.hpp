@@ -101,7 +101,7 @@ public:
     // Messages waiting to be received.
     std::size_t pending() const { return channel_.buffered(); }
 
-    std::string label() const { return "port " + std::to_string(id_); }
+    std::string label() const { return port_text(id_); }
 
     // An entry that reports a failure becomes the exception it carries.
     static message checked(message m) {

@@ -202,7 +202,7 @@ private:
         link& l = *it->second;
         const auto not_sent = [&](const std::string& why) {
             core_->not_sent(r.to, unsent_reason::link_ended,
-                            "a message to port " + std::to_string(r.frame.head.port) + " of " + core_->peer_name(r.to) +
+                            "a message to " + port_text(r.frame.head.port) + " of " + core_->peer_name(r.to) +
                                 " was not sent: " + why + " (sent before the sender could know)");
         };
         if (l.error()) return r.frame.notice ? void() : not_sent(l.error()->what());
@@ -434,7 +434,7 @@ private:
                 continue;
             }
             std::string why = l.error()->what();
-            why += "; no node of the job is left that could send to port " + std::to_string(id) +
+            why += "; no node of the job is left that could send to " + port_text(id) +
                    " of node " + std::to_string(core_->rank);
             tell(*entry, l, std::make_shared<const peer_error>(l.peer(), why));
         }

@@ -261,7 +261,7 @@ bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_m
     if (f.head.op != opcode::data || peer_max_frame == 0 || f.head.length <= peer_max_frame) return false;
     core.flow.returned(peer, charge_of(f.body.size()));
     core.not_sent(peer, unsent_reason::over_max_frame,
-                  "a message of " + std::to_string(f.head.length) + " bytes to port " + std::to_string(f.head.port) +
+                  "a message of " + std::to_string(f.head.length) + " bytes to " + port_text(f.head.port) +
                       " of " + core.peer_name(peer) + " was not sent: over its max_frame of " +
                       std::to_string(peer_max_frame));
     return true;

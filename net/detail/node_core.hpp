@@ -110,7 +110,7 @@ struct node_core;
 // deliverers).
 struct port_entry {
     port_entry(port_id id, int rank)
-        : channel("port " + std::to_string(id) + " of node " + std::to_string(rank), csp::buffer::unbounded()),
+        : channel(port_text(id) + " of node " + std::to_string(rank), csp::buffer::unbounded()),
           writer(channel.writer()) {}
 
     // m into the sink, credited first (port_sink.hpp), or into the channel
@@ -273,7 +273,7 @@ struct node_core {
             if (auto was = released.find(id); was != released.end())
                 why = was->second + " owned the port and was done with it before " + (n == 1 ? "it" : "they") +
                       " came (a peer went on using it: one call more than this node made?)";
-            out.push_back("port " + std::to_string(id) + " of node " + std::to_string(rank) + " holds " +
+            out.push_back(port_text(id) + " of node " + std::to_string(rank) + " holds " +
                           std::to_string(n) + (n == 1 ? " message" : " messages") + " that no process can receive: " + why);
         }
         return out;

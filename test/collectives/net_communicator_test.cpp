@@ -46,6 +46,7 @@ TEST(net_communicator_port, opening_the_communicators_port_is_an_error_naming_it
             const auto open = error_of([&] { self.open(cc::net_communicator::default_port); });
             EXPECT_NE(open.find("reserved"), std::string::npos) << open;
             EXPECT_NE(open.find("net_communicator"), std::string::npos) << open;
+            EXPECT_NE(open.find("port 0x434f4c4c (\"COLL\")"), std::string::npos) << open;
             const auto second = error_of([&] { cc::net_communicator again(self); });
             EXPECT_NE(second.find("already owned by net_communicator"), std::string::npos) << second;
             EXPECT_EQ(cc::allreduce(comm, 21, cc::sum{}), 21);  // still the only reader, still working
