@@ -78,7 +78,7 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
         end.reason = e.what();
     } catch (const csp::io::io_error& e) {
         // The wait may meet the end first (POLLERR with the socket's error).
-        end.reason = e.system_error() != 0 ? connection_lost(e.system_error()) : e.what();
+        end.reason = connection_lost(e);
     } catch (const std::exception& e) {
         end.reason = e.what();
     }
@@ -151,7 +151,7 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
         }
         if (ended_by == outgoing::control::goodbye) ::shutdown(fd, SHUT_WR);  // the peer reads end of file next
     } catch (const csp::io::io_error& e) {
-        to_switch.write(link_down{peer, false, e.system_error() != 0 ? connection_lost(e.system_error()) : e.what()});
+        to_switch.write(link_down{peer, false, connection_lost(e)});
     } catch (const std::exception& e) {
         to_switch.write(link_down{peer, false, e.what()});
     }

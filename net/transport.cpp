@@ -257,6 +257,10 @@ std::string connection_lost(int error) {
     return "reading from the connection: " + error_text(error);
 }
 
+std::string connection_lost(const csp::io::io_error& e) {
+    return e.system_error() != 0 ? connection_lost(e.system_error()) : e.what();
+}
+
 bool dropped_over_peer_max_frame(node_core& core, int peer, std::uint32_t peer_max_frame, const outgoing& f) {
     if (f.head.op != opcode::data || peer_max_frame == 0 || f.head.length <= peer_max_frame) return false;
     core.flow.returned(peer, charge_of(f.body.size()));

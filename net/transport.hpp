@@ -22,6 +22,7 @@
 
 #include "csp/channel.hpp"
 #include "csp/process_group.hpp"
+#include "iosched/io_error.hpp"
 #include "net/detail/node_core.hpp"
 
 namespace csp::net::detail {
@@ -56,6 +57,9 @@ std::unique_ptr<transport> make_transport(const node_core& core, int peer, uniqu
 // end; 0 for an end of file. A reset is how a killed peer's socket closes
 // when bytes sent to it were still unread, so it reads as a death too.
 std::string connection_lost(int error);
+// The same for a failed wait or transfer of the IO scheduler: its errno in
+// those words, or its own text when it carries none.
+std::string connection_lost(const csp::io::io_error& e);
 
 // A data frame queued before the handshake told this node the peer's
 // max_frame (send() refuses one afterwards) that is over it: counted (the

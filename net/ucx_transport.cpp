@@ -471,7 +471,7 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             break;
         }
     } catch (const csp::io::io_error& e) {
-        end.reason = e.system_error() != 0 ? connection_lost(e.system_error()) : e.what();
+        end.reason = connection_lost(e);
     } catch (const std::exception& e) {
         end.reason = e.what();
     }
