@@ -20,10 +20,12 @@
 //                  node 0 on port 1, sends node 0 a vector of N doubles
 //                  (0.25 k) to port 1 with tag 5, then waits on port 3 (for
 //                  ever, unless node 0 goes)
-//   burst N        prints "ready" once registered, receives one number from
-//                  node 0 on port 1, answers it on port 2, sends node 0 the
-//                  numbers 0 .. N-1 on port 1, waits 300 ms (its sends
-//                  complete), and dies: exits without closing its node
+//   burst N [BEFORE [AFTER]]
+//                  prints "ready" once registered, receives one number from
+//                  node 0 on port 1, answers it on port 2, waits BEFORE ms
+//                  (default 0), sends node 0 the numbers 0 .. N-1 on port 1,
+//                  waits AFTER ms (default 300: its sends complete), and
+//                  dies: exits without closing its node
 //   crossed        each node receives from the next on port 3, and nobody
 //                  sends: a job-wide deadlock (the error is not caught)
 //   busy MS        computes for MS milliseconds, printing nothing
@@ -191,14 +193,17 @@ int main(int argc, char** argv) {
         });
         return 0;
     }
-    if (argc == 3 && std::string(argv[1]) == "burst") {
+    if (argc >= 3 && argc <= 5 && std::string(argv[1]) == "burst") {
         const std::uint64_t n = std::strtoull(argv[2], nullptr, 10);
-        csp::run([n] {
+        const std::chrono::milliseconds before(argc >= 4 ? std::strtol(argv[3], nullptr, 10) : 0);
+        const std::chrono::milliseconds after(argc >= 5 ? std::strtol(argv[4], nullptr, 10) : 300);
+        csp::run([n, before, after] {
             csp::net::node self;
             auto inbox = open_and_say_ready(self);
             self.send(0, 2, inbox.receive<std::uint64_t>());
+            if (before.count() > 0) csp::sleep_for(before);
             for (std::uint64_t i = 0; i < n; ++i) self.send(0, 1, i);
-            csp::sleep_for(std::chrono::milliseconds(300));
+            csp::sleep_for(after);
             std::_Exit(0);
         });
         return 0;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <ucp/api/ucp.h>
@@ -129,6 +130,57 @@ TEST(net_ucx_event_fd, a_wakeup_the_event_fd_never_gives_only_delays_the_message
     EXPECT_EQ(st.links_over_ucx, 1u);
     EXPECT_GE(st.late_wakeups, 1u) << "the reply came without the sleep's limit";
     EXPECT_LT(waited_ms, 5000.0);
+}
+
+// A dead peer's last messages wait in this node's worker, and its death is
+// seen on the TCP connection, which the IO scheduler watches apart from the
+// worker: the liveness process has the progress process take them in
+// before the loss is told (drain_for_liveness). Here the event fd never
+// wakes the progress process, which sleeps up to 100 ms at a time: the
+// peer answers, sends 50 ms later and dies 20 ms after that, all before
+// the sleep ends. Without the drain the loss came first and everything
+// the peer sent, its answer too, was dropped behind it.
+TEST(net_ucx_event_fd, a_dead_peers_messages_still_in_the_worker_arrive_before_its_loss) {
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);  // never written: never readable
+    substitute_fd = pipe_fds[0];
+
+    csp::net::nameserver ns;
+    constexpr std::uint64_t n = 40;
+    const pid_t peer = net_test::spawn_node(NET_TEST_PEER, {"burst", std::to_string(n), "50", "20"}, ns, "efd-drain", 1, 2);
+    std::vector<std::uint64_t> got;
+    std::string error;
+    std::size_t over_ucx = 0;
+    csp::run([&] {
+        csp::net::node self(over_ucx_options(ns, "efd-drain"));
+        auto inbox = self.open(1);
+        auto back = self.open(2);
+        self.send(1, 1, std::uint64_t{7});
+        try {
+            // The answer too waits in the worker until the drain.
+            got.push_back(back.receive<std::uint64_t>());
+            for (;;) {
+                csp::net::message m;
+                if (csp::select(csp::net::input(inbox, m), csp::timeout(30s)) != 0) break;
+                got.push_back(m.as<std::uint64_t>());
+            }
+        } catch (const csp::net::peer_error& e) {
+            EXPECT_EQ(e.peer(), 1);
+            error = e.what();
+        }
+        over_ucx = self.stats().links_over_ucx;
+    });
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    int status = 0;
+    ::waitpid(peer, &status, 0);
+
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(over_ucx, 1u);
+    std::vector<std::uint64_t> sent{7};  // the answer, then the burst
+    for (std::uint64_t i = 0; i < n; ++i) sent.push_back(i);
+    EXPECT_EQ(got, sent);
+    EXPECT_NE(error.find("without a goodbye (the node died or was killed)"), std::string::npos) << error;
 }
 
 }  // namespace
