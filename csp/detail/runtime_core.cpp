@@ -126,7 +126,8 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
         describe_blocked(p, report);
         report += "\n";
     }
-    report.append("(").append(std::to_string(registered_ - daemons_)).append(" blocked processes)");
+    const std::size_t blocked = registered_ - daemons_;
+    report.append("(").append(std::to_string(blocked)).append(blocked == 1 ? " blocked process)" : " blocked processes)");
     report_ = std::move(report);
 
     const std::size_t before = to_wake.size();

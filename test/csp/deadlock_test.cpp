@@ -34,6 +34,14 @@ TEST_P(deadlock_test, two_processes_writing_to_each_other_first_are_both_named) 
     EXPECT_NE(report.find("process 'bob' is blocked writing to channel 'b->a'"), std::string::npos) << report;
 }
 
+// Regression: a report of one blocked process ended "(1 blocked processes)".
+TEST_P(deadlock_test, one_blocked_process_is_counted_in_the_singular) {
+    csp::channel<int> c{"alone"};
+    const std::string report = csp_test::deadlock_report([&] { c.reader().read(); }, opts());
+    EXPECT_NE(report.find("is blocked reading from channel 'alone'"), std::string::npos) << report;
+    EXPECT_NE(report.find("(1 blocked process)"), std::string::npos) << report;
+}
+
 TEST_P(deadlock_test, a_cycle_of_five_is_reported_with_every_member) {
     constexpr int n = 5;
     std::vector<csp::channel<int>> ring;
