@@ -1,14 +1,21 @@
 #include "csp/barrier.hpp"
 
+#include <atomic>
 #include <mutex>
 
 #include "csp/detail/source_place.hpp"
 #include "csp/error.hpp"
+#include "csp/observer.hpp"
 
 namespace csp {
 
+namespace {
+std::atomic<std::uint64_t> barriers_made{0};
+}
+
 barrier::barrier(std::size_t enrolled, std::string name, std::source_location at)
-    : enrolled_(enrolled), name_(std::move(name)), made_at_(at) {}
+    : enrolled_(enrolled), name_(std::move(name)), made_at_(at),
+      id_(barriers_made.fetch_add(1, std::memory_order_relaxed) + 1) {}
 
 std::string barrier::label() const {
     if (!name_.empty()) return "barrier '" + name_ + "'";
@@ -40,9 +47,12 @@ void barrier::sync() {
         lock_.unlock();
         throw usage_error("sync on " + label() + " with nobody enrolled");
     }
+    // The phase this sync belongs to: it cannot complete without it.
+    const std::uint64_t phase = phase_;
     if (++arrived_ == enrolled_) {
         complete_phase_locked();
         lock_.unlock();
+        detail::notify_sync(*this, phase);
         return;
     }
     waiter w;
@@ -58,6 +68,7 @@ void barrier::sync() {
         }
         w.throw_aborted();
     }
+    detail::notify_sync(*this, phase);
 }
 
 std::size_t barrier::enrolled() const {

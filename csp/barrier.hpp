@@ -29,9 +29,13 @@ public:
     void sync();
 
     std::size_t enrolled() const;
+    // Unique for the life of the program (never reused), like a channel's.
+    std::uint64_t id() const noexcept { return id_; }
     // How many phases have completed.
     std::uint64_t phase() const;
     std::string label() const;
+    // The name it was given ("" if none).
+    const std::string& name() const noexcept { return name_; }
 
     void describe(std::string& out) const override { out.append("syncing on ").append(label()); }
 
@@ -45,6 +49,7 @@ private:
     std::uint64_t phase_ = 0;
     std::string name_;
     std::source_location made_at_;
+    std::uint64_t id_;
 };
 
 }  // namespace csp

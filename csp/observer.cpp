@@ -29,6 +29,11 @@ void notify_chose_slow(observer* o, std::span<guard* const> guards, std::size_t 
     }
     o->on_event(event{event::kind::alt_chose, view_access::process(current_process()), {}, chosen, offers});
 }
+void notify_sync_slow(observer* o, const barrier& b, std::uint64_t phase) {
+    event e{event::kind::barrier_sync, view_access::process(current_process()), {}, static_cast<std::size_t>(phase)};
+    e.barrier = &b;
+    o->on_event(e);
+}
 }  // namespace detail
 
 void notify_message_slow(observer* o, event::kind what, const message_ref& m) {

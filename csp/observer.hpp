@@ -1,8 +1,9 @@
 #pragma once
 // The one narrow hook that tracing and model recording use.
 //
-// Every completed channel operation, every alternation choice and the start
-// and end of every par, seq and process pass through notify(). With no
+// Every completed channel operation and barrier sync, every alternation
+// choice and the start and end of every par, seq and process pass through
+// notify(). With no
 // observer installed the cost is one load and a predictable branch.
 //
 // Lifetime rule. An observer must stay alive until it is uninstalled AND
@@ -24,6 +25,7 @@
 namespace csp {
 
 class guard;
+class barrier;
 
 namespace detail {
 class channel_base;
@@ -115,6 +117,8 @@ struct event {
         process_end,
         message_sent,      // message: what the calling process sent to another node
         message_received,  // message: what the calling process took from a port
+        barrier_sync,      // barrier: the barrier; detail: the phase it completed (its number
+                           // before: every process of one phase reports the same number)
     };
     kind what;
     process_view process;  // empty outside any process
@@ -122,6 +126,7 @@ struct event {
     std::size_t detail;
     std::span<const offer> offers = {};  // alt_chose: one per guard, in the alternation's order
     const message_ref* message = nullptr;  // message_sent, message_received
+    const csp::barrier* barrier = nullptr;  // barrier_sync (id(), label())
 };
 
 // Receives events from any thread of any runtime; implementations must be
@@ -147,6 +152,13 @@ void notify_slow(observer* o, event::kind what, const channel_base* ch, std::siz
 inline void notify(event::kind what, const channel_base* ch = nullptr, std::size_t detail = 0) {
     if (observer* o = installed_observer.load(std::memory_order_acquire)) [[unlikely]]
         notify_slow(o, what, ch, detail);
+}
+
+// The calling process's sync on b completed `phase`.
+void notify_sync_slow(observer* o, const barrier& b, std::uint64_t phase);
+inline void notify_sync(const barrier& b, std::uint64_t phase) {
+    if (observer* o = installed_observer.load(std::memory_order_acquire)) [[unlikely]]
+        notify_sync_slow(o, b, phase);
 }
 
 // An alternation chose guards[chosen] (after its channel event, if any).

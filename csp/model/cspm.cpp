@@ -24,10 +24,10 @@ std::string set_of(const std::set<std::size_t>& s) {
 
 class process_writer {
 public:
-    process_writer(const network& net, const channel_ends& ends, const std::vector<bool>& started,
-                   const folded_network& folded, std::size_t p)
-        : net_(net), ends_(ends), started_(started), folded_(folded), p_(p), me_(std::to_string(p)),
-          name_("P" + me_) {}
+    process_writer(const network& net, const channel_ends& ends, const std::vector<std::set<std::size_t>>& members,
+                   const std::vector<bool>& started, const folded_network& folded, std::size_t p)
+        : net_(net), ends_(ends), members_(members), started_(started), folded_(folded), p_(p),
+          me_(std::to_string(p)), name_("P" + me_) {}
 
     // Writes the definitions of process p (its alphabet is known after) and
     // adds what was folded to `folds`.
@@ -76,11 +76,14 @@ private:
     }
 
 public:
-    // Its go and finish events and its children's, and every event of every
+    // Its go and finish events and its children's, every event of every
     // channel end it has (ends_of): the same sets the partners' alphabets
     // hold for it, so an end it offers synchronises with them even in a
-    // pass that did not take it.
+    // pass that did not take it; and the event of each barrier it is a
+    // member of, which the alphabetised parallel then makes wait for all.
     std::string alphabet() {
+        for (std::size_t b = 0; b < net_.barriers.size(); ++b)
+            if (members_[b].count(p_)) alphabet_.insert(net_.barriers[b].name);
         for (std::size_t c = 0; c < net_.channels.size(); ++c) {
             if (ends_.writers[c].count(p_)) add_end(c, direction::send);
             if (ends_.readers[c].count(p_)) add_end(c, direction::receive);
@@ -146,6 +149,7 @@ private:
             }
             return end_prefix(branches[0].channel, branches[0].dir, rest);
         }
+        if (s.what == step::kind::sync) return net_.barriers[s.barrier].name + " -> " + rest;
         return end_prefix(s.channel, s.dir, rest);
     }
 
@@ -186,6 +190,7 @@ private:
 
     const network& net_;
     const channel_ends& ends_;
+    const std::vector<std::set<std::size_t>>& members_;
     const std::vector<bool>& started_;
     const folded_network& folded_;
     std::size_t p_;
@@ -203,6 +208,7 @@ void write_cspm(std::ostream& os, const network& recorded, const cspm_options& o
     const std::size_t n = net.processes.size();
     const auto started = started_by_par(net);
     const channel_ends ends = ends_of(net);
+    const auto members = members_of(net);
     const folded_network folded = fold_all(net);
 
     // The processes first: what they fold goes into the header.
@@ -210,7 +216,7 @@ void write_cspm(std::ostream& os, const network& recorded, const cspm_options& o
     std::vector<std::string> folds, alphabets;
     bool as_taken = false;
     for (std::size_t p = 0; p < n; ++p) {
-        process_writer w(net, ends, started, folded, p);
+        process_writer w(net, ends, members, started, folded, p);
         w.write(body, folds);
         alphabets.push_back(w.alphabet());
         as_taken = as_taken || w.recorded_as_taken();
@@ -234,6 +240,8 @@ void write_cspm(std::ostream& os, const network& recorded, const cspm_options& o
         if (ch.capacity == 0) os << "channel " << ch.name << " : Procs.Procs\n";
         else os << "channel " << ch.name << "_in, " << ch.name << "_out : Procs\n";
     }
+    // A barrier is one event its members all take part in.
+    for (const auto& b : net.barriers) os << "channel " << b.name << '\n';
     os << '\n';
 
     // Buffers: h values held, k still to come.

@@ -31,6 +31,12 @@ void write_dot(std::ostream& os, const network& recorded, const std::string& tit
             for (std::size_t r : readers[c])
                 os << "  p" << w << " -> p" << r << " [label=" << quoted(net.channels[c].name)
                    << (net.channels[c].capacity ? ", style=dashed" : "") << "];\n";
+    // A barrier: a node of its own, joined to each member.
+    const auto members = members_of(net);
+    for (std::size_t b = 0; b < net.barriers.size(); ++b) {
+        os << "  b" << b << " [label=" << quoted(net.barriers[b].name) << ", shape=octagon, style=solid];\n";
+        for (std::size_t p : members[b]) os << "  p" << p << " -> b" << b << " [dir=none, style=bold];\n";
+    }
     os << "}\n";
 }
 

@@ -3,12 +3,19 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 namespace csp::model {
 
 std::size_t network::add_channel(std::string name, std::size_t capacity) {
     channels.push_back({std::move(name), capacity});
     return channels.size() - 1;
+}
+
+std::size_t network::add_barrier(std::string name) {
+    barriers.push_back({std::move(name)});
+    return barriers.size() - 1;
 }
 
 std::size_t network::add_process(std::string name) {
@@ -26,6 +33,11 @@ void network::receive(std::size_t p, std::size_t c) {
 
 void network::par(std::size_t p, std::vector<std::size_t> children) {
     processes.at(p).body.push_back({step::kind::par, 0, direction::send, std::move(children)});
+}
+
+void network::sync(std::size_t p, std::size_t b) {
+    if (b >= barriers.size()) throw std::out_of_range("network::sync: no barrier " + std::to_string(b));
+    processes.at(p).body.push_back({step::kind::sync, 0, direction::send, {}, b});
 }
 
 void network::choice(std::size_t p, std::vector<offer> offered, std::size_t taken) {
@@ -80,13 +92,26 @@ channel_ends ends_of(const network& net, const std::vector<bool>& included) {
     return e;
 }
 
+std::vector<std::set<std::size_t>> members_of(const network& net, const std::vector<bool>& included) {
+    std::vector<std::set<std::size_t>> members(net.barriers.size());
+    for (std::size_t p = 0; p < net.processes.size(); ++p) {
+        if (!included.empty() && !included[p]) continue;
+        for (const auto& s : net.processes[p].body)
+            if (s.what == step::kind::sync) members.at(s.barrier).insert(p);
+    }
+    return members;
+}
+
 network program_view(const network& net) {
     if (net.processes.empty()) return net;
     std::vector<bool> service_channel(net.channels.size(), false);
+    std::vector<bool> service_barrier(net.barriers.size(), false);
     for (const auto& p : net.processes)
         if (p.daemon)
-            for (const auto& s : p.body)
+            for (const auto& s : p.body) {
                 if (s.communicates()) service_channel.at(s.channel) = true;
+                if (s.what == step::kind::sync) service_barrier.at(s.barrier) = true;
+            }
 
     network out;
     std::vector<std::size_t> channel_at(net.channels.size(), SIZE_MAX);
@@ -99,6 +124,15 @@ network program_view(const network& net) {
             continue;
         }
         channel_at[c] = out.add_channel(net.channels[c].name, net.channels[c].capacity);
+    }
+    std::string hidden_barriers;
+    std::vector<std::size_t> barrier_at(net.barriers.size(), SIZE_MAX);
+    for (std::size_t b = 0; b < net.barriers.size(); ++b) {
+        if (service_barrier[b]) {
+            hidden_barriers += (hidden_barriers.empty() ? "" : ", ") + net.barriers[b].name;
+            continue;
+        }
+        barrier_at[b] = out.add_barrier(net.barriers[b].name);
     }
     // A note about a channel left out ("c3 overwrites when full") goes with it.
     for (const auto& note : net.notes)
@@ -126,6 +160,11 @@ network program_view(const network& net) {
                 to.body.push_back({s.what, channel_at[s.channel], s.dir, {}});
                 continue;
             }
+            if (s.what == step::kind::sync) {
+                if (barrier_at[s.barrier] != SIZE_MAX)
+                    to.body.push_back({s.what, 0, s.dir, {}, barrier_at[s.barrier]});
+                continue;
+            }
             if (s.what == step::kind::choice) {
                 std::vector<offer> kept;
                 std::size_t taken = 0;
@@ -146,7 +185,8 @@ network program_view(const network& net) {
     }
     if (daemons)
         out.notes.push_back(std::to_string(daemons) + " daemon processes (runtime services) are not modelled" +
-                            (hidden.empty() ? std::string() : ", nor what was sent on their channels " + hidden));
+                            (hidden.empty() ? std::string() : ", nor what was sent on their channels " + hidden) +
+                            (hidden_barriers.empty() ? std::string() : ", nor their barriers " + hidden_barriers));
     return out;
 }
 
@@ -160,14 +200,15 @@ std::vector<bool> started_by_par(const network& net) {
 
 namespace {
 
-// A step as a number: equal numbers for equal communications, and for
-// alternations that offered the same ends whichever they took; every par is
-// different from every other step (its children are new processes).
+// A step as a number: equal numbers for equal communications and syncs, and
+// for alternations that offered the same ends whichever they took; every par
+// is different from every other step (its children are new processes).
 std::vector<std::int64_t> tokens_of(const process& proc) {
     const auto& body = proc.body;
     std::vector<std::int64_t> t(body.size());
     std::int64_t unique = -1;
-    constexpr std::int64_t choices = std::int64_t{1} << 50;  // above every channel's number
+    constexpr std::int64_t syncs = std::int64_t{1} << 49;    // above every channel's number
+    constexpr std::int64_t choices = std::int64_t{1} << 50;  // above every barrier's
     std::map<std::vector<offer>, std::int64_t> offered_sets;
     for (std::size_t i = 0; i < body.size(); ++i) {
         switch (body[i].what) {
@@ -181,6 +222,7 @@ std::vector<std::int64_t> tokens_of(const process& proc) {
                            .first->second;
                 break;
             }
+            case step::kind::sync: t[i] = syncs + static_cast<std::int64_t>(body[i].barrier); break;
             case step::kind::par: t[i] = unique--; break;
         }
     }

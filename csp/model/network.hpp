@@ -32,15 +32,26 @@ struct channel_decl {
     std::size_t capacity = 0;
 };
 
+// A barrier as the model holds it: one event that every process with a
+// sync step on it takes part in (occam-pi's BARRIER, CSP's multiway
+// synchronisation). A recorded barrier whose phases had different members
+// (enroll, resign) is one barrier_decl per set of members.
+struct barrier_decl {
+    std::string name;
+};
+
 struct step {
     // choice: an alternation whose guards were all channel ends; channel and
     // dir are the branch the run took, process::offers holds what it offered.
-    enum class kind { communicate, par, choice };
+    // sync: a barrier sync, with every other member of `barrier`.
+    enum class kind { communicate, par, choice, sync };
     kind what = kind::communicate;
     std::size_t channel = 0;  // communicate, choice
     direction dir = direction::send;
     std::vector<std::size_t> children;  // par: the processes it starts and waits for
-    bool communicates() const noexcept { return what != kind::par; }
+    std::size_t barrier = 0;            // sync
+    // On a channel: a communication or an alternation's.
+    bool communicates() const noexcept { return what == kind::communicate || what == kind::choice; }
 };
 
 // One channel end an alternation offered.
@@ -67,6 +78,7 @@ struct process {
 
 struct network {
     std::vector<channel_decl> channels;
+    std::vector<barrier_decl> barriers;
     std::vector<process> processes;  // processes[0] runs the rest
     // What the model does not capture; exporters write these as comments.
     std::vector<std::string> notes;
@@ -76,9 +88,12 @@ struct network {
     // containers of a whole network.
     std::size_t add_channel(std::string name, std::size_t capacity = 0);
     std::size_t add_process(std::string name);
+    std::size_t add_barrier(std::string name);
     void send(std::size_t p, std::size_t c);
     void receive(std::size_t p, std::size_t c);
     void par(std::size_t p, std::vector<std::size_t> children);
+    // A sync of process p on barrier b: done when every member has synced.
+    void sync(std::size_t p, std::size_t b);
     // An alternation of process p over `offered` channel ends that took
     // offered[taken].
     void choice(std::size_t p, std::vector<offer> offered, std::size_t taken);
@@ -93,6 +108,10 @@ struct channel_ends {
     std::vector<std::set<std::size_t>> writers, readers;
 };
 channel_ends ends_of(const network& net, const std::vector<bool>& included = {});
+
+// The members of each barrier: the processes with a sync step on it
+// (counting only those marked in `included`, all when it is empty).
+std::vector<std::set<std::size_t>> members_of(const network& net, const std::vector<bool>& included = {});
 
 // A name that CSPm, Promela and DOT all accept: letters, digits and '_',
 // starting with a letter, and at most 48 characters whatever the label.
@@ -109,6 +128,8 @@ std::string comment_text(const std::string& text);
 //    a node's network processes): such a channel has an end outside the
 //    program's network, so keeping the other end would make a process wait
 //    in the model for a partner that is not there. A note names them.
+//  - likewise every barrier a daemon synced on: its phases would wait in
+//    the model for a member that is not there.
 //  - processes[0] stays first; the rest keep their order.
 network program_view(const network& net);
 

@@ -1,5 +1,6 @@
 #include "csp/model/promela.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,6 +38,12 @@ void write_promela(std::ostream& os, const network& recorded, const std::string&
         decls << "/* N: the recorded pass count of the loops written against it (N or N + 1 passes). */\n#define N "
            << folded.n << "\n\n";
     for (const auto& ch : net.channels) decls << "chan " << ch.name << " = [" << ch.capacity << "] of { byte };\n";
+    // A barrier: how many members have arrived in this phase, and a sense
+    // that the last of them flips, which lets the others go on.
+    const auto members = members_of(net);
+    for (const auto& b : net.barriers)
+        decls << (members[&b - net.barriers.data()].size() < 256 ? "byte " : "int ") << b.name << "_count = 0;\nbit "
+              << b.name << "_sense = 0;\n";
     for (std::size_t p = 0; p < net.processes.size(); ++p) {
         std::size_t k = 0;
         for (const auto& s : net.processes[p].body)
@@ -55,6 +62,8 @@ void write_promela(std::ostream& os, const network& recorded, const std::string&
         bool partial = proc.alternation_recorded_as_taken;
         for (std::size_t r = 0; r < runs.size(); ++r)
             if (runs[r].times > 1) text << "    int n" << r << ";\n";
+        if (std::any_of(proc.body.begin(), proc.body.end(), [](const step& s) { return s.what == step::kind::sync; }))
+            text << "    bit sense;\n";
         std::size_t pars = 0;
         auto end = [&](std::size_t c, direction d) {
             return net.channels[c].name + (d == direction::send ? "!0" : "?_");
@@ -79,6 +88,16 @@ void write_promela(std::ostream& os, const network& recorded, const std::string&
                     text << indent << "if\n";
                     for (const offer& o : branches) text << indent << ":: " << end(o.channel, o.dir) << "\n";
                     text << indent << "fi;\n";
+                    continue;
+                }
+                if (s.what == step::kind::sync) {
+                    // Arrive (the last member flips the sense), then wait
+                    // for the flip: a sense-reversing barrier.
+                    const std::string& b = net.barriers[s.barrier].name;
+                    text << indent << "atomic { sense = " << b << "_sense; " << b << "_count++; if :: " << b
+                         << "_count == " << members[s.barrier].size() << " -> " << b << "_count = 0; " << b
+                         << "_sense = 1 - " << b << "_sense :: else -> skip fi };\n"
+                         << indent << "(" << b << "_sense != sense);\n";
                     continue;
                 }
                 for (std::size_t c : s.children) text << indent << "run " << proc_name(net, c) << "();\n";

@@ -1,7 +1,10 @@
 #include "csp/model/recorder.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
+
+#include "csp/barrier.hpp"
 
 
 namespace csp::model {
@@ -32,9 +35,28 @@ network recorder::take() {
                 net_.channels[use.model].capacity =
                     std::max<std::size_t>(1, net_.count(use.model, direction::send));
         for (auto& [key, c] : messages_) net_.channels[c].capacity = std::max<std::size_t>(1, net_.count(c, direction::send));
+        resolve_barriers();
         net_.notes.push_back("values are not recorded: a communication is its channel and direction");
     }
     return net_;
+}
+
+void recorder::resolve_barriers() {
+    // Members of each phase of each barrier.
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::set<std::size_t>> phases;
+    for (const auto& r : syncs_) phases[{r.barrier, r.phase}].insert(r.process);
+    // One model barrier per barrier and set of members, numbered in order of
+    // first sync, like channels.
+    std::map<std::pair<std::uint64_t, std::set<std::size_t>>, std::size_t> model;
+    for (const auto& r : syncs_) {
+        const auto& members = phases.at({r.barrier, r.phase});
+        auto it = model.find({r.barrier, members});
+        if (it == model.end()) {
+            const std::size_t b = net_.add_barrier(identifier("b", net_.barriers.size(), barrier_names_.at(r.barrier)));
+            it = model.emplace(std::make_pair(r.barrier, members), b).first;
+        }
+        net_.processes[r.process].body.at(r.at).barrier = it->second;
+    }
 }
 
 recorder::live* recorder::find_live(const void* process) {
@@ -127,6 +149,15 @@ void recorder::on_event(const csp::event& e) {
     case csp::event::kind::message_sent:
     case csp::event::kind::message_received:
         break;  // between nodes: a node's model holds its own network only
+    case csp::event::kind::barrier_sync: {
+        live* l = find_live(self);
+        if (!l || l->quiet > 0 || !e.barrier) break;
+        auto& body = net_.processes[l->model].body;
+        barrier_names_.try_emplace(e.barrier->id(), e.barrier->name());
+        syncs_.push_back({l->model, body.size(), e.barrier->id(), e.detail});
+        body.push_back({step::kind::sync, 0, direction::send, {}, 0});  // its barrier: resolve_barriers()
+        break;
+    }
     }
 }
 

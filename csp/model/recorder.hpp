@@ -19,6 +19,12 @@
 // guards (a timeout, skip, an IO watch) is recorded as the branch it took,
 // and its process marked. The values sent are not recorded.
 //
+// A barrier sync is recorded with the phase it completed; when the run is
+// taken, the processes of each phase are its members, and a barrier whose
+// phases had different members (enroll, resign) becomes one model barrier
+// per set of members, so each phase synchronises exactly the processes
+// that took part in it.
+//
 // Communicators (collectives) report their messages with message(), so a
 // collective's model shows rank-to-rank messages instead of the mailbox
 // channels that carry them; their own channel operations are hidden by a
@@ -96,6 +102,15 @@ private:
         std::size_t model;
         bool unbounded;
     };
+    // A sync as it was recorded: the step that gets its model barrier when
+    // the run is taken, and the phase that decides which one.
+    struct recorded_sync {
+        std::size_t process;  // model process
+        std::size_t at;       // index of its step in the body
+        std::uint64_t barrier;
+        std::uint64_t phase;
+    };
+    void resolve_barriers();
 
     live* find_live(const void* process);
     std::size_t model_channel(const csp::channel_view& ch);  // made on first use
@@ -106,6 +121,8 @@ private:
     network net_;
     std::map<const void*, live> live_;
     std::map<std::uint64_t, channel_use> channels_;
+    std::map<std::uint64_t, std::string> barrier_names_;  // by barrier id: the user's name or ""
+    std::vector<recorded_sync> syncs_;
     std::map<std::tuple<int, int, std::uint32_t, std::uint8_t>, std::size_t> messages_;  // (from, to, stream, step)
 };
 

@@ -1,5 +1,7 @@
 #include "csp/model/timeline.hpp"
 
+#include "csp/barrier.hpp"
+
 #include <cstdio>
 #include <iomanip>
 
@@ -118,6 +120,11 @@ void timeline::on_event(const csp::event& e) {
     case csp::event::kind::message_sent:
     case csp::event::kind::message_received:
         if (e.message) add_message(e, track_of(e, t), t);
+        break;
+    case csp::event::kind::barrier_sync:
+        if (e.barrier)
+            entries_.push_back({.phase = 'i', .us = t, .track = track_of(e, t),
+                                .name = "sync " + e.barrier->label() + " (phase " + std::to_string(e.detail) + ")"});
         break;
     default:
         break;

@@ -154,6 +154,29 @@ TEST(cspm_check, processes_no_par_started_are_modelled_and_daemons_left_out) {
     EXPECT_TRUE(model_test::check_cspm(net, "free_processes").accepted);
 }
 
+// A barrier is one event in the alphabet of each of its members, which the
+// alphabetised parallel makes all of them take together; loops that sync
+// fold like loops that communicate.
+TEST(cspm_check, a_barrier_is_an_event_its_members_take_together) {
+    const auto net = model_test::phases_with_a_resign(6);
+    const std::string text = cspm_text(net, "phases");
+    EXPECT_NE(text.find("channel b0_phase\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("channel b1_phase\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("P1_0(n) = if n == 0 then P1_1 else c0_data.1.2 -> b0_phase -> P1_0(n - 1)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("ALPHA(1) = {b0_phase, b1_phase, c0_data.1.2, finish.1, go.1}"), std::string::npos) << text;
+    EXPECT_NE(text.find("ALPHA(3) = {b0_phase, finish.3, go.3}"), std::string::npos) << text;  // R: not b1
+    std::ostringstream dot;
+    model::write_dot(dot, net, "phases");
+    EXPECT_NE(dot.str().find("b1 [label=\"b1_phase\", shape=octagon"), std::string::npos) << dot.str();
+    EXPECT_NE(dot.str().find("p3 -> b0 [dir=none"), std::string::npos) << dot.str();
+    EXPECT_EQ(dot.str().find("p3 -> b1"), std::string::npos) << dot.str();
+    if (model_test::cspmcheck_path().empty()) GTEST_SKIP() << "cspmcheck is not on this machine: CSPm not loaded";
+    const auto r = model_test::check_cspm(net, "phases");
+    EXPECT_TRUE(r.accepted) << r.output;
+}
+
 TEST(cspm_fold, commstime_is_written_as_four_recursive_processes) {
     const auto net = model_test::commstime(1000);
     const std::string text = cspm_text(net, "commstime");

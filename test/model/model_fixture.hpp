@@ -66,6 +66,30 @@ inline csp::model::network ping(int rounds) {
     return rec.take();
 }
 
+// Three processes on a barrier 'phase' for `rounds` phases, P sending Q
+// a value before each; then R resigns and P and Q sync once more. The
+// model has two barriers: the phases of all three, and the last of two.
+inline csp::model::network phases_with_a_resign(int rounds) {
+    csp::model::recorder rec;
+    csp::run([rounds] {
+        csp::barrier b(3, "phase");
+        csp::channel<int> data{"data"};
+        csp::par(csp::proc("P", [&, out = data.writer()] {
+                     for (int i = 0; i < rounds; ++i) out.write(i), b.sync();
+                     b.sync();
+                 }),
+                 csp::proc("Q", [&, in = data.reader()] {
+                     for (int i = 0; i < rounds; ++i) in.read(), b.sync();
+                     b.sync();
+                 }),
+                 csp::proc("R", [&] {
+                     for (int i = 0; i < rounds; ++i) b.sync();
+                     b.resign();
+                 }));
+    });
+    return rec.take();
+}
+
 // Two processes whose writes cross: each sends before it receives, on
 // rendezvous channels, so the network deadlocks.
 inline csp::model::network crossed_writes() {

@@ -38,6 +38,31 @@ TEST(recorder, keeps_the_par_tree_and_each_process_s_communications_in_order) {
     EXPECT_EQ(net.count(0, direction::receive), 3u);
 }
 
+// Regression: barrier syncs were not recorded at all, so a model could not
+// see the order a barrier imposes (nor a deadlock it causes).
+TEST(recorder, barrier_syncs_are_recorded_with_the_members_of_each_phase) {
+    auto net = model_test::phases_with_a_resign(4);
+    ASSERT_EQ(net.barriers.size(), 2u);
+    EXPECT_EQ(net.barriers[0].name, "b0_phase");  // P, Q and R
+    EXPECT_EQ(net.barriers[1].name, "b1_phase");  // P and Q, after R resigned
+    const auto syncs = [&](const std::string& name) {
+        std::vector<std::size_t> out;
+        for (const auto& s : net.processes[find_process(net, name)].body)
+            if (s.what == step::kind::sync) out.push_back(s.barrier);
+        return out;
+    };
+    EXPECT_EQ(syncs("P"), (std::vector<std::size_t>{0, 0, 0, 0, 1}));
+    EXPECT_EQ(syncs("Q"), (std::vector<std::size_t>{0, 0, 0, 0, 1}));
+    EXPECT_EQ(syncs("R"), (std::vector<std::size_t>{0, 0, 0, 0}));
+    const auto members = csp::model::members_of(net);
+    EXPECT_EQ(members[0].size(), 3u);
+    EXPECT_EQ(members[1], (std::set<std::size_t>{find_process(net, "P"), find_process(net, "Q")}));
+    // P's sends and syncs alternate, as the program made them.
+    const auto& p = net.processes[find_process(net, "P")].body;
+    ASSERT_EQ(p.size(), 9u);
+    for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(p[i].what, i % 2 ? step::kind::sync : step::kind::communicate) << i;
+}
+
 TEST(recorder, buffered_channels_keep_their_capacity_and_unbounded_ones_their_load) {
     csp::model::recorder rec;
     csp::run([] {

@@ -64,6 +64,38 @@ TEST(spin_broken, crossed_writes_are_a_deadlock) {
     EXPECT_TRUE(r.invalid_end) << r.output;
 }
 
+// P syncs before it sends, Q receives before it syncs: each waits for the
+// other. Only the barrier makes this a deadlock.
+TEST(spin_broken, a_sync_that_waits_for_a_receive_after_it_is_a_deadlock) {
+    csp::model::network net;
+    auto c = net.add_channel("c");
+    auto b = net.add_barrier("b");
+    auto root = net.add_process("main"), p = net.add_process("P"), q = net.add_process("Q");
+    net.par(root, {p, q});
+    net.sync(p, b);
+    net.send(p, c);
+    net.receive(q, c);
+    net.sync(q, b);
+    auto r = verify_with_spin(net, "sync_crossed");
+    ASSERT_TRUE(r.ran) << r.output;
+    EXPECT_GE(r.errors, 1);
+    EXPECT_TRUE(r.invalid_end) << r.output;
+
+    // The same with the send before the sync is no deadlock.
+    csp::model::network fine;
+    c = fine.add_channel("c");
+    b = fine.add_barrier("b");
+    root = fine.add_process("main"), p = fine.add_process("P"), q = fine.add_process("Q");
+    fine.par(root, {p, q});
+    fine.send(p, c);
+    fine.sync(p, b);
+    fine.receive(q, c);
+    fine.sync(q, b);
+    r = verify_with_spin(fine, "sync_in_order");
+    ASSERT_TRUE(r.ran) << r.output;
+    EXPECT_EQ(r.errors, 0) << r.output;
+}
+
 TEST(spin_broken, a_reduce_with_one_send_missing_is_a_deadlock) {
     auto net = cc::record_local(6, [](auto& c) { cc::reduce_binomial_parallel(c, 1, cc::sum{}, 0); });
     // Drop rank 5's only send: its parent waits for it forever.
@@ -80,6 +112,12 @@ TEST(spin_broken, a_reduce_with_one_send_missing_is_a_deadlock) {
     ASSERT_TRUE(r.ran) << r.output;
     EXPECT_GE(r.errors, 1);
     EXPECT_TRUE(r.invalid_end) << r.output;
+}
+
+TEST(spin_recorded, phases_on_a_barrier_with_a_resign_verify) {
+    auto r = verify_with_spin(model_test::phases_with_a_resign(5), "phases");
+    ASSERT_TRUE(r.ran) << r.output;
+    EXPECT_EQ(r.errors, 0) << r.output;
 }
 
 TEST(spin_recorded, commstime_and_ping_verify) {

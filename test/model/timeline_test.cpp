@@ -89,6 +89,24 @@ parsed parse(const std::string& text) {
 
 }  // namespace
 
+TEST(timeline, shows_each_barrier_sync_on_its_process_track) {
+    csp::model::timeline t;
+    csp::run([] {
+        csp::barrier b(2, "step");
+        csp::par(csp::proc("left", [&] { b.sync(), b.sync(); }), csp::proc("right", [&] { b.sync(), b.sync(); }));
+    }, {.threads = 2});
+    std::ostringstream os;
+    t.write(os);
+    std::map<std::string, int> instants;
+    const auto doc = boost::json::parse(os.str());
+    for (const auto& v : doc.at("traceEvents").as_array()) {
+        const auto& e = v.as_object();
+        if (e.at("ph").as_string() == "i") ++instants[std::string(e.at("name").as_string())];
+    }
+    EXPECT_EQ(instants["sync barrier 'step' (phase 0)"], 2);
+    EXPECT_EQ(instants["sync barrier 'step' (phase 1)"], 2);
+}
+
 TEST(timeline, draws_messages_between_nodes_keyed_by_sender_receiver_port_tag_and_order) {
     csp::model::timeline t(1);
     csp::run([] {
