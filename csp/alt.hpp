@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "csp/channel.hpp"
+#include "csp/deadline_after.hpp"
 #include "csp/guard.hpp"
 
 namespace csp {
@@ -141,7 +142,7 @@ template <class T, class V>
 output_guard<T> output(const writer<T>& w, V&& value) { return {w, std::forward<V>(value)}; }
 template <class Rep, class Period>
 timeout_guard timeout(std::chrono::duration<Rep, Period> d) {
-    return timeout_guard(clock::now() + std::chrono::duration_cast<clock::duration>(d));
+    return timeout_guard(deadline_after(d));
 }
 inline timeout_guard deadline(clock::time_point at) { return timeout_guard(at); }
 inline skip_guard skip() { return {}; }

@@ -4,6 +4,7 @@
 #include "csp/barrier.hpp"
 #include "csp/buffer.hpp"
 #include "csp/channel.hpp"
+#include "csp/deadline_after.hpp"
 #include "csp/error.hpp"
 #include "csp/guard.hpp"
 #include "csp/observer.hpp"

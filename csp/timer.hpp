@@ -5,6 +5,7 @@
 // csp::timeout / csp::deadline guards in a select (alt.hpp).
 #include <chrono>
 
+#include "csp/deadline_after.hpp"
 #include "csp/waiter.hpp"
 
 namespace csp {
@@ -13,7 +14,7 @@ void sleep_until(clock::time_point t);  // timer.cpp
 
 template <class Rep, class Period>
 void sleep_for(std::chrono::duration<Rep, Period> d) {
-    sleep_until(clock::now() + std::chrono::ceil<clock::duration>(d));
+    sleep_until(deadline_after(d));
 }
 
 // Let other ready processes run. Returns whether another process ran before

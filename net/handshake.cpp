@@ -5,6 +5,7 @@
 #include <array>
 
 #include "csp/alt.hpp"
+#include "csp/deadline_after.hpp"
 #include "net/auth.hpp"
 #include "net/handshake_messages.hpp"
 #include "net/errors.hpp"
@@ -80,7 +81,7 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
         }
     } leave{*core, fd};
     congestion_for_peer(*core, fd.get());
-    const auto deadline = clock::now() + core->options.handshake_timeout;
+    const auto deadline = deadline_after(core->options.handshake_timeout);
     const std::string what = "connection from " + from;
     // Answers refuse(reason), best effort: the stranger may be gone already.
     auto answer_refusal = [&](const std::string& reason) {
@@ -172,7 +173,7 @@ public:
 
 void run_connector(std::shared_ptr<node_core> core, int peer) {
     connect_result result{peer, -1, false, {}, true};
-    const auto deadline = clock::now() + core->options.connect_timeout;
+    const auto deadline = deadline_after(core->options.connect_timeout);
     // Every wait below also ends when a closing node gives up on links still
     // being set up (its linger ran out), so close() never waits for it.
     const auto stop_reader = core->give_up.reader();

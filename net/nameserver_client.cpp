@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "csp/deadline_after.hpp"
 #include "net/errors.hpp"
 #include "net/nameserver_protocol.hpp"
 
@@ -69,7 +70,7 @@ endpoint lookup(const endpoint& ns, const std::string& job, int rank, clock::tim
         ask(c,
             "LOOKUP " + job + " " + std::to_string(rank) + " " +
                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()),
-            deadline + std::chrono::seconds(1), stop);
+            deadline_after(deadline, std::chrono::seconds(1)), stop);
     const auto w = detail::split_words(answer);
     if (w.size() == 2 && w[0] == "ENDED")
         throw rank_ended_error("rank " + std::to_string(rank) + " of job '" + job +

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "csp/config.hpp"
+#include "csp/deadline_after.hpp"
 #include "csp/model/timeline.hpp"
 #include "csp/observer.hpp"
 #include "csp/process.hpp"
@@ -203,7 +204,7 @@ node::node(node_options o) {
     if (alone) o.peers = {core_->address};
     registration entry;
     if (o.nameserver) {
-        entry = register_node(*o.nameserver, o.job, o.rank, o.size, core_->address, clock::now() + o.connect_timeout);
+        entry = register_node(*o.nameserver, o.job, o.rank, o.size, core_->address, deadline_after(o.connect_timeout));
         core_->rank = entry.rank;
         core_->size = entry.size;
     } else {

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "csp/alt.hpp"
+#include "csp/deadline_after.hpp"
 #include "csp/process_group.hpp"
 #include "net/accept_loop.hpp"
 #include "net/deadlock_answers.hpp"
@@ -225,10 +226,10 @@ private:
             core_->links_made.fetch_add(1, std::memory_order_relaxed);
             bring_up(l, std::move(fd), std::nullopt);
         } else if (r.duplicate) {
-            l.await_crossing(clock::now() + core_->options.connect_timeout);
+            l.await_crossing(deadline_after(core_->options.connect_timeout));
         } else if (r.left) {
             left_before_link(l);
-        } else if (r.retryable && !closing_ && clock::now() - l.first_attempt() < core_->options.liveness_timeout) {
+        } else if (r.retryable && !closing_ && clock::now() < deadline_after(l.first_attempt(), core_->options.liveness_timeout)) {
             // A stall is not a death: the queue is kept and the set-up tried
             // again, 100 ms later at first, doubling up to 5 s. A peer whose
             // process is gone ends this through the nameserver (peer_gone).
@@ -344,7 +345,7 @@ private:
     void handle(close_request& c) {
         closing_ = true;
         done_ = std::move(c.done);
-        linger_until_ = clock::now() + core_->options.linger;
+        linger_until_ = deadline_after(core_->options.linger);
         for (auto& [peer, l] : links_)
             if (l->state() == link_state::up) l->drain(static_cast<std::uint32_t>(core_->rank));
     }

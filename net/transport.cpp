@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "csp/alt.hpp"
+#include "csp/deadline_after.hpp"
 #include "csp/timer.hpp"
 #include "net/errors.hpp"
 #include "net/tcp_transport.hpp"
@@ -63,7 +64,7 @@ std::string decode_offer(const std::string& payload) {
 
 // The peer's `transports` frame, the first after the handshake (frame.hpp).
 std::string read_offer(const node_core& core, int peer, int fd) {
-    const auto deadline = clock::now() + core.options.liveness_timeout;
+    const auto deadline = deadline_after(core.options.liveness_timeout);
     const std::string what = "the transports frame of " + core.peer_name(peer);
     std::array<std::byte, header::size> raw;
     read_exact(fd, raw.data(), raw.size(), deadline, what);
@@ -82,7 +83,7 @@ std::string read_offer(const node_core& core, int peer, int fd) {
 void write_frame(int fd, const header& h, const void* body, const node_core& core, int peer) {
     std::array<std::byte, header::size> raw;
     h.encode(raw.data());
-    const auto deadline = clock::now() + core.options.liveness_timeout;
+    const auto deadline = deadline_after(core.options.liveness_timeout);
     write_all(fd, raw.data(), raw.size(), deadline, "the connection to " + core.peer_name(peer));
     if (h.length) write_all(fd, body, h.length, deadline, "the connection to " + core.peer_name(peer));
 }

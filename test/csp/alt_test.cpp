@@ -136,6 +136,63 @@ TEST(alt, a_channel_beats_a_timeout_that_has_not_expired) {
     });
 }
 
+// Regression: a timeout of the largest duration (a "forever" written as
+// nanoseconds::max()) overflowed into the past when added to the clock, so
+// the select timed out at once instead of waiting for the channel.
+TEST_P(alt_test, a_timeout_of_the_largest_duration_waits_for_the_channel) {
+    csp::channel<int> c;
+    std::vector<int> got;
+    csp::run([&] {
+        const auto wait_for_it = [&](auto timeout) {
+            csp::par([w = c.writer()] { csp::sleep_for(20ms), w.write(1); },
+                     [&, r = c.reader()] {
+                         int v = 0;
+                         if (csp::select(csp::input(r, v), timeout) == 0) got.push_back(v);
+                     });
+        };
+        wait_for_it(csp::timeout(std::chrono::nanoseconds::max()));
+        wait_for_it(csp::timeout(std::chrono::milliseconds::max()));
+        wait_for_it(csp::timeout(std::chrono::hours::max()));
+        wait_for_it(csp::timeout(std::chrono::duration<double>(1e300)));
+        wait_for_it(csp::deadline(csp::clock::time_point::max()));
+    }, opts());
+    EXPECT_EQ(got, (std::vector<int>{1, 1, 1, 1, 1}));
+}
+
+TEST_P(alt_test, a_timeout_or_sleep_of_the_most_negative_duration_is_due_at_once) {
+    csp::channel<int> c;
+    csp::run([&] {
+        const auto start = csp::clock::now();
+        int v = 0;
+        EXPECT_EQ(csp::select(csp::input(c.reader(), v), csp::timeout(std::chrono::hours::min())), 1u);
+        EXPECT_EQ(csp::select(csp::input(c.reader(), v), csp::timeout(std::chrono::nanoseconds::min())), 1u);
+        csp::sleep_for(std::chrono::hours::min());
+        csp::sleep_for(std::chrono::nanoseconds::min());
+        csp::sleep_until(csp::clock::time_point::min());
+        EXPECT_LT(csp::clock::now() - start, 5s);
+    }, opts());
+}
+
+TEST(deadline_after, saturates_at_both_ends_of_the_clock) {
+    const auto max = csp::clock::time_point::max();
+    EXPECT_EQ(csp::deadline_after(std::chrono::nanoseconds::max()), max);
+    EXPECT_EQ(csp::deadline_after(std::chrono::hours::max()), max);
+    EXPECT_EQ(csp::deadline_after(std::chrono::duration<double>(1e300)), max);
+    const auto before = csp::clock::now();
+    const auto due = csp::deadline_after(std::chrono::hours::min());
+    EXPECT_LE(due, csp::clock::now());
+    EXPECT_GE(due, before);
+    const auto in_a_second = csp::deadline_after(1s);
+    EXPECT_GE(in_a_second, before + 1s);
+    EXPECT_LE(in_a_second, csp::clock::now() + 1s);
+    // From a given point; the clock's end stays the end.
+    EXPECT_EQ(csp::deadline_after(before, 2s), before + 2s);
+    EXPECT_EQ(csp::deadline_after(max, 1s), max);
+    EXPECT_EQ(csp::deadline_after(before, -1s), before);
+    // Rounded up: a wait is never shorter than asked.
+    EXPECT_GE(csp::deadline_after(std::chrono::duration<double, std::nano>(0.5)), before + 1ns);
+}
+
 TEST(alt, skip_makes_select_non_blocking) {
     csp::channel<int> c{csp::buffer::fifo(1)};
     csp::run([&] {

@@ -45,6 +45,32 @@ TEST(net_node, ping_pong_between_two_nodes) {
     for (int i = 0; i < 100; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 2 * i);
 }
 
+// Regression: a timeout set to the largest duration (no limit, as a user
+// writes it) overflowed when added to the clock, into a deadline in the
+// past: registration, connection and handshake timed out at once.
+TEST(net_node, timeouts_of_the_largest_duration_set_no_limit) {
+    csp::net::nameserver ns;
+    std::vector<int> seen;
+    run_nodes(
+        ns, "no-limits", 2,
+        [&](csp::net::node& self) {
+            auto inbox = self.open(7);
+            if (self.rank() == 0) {
+                self.send(1, 7, 20);
+                seen.push_back(inbox.receive<int>());
+            } else {
+                self.send(0, 7, inbox.receive<int>() + 1);
+            }
+        },
+        1, [](int, csp::net::node_options& o) {
+            o.connect_timeout = std::chrono::milliseconds::max();
+            o.handshake_timeout = std::chrono::milliseconds::max();
+            o.liveness_timeout = std::chrono::milliseconds::max();
+            o.linger = std::chrono::milliseconds::max();
+        });
+    EXPECT_EQ(seen, std::vector<int>{21});
+}
+
 TEST(net_node, values_of_every_encoding_arrive_intact) {
     csp::net::nameserver ns;
     run_nodes(ns, "values", 2, [&](csp::net::node& self) {
