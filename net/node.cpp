@@ -305,6 +305,9 @@ void node::close() {
     // Every message is in by now: what no process could receive is said,
     // not dropped in silence.
     for (const auto& text : core_->unopened_ports_with_messages()) core_->fault("closing: " + text);
+    // Nothing more can come: a receive takes what is there, then hears the
+    // node closed (port::next) instead of waiting for ever.
+    core_->retire_ports();
     write_timeline();
 }
 
@@ -328,6 +331,7 @@ void forget_leftovers(detail::port_entry& entry) {
 }  // namespace
 
 port node::open(port_id id, departures heard) {
+    if (closed_) throw usage_error("open of " + port_text(id) + " on a closed node (" + core_->name() + ")");
     {
         std::lock_guard lk(core_->lock);
         if (auto it = core_->claimed.find(id); it != core_->claimed.end())
@@ -342,6 +346,8 @@ port node::open(port_id id, departures heard) {
 }
 
 void node::reserve(port_id id, const std::string& owner, departures heard) {
+    if (closed_)
+        throw usage_error(owner + ": " + port_text(id) + " of a closed node (" + core_->name() + ") can receive nothing");
     std::lock_guard lk(core_->lock);
     if (auto it = core_->claimed.find(id); it != core_->claimed.end())
         throw usage_error(owner + ": " + port_text(id) + " of node " + std::to_string(core_->rank) +
@@ -509,6 +515,15 @@ void port_entry::deliver(node_core& core, message m) {
     } else {
         if (m.failure) notices.fetch_add(1, std::memory_order_relaxed);
         writer.write(std::move(m));
+    }
+}
+
+void node_core::retire_ports() {
+    // Lock order: the core's lock, then an entry's (as for delivery's map).
+    std::lock_guard lk(lock);
+    for (auto& [id, entry] : ports) {
+        std::lock_guard held(entry->lock);
+        entry->writer.retire();
     }
 }
 

@@ -127,7 +127,16 @@ private:
     message next() const {
         if (polls_ && channel_.buffered() == 0)
             if (std::optional<message> m = detail::poll_port(*core_, id_, channel_)) return std::move(*m);
-        return in_.read();
+        try {
+            return in_.read();
+        } catch (const csp::retired_error&) {
+            closed();
+        }
+    }
+    // The node closed and its port lost its only writer (node::close): every
+    // message that came was there to take first.
+    [[noreturn]] void closed() const {
+        throw csp::retired_error(channel_.name() + ": the node is closed, and every message that came was received");
     }
 
     port_id id_ = 0;
@@ -148,14 +157,28 @@ public:
     port_guard& operator=(const port_guard&) = delete;
 
     bool try_complete() override {
-        if (!input_.try_complete()) return false;
+        try {
+            if (!input_.try_complete()) return false;
+        } catch (const csp::retired_error&) {
+            port_->closed();
+        }
         deliver();
         return true;
     }
-    bool enable(csp::wait_node& n) override { return input_.enable(n); }
+    bool enable(csp::wait_node& n) override {
+        try {
+            return input_.enable(n);
+        } catch (const csp::retired_error&) {
+            port_->closed();
+        }
+    }
     void disable(csp::wait_node& n) override { input_.disable(n); }
     void complete(csp::wait_node& n) override {
-        input_.complete(n);
+        try {
+            input_.complete(n);
+        } catch (const csp::retired_error&) {
+            port_->closed();
+        }
         deliver();
     }
     void describe(std::string& out) const override { input_.describe(out); }

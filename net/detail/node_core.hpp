@@ -248,6 +248,9 @@ struct node_core {
 
     // Port `id`'s entry, made on first use by either side (a message may
     // arrive before its port is opened; it waits in the channel).
+    // The node closed: every port's channel loses its writer (node.cpp).
+    void retire_ports();
+
     std::shared_ptr<port_entry> port_entry_of(port_id id) {
         std::lock_guard lk(lock);
         auto it = ports.find(id);

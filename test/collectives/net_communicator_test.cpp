@@ -58,6 +58,17 @@ TEST(net_communicator_port, opening_the_communicators_port_is_an_error_naming_it
     });
 }
 
+// A communicator of a closed node could receive nothing: making one is
+// refused by name.
+TEST(net_communicator_port, a_communicator_of_a_closed_node_is_refused) {
+    csp::run([] {
+        csp::net::node self{csp::net::node_options{}};
+        self.close();
+        const auto e = error_of([&] { cc::net_communicator comm(self); });
+        EXPECT_EQ(e, "net_communicator: port 0x434f4c4c (\"COLL\") of a closed node (default/0) can receive nothing");
+    });
+}
+
 TEST(net_communicator_port, a_port_the_program_opened_cannot_be_claimed) {
     csp::run([] {
         csp::net::node self{csp::net::node_options{}};

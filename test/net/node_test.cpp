@@ -71,6 +71,58 @@ TEST(net_node, timeouts_of_the_largest_duration_set_no_limit) {
     EXPECT_EQ(seen, std::vector<int>{21});
 }
 
+// Regression: a receive on a port of a closed node waited for ever (the
+// runtime's deadlock report was all that ended it), and a port could still
+// be opened there. Now what came is received, then each receive and guard
+// says the node closed; opening or claiming a port there is a usage_error.
+TEST(net_node, a_port_of_a_closed_node_gives_what_came_then_says_the_node_closed) {
+    std::vector<int> got;
+    std::vector<std::string> errors;
+    csp::run([&] {
+        csp::net::node self{csp::net::node_options{}};
+        auto inbox = self.open(5);
+        auto waiting = self.open(6);
+        self.send(0, 5, 1);
+        self.send(0, 5, 2);
+        csp::par(
+            [&] {
+                try {
+                    waiting.receive<int>();  // nothing comes: the close ends it
+                } catch (const csp::retired_error& e) {
+                    errors.push_back(std::string("blocked: ") + e.what());
+                }
+            },
+            [&] {
+                csp::yield();
+                self.close();
+            });
+        got.push_back(inbox.receive<int>());
+        got.push_back(inbox.receive<int>());
+        try {
+            inbox.receive<int>();
+        } catch (const csp::retired_error& e) {
+            errors.push_back(std::string("receive: ") + e.what());
+        }
+        int v = 0;
+        try {
+            csp::select(csp::net::input(inbox, v), csp::timeout(10s));
+        } catch (const csp::retired_error& e) {
+            errors.push_back(std::string("select: ") + e.what());
+        }
+        try {
+            self.open(9);
+        } catch (const csp::usage_error& e) {
+            errors.push_back(std::string("open: ") + e.what());
+        }
+    });
+    EXPECT_EQ(got, (std::vector<int>{1, 2}));
+    ASSERT_EQ(errors.size(), 4u);
+    EXPECT_EQ(errors[0], "blocked: port 6 of node 0: the node is closed, and every message that came was received");
+    EXPECT_EQ(errors[1], "receive: port 5 of node 0: the node is closed, and every message that came was received");
+    EXPECT_EQ(errors[2], "select: port 5 of node 0: the node is closed, and every message that came was received");
+    EXPECT_EQ(errors[3], "open: open of port 9 on a closed node (default/0)");
+}
+
 TEST(net_node, values_of_every_encoding_arrive_intact) {
     csp::net::nameserver ns;
     run_nodes(ns, "values", 2, [&](csp::net::node& self) {
