@@ -131,6 +131,20 @@ private:
             const std::uint64_t k = key(m.tag);
             box_.deliver(source, k, std::move(m));
         }
+        // As net_communicator's: what came is taken, then receives from the
+        // ranks of other nodes fail (this node's ranks need no node).
+        void node_closed(const std::string& node) noexcept override {
+            try {
+                const auto error = std::make_exception_ptr(
+                    csp::retired_error("hybrid_job: its node (" + node + ") is closed, and no message can come"));
+                const int here = job_.node_->rank();
+                for (int p = 0; p < job_.nodes(); ++p)
+                    if (p != here)
+                        for (int s = job_.first_rank(p); s < job_.first_rank(p + 1); ++s) box_.fail(s, error);
+            } catch (...) {
+                // Out of memory for the text: the receives wait as before.
+            }
+        }
         // As net_communicator's: a failed call's late messages are expected.
         net::leftover_filter expected_after_release() const override {
             return [expected = box_.expected_leftovers()](const net::message& m) mutable {

@@ -47,6 +47,20 @@ void net_communicator::inbox::deliver(net::message m) noexcept {
     box_.deliver(source, tag, std::move(m));
 }
 
+// The node closed under the communicator: what came from the other ranks
+// is still taken, then every receive from them throws instead of waiting
+// for what cannot come. (A message to itself does not pass the node.)
+void net_communicator::inbox::node_closed(const std::string& node) noexcept {
+    try {
+        const auto error = std::make_exception_ptr(
+            csp::retired_error("net_communicator: its node (" + node + ") is closed, and no message can come"));
+        for (int r = 0; r < size_; ++r)
+            if (r != rank_) box_.fail(r, error);
+    } catch (...) {
+        // Out of memory for the text: the receives wait as before.
+    }
+}
+
 // A failed call's messages that come after this rank closed the
 // communicator are expected: the failure was thrown at every rank.
 net::leftover_filter net_communicator::inbox::expected_after_release() const {

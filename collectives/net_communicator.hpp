@@ -160,12 +160,14 @@ private:
     // program's files need not compile the mailbox's delivery.)
     class inbox final : public net::port_sink {
     public:
-        explicit inbox(mailbox<net::message>& box) : box_(box) {}
+        inbox(mailbox<net::message>& box, int rank, int size) : box_(box), rank_(rank), size_(size) {}
         void deliver(net::message m) noexcept override;
         net::leftover_filter expected_after_release() const override;
+        void node_closed(const std::string& node) noexcept override;
 
     private:
         mailbox<net::message>& box_;
+        int rank_, size_;
     };
 
     template <bool Notice, class T>
@@ -202,7 +204,7 @@ private:
     net::node* node_;
     net::port_id port_id_;
     mailbox<net::message> box_;  // whole messages: a receive checks the sent type
-    inbox inbox_{box_};
+    inbox inbox_{box_, node_->rank(), node_->size()};
     tag_counter counter_;
     context_pool contexts_;
     host_boards boards_;

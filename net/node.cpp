@@ -524,6 +524,7 @@ void node_core::retire_ports() {
     for (auto& [id, entry] : ports) {
         std::lock_guard held(entry->lock);
         entry->writer.retire();
+        if (entry->sink) entry->sink->node_closed(name());
     }
 }
 

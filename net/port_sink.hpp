@@ -35,7 +35,12 @@
 //     message that comes waits in the port and is reported as one no
 //     process can receive. The filter is called under the port's lock,
 //     one message at a time, and may keep state; it must not block.
+//   - When the node closes while the claim lasts, after the last deliver(),
+//     the node calls node_closed() once (under the port's lock; it must not
+//     block either): nothing more can come, so a receive its owner makes
+//     from then on, or is waiting in, must fail rather than wait for ever.
 #include <functional>
+#include <string>
 
 #include "net/message.hpp"
 
@@ -49,6 +54,9 @@ public:
     virtual void deliver(message m) noexcept = 0;
     // Called once as the claim ends, after the last deliver(); none by default.
     virtual leftover_filter expected_after_release() const { return {}; }
+    // Called once if the node closes while the claim lasts, after the last
+    // deliver(). `node` names it ("job/rank").
+    virtual void node_closed(const std::string& node) noexcept { (void)node; }
 
 protected:
     ~port_sink() = default;

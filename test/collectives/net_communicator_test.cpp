@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <memory_resource>
@@ -22,6 +23,7 @@
 #include "test/net/net_fixture.hpp"
 
 namespace cc = csp::collectives;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -67,6 +69,98 @@ TEST(net_communicator_port, a_communicator_of_a_closed_node_is_refused) {
         const auto e = error_of([&] { cc::net_communicator comm(self); });
         EXPECT_EQ(e, "net_communicator: port 0x434f4c4c (\"COLL\") of a closed node (default/0) can receive nothing");
     });
+}
+
+// Regression: a receive of a communicator whose node closed before any
+// link to the sender existed (a broadcast at a rank that only receives,
+// after close) waited for ever: no departure could reach it, and only the
+// runtime's deadlock report ended it. The node now tells the communicator
+// it closed, and every receive from another rank fails, also one that was
+// waiting then. (What came before is still taken: a port's case, in
+// net_node.a_port_of_a_closed_node_gives_what_came_then_says_the_node_closed.)
+TEST(net_communicator_port, a_receive_of_a_communicator_whose_node_closed_fails) {
+    csp::net::nameserver ns;
+    std::vector<std::string> errors;
+    std::atomic<bool> done{false};
+    net_test::run_nodes(ns, "closed-comm", 2, [&](csp::net::node& self) {
+        cc::net_communicator comm(self);
+        const cc::tag never = comm.next_tag(), later = comm.next_tag();
+        if (self.rank() == 1) {
+            while (!done.load()) csp::sleep_for(5ms);  // neither sends nor leaves meanwhile
+            return;
+        }
+        csp::par(
+            [&] {
+                try {
+                    comm.receive<int>(1, never);
+                } catch (const csp::retired_error& e) {
+                    errors.push_back(e.what());
+                }
+            },
+            [&] {
+                csp::yield();
+                self.close();
+            });
+        try {
+            (void)cc::broadcast(comm, 0, 1);  // rank 0 only receives
+        } catch (const csp::retired_error& e) {
+            errors.push_back(e.what());
+        }
+        try {
+            comm.receive<int>(1, later);
+        } catch (const csp::retired_error& e) {
+            errors.push_back(e.what());
+        }
+        done = true;
+    });
+    const std::vector<std::string> closed(
+        3, "net_communicator: its node (closed-comm/0) is closed, and no message can come");
+    EXPECT_EQ(errors, closed);
+}
+
+// The same for a hybrid job: receives from the ranks of another node fail
+// once this node closed; its own ranks still reach each other (they need
+// no node). Making the job linked the nodes, so the receive may fail with
+// the link's end (the peer's goodbye to this node's close) before the
+// node says it closed: either ends it, and neither is a wait for ever.
+TEST(net_communicator_port, a_hybrid_rank_whose_node_closed_fails_receives_from_other_nodes_only) {
+    csp::net::nameserver ns;
+    std::vector<std::string> errors;
+    int local = 0;
+    std::atomic<bool> done{false};
+    net_test::run_nodes(ns, "closed-hybrid", 2, [&](csp::net::node& self) {
+        cc::hybrid_job job(self, 2);
+        if (self.rank() == 1) {
+            while (!done.load()) csp::sleep_for(5ms);
+            return;
+        }
+        self.close();
+        struct mark_done {
+            std::atomic<bool>& flag;
+            ~mark_done() { flag = true; }  // also when the run throws: rank 1 waits for it
+        } at_end{done};
+        job.run([&](cc::hybrid_communicator& comm) {
+            const cc::tag from_far = comm.next_tag(), here = comm.next_tag();
+            if (comm.rank() == 1) {
+                comm.send(0, here, 7);  // rank 1 is this node's second rank
+                return;
+            }
+            try {
+                comm.receive<int>(2, from_far);  // rank 2: node 1's first
+            } catch (const csp::retired_error& e) {
+                errors.push_back(e.what());
+            } catch (const csp::net::peer_error& e) {
+                EXPECT_EQ(e.peer(), 1) << e.what();
+                errors.push_back("peer_error");
+            }
+            local = comm.receive<int>(1, here);
+        });
+    });
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_TRUE(errors[0] == "peer_error" ||
+                errors[0] == "hybrid_job: its node (closed-hybrid/0) is closed, and no message can come")
+        << errors[0];
+    EXPECT_EQ(local, 7);
 }
 
 TEST(net_communicator_port, a_port_the_program_opened_cannot_be_claimed) {
