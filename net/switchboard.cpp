@@ -298,8 +298,11 @@ private:
         } else if (l.state() != link_state::lost && !l.error()) {
             // The goodbye is answered (the peer waits for our end of stream)
             // and the departure recorded before any later send is refused.
+            // While this node closes, the goodbye may be the peer's answer to
+            // ours: the peer need not have closed anything.
             l.peer_left(static_cast<std::uint32_t>(core_->rank),
-                        core_->peer_name(d.peer) + " has left (it closed its node)");
+                        closing_ ? "the link to " + core_->peer_name(d.peer) + " ended: this node closed"
+                                 : core_->peer_name(d.peer) + " has left (it closed its node)");
             set_departed(l);
             announce_departure(l);
         }

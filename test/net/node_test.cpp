@@ -1,6 +1,7 @@
 #include <malloc.h>
 
 #include <array>
+#include <atomic>
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -121,6 +122,46 @@ TEST(net_node, a_port_of_a_closed_node_gives_what_came_then_says_the_node_closed
     EXPECT_EQ(errors[1], "receive: port 5 of node 0: the node is closed, and every message that came was received");
     EXPECT_EQ(errors[2], "select: port 5 of node 0: the node is closed, and every message that came was received");
     EXPECT_EQ(errors[3], "open: open of port 9 on a closed node (default/0)");
+}
+
+// Regression: a receive waiting while its own node closed heard "node 1
+// of job 'x' has left (it closed its node)" from the link's end, though
+// node 1 had closed nothing: its goodbye only answered this node's. The
+// link's end names this node's close now (or, should the port be retired
+// first, the port says the node closed).
+TEST(net_node, a_link_ended_by_this_nodes_close_does_not_say_the_peer_left) {
+    csp::net::nameserver ns;
+    std::string blocked;
+    std::atomic<bool> done{false};
+    run_nodes(ns, "own-close", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 1) {
+            EXPECT_EQ(inbox.receive<int>(), 7);
+            while (!done.load()) csp::sleep_for(5ms);  // stays open throughout
+            return;
+        }
+        self.send(1, 1, 7);  // the link is up
+        csp::par(
+            [&] {
+                try {
+                    inbox.receive<int>();
+                } catch (const csp::net::peer_error& e) {
+                    EXPECT_EQ(e.peer(), 1);
+                    blocked = e.what();
+                } catch (const csp::retired_error& e) {
+                    blocked = e.what();
+                }
+            },
+            [&] {
+                csp::sleep_for(10ms);
+                self.close();
+            });
+        done = true;
+    });
+    EXPECT_EQ(blocked.find("has left"), std::string::npos) << blocked;
+    EXPECT_TRUE(blocked.rfind("the link to node 1 of job 'own-close' ended: this node closed", 0) == 0 ||
+                blocked == "port 1 of node 0: the node is closed, and every message that came was received")
+        << blocked;
 }
 
 TEST(net_node, values_of_every_encoding_arrive_intact) {
