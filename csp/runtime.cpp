@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <latch>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -77,6 +79,13 @@ void prime_lazy_bindings() {
 
 }  // namespace
 
+void check(const runtime_options& o) {
+    if (o.threads == 0) throw usage_error("runtime_options::threads must be at least 1");
+    if (o.threads > runtime_options::max_threads)
+        throw usage_error("runtime_options::threads is " + std::to_string(o.threads) + ": at most " +
+                          std::to_string(runtime_options::max_threads) + " worker threads");
+}
+
 struct run_scope::workers {
     workers(std::size_t n, runtime_core* rt) : pool(n, rt), started(static_cast<std::ptrdiff_t>(n)), stops(n) {}
     worker_pool pool;
@@ -97,16 +106,29 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
     }
     workers_ = std::make_unique<workers>(o.threads, core_.get());
     core_->set_workers(&workers_->pool);
-    for (std::size_t i = 1; i < o.threads; ++i) {
-        workers_->threads.emplace_back([this, i] {
-            thread_census::worker_entered();
-            runtime_of_this_thread = core_.get();
-            fiber::warm_up_thread();
-            boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, i, core_.get());
-            workers_->started.count_down();
-            workers_->stops[i].wait();
-            thread_census::worker_left();
-        });
+    try {
+        for (std::size_t i = 1; i < o.threads; ++i) {
+            workers_->threads.emplace_back([this, i] {
+                thread_census::worker_entered();
+                runtime_of_this_thread = core_.get();
+                fiber::warm_up_thread();
+                boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, i, core_.get());
+                workers_->started.count_down();
+                workers_->stops[i].wait();
+                thread_census::worker_left();
+            });
+        }
+    } catch (const std::system_error& e) {
+        // The destructor will not run: undo what it would. The workers that
+        // started hold no process yet, so stopping them loses nothing.
+        const std::size_t started = workers_->threads.size() + 1;
+        for (std::size_t i = 1; i < started; ++i) workers_->stops[i].set();
+        for (auto& t : workers_->threads) t.join();
+        runtime_of_this_thread = nullptr;
+        thread_census::worker_left();
+        thread_census::runtime_ended();
+        throw std::system_error(e.code(), "csp::run could start only " + std::to_string(started) + " of the " +
+                                              std::to_string(o.threads) + " worker threads asked for");
     }
     boost::fibers::use_scheduling_algorithm<worker_policy>(&workers_->pool, 0, core_.get());
     workers_->started.arrive_and_wait();

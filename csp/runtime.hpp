@@ -29,7 +29,9 @@ struct runtime_options {
 #else
     static constexpr std::size_t default_stack_size = 64 * 1024;
 #endif
-    // Worker threads; the thread calling run() is the first of them.
+    // Worker threads; the thread calling run() is the first of them. At most
+    // max_threads: more is taken for a mistake, not for a machine.
+    static constexpr std::size_t max_threads = 1024;
     std::size_t threads = 1;
     // Bytes of stack per process (reserved, not committed; no guard page).
     std::size_t stack_size = default_stack_size;
@@ -37,8 +39,13 @@ struct runtime_options {
 
 namespace detail {
 
+// Throws usage_error naming a runtime_options field whose value is wrong.
+void check(const runtime_options& o);
+
 // Installs the scheduling policies and worker threads for one run() on the
-// calling thread, and takes them down again.
+// calling thread, and takes them down again. If a worker thread cannot be
+// started, the ones that were are stopped, and the constructor throws
+// std::system_error naming how many it asked for.
 class run_scope {
 public:
     explicit run_scope(const runtime_options& o);
@@ -61,7 +68,7 @@ auto run(F&& root, runtime_options options = {}, std::source_location at = std::
     using R = detail::process_result_t<F>;
     if (detail::current_process() != nullptr)
         throw usage_error("csp::run called from inside a process: runtimes do not nest");
-    if (options.threads == 0) throw usage_error("runtime_options::threads must be at least 1");
+    detail::check(options);
     detail::result_slot<R> result;
     {
         detail::run_scope scope(options);

@@ -169,6 +169,23 @@ TEST(process, par_outside_a_runtime_is_a_usage_error) {
     EXPECT_THROW(csp::par([] {}), csp::usage_error);
 }
 
+// Regression: {.threads = 100000} started that many threads (a typo for
+// 10 took a minute and all the machine's thread slots); none was refused.
+TEST(process, a_thread_count_of_zero_or_past_the_limit_is_refused_with_its_value) {
+    auto refusal = [](std::size_t threads) {
+        try {
+            csp::run([] {}, {.threads = threads});
+        } catch (const csp::usage_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("ran");
+    };
+    EXPECT_EQ(refusal(0), "runtime_options::threads must be at least 1");
+    EXPECT_EQ(refusal(100000), "runtime_options::threads is 100000: at most 1024 worker threads");
+    EXPECT_EQ(refusal(csp::runtime_options::max_threads + 1), "runtime_options::threads is 1025: at most 1024 worker threads");
+    EXPECT_EQ(csp::run([] { return 7; }, {.threads = 2}), 7) << "a refusal leaves nothing behind";
+}
+
 TEST(process, runtimes_do_not_nest) {
     csp::run([] { EXPECT_THROW(csp::run([] {}), csp::usage_error); });
 }

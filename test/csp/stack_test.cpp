@@ -2,9 +2,16 @@
 // stack may be (runtime_options::stack_size) and what a blocked process costs.
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <string>
+#include <system_error>
 #include <thread>
+
+#include <sys/resource.h>
 
 #include "csp/detail/fiber_internals.hpp"
 #include "helpers.hpp"
@@ -133,6 +140,47 @@ TEST(stack_pool, a_stack_used_within_its_size_comes_back_quietly) {
     boost::context::stack_context again = pool.allocate();
     EXPECT_EQ(again.sp, sc.sp) << "a returned stack is reused first";
     pool.deallocate(again);
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+// In a death test's child: leaves the address space room for a few thread
+// stacks, asks for 200 workers, then runs again with 2.
+[[noreturn]] void start_workers_with_little_address_space() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    std::size_t kib = 0;
+    while (std::getline(status, line))
+        if (line.rfind("VmSize:", 0) == 0) kib = std::stoul(line.substr(7));
+    const rlim_t room = (kib + 48 * 1024) * 1024;
+    const rlimit limit{room, room};
+    if (kib == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(3);
+    try {
+        csp::run([] {}, {.threads = 200});
+        std::_Exit(4);
+    } catch (const std::system_error& e) {
+        std::fprintf(stderr, "refused: %s\n", e.what());
+    }
+    std::fprintf(stderr, "then: %d\n", csp::run([] { return 7; }, {.threads = 2}));
+    std::fflush(stderr);
+    std::_Exit(0);
+}
+#endif
+
+// Regression: a worker thread that could not get its stack (here: an
+// address-space limit that leaves room for a few 8 MiB thread stacks)
+// ended the program with "terminate called without an active exception",
+// the workers already started still joinable. Now they are stopped, run()
+// throws std::system_error saying how many started, and a later run works.
+// (AddressSanitizer needs room of its own past such a limit.)
+TEST(worker_threads, a_worker_that_cannot_get_its_stack_stops_the_others_and_run_says_how_many_started) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "an address-space limit leaves AddressSanitizer no room";
+#else
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(start_workers_with_little_address_space(), ::testing::ExitedWithCode(0),
+        "refused: csp::run could start only [0-9]+ of the 200 worker threads asked for: .*\n"
+        "then: 7");
+#endif
 }
 
 }  // namespace
