@@ -12,6 +12,7 @@
 #include <boost/fiber/algo/round_robin.hpp>
 #include <boost/fiber/operations.hpp>
 
+#include "csp/deadline_after.hpp"
 #include "csp/detail/exception_state.hpp"
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/scheduler_policy.hpp"
@@ -165,7 +166,7 @@ namespace {
 // sampled).
 template <class Answer>
 auto await_idle_moment(std::chrono::milliseconds patience, Answer answer) -> decltype(answer()) {
-    const auto until = clock::now() + patience;
+    const auto until = deadline_after(patience);
     for (auto nap = std::chrono::microseconds(50);; nap = std::min(nap * 2, std::chrono::microseconds(2000))) {
         if (auto a = answer()) return a;
         if (clock::now() >= until) return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include "csp/alt.hpp"
 #include "csp/config.hpp"
+#include "csp/deadline_after.hpp"
 #include "csp/runtime.hpp"
 #include "csp/process_group.hpp"
 #include "iosched/wait.hpp"
@@ -275,7 +276,7 @@ std::vector<std::string> nameserver::status(const std::string& job, std::chrono:
     }
     // The registry's answer for this question replaces the last one's once
     // the waves process asked: wait for it to be asked, then for answers.
-    const auto until = std::chrono::steady_clock::now() + patience;
+    const auto until = csp::deadline_after(patience);
     std::vector<std::string> lines;
     for (;;) {
         bool complete = false;

@@ -41,6 +41,32 @@ TEST_P(quiescence, a_sample_names_the_blocked_program_processes_and_not_the_daem
     }, threads(GetParam()));
 }
 
+// Regression: a patience of milliseconds::max() (no limit) overflowed into
+// a deadline in the past, and the call gave up at once with no sample.
+TEST_P(quiescence, a_patience_of_the_largest_duration_waits_for_the_sample) {
+    csp::run([] {
+        csp::channel<int> c{"c"};
+        csp::process_group watcher;
+        std::optional<csp::quiet_sample> seen;
+        bool aborted = false;
+        watcher.spawn(csp::proc("watcher",
+                                [&] {
+                                    seen = csp::sample_quiescence(std::chrono::milliseconds::max());
+                                    aborted = csp::abort_blocked("no limit", std::chrono::milliseconds::max());
+                                }),
+                      csp::process_kind::daemon);
+        try {
+            c.reader().read();
+        } catch (const csp::deadlock_error& e) {
+            EXPECT_EQ(std::string(e.what()), "no limit");
+        }
+        watcher.wait();
+        ASSERT_TRUE(seen.has_value());
+        EXPECT_TRUE(seen->quiet);
+        EXPECT_TRUE(aborted);
+    }, threads(GetParam()));
+}
+
 TEST_P(quiescence, a_process_that_sleeps_or_computes_is_not_quiet) {
     csp::run([] {
         csp::process_group watcher;

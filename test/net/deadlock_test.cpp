@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 #include <vector>
 #include <string>
 
@@ -317,3 +318,31 @@ TEST(net_status, every_node_is_asked_and_its_answers_come_back_in_rank_order) {
                                         "node 1: process 'b' is blocked"}));
     EXPECT_TRUE(complete);
 }
+
+namespace {
+
+// Regression: a patience of milliseconds::max() (no limit) overflowed into
+// a deadline in the past, and status() gave up at once with no line at
+// all. It waits for the answers now.
+TEST(net_status, a_patience_of_the_largest_duration_waits_for_every_answer) {
+    csp::net::nameserver ns;
+    std::atomic<int> registered{0};
+    std::atomic<bool> done{false};
+    std::vector<std::string> lines;
+    std::thread asker([&] {
+        while (registered.load() < 2) std::this_thread::sleep_for(1ms);
+        lines = ns.status("asked", std::chrono::milliseconds::max());
+        done = true;
+    });
+    run_nodes(ns, "asked", 2, [&](csp::net::node&) {
+        ++registered;
+        while (!done.load()) csp::sleep_for(2ms);
+    });
+    asker.join();
+    ASSERT_GE(lines.size(), 2u);
+    EXPECT_EQ(lines.front().rfind("node 0: ", 0), 0u) << lines.front();
+    EXPECT_EQ(lines.back().rfind("node 1: ", 0), 0u) << lines.back();
+    for (const auto& l : lines) EXPECT_EQ(l.find("no answer"), std::string::npos) << l;
+}
+
+}  // namespace
