@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "csp/deadline_after.hpp"
 #include "csp/error.hpp"
 
 namespace csp::io::detail {
@@ -63,7 +64,7 @@ void handover::poll_blocking(clock::time_point until) {
     // busy machine). A wake-up, a result or the deadline ends the spin.
     bool woken = false;
     if (spin_ > clock::duration::zero() && table_.armed() > 0) {
-        const auto stop = std::min(until, clock::now() + spin_);
+        const auto stop = std::min(until, csp::deadline_after(spin_));
         while (results_.empty() && !woken && !backend_.wake_pending() && clock::now() < stop) {
             woken = backend_.wait(clock::time_point{}, results_);
             // Between polls, let any other runnable thread of the machine

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstring>
 
+#include "csp/deadline_after.hpp"
 #include "csp/timer.hpp"
 #include "net/detail/node_core.hpp"
 #include "net/errors.hpp"
@@ -565,7 +566,7 @@ bool ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
         } else if (l != nullptr && l->expected && l->at == nullptr && h.op == opcode::data) {
             // Its buffer is not named yet: hold it (see the header comment).
             r->rts = data;
-            r->hold_until = std::chrono::steady_clock::now() + hold_;
+            r->hold_until = csp::deadline_after(hold_);
             l->body = r.get();
             held_.fetch_add(1, std::memory_order_relaxed);
             wait_turn(*ps, std::move(r));
@@ -699,7 +700,7 @@ void ucx_worker::land(int peer, std::uint32_t port, std::uint64_t tag, std::byte
         // naming their buffers, and their hold counts from its last one.
         if (peer_state* ps = find(peer)) {
             bool ahead = true;
-            const auto until = std::chrono::steady_clock::now() + hold_;
+            const auto until = csp::deadline_after(hold_);
             for (receive* r : ps->pending) {
                 if (r == held) ahead = false;
                 else if (r->rts != nullptr && ahead) fetch_held(peer, r);

@@ -324,6 +324,19 @@ TEST(net_expected_landing, a_row_that_comes_before_its_landing_is_held_and_then_
     expect_row_received(out, 1);
 }
 
+// Regression: a hold of microseconds::max() (hold until the buffer is
+// named, however long) overflowed now() + hold into the past (signed
+// overflow, which the sanitizer build stops at); the hold's end saturates.
+TEST(net_expected_landing, a_hold_of_the_largest_duration_holds_until_the_landing) {
+    const auto out = expect_one("expect-held-forever", std::chrono::microseconds::max(), true, false,
+                                [](cc::net_communicator& comm, cc::tag t, csp::net::landing&, expected_outcome& o) {
+                                    csp::net::landing l = comm.land(1, t, std::span<double>(o.ghost));
+                                    EXPECT_EQ(comm.receive_into(1, t, std::span<double>(o.ghost)), o.ghost.size());
+                                });
+    EXPECT_TRUE(out.was_held);
+    expect_row_received(out, 1);
+}
+
 // An expectation withdrawn while its row is held lets the row go at once
 // (received as usual: the hold limit here is a minute, under the watchdog).
 TEST(net_expected_landing, a_withdrawn_expectation_lets_its_held_row_be_received_as_usual) {

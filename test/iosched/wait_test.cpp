@@ -36,6 +36,28 @@ TEST_P(io_wait, readiness_wakes_the_waiting_process) {
     EXPECT_EQ(got, 'x');
 }
 
+// Regression: a spin of clock::duration::max() (spin for as long as there is
+// nothing else to do) overflowed now() + spin, signed overflow that the
+// sanitizer build stops at. The spin's end saturates now, and the spin
+// still ends at the next timer's deadline, so the writer below runs.
+TEST_P(io_wait, a_spin_of_the_largest_duration_spins_until_something_is_due) {
+    fd_pair p;
+    int got = 0;
+    csp_test::run_watched([&] {
+        csp::io::start_scheduler({.backend = GetParam().backend, .spin = csp::clock::duration::max()});
+        csp::par(
+            [&] {
+                csp::io::wait_readable(p.a());
+                got = get_byte(p.a());
+            },
+            [&] {
+                csp::sleep_for(5ms);
+                put_byte(p.b(), 'x');
+            });
+    }, opts());
+    EXPECT_EQ(got, 'x');
+}
+
 // A process that computes in steps and calls csp::yield_to_io() between
 // them has the poll made at its next step, so the waiter on a ready fd runs
 // within a few steps; a plain yield leaves it to the busy poll, once per
