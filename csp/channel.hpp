@@ -22,7 +22,9 @@
 // std::thread) tells the deadlock detector that a thread may still act on the
 // channel, so processes waiting on it are not reported; until the runtime
 // takes it: once the end is moved or copied into a process, or used by one, it
-// is the program's, and a deadlock on its channel is reported.
+// is the program's, and a deadlock on its channel is reported. Ends made by
+// processes of two runtimes (a channel handed from one csp::run to another on
+// another thread) make it a channel between them, as ends taken into two do.
 #include <atomic>
 #include <memory>
 #include <source_location>
@@ -57,6 +59,7 @@ public:
         : core_(std::move(core)), outside_(current_process() == nullptr && ends_entering_process == 0) {
         core_->enroll(S);
         if (outside_.load(std::memory_order_relaxed)) core_->outside_holder_added();
+        else if (const process_record* p = current_process()) core_->end_made_in(p->runtime());
     }
     ~holder() {
         if (outside_.load(std::memory_order_relaxed)) core_->outside_holder_removed();
@@ -76,8 +79,10 @@ public:
     void touched() noexcept {
         if (outside_.load(std::memory_order_relaxed)) [[unlikely]] {
             if ((current_process() != nullptr || ends_entering_process != 0) && outside_.exchange(false)) {
-                core_->outside_holder_removed();
+                // In this order: a detector that sees the outside holder gone
+                // also sees the channel between runtimes, if it now is one.
                 core_->taken_into_this_runtime();
+                core_->outside_holder_removed();
             }
         }
     }

@@ -96,8 +96,7 @@ struct run_scope::workers {
 };
 
 run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size, o.threads)) {
-    thread_census::runtime_started();
-    thread_census::worker_entered();
+    thread_census::run_started();
     runtime_of_this_thread = core_.get();
     prime_lazy_bindings();
     fiber::warm_up_thread();
@@ -126,8 +125,7 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
         for (std::size_t i = 1; i < started; ++i) workers_->stops[i].set();
         for (auto& t : workers_->threads) t.join();
         runtime_of_this_thread = nullptr;
-        thread_census::worker_left();
-        thread_census::runtime_ended();
+        thread_census::run_ended();
         throw std::system_error(e.code(), "csp::run could start only " + std::to_string(started) + " of the " +
                                               std::to_string(o.threads) + " worker threads asked for");
     }
@@ -150,8 +148,7 @@ run_scope::~run_scope() {
         boost::this_fiber::yield();
     }
     runtime_of_this_thread = nullptr;
-    thread_census::worker_left();
-    thread_census::runtime_ended();
+    thread_census::run_ended();
 }
 
 }  // namespace csp::detail

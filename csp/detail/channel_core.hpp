@@ -126,22 +126,35 @@ public:
     // woken by a process of the other, which the first one's detector cannot
     // see, so it is not reported either (a report missed, never a false one).
     void outside_holder_added() noexcept { outside_holders_.fetch_add(1, std::memory_order_relaxed); }
-    void outside_holder_removed() noexcept { outside_holders_.fetch_sub(1, std::memory_order_relaxed); }
-    int outside_holders() const noexcept { return outside_holders_.load(std::memory_order_relaxed); }
+    // Release and acquire: a take records its runtime (taken_into_this_runtime)
+    // before it removes the outside holder, so a detector that sees the
+    // holder gone sees the record too (reachable_from_outside reads the count
+    // first); otherwise it could see neither while a take is half done.
+    void outside_holder_removed() noexcept { outside_holders_.fetch_sub(1, std::memory_order_release); }
+    int outside_holders() const noexcept { return outside_holders_.load(std::memory_order_acquire); }
     // An outside end was taken by a process of the calling thread's runtime
     // (channel_base.cpp; cold: once per such end).
     void taken_into_this_runtime() noexcept;
+    // A process of `rt` made an end: the first runtime to do so is recorded,
+    // and a second one makes the channel one between runtimes. Costs a
+    // relaxed load when `rt` is the one recorded.
+    void end_made_in(const void* rt) noexcept {
+        const void* first = first_runtime_.load(std::memory_order_relaxed);
+        if (first != rt) [[unlikely]] note_runtime(rt);
+    }
     bool reachable_from_outside() const noexcept {
-        // An end not taken yet may be about to enter another running
-        // runtime (whose thread the census counts as a worker from its start).
-        const bool another_runtime = thread_census::runtimes_running() > 1;
-        return (outside_holders() > 0 && (another_runtime || thread_census::others_alive())) ||
-               (between_runtimes_.load(std::memory_order_relaxed) && another_runtime);
+        // An end not taken yet may be used by an outside thread, or be about
+        // to enter another running runtime. The count is read first: one
+        // taken already left the record of its runtime (see above).
+        if (outside_holders() > 0) return thread_census::others_may_act();
+        return between_runtimes_.load(std::memory_order_relaxed) && thread_census::runtimes_running() > 1;
     }
 
 protected:
+    void note_runtime(const void* rt) noexcept;  // channel_base.cpp
+
     std::atomic<int> outside_holders_{0};
-    std::atomic<const void*> first_runtime_{nullptr};  // the first runtime that took an outside end
+    std::atomic<const void*> first_runtime_{nullptr};  // the first runtime that made or took an end
     std::atomic<bool> between_runtimes_{false};
 
     // After a partner committed our node: throw unless the operation happened.

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,8 +12,9 @@ namespace csp::detail::thread_census {
 
 namespace {
 
-std::atomic<long> workers{0};
-std::atomic<long> runtimes{0};
+// Runtimes in the high half, workers in the low half (thread_census.hpp).
+std::atomic<std::uint64_t> census{0};
+constexpr std::uint64_t one_worker = 1, one_runtime = std::uint64_t{1} << 32;
 thread_local int cached = -1;  // -1: not asked during this walk; else 0 or 1
 
 // The process's thread count from /proc/self/status, or -1.
@@ -47,17 +49,22 @@ bool only_thread() noexcept {
     return seen == 1;
 }
 
-void runtime_started() noexcept { runtimes.fetch_add(1); }
-void runtime_ended() noexcept { runtimes.fetch_sub(1); }
-long runtimes_running() noexcept { return runtimes.load(); }
-void worker_entered() noexcept { workers.fetch_add(1); }
-void worker_left() noexcept { workers.fetch_sub(1); }
+void run_started() noexcept { census.fetch_add(one_runtime + one_worker); }
+void run_ended() noexcept { census.fetch_sub(one_runtime + one_worker); }
+void worker_entered() noexcept { census.fetch_add(one_worker); }
+void worker_left() noexcept { census.fetch_sub(one_worker); }
+long runtimes_running() noexcept { return static_cast<long>(census.load() >> 32); }
 void begin_walk() noexcept { cached = -1; }
 
-bool others_alive() noexcept {
+bool others_may_act() noexcept {
     if (cached < 0) {
-        const long n = kernel_thread_count();
-        cached = (n < 0 || n > workers.load()) ? 1 : 0;
+        // The census first: a thread the kernel counts is either a worker
+        // counted here or an outside thread (a thread enters the census
+        // after it exists and leaves it before it ends).
+        const std::uint64_t now = census.load();
+        const long runtimes = static_cast<long>(now >> 32), workers = static_cast<long>(now & 0xffffffffu);
+        const long n = runtimes > 1 ? 0 : kernel_thread_count();
+        cached = (runtimes > 1 || n < 0 || n > workers) ? 1 : 0;
     }
     return cached == 1;
 }

@@ -12,22 +12,30 @@
 // kernel lists but the census does not is always taken for an outside one.
 namespace csp::detail::thread_census {
 
-// Called by each worker thread of a run (the caller of run() included) as it
-// starts and as it stops being one.
+// The runtimes and their workers are counted in one word, so one read sees
+// both at the same moment: a detector that read "one runtime" and then, a
+// /proc read later, "as many workers as threads" would miss a thread that
+// started a runtime in between (it was an outside thread before and is a
+// runtime's worker after: either way something that may act).
+
+// Called by run() on its own thread as a runtime starts and as it ends: a
+// runtime more and a worker more, or less, at once.
+void run_started() noexcept;
+void run_ended() noexcept;
+// Called by each further worker thread of a run as it starts and as it stops
+// being one.
 void worker_entered() noexcept;
 void worker_left() noexcept;
-// Called by run() as a runtime starts and as it ends.
-void runtime_started() noexcept;
-void runtime_ended() noexcept;
 // How many runtimes are running in the process.
 long runtimes_running() noexcept;
 
 // For one walk of the deadlock detector (runtime_core::find_deadlock): forget
-// the previous answer; the next others_alive() on this thread asks the kernel.
+// the previous answer; the next others_may_act() on this thread asks again.
 void begin_walk() noexcept;
-// Whether a thread other than the runtimes' workers exists. Outside Linux, or
-// if the kernel cannot say: true.
-bool others_alive() noexcept;
+// Whether something besides the calling runtime may act: another runtime
+// runs, or a thread other than the runtimes' workers exists. Outside Linux,
+// or if the kernel cannot say: true.
+bool others_may_act() noexcept;
 
 // Whether the calling thread is the process's only one (so, with no runtime
 // running, nothing could ever complete a wait it starts). False if the

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "csp/detail/thread_census.hpp"
 #include "helpers.hpp"
 
 using namespace std::chrono_literals;
@@ -219,6 +220,88 @@ TEST_P(end_holders, a_channel_between_two_runtimes_is_no_deadlock_while_both_run
         EXPECT_EQ(got, 42);
         EXPECT_EQ(b_error, "");
     }
+}
+
+}  // namespace
+
+namespace {
+
+// Regression: a channel made inside runtime A and handed to a thread that
+// runs runtime B, whose process made the writing end and computed before
+// writing: A reported a deadlock (every thread alive was some runtime's
+// worker, and neither end had been made outside a runtime). Ends made by
+// processes of two runtimes make the channel one between them, as ends
+// taken into two do.
+TEST_P(end_holders, a_channel_made_in_one_runtime_with_an_end_made_in_another_is_no_deadlock_while_both_run) {
+    const csp::runtime_options o = opts();
+    for (int round = 0; round < 3; ++round) {
+        std::atomic<csp::channel<int>*> handed{nullptr};
+        std::atomic<bool> writer_made{false};
+        std::string b_error;
+        std::thread b([&] {
+            while (handed.load() == nullptr) std::this_thread::sleep_for(1ms);
+            try {
+                csp::run([&] {
+                    auto w = handed.load()->writer();
+                    writer_made = true;
+                    csp::sleep_for(50ms);
+                    w.write(42);
+                }, o);
+            } catch (const std::exception& e) {
+                b_error = e.what();
+            }
+        });
+        int got = 0;
+        try {
+            got = csp::run([&] {
+                csp::channel<int> c{"made in A"};
+                auto r = c.reader();
+                handed = &c;
+                while (!writer_made.load()) csp::sleep_for(1ms);
+                return r.read();
+            }, o);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "runtime A: " << e.what();
+        }
+        b.join();
+        EXPECT_EQ(got, 42);
+        EXPECT_EQ(b_error, "");
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// Regression (end_holders.a_channel_between_two_runtimes_is_no_deadlock_while_both_run
+// failed about once in 40 runs on a loaded machine): the detector read the
+// number of runtimes, then the kernel's thread count and the number of
+// workers; a thread that started its runtime between those reads was
+// neither another runtime nor an outside thread, and a wait on a channel it
+// held an end of was reported as a deadlock. One word holds both counts now.
+TEST(thread_census, a_thread_starting_and_ending_runtimes_is_always_one_that_may_act) {
+    namespace census = csp::detail::thread_census;
+    if (!census::only_thread()) GTEST_SKIP() << "other threads would make every answer true";
+    census::run_started();  // this thread: the worker of a runtime
+    census::begin_walk();
+    const bool alone = !census::others_may_act();
+    std::atomic<bool> stop{false};
+    std::thread other([&] {
+        while (!stop.load()) {
+            census::run_started();
+            census::run_ended();
+        }
+    });
+    int missed = 0;
+    for (int i = 0; i < 20000; ++i) {
+        census::begin_walk();
+        if (!census::others_may_act()) ++missed;
+    }
+    stop = true;
+    other.join();
+    census::run_ended();
+    EXPECT_TRUE(alone) << "a runtime's only worker, with no other thread, is alone";
+    EXPECT_EQ(missed, 0);
 }
 
 }  // namespace
