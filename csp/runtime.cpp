@@ -85,6 +85,9 @@ void check(const runtime_options& o) {
     if (o.threads > runtime_options::max_threads)
         throw usage_error("runtime_options::threads is " + std::to_string(o.threads) + ": at most " +
                           std::to_string(runtime_options::max_threads) + " worker threads");
+    if (o.stack_size > runtime_options::max_stack_size)
+        throw usage_error("runtime_options::stack_size is " + std::to_string(o.stack_size) + " bytes: at most " +
+                          std::to_string(runtime_options::max_stack_size) + " (1 GiB) per process");
 }
 
 struct run_scope::workers {

@@ -34,6 +34,9 @@ struct runtime_options {
     static constexpr std::size_t max_threads = 1024;
     std::size_t threads = 1;
     // Bytes of stack per process (reserved, not committed; no guard page).
+    // Less than 2 KiB is rounded up to it; more than max_stack_size (1 GiB,
+    // Go's limit for a goroutine) is refused.
+    static constexpr std::size_t max_stack_size = std::size_t{1} << 30;
     std::size_t stack_size = default_stack_size;
 };
 

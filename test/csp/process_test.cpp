@@ -186,6 +186,20 @@ TEST(process, a_thread_count_of_zero_or_past_the_limit_is_refused_with_its_value
     EXPECT_EQ(csp::run([] { return 7; }, {.threads = 2}), 7) << "a refusal leaves nothing behind";
 }
 
+// Regression: {.stack_size = 1 << 62} threw a bare std::bad_alloc (the
+// pool's first region of 16 stacks overflowed its size to 0).
+TEST(process, a_stack_size_past_one_gib_is_refused_with_its_value) {
+    std::string refused;
+    try {
+        csp::run([] {}, {.stack_size = std::size_t{1} << 62});
+    } catch (const csp::usage_error& e) {
+        refused = e.what();
+    }
+    EXPECT_EQ(refused, "runtime_options::stack_size is 4611686018427387904 bytes: at most 1073741824 (1 GiB) per process");
+    EXPECT_EQ(csp::run([] { return 7; }, {.stack_size = csp::runtime_options::max_stack_size}), 7)
+        << "the largest size allowed runs";
+}
+
 TEST(process, runtimes_do_not_nest) {
     csp::run([] { EXPECT_THROW(csp::run([] {}), csp::usage_error); });
 }
