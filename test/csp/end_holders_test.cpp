@@ -187,6 +187,31 @@ TEST_P(end_holders, a_program_without_threads_of_its_own_gets_the_report_for_an_
         ::testing::ExitedWithCode(0), "");
 }
 
+// Runs `b_root` in a runtime on a thread of its own once `b_may_start`
+// returns, and `a_root` in one on this thread, both with `o`: A's root must
+// return 42 and neither runtime fail.
+template <class Wait, class B, class A>
+void expect_42_across_two_runtimes(const csp::runtime_options& o, Wait b_may_start, B b_root, A a_root) {
+    std::string b_error;
+    std::thread b([&] {
+        b_may_start();
+        try {
+            csp::run(std::move(b_root), o);
+        } catch (const std::exception& e) {
+            b_error = e.what();
+        }
+    });
+    int got = 0;
+    try {
+        got = csp::run(std::move(a_root), o);
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "runtime A: " << e.what();
+    }
+    b.join();
+    EXPECT_EQ(got, 42);
+    EXPECT_EQ(b_error, "");
+}
+
 // Regression: two runtimes on two threads sharing a channel made in main:
 // runtime A's only process waited to read while runtime B's slept before
 // writing, and A reported a deadlock, since every thread alive was some
@@ -194,37 +219,19 @@ TEST_P(end_holders, a_program_without_threads_of_its_own_gets_the_report_for_an_
 // taken into two runtimes makes the channel one between them, not reported
 // while both run.
 TEST_P(end_holders, a_channel_between_two_runtimes_is_no_deadlock_while_both_run) {
-    const csp::runtime_options o = opts();
     for (int round = 0; round < 3; ++round) {
         csp::channel<int> c{"between"};
         auto r = c.reader();
         auto w = c.writer();
-        std::string b_error;
-        std::thread b([w, o, &b_error] {
-            try {
-                csp::run([w] {
-                    csp::sleep_for(50ms);
-                    w.write(42);
-                }, o);
-            } catch (const std::exception& e) {
-                b_error = e.what();
-            }
-        });
-        int got = 0;
-        try {
-            got = csp::run([r] { return r.read(); }, o);
-        } catch (const std::exception& e) {
-            ADD_FAILURE() << "runtime A: " << e.what();
-        }
-        b.join();
-        EXPECT_EQ(got, 42);
-        EXPECT_EQ(b_error, "");
+        expect_42_across_two_runtimes(
+            opts(), [] {},
+            [w] {
+                csp::sleep_for(50ms);
+                w.write(42);
+            },
+            [r] { return r.read(); });
     }
 }
-
-}  // namespace
-
-namespace {
 
 // Regression: a channel made inside runtime A and handed to a thread that
 // runs runtime B, whose process made the writing end and computed before
@@ -233,45 +240,26 @@ namespace {
 // processes of two runtimes make the channel one between them, as ends
 // taken into two do.
 TEST_P(end_holders, a_channel_made_in_one_runtime_with_an_end_made_in_another_is_no_deadlock_while_both_run) {
-    const csp::runtime_options o = opts();
     for (int round = 0; round < 3; ++round) {
         std::atomic<csp::channel<int>*> handed{nullptr};
         std::atomic<bool> writer_made{false};
-        std::string b_error;
-        std::thread b([&] {
-            while (handed.load() == nullptr) std::this_thread::sleep_for(1ms);
-            try {
-                csp::run([&] {
-                    auto w = handed.load()->writer();
-                    writer_made = true;
-                    csp::sleep_for(50ms);
-                    w.write(42);
-                }, o);
-            } catch (const std::exception& e) {
-                b_error = e.what();
-            }
-        });
-        int got = 0;
-        try {
-            got = csp::run([&] {
+        expect_42_across_two_runtimes(
+            opts(), [&] { while (handed.load() == nullptr) std::this_thread::sleep_for(1ms); },
+            [&] {
+                auto w = handed.load()->writer();
+                writer_made = true;
+                csp::sleep_for(50ms);
+                w.write(42);
+            },
+            [&] {
                 csp::channel<int> c{"made in A"};
                 auto r = c.reader();
                 handed = &c;
                 while (!writer_made.load()) csp::sleep_for(1ms);
                 return r.read();
-            }, o);
-        } catch (const std::exception& e) {
-            ADD_FAILURE() << "runtime A: " << e.what();
-        }
-        b.join();
-        EXPECT_EQ(got, 42);
-        EXPECT_EQ(b_error, "");
+            });
     }
 }
-
-}  // namespace
-
-namespace {
 
 // Regression (end_holders.a_channel_between_two_runtimes_is_no_deadlock_while_both_run
 // failed about once in 40 runs on a loaded machine): the detector read the

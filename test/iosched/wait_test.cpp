@@ -16,46 +16,39 @@ using csp_test::put_byte;
 
 namespace {
 
-class io_wait : public csp_test::io_suite {};
+class io_wait : public csp_test::io_suite {
+protected:
+    // One process waits for a byte that another writes 5 ms later; the
+    // scheduler started with `o`. The byte read.
+    int byte_after_a_wait(const csp::io::scheduler_options& o) const {
+        fd_pair p;
+        int got = 0;
+        csp_test::run_watched([&] {
+            csp::io::start_scheduler(o);
+            csp::par(
+                [&] {
+                    csp::io::wait_readable(p.a());
+                    got = get_byte(p.a());
+                },
+                [&] {
+                    csp::sleep_for(5ms);
+                    put_byte(p.b(), 'x');
+                });
+        }, opts());
+        return got;
+    }
+};
 
 TEST_P(io_wait, readiness_wakes_the_waiting_process) {
-    fd_pair p;
-    int got = 0;
-    csp_test::run_watched([&] {
-        start();
-        csp::par(
-            [&] {
-                csp::io::wait_readable(p.a());
-                got = get_byte(p.a());
-            },
-            [&] {
-                csp::sleep_for(5ms);
-                put_byte(p.b(), 'x');
-            });
-    }, opts());
-    EXPECT_EQ(got, 'x');
+    EXPECT_EQ(byte_after_a_wait({.backend = GetParam().backend}), 'x');
 }
 
 // Regression: a spin of clock::duration::max() (spin for as long as there is
 // nothing else to do) overflowed now() + spin, signed overflow that the
 // sanitizer build stops at. The spin's end saturates now, and the spin
-// still ends at the next timer's deadline, so the writer below runs.
+// still ends at the next timer's deadline, so the writer runs.
 TEST_P(io_wait, a_spin_of_the_largest_duration_spins_until_something_is_due) {
-    fd_pair p;
-    int got = 0;
-    csp_test::run_watched([&] {
-        csp::io::start_scheduler({.backend = GetParam().backend, .spin = csp::clock::duration::max()});
-        csp::par(
-            [&] {
-                csp::io::wait_readable(p.a());
-                got = get_byte(p.a());
-            },
-            [&] {
-                csp::sleep_for(5ms);
-                put_byte(p.b(), 'x');
-            });
-    }, opts());
-    EXPECT_EQ(got, 'x');
+    EXPECT_EQ(byte_after_a_wait({.backend = GetParam().backend, .spin = csp::clock::duration::max()}), 'x');
 }
 
 // A process that computes in steps and calls csp::yield_to_io() between
