@@ -124,7 +124,7 @@ private:
                     box_.fail(any_source, error);
                     return;
                 }
-                for (int s = job_.first_rank(peer); s < job_.first_rank(peer + 1); ++s) box_.fail(s, error);
+                fail_ranks_of(peer, error);
                 return;
             }
             const int source = job_.first_rank(m.source) + from_local(m.tag);
@@ -137,10 +137,8 @@ private:
             try {
                 const auto error = std::make_exception_ptr(
                     csp::retired_error("hybrid_job: its node (" + node + ") is closed, and no message can come"));
-                const int here = job_.node_->rank();
                 for (int p = 0; p < job_.nodes(); ++p)
-                    if (p != here)
-                        for (int s = job_.first_rank(p); s < job_.first_rank(p + 1); ++s) box_.fail(s, error);
+                    if (p != job_.node_->rank()) fail_ranks_of(p, error);
             } catch (...) {
                 // Out of memory for the text: the receives wait as before.
             }
@@ -153,6 +151,10 @@ private:
         }
 
     private:
+        void fail_ranks_of(int node, const std::exception_ptr& error) {
+            for (int s = job_.first_rank(node); s < job_.first_rank(node + 1); ++s) box_.fail(s, error);
+        }
+
         hybrid_job& job_;
         mailbox<net::message>& box_;
     };

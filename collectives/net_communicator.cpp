@@ -39,12 +39,12 @@ mailbox<net::message>::envelope net_communicator::take(int from, std::uint64_t b
 
 void net_communicator::inbox::deliver(net::message m) noexcept {
     if (m.failure) {
-        box_.fail(m.failure->peer(), std::make_exception_ptr(*m.failure));
+        comm_.box_.fail(m.failure->peer(), std::make_exception_ptr(*m.failure));
         return;
     }
     const int source = m.source;
     const std::uint64_t tag = m.tag;
-    box_.deliver(source, tag, std::move(m));
+    comm_.box_.deliver(source, tag, std::move(m));
 }
 
 // The node closed under the communicator: what came from the other ranks
@@ -54,8 +54,8 @@ void net_communicator::inbox::node_closed(const std::string& node) noexcept {
     try {
         const auto error = std::make_exception_ptr(
             csp::retired_error("net_communicator: its node (" + node + ") is closed, and no message can come"));
-        for (int r = 0; r < size_; ++r)
-            if (r != rank_) box_.fail(r, error);
+        for (int r = 0; r < comm_.size(); ++r)
+            if (r != comm_.rank()) comm_.box_.fail(r, error);
     } catch (...) {
         // Out of memory for the text: the receives wait as before.
     }
@@ -64,7 +64,7 @@ void net_communicator::inbox::node_closed(const std::string& node) noexcept {
 // A failed call's messages that come after this rank closed the
 // communicator are expected: the failure was thrown at every rank.
 net::leftover_filter net_communicator::inbox::expected_after_release() const {
-    return [expected = box_.expected_leftovers()](const net::message& m) mutable { return expected(m.tag); };
+    return [expected = comm_.box_.expected_leftovers()](const net::message& m) mutable { return expected(m.tag); };
 }
 
 void net_communicator::log_line(const std::string& line) const {

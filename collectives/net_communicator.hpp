@@ -160,14 +160,13 @@ private:
     // program's files need not compile the mailbox's delivery.)
     class inbox final : public net::port_sink {
     public:
-        inbox(mailbox<net::message>& box, int rank, int size) : box_(box), rank_(rank), size_(size) {}
+        explicit inbox(net_communicator& comm) : comm_(comm) {}
         void deliver(net::message m) noexcept override;
         net::leftover_filter expected_after_release() const override;
         void node_closed(const std::string& node) noexcept override;
 
     private:
-        mailbox<net::message>& box_;
-        int rank_, size_;
+        net_communicator& comm_;  // its mailbox, rank and size
     };
 
     template <bool Notice, class T>
@@ -204,7 +203,7 @@ private:
     net::node* node_;
     net::port_id port_id_;
     mailbox<net::message> box_;  // whole messages: a receive checks the sent type
-    inbox inbox_{box_, node_->rank(), node_->size()};
+    inbox inbox_{*this};
     tag_counter counter_;
     context_pool contexts_;
     host_boards boards_;
