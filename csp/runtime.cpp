@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "csp/detail/exception_state.hpp"
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/scheduler_policy.hpp"
+#include "csp/detail/stack_guard.hpp"
 #include "csp/detail/thread_census.hpp"
 #include "csp/quiescence.hpp"
 #include "csp/timer.hpp"
@@ -98,7 +100,12 @@ struct run_scope::workers {
     std::vector<std::thread> threads;
 };
 
-run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_core>(o.stack_size, o.threads)) {
+run_scope::run_scope(const runtime_options& o)
+    : core_(std::make_shared<runtime_core>(o.stack_size, o.threads, o.guard_pages)) {
+    // A process that runs into its guard page faults with no stack left: the
+    // fault handler needs another one on every thread processes run on.
+    const bool guarded = core_->stack_store()->guarded();
+    if (guarded) signal_stack_ = std::make_unique<stack_guard::signal_stack>();
     thread_census::run_started();
     runtime_of_this_thread = core_.get();
     prime_lazy_bindings();
@@ -111,7 +118,9 @@ run_scope::run_scope(const runtime_options& o) : core_(std::make_shared<runtime_
     core_->set_workers(&workers_->pool);
     try {
         for (std::size_t i = 1; i < o.threads; ++i) {
-            workers_->threads.emplace_back([this, i] {
+            workers_->threads.emplace_back([this, i, guarded] {
+                std::optional<stack_guard::signal_stack> signal_stack;
+                if (guarded) signal_stack.emplace();
                 thread_census::worker_entered();
                 runtime_of_this_thread = core_.get();
                 fiber::warm_up_thread();

@@ -33,14 +33,25 @@ struct runtime_options {
     // max_threads: more is taken for a mistake, not for a machine.
     static constexpr std::size_t max_threads = 1024;
     std::size_t threads = 1;
-    // Bytes of stack per process (reserved, not committed; no guard page).
-    // Less than 2 KiB is rounded up to it; more than max_stack_size (1 GiB,
-    // Go's limit for a goroutine) is refused.
+    // Bytes of stack per process (reserved, not committed). Less than 2 KiB
+    // is rounded up to it; more than max_stack_size (1 GiB, Go's limit for a
+    // goroutine) is refused.
     static constexpr std::size_t max_stack_size = std::size_t{1} << 30;
     std::size_t stack_size = default_stack_size;
+    // A stack of 16 KiB or more gets an inaccessible page below it (and is
+    // rounded up to whole pages): a process that overflows it stops the
+    // program with a message naming the process and the size, before it
+    // wrote over anything (detail/stack_guard.hpp). Smaller stacks share
+    // pages and have none; an overflow of a stack without a guard is found
+    // by a canary when its process ends.
+    bool guard_pages = true;
 };
 
 namespace detail {
+
+namespace stack_guard {
+class signal_stack;
+}
 
 // Throws usage_error naming a runtime_options field whose value is wrong.
 void check(const runtime_options& o);
@@ -62,6 +73,7 @@ private:
     struct workers;
     std::shared_ptr<runtime_core> core_;  // external parties may hold it longer
     std::unique_ptr<workers> workers_;
+    std::unique_ptr<stack_guard::signal_stack> signal_stack_;  // guarded stacks only
 };
 
 }  // namespace detail

@@ -43,6 +43,8 @@ public:
     }
 
     void set_name(std::string name) { name_ = std::move(name); }
+    // The user's name, empty if none was given.
+    const std::string& given_name() const noexcept { return name_; }
 
     // The process whose par started this one (nullptr for a root), and its
     // branch index there.

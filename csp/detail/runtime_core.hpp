@@ -47,8 +47,8 @@ class worker_pool;
 // when only daemons are left there is no deadlock to report.
 class runtime_core : public std::enable_shared_from_this<runtime_core> {
 public:
-    runtime_core(std::size_t stack_size, std::size_t threads)
-        : stacks_(std::make_shared<stack_pool>(stack_size)), threads_(threads) {}
+    runtime_core(std::size_t stack_size, std::size_t threads, bool guard_pages = false)
+        : stacks_(std::make_shared<stack_pool>(stack_size, guard_pages)), threads_(threads) {}
 
     // Worker threads (runtime_options::threads): with one, the runtime's
     // processes never run at the same time.

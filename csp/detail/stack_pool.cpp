@@ -9,6 +9,8 @@
 #include <cstring>
 #include <new>
 
+#include "csp/detail/stack_guard.hpp"
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
@@ -21,12 +23,23 @@ namespace {
 // cheap. Below 2 KiB not even Boost's context record and one frame fit.
 constexpr std::size_t min_stack = 2048;
 std::size_t round_to_alignment(std::size_t n) { return (std::max(n, min_stack) + 15) / 16 * 16; }
+std::size_t round_to_pages(std::size_t n) {
+    const std::size_t page = stack_guard::page_size();
+    return (n + page - 1) / page * page;
+}
 }  // namespace
 
-stack_pool::stack_pool(std::size_t stack_size) : size_(round_to_alignment(stack_size)) {}
+stack_pool::stack_pool(std::size_t stack_size, bool guard)
+    : guarded_(guard && round_to_alignment(stack_size) >= stack_guard::min_guarded_stack),
+      size_(guarded_ ? round_to_pages(stack_size) : round_to_alignment(stack_size)),
+      stride_(guarded_ ? size_ + stack_guard::page_size() : size_) {}
 
 stack_pool::~stack_pool() {
-    for (auto [base, len] : regions_) ::munmap(base, len);
+    for (auto [base, len] : regions_) {
+        if (guarded_) stack_guard::remove_region(base);
+        ::munmap(base, len);
+    }
+    stack_guard::release(guards_);
 }
 
 boost::context::stack_context stack_pool::allocate() {
@@ -42,15 +55,17 @@ boost::context::stack_context stack_pool::allocate() {
     if (next_ == end_) {
         // Regions grow with demand: 16 stacks at first, at most 4096 at once.
         const std::size_t count = std::clamp<std::size_t>(carved_, 16, 4096);
-        const std::size_t len = count * size_;
+        const std::size_t len = count * stride_;
         void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (base == MAP_FAILED) throw std::bad_alloc();
         regions_.emplace_back(base, len);
+        if (guarded_) stack_guard::add_region(base, len, stride_);
         next_ = static_cast<char*>(base);
         end_ = next_ + len;
     }
-    next_ += size_;
+    if (guarded_ && stack_guard::protect(next_)) ++guards_;
+    next_ += stride_;
     ++carved_;
     sc.sp = next_;  // stacks grow down: sp is the top
     *canary_of(sc.sp) = canary;

@@ -15,15 +15,25 @@ namespace csp::detail {
 //
 // Memory is reserved, not committed: a stack costs only the pages its process
 // touches (usually one or two), which is what lets a million blocked processes
-// fit in a few GiB. The price is that stacks have no guard page: a process
-// that recurses past its stack size corrupts its neighbour, so deep recursion
-// needs a larger runtime_options::stack_size. The lowest word of every stack
-// holds a canary, checked when the stack comes back: a process that wrote
-// past its bottom stops the program with a message naming the stack size,
-// instead of leaving the corruption to surface somewhere else.
+// fit in a few GiB.
+//
+// A guarded pool (stacks of 16 KiB and more, unless the runtime was told
+// otherwise) rounds each stack up to whole pages and leaves the page below
+// it inaccessible (stack_guard.hpp): a process that recurses past its stack
+// faults there, and the program stops naming the process and the size,
+// before anything else was overwritten. Layout of a region, one stride per
+// stack: [guard page][stack, bottom to top] [guard page][stack] ...
+//
+// Smaller stacks are packed with no gap, sharing pages, and have no guard:
+// a process that overflows one writes over its neighbour. For them (and for
+// guarded stacks past the program's guard budget) the lowest word of every
+// stack holds a canary, checked when the stack comes back: a process that
+// wrote past its bottom stops the program with a message naming the stack
+// size, instead of leaving the corruption to surface somewhere else.
 class stack_pool {
 public:
-    explicit stack_pool(std::size_t stack_size);
+    // Guards are given if `guard` is set and the stacks are large enough.
+    explicit stack_pool(std::size_t stack_size, bool guard = false);
     ~stack_pool();
     stack_pool(const stack_pool&) = delete;
     stack_pool& operator=(const stack_pool&) = delete;
@@ -39,6 +49,13 @@ public:
     // starts processes.
     // The size of every stack (the size asked for, rounded up).
     std::size_t stack_size() const noexcept { return size_; }
+    // Whether stacks get a guard page (while the program's budget lasts).
+    bool guarded() const noexcept { return guarded_; }
+    // How many of its stacks have one (for tests).
+    std::size_t guards() {
+        std::lock_guard lk(mutex_);
+        return guards_;
+    }
 
     void watch_depth() noexcept { watching_.store(true, std::memory_order_relaxed); }
     // The deepest any watched stack was written, in bytes from its top.
@@ -49,7 +66,10 @@ private:
     std::atomic<std::size_t> deepest_{0};
 
     std::mutex mutex_;
+    bool guarded_;
     std::size_t size_;
+    std::size_t stride_;  // size_, and a guard page if guarded_
+    std::size_t guards_ = 0;  // stacks given a guard page, under mutex_
     // Returned stacks form a list linked through their own top word, a page
     // the process had touched anyway: recycling costs no extra memory.
     static void** free_link(void* top) noexcept { return static_cast<void**>(top) - 1; }
