@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -17,20 +16,14 @@
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/stack_guard.hpp"
 #include "helpers.hpp"
+#include "overflow.hpp"
 
 namespace {
 
 namespace guard = csp::detail::stack_guard;
 
-// Recursion the compiler can neither drop nor turn into a loop: each frame
-// keeps 256 bytes it reads after the call returns.
-[[gnu::noinline]] int descend(std::size_t depth, std::size_t limit) {
-    volatile char frame[256];
-    frame[0] = static_cast<char>(depth);
-    if (depth >= limit) return frame[0];
-    return descend(depth + 1, limit) + frame[0];
-}
-volatile std::size_t endless = std::numeric_limits<std::size_t>::max();
+using csp_test::descend;
+using csp_test::endless;
 
 // The permissions /proc/self/maps gives the mapping holding `at` ("rw-p",
 // "---p"), or "" if none does.

@@ -21,6 +21,7 @@
 
 #include "net/ucx_worker.hpp"
 #include "net_fixture.hpp"
+#include "test/csp/overflow.hpp"
 
 namespace {
 
@@ -366,6 +367,33 @@ TEST(net_ucx, a_worker_progressed_outside_its_progress_process_wakes_it) {
 
 // A node told to use TCP offers nothing: its links take TCP, even with a
 // peer that offers UCX, and carry everything.
+// A node's UCX worker installs UCX's own SIGSEGV handler (it prints a
+// backtrace), after the runtime installed the guard-page handler: a process
+// that overflows its stack in a node linked over UCX is still named.
+TEST(net_ucx, a_process_overflowing_its_stack_in_a_node_linked_over_ucx_is_named) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            csp::net::nameserver ns;
+            run_nodes(
+                ns, "ucx-overflow", 2,
+                [&](csp::net::node& self) {
+                    auto inbox = self.open(1);
+                    if (self.rank() == 0) {
+                        self.send(1, 1, 1);
+                        (void)inbox.receive<int>();  // never sent: rank 1 takes the program down
+                    } else {
+                        (void)inbox.receive<int>();
+                        wait_for_ucx_link(self);
+                        if (self.stats().links_over_ucx == 0) std::_Exit(3);
+                        csp::par(csp::proc("deep", [] { csp_test::descend(0, csp_test::endless); }));
+                    }
+                },
+                1, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::automatic; });
+        },
+        "csp: process 'deep' overflowed its [0-9]+-byte stack: it reached the guard page below it");
+}
+
 TEST(net_ucx, a_node_that_offers_tcp_only_gets_tcp_links) {
     csp::net::nameserver ns;
     std::vector<std::size_t> over_ucx(2, 99);
