@@ -7,6 +7,11 @@
 //   buffered/ratio                          that never runs dry (one process, so
 //                                           it never waits: a turn's cost)
 //   spawn/csp, spawn/boost_fiber, spawn/ratio  start and join one process
+//   fresh_stacks/csp, fresh_stacks/csp_unguarded, fresh_stacks/boost_fiber,
+//   fresh_stacks/ratio                      ns per process of a run that starts
+//                                           1,000 at once on stacks nobody used
+//                                           yet (guarded: Boost's
+//                                           protected_fixedsize_stack)
 //   commstime/csp_2_threads                 commstime on 2 workers (Go's peer:
 //                                           bench/runtime_vs_go)
 //   farm/threads:N, pipeline/threads:N      CPU-bound networks (about 50 us of
@@ -237,6 +242,48 @@ void spawn_boost_fiber(benchmark::State& state) {
     bench::record("spawn/boost_fiber", ns / static_cast<double>(state.iterations()));
 }
 
+// A run that starts 1,000 processes at once, each on a stack carved for it:
+// what a program pays once per stack of its peak (later processes reuse
+// them). A guarded stack adds an mprotect when carved and its share of the
+// unmapping when the run ends; Boost.Fiber's guarded stack is an mmap, an
+// mprotect and an munmap per fiber.
+constexpr int fresh_processes = 1000;
+
+void fresh_stacks_csp(benchmark::State& state) {
+    const bool guard = state.range(0) != 0;
+    double ns = 0;
+    long sink = 0;
+    for (auto _ : state) {
+        const auto start = clock_type::now();
+        csp::run([&] { csp::par_for(fresh_processes, [&](std::size_t i) { sink += static_cast<long>(i); }); },
+                 {.guard_pages = guard});
+        ns += elapsed_ns(start);
+    }
+    benchmark::DoNotOptimize(sink);
+    const double per = ns / (static_cast<double>(state.iterations()) * fresh_processes);
+    state.counters["ns_per_process"] = per;
+    bench::record(guard ? "fresh_stacks/csp" : "fresh_stacks/csp_unguarded", per);
+}
+
+void fresh_stacks_boost_fiber(benchmark::State& state) {
+    double ns = 0;
+    long sink = 0;
+    for (auto _ : state) {
+        const auto start = clock_type::now();
+        std::vector<boost::fibers::fiber> fibers;
+        fibers.reserve(fresh_processes);
+        for (int i = 0; i < fresh_processes; ++i)
+            fibers.emplace_back(std::allocator_arg, boost::fibers::protected_fixedsize_stack(64 * 1024),
+                                [&sink, i] { sink += i; });
+        for (auto& f : fibers) f.join();
+        ns += elapsed_ns(start);
+    }
+    benchmark::DoNotOptimize(sink);
+    const double per = ns / (static_cast<double>(state.iterations()) * fresh_processes);
+    state.counters["ns_per_process"] = per;
+    bench::record("fresh_stacks/boost_fiber", per);
+}
+
 long peak_rss_kib() {
     std::ifstream status("/proc/self/status");
     std::string line;
@@ -412,6 +459,9 @@ BENCHMARK(buffered_boost_fiber)->Name("buffered/boost_fiber")->UseRealTime();
 BENCHMARK(select_n)->Name("select")->Arg(2)->Arg(8)->UseRealTime();
 BENCHMARK(spawn_csp)->Name("spawn/csp")->UseRealTime();
 BENCHMARK(spawn_boost_fiber)->Name("spawn/boost_fiber")->UseRealTime();
+BENCHMARK(fresh_stacks_csp)->Name("fresh_stacks/csp")->Arg(1)->UseRealTime();
+BENCHMARK(fresh_stacks_csp)->Name("fresh_stacks/csp_unguarded")->Arg(0)->UseRealTime();
+BENCHMARK(fresh_stacks_boost_fiber)->Name("fresh_stacks/boost_fiber")->UseRealTime();
 BENCHMARK(farm)->Name("farm/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(pipeline)->Name("pipeline/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(priority_latency, idle, 1, false)->Name("priority_latency/idle/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
@@ -423,6 +473,7 @@ int main(int argc, char** argv) {
     bench::register_ratio("commstime/ratio", "commstime/csp", "commstime/boost_fiber");
     bench::register_ratio("spawn/ratio", "spawn/csp", "spawn/boost_fiber");
     bench::register_ratio("buffered/ratio", "buffered/csp", "buffered/boost_fiber");
+    bench::register_ratio("fresh_stacks/ratio", "fresh_stacks/csp", "fresh_stacks/boost_fiber");
     // On machines with more cores, the CPU-bound networks also run on up to
     // nproc workers (1 and 2 are registered above).
     for (unsigned t = 4; t <= usable_cpus(); t *= 2) {
