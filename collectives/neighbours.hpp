@@ -11,6 +11,12 @@
 //                                               {ghost_above, ghost_below});   // received from neighbour i
 //   halo.exchange();                                         // or start(); ...; finish();
 //
+//   // Or over rows of one vector, found again at each start(): the vector
+//   // may be swapped with another or reallocated between exchanges.
+//   auto halo = make_neighbour_exchange(comm, nbs, t, {row{n, n}, row{rows * n, n}},     // sent
+//                                                     {row{0, n}, row{(rows + 1) * n, n}});  // received
+//   for (...) { halo.exchange(); relax(t, next); t.swap(next); }
+//
 // Neighbours come in pairs along an axis, (before, after), as
 // cartesian::neighbours lists them: what a rank sends to its `after`
 // neighbour arrives there as that rank's `before` data, and the other way
@@ -109,9 +115,39 @@ std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, i
 // finish() returns. exchange() lends either way.
 enum class sends { copied, lent };
 
+// `count` elements of a field from `offset`: a row a neighbour_exchange
+// over a vector sends or receives.
+struct row {
+    std::size_t offset;
+    std::size_t count;
+};
+
 template <class T, class C>
 class neighbour_exchange {
 public:
+    // Over rows of `field`, which the exchange refers to (it must outlive
+    // it): each start() finds the rows in the vector as it is then, so
+    // between exchanges the vector may be swapped with another (a stencil's
+    // double buffer) or resized; from start() until finish() returns it must
+    // stay as it is. A row outside the vector fails that step, as a row of
+    // the wrong size does.
+    neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<T>& field, std::vector<row> out,
+                       std::vector<row> in, stream s = {}, sends how = sends::copied)
+        : comm_(&comm),
+          neighbours_(std::move(neighbours)),
+          out_(out.size()),
+          in_(in.size()),
+          stream_(s),
+          lend_(how == sends::lent),
+          field_(&field),
+          out_rows_(std::move(out)),
+          in_rows_(std::move(in)) {
+        detail::guarded(comm, s, "neighbour exchange", [&] {
+            check(comm.size());
+            find_rows();
+        });
+    }
+
     neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<std::span<const T>> out,
                        std::vector<std::span<T>> in, stream s = {}, sends how = sends::copied)
         : comm_(&comm),
@@ -206,6 +242,7 @@ private:
         // the other neighbours would otherwise wait for this rank's rows.
         // A start that throws leaves the exchange not started.
         detail::guarded_from(*comm_, tag_, stream_, "neighbour exchange", [&] {
+            find_rows();
             if (whole) land();
             for (std::size_t i = 0; i < neighbours_.size(); ++i) {
                 if (neighbours_[i] == no_rank) continue;
@@ -215,6 +252,23 @@ private:
             }
         });
         started_ = true;
+    }
+
+    // An exchange over a field: the spans of its rows in the vector as it
+    // is now.
+    void find_rows() {
+        if (field_ == nullptr) return;
+        const auto find = [&](const row& r, const char* what, std::size_t i) {
+            const std::size_t size = field_->size();
+            if (r.offset > size || r.count > size - r.offset)
+                throw usage_error("neighbour_exchange: " + std::string(what) + " row " + std::to_string(i) +
+                                  " (elements " + std::to_string(r.offset) + " to " +
+                                  std::to_string(r.offset + r.count) + ") is outside the field of " +
+                                  std::to_string(size) + " elements");
+            return std::span<T>(field_->data() + r.offset, r.count);
+        };
+        for (std::size_t i = 0; i < out_rows_.size(); ++i) out_[i] = find(out_rows_[i], "send", i);
+        for (std::size_t i = 0; i < in_rows_.size(); ++i) in_[i] = find(in_rows_[i], "receive", i);
     }
 
     // Names each receive buffer for its row of this exchange (net
@@ -253,6 +307,10 @@ private:
     std::vector<net::landing> expected_now_, expected_next_;
     tag next_;
     bool have_next_ = false;
+    // An exchange over a field: the vector and its rows (out_ and in_ are
+    // their spans, found again by each start()); nullptr for one over spans.
+    std::vector<T>* field_ = nullptr;
+    std::vector<row> out_rows_, in_rows_;
 };
 
 template <class T, class C>
@@ -260,6 +318,13 @@ neighbour_exchange<T, C> make_neighbour_exchange(C& comm, std::vector<int> neigh
                                                  std::vector<std::span<const T>> out, std::vector<std::span<T>> in,
                                                  stream s = {}, sends how = sends::copied) {
     return neighbour_exchange<T, C>(comm, std::move(neighbours), std::move(out), std::move(in), s, how);
+}
+
+template <class T, class C>
+neighbour_exchange<T, C> make_neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<T>& field,
+                                                 std::vector<row> out, std::vector<row> in, stream s = {},
+                                                 sends how = sends::copied) {
+    return neighbour_exchange<T, C>(comm, std::move(neighbours), field, std::move(out), std::move(in), s, how);
 }
 
 }  // namespace csp::collectives

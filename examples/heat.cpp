@@ -23,7 +23,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -90,27 +89,21 @@ int main(int argc, char** argv) {
         const std::vector<int> neighbours = grid.neighbours(rank);  // {above, below}
 
         std::vector<double> t = initial(first, rows, n), next = t;
-        // Two exchanges, one per buffer, bound once: the edge rows go out,
-        // the neighbours' edge rows land in the ghost rows. They draw their
-        // tags from a stream of their own, apart from the allreduces'.
-        const cc::stream halo_stream{1};
-        auto halo_of = [&](std::vector<double>& g) {
-            return cc::make_neighbour_exchange<double>(
-                comm, neighbours,
-                {std::span<const double>(&g[1 * n], n), std::span<const double>(&g[rows * n], n)},
-                {std::span<double>(&g[0], n), std::span<double>(&g[(rows + 1) * n], n)}, halo_stream);
-        };
-        auto halo_t = halo_of(t), halo_next = halo_of(next);
+        // One exchange over the rows of t, built once: the edge rows go out,
+        // the neighbours' edge rows land in the ghost rows. It finds the rows
+        // in t each step, so t may swap buffers with next after each step.
+        // Its tags come from a stream of its own, apart from the allreduces'.
+        auto halo = cc::make_neighbour_exchange(comm, neighbours, t, {cc::row{1 * n, n}, cc::row{rows * n, n}},
+                                                {cc::row{0, n}, cc::row{(rows + 1) * n, n}}, cc::stream{1});
 
         double change = 0;
         for (int s = 0; s < steps; ++s) {
-            auto& from = s % 2 == 0 ? t : next;
-            auto& to = s % 2 == 0 ? next : t;
-            if (!(forget_halo && rank % 2 == 1)) (s % 2 == 0 ? halo_t : halo_next).exchange();
-            change = step(from, to, rows, n, first, n);
+            if (!(forget_halo && rank % 2 == 1)) halo.exchange();
+            change = step(t, next, rows, n, first, n);
+            t.swap(next);
             if (s % 10 == 9) change = cc::allreduce(comm, change, cc::maximum{});
         }
-        const auto& result = steps % 2 == 0 ? t : next;
+        const auto& result = t;
 
         // Rank 0 gathers every rank's rows and checks them against one node's run.
         std::vector<double> mine(result.begin() + static_cast<long>(n), result.begin() + static_cast<long>((rows + 1) * n));

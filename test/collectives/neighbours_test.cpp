@@ -333,3 +333,124 @@ TEST(halo_errors, a_row_that_could_not_be_sent_fails_the_step_at_every_rank) {
     for (const auto& l : log.lines())  // every fault is logged too
         if (l.find("no collective call took") != std::string::npos) ADD_FAILURE() << "logged: " << l;
 }
+
+namespace {
+
+// A column of `rows` rows of width n per rank, between ghost rows, relaxed
+// `steps` times into a second vector that is then swapped in (a stencil's
+// double buffer), with one exchange over the field `t`; `reallocate` also
+// moves `t` to a new buffer every step. Returns this rank's rows.
+template <class C>
+std::vector<double> relax_swapping(C& comm, std::size_t rows, std::size_t n, int steps, bool split, bool reallocate) {
+    const auto nbs = cc::cartesian({comm.size()}).neighbours(comm.rank());
+    std::vector<double> t((rows + 2) * n);
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        const auto global_row = static_cast<long>(static_cast<std::size_t>(comm.rank()) * rows + i / n) - 1;
+        t[i] = static_cast<double>((global_row * 31 + static_cast<long>(i % n) * 7 + 1000) % 101);
+    }
+    std::vector<double> next = t;  // the ghost rows past the column's ends stay in both
+    auto halo = cc::make_neighbour_exchange(comm, nbs, t, {cc::row{n, n}, cc::row{rows * n, n}},
+                                            {cc::row{0, n}, cc::row{(rows + 1) * n, n}});
+    for (int s = 0; s < steps; ++s) {
+        if (split) {
+            halo.start();
+            halo.finish();
+        } else {
+            halo.exchange();
+        }
+        for (std::size_t r = 1; r <= rows; ++r)
+            for (std::size_t k = 0; k < n; ++k)
+                next[r * n + k] = (t[(r - 1) * n + k] + t[r * n + k] + t[(r + 1) * n + k]) / 3;
+        t.swap(next);
+        if (reallocate) t = std::vector<double>(t);  // the old buffer is freed
+    }
+    return {t.begin() + static_cast<long>(n), t.begin() + static_cast<long>((rows + 1) * n)};
+}
+
+// The whole column relaxed by one rank.
+std::vector<double> relaxed_alone(std::size_t rows, std::size_t n, int steps) {
+    std::vector<double> out;
+    csp::run([&] {
+        out = cc::run_local(1, [&](cc::local_communicator& c) { return relax_swapping(c, rows, n, steps, false, false); })[0];
+    });
+    return out;
+}
+
+}  // namespace
+
+// Regression: an exchange keeps the spans it was built over, so a stencil
+// that swapped its two vectors after each step (the natural way to write
+// it) sent and received through the other vector's rows, and one that
+// reallocated wrote into freed memory. An exchange over a field finds its
+// rows in the vector at each start(): the column relaxed on 4 ranks matches
+// one rank's, bit for bit, with the vectors swapped, reallocated, whole and
+// split.
+TEST(field_halo, a_double_buffer_swapped_every_step_exchanges_the_rows_it_holds_then) {
+    constexpr std::size_t rows = 3, n = 5;
+    constexpr int ranks = 4, steps = 20;
+    const std::vector<double> alone = relaxed_alone(rows * ranks, n, steps);
+    for (bool split : {false, true})
+        for (bool reallocate : {false, true}) {
+            std::vector<double> column;
+            csp::run([&] {
+                for (auto& part : cc::run_local(ranks, [&](cc::local_communicator& c) {
+                         return relax_swapping(c, rows, n, steps, split, reallocate);
+                     }))
+                    column.insert(column.end(), part.begin(), part.end());
+            }, {.threads = 2});
+            EXPECT_EQ(column, alone) << (split ? "start/finish" : "exchange") << (reallocate ? ", reallocated" : "");
+        }
+}
+
+// Between nodes, with rows of 128 KiB that land in the receive rows
+// themselves: the landing follows the swapped vector too.
+TEST(field_halo, rows_of_a_swapped_field_land_where_the_field_is_now_between_nodes) {
+    constexpr std::size_t rows = 2, n = 16384;
+    constexpr int steps = 6;
+    const std::vector<double> alone = relaxed_alone(rows * 3, n, steps);
+    std::vector<std::vector<double>> parts(3);
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, "field-halo", 3, [&](csp::net::node& self) {
+        {
+            cc::net_communicator comm(self);
+            parts[static_cast<std::size_t>(self.rank())] = relax_swapping(comm, rows, n, steps, false, true);
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+    std::vector<double> column;
+    for (auto& p : parts) column.insert(column.end(), p.begin(), p.end());
+    EXPECT_TRUE(column == alone) << "the column differs from one rank's";
+}
+
+// A field that no longer holds a row fails that step at every rank of the
+// stream: the rank whose field shrank names the row and the size, the other
+// hears it as a revocation; another stream goes on.
+TEST(field_halo, a_row_outside_the_field_fails_the_step_at_every_rank_naming_it) {
+    std::vector<std::string> what(2);
+    std::vector<int> sums(2);
+    csp::run([&] {
+        cc::run_local(2, [&](cc::local_communicator& c) {
+            const auto nbs = cc::cartesian({2}).neighbours(c.rank());
+            std::vector<double> t(4 * 5, 1.0);
+            auto halo = cc::make_neighbour_exchange(c, nbs, t, {cc::row{5, 5}, cc::row{10, 5}},
+                                                    {cc::row{0, 5}, cc::row{15, 5}}, cc::stream{2});
+            try {
+                halo.exchange();
+                if (c.rank() == 1) t.resize(12);
+                halo.exchange();
+                what[static_cast<std::size_t>(c.rank())] = "exchanged";
+            } catch (const cc::stream_revoked& e) {
+                what[static_cast<std::size_t>(c.rank())] = std::string("revoked: ") + e.cause();
+            } catch (const csp::usage_error& e) {
+                what[static_cast<std::size_t>(c.rank())] = e.what();
+            }
+            sums[static_cast<std::size_t>(c.rank())] = cc::allreduce(c, 1, cc::sum{}, cc::stream{3});
+        });
+    });
+    const std::string named = "neighbour_exchange: send row 1 (elements 10 to 15) is outside the field of 12 elements";
+    EXPECT_EQ(what[1], named);
+    EXPECT_EQ(what[0].rfind("revoked: rank 1's neighbour exchange (call ", 0), 0u) << what[0];
+    EXPECT_NE(what[0].find(named), std::string::npos) << what[0];
+    EXPECT_EQ(sums, (std::vector<int>{2, 2}));
+}
