@@ -80,8 +80,11 @@ namespace {
 
 constexpr const char* usage_line =
     "usage: csp-launch -n N [--job NAME] [--token SECRET] [--bind HOST] [--nameserver HOST:PORT] "
-    "[--transport auto|tcp|ucx] [--bind-to cpu|none] [--timeout SECONDS] [--no-prefix] [--trace FILE] "
-    "[--] program [args...]\n";
+    "[--transport auto|tcp|ucx] [--bind-to cpu|none] [--oversubscribe] [--timeout SECONDS] [--no-prefix] "
+    "[--trace FILE] [--] program [args...]\n";
+
+// More nodes than this per CPU need --oversubscribe.
+constexpr std::size_t max_nodes_per_cpu = 16;
 
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr, "csp-launch: %s\n%s", why.c_str(), usage_line);
@@ -99,6 +102,8 @@ constexpr const char* usage_line =
                 "  --nameserver HOST:PORT    use that nameserver instead of starting one\n"
                 "  --transport auto|tcp|ucx  the nodes' links (default auto: UCX where both ends have it)\n"
                 "  --bind-to cpu|none        pin rank r to one CPU, round robin (default none)\n"
+                "  --oversubscribe           start more than 16 nodes per CPU this launcher may use\n"
+                "                            (without it, such an N is taken for a typo and refused)\n"
                 "  --timeout SECONDS         stop a job still running after SECONDS and say what each of its\n"
                 "                            processes was doing (exit status 124)\n"
                 "  --no-prefix               do not prefix each line a node prints with \"[rank] \"\n"
@@ -324,6 +329,7 @@ int main(int argc, char** argv) {
     std::string token, bind, transport, trace;
     bool prefix = true;
     bool bind_cpus = false;
+    bool oversubscribe = false;
     std::optional<std::chrono::seconds> timeout;
     std::optional<csp::net::endpoint> external;
     int i = 1;
@@ -349,6 +355,7 @@ int main(int argc, char** argv) {
         }
         else if (a == "--bind") bind = value();
         else if (a == "--no-prefix") prefix = false;
+        else if (a == "--oversubscribe") oversubscribe = true;
         else if (a == "--trace") {
             trace = value();
             // Found out now, not after the job: each node writes FILE.rank<r>
@@ -393,6 +400,25 @@ int main(int argc, char** argv) {
     if (i >= argc) usage("no program to run");
     if (token.empty()) token = std::getenv("CSP_TOKEN") ? std::getenv("CSP_TOKEN") : random_token();
 
+    // The CPUs this launcher may use; with --bind-to cpu rank r runs on
+    // cpus[r % size].
+    std::vector<int> cpus;
+    try {
+        cpus = csp::launch::binding_order();
+    } catch (const std::exception& e) {
+        if (bind_cpus) {
+            std::fprintf(stderr, "csp-launch: --bind-to cpu: %s\n", e.what());
+            return 1;
+        }
+    }
+    // As mpiexec refuses more ranks than slots: nodes past 16 per CPU would
+    // take the machine down before they got anywhere (-n 100000 for -n 10?).
+    if (!oversubscribe && !cpus.empty() && static_cast<std::size_t>(n) > max_nodes_per_cpu * cpus.size())
+        usage("-n " + std::to_string(n) + " would start " + std::to_string(n) + " processes on the " +
+              std::to_string(cpus.size()) + (cpus.size() == 1 ? " CPU" : " CPUs") +
+              " this launcher may use, more than " + std::to_string(max_nodes_per_cpu) +
+              " per CPU; pass --oversubscribe to start them anyway");
+
     std::unique_ptr<csp::net::nameserver> own;
     csp::net::endpoint ns_at;
     try {
@@ -404,18 +430,6 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         std::fprintf(stderr, "csp-launch: cannot start the nameserver: %s\n", e.what());
         return 1;
-    }
-
-    // The CPUs this launcher may use; with --bind-to cpu rank r runs on
-    // cpus[r % size].
-    std::vector<int> cpus;
-    try {
-        cpus = csp::launch::binding_order();
-    } catch (const std::exception& e) {
-        if (bind_cpus) {
-            std::fprintf(stderr, "csp-launch: --bind-to cpu: %s\n", e.what());
-            return 1;
-        }
     }
 
     // Each child's environment is built here, not with setenv: the

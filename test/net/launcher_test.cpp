@@ -139,7 +139,7 @@ TEST(net_launcher, help_names_every_option_and_exits_zero) {
         std::string out;
         EXPECT_EQ(run(std::string(CSP_LAUNCH) + " " + flag + " 2>/dev/null", out), 0) << flag;
         for (const char* option : {"-n, -np N", "--job", "--token", "--bind HOST", "--nameserver", "--transport",
-                                   "--bind-to", "--timeout", "--no-prefix", "--trace", "-h, --help"})
+                                   "--bind-to", "--oversubscribe", "--timeout", "--no-prefix", "--trace", "-h, --help"})
             EXPECT_NE(out.find(option), std::string::npos) << flag << " does not name " << option << ":\n" << out;
     }
 }
@@ -330,7 +330,7 @@ TEST(net_launcher, a_job_that_cannot_start_every_node_stops_those_it_started) {
     scratch dir;
     std::string out;
     const std::string script =
-        "ulimit -n 64\n" + std::string(CSP_LAUNCH) + " -n 60 " + dir.rank("sleep 60") + "\necho \"launcher status $?\"\n";
+        "ulimit -n 64\n" + std::string(CSP_LAUNCH) + " --oversubscribe -n 60 " + dir.rank("sleep 60") + "\necho \"launcher status $?\"\n";
     EXPECT_EQ(run_bash(dir, script, out), 0) << out;
     EXPECT_NE(out.find("launcher status 1"), std::string::npos) << out;
     EXPECT_NE(out.find("cannot make a pipe for rank"), std::string::npos) << out;
@@ -435,6 +435,25 @@ TEST(net_launcher, a_job_held_to_fewer_cpus_than_ranks_knows_it_is_oversubscribe
         EXPECT_NE(out.find("[0] oversubscribed 0 0"), std::string::npos) << out;
         EXPECT_NE(out.find("[1] oversubscribed 1 0"), std::string::npos) << out;
     }
+}
+
+// Regression: "-n 100000" on this 2-CPU machine started nodes until it was
+// stopped (2,269 of them in 20 s, the machine unusable meanwhile). More than
+// 16 nodes per CPU the launcher may use are refused, naming both numbers, as
+// mpiexec refuses more ranks than slots, unless --oversubscribe says so.
+TEST(net_launcher, more_than_sixteen_nodes_per_cpu_are_refused_without_oversubscribe) {
+    const std::string one_cpu = "taskset -c " + std::to_string(cpus_of_this_process().front()) + " " + CSP_LAUNCH;
+    std::string out;
+    EXPECT_EQ(run(one_cpu + " -n 17 true", out), 2) << out;
+    EXPECT_NE(out.find("csp-launch: -n 17 would start 17 processes on the 1 CPU this launcher may use, more than 16 "
+                       "per CPU; pass --oversubscribe to start them anyway"),
+              std::string::npos)
+        << out;
+    out.clear();
+    EXPECT_EQ(run(one_cpu + " -n 16 true", out), 0) << out;
+    out.clear();
+    EXPECT_EQ(run(one_cpu + " --oversubscribe -n 17 sh -c 'echo \"r=$CSP_RANK\"'", out), 0) << out;
+    for (int r = 0; r < 17; ++r) EXPECT_NE(out.find("r=" + std::to_string(r) + "\n"), std::string::npos) << out;
 }
 
 // Regression: a job whose nodes waited for each other hung silently for ever
