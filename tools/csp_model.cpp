@@ -108,7 +108,16 @@ int main(int argc, char** argv) {
     }
     if (argc < 3) return usage("a collective and a rank count are needed");
     const auto it = collectives().find(argv[1]);
-    if (it == collectives().end()) return usage(("unknown collective \"" + std::string(argv[1]) + "\" (see --list)").c_str());
+    if (it == collectives().end()) {
+        // "allreduce" for "allreduce_ring": name the algorithms it may mean.
+        const std::string given = argv[1];
+        std::string algorithms;
+        for (const auto& [name, f] : collectives())
+            if (name.rfind(given + "_", 0) == 0) algorithms += (algorithms.empty() ? "" : ", ") + name;
+        if (!algorithms.empty())
+            return usage(("\"" + given + "\" is a collective of several algorithms; name one: " + algorithms).c_str());
+        return usage(("unknown collective \"" + given + "\" (see --list)").c_str());
+    }
     char* end = nullptr;
     const long n = std::strtol(argv[2], &end, 10);
     if (*end != '\0' || n < 1 || n > 64) return usage("RANKS must be a number from 1 to 64");
