@@ -12,6 +12,9 @@
 //                                           1,000 at once on stacks nobody used
 //                                           yet (guarded: Boost's
 //                                           protected_fixedsize_stack)
+//   reused_stacks/csp, reused_stacks/ratio  the same run again and again: its
+//                                           stacks come from the shelf (against
+//                                           Boost's protected stacks, made anew)
 //   commstime/csp_2_threads                 commstime on 2 workers (Go's peer:
 //                                           bench/runtime_vs_go)
 //   farm/threads:N, pipeline/threads:N      CPU-bound networks (about 50 us of
@@ -243,26 +246,38 @@ void spawn_boost_fiber(benchmark::State& state) {
 }
 
 // A run that starts 1,000 processes at once, each on a stack carved for it:
-// what a program pays once per stack of its peak (later processes reuse
-// them). A guarded stack adds an mprotect when carved and its share of the
-// unmapping when the run ends; Boost.Fiber's guarded stack is an mmap, an
-// mprotect and an munmap per fiber.
+// what a program pays once per stack of its peak (later processes, and later
+// runs of the same shape, reuse them). A guarded stack adds an mprotect when
+// carved and its share of the unmapping when its pool goes; Boost.Fiber's
+// guarded stack is an mmap, an mprotect and an munmap per fiber.
 constexpr int fresh_processes = 1000;
 
-void fresh_stacks_csp(benchmark::State& state) {
+// A stack size no recent run used, so that no pool of that shape waits on
+// the shelf: 64 KiB and up, a page more each call, over 64 sizes (the shelf
+// holds at most two pools of this benchmark's size).
+std::size_t unused_stack_size() {
+    static std::size_t calls = 0;
+    return 64 * 1024 + 4096 * (calls++ % 64);
+}
+
+// range(0): guard pages; range(1): a new stack size each run (fresh stacks)
+// or the same one (stacks from the shelf).
+void run_stacks_csp(benchmark::State& state) {
     const bool guard = state.range(0) != 0;
+    const bool fresh = state.range(1) != 0;
     double ns = 0;
     long sink = 0;
     for (auto _ : state) {
+        const std::size_t stack_size = fresh ? unused_stack_size() : 64 * 1024;
         const auto start = clock_type::now();
         csp::run([&] { csp::par_for(fresh_processes, [&](std::size_t i) { sink += static_cast<long>(i); }); },
-                 {.guard_pages = guard});
+                 {.stack_size = stack_size, .guard_pages = guard});
         ns += elapsed_ns(start);
     }
     benchmark::DoNotOptimize(sink);
     const double per = ns / (static_cast<double>(state.iterations()) * fresh_processes);
     state.counters["ns_per_process"] = per;
-    bench::record(guard ? "fresh_stacks/csp" : "fresh_stacks/csp_unguarded", per);
+    bench::record(!fresh ? "reused_stacks/csp" : guard ? "fresh_stacks/csp" : "fresh_stacks/csp_unguarded", per);
 }
 
 void fresh_stacks_boost_fiber(benchmark::State& state) {
@@ -459,9 +474,10 @@ BENCHMARK(buffered_boost_fiber)->Name("buffered/boost_fiber")->UseRealTime();
 BENCHMARK(select_n)->Name("select")->Arg(2)->Arg(8)->UseRealTime();
 BENCHMARK(spawn_csp)->Name("spawn/csp")->UseRealTime();
 BENCHMARK(spawn_boost_fiber)->Name("spawn/boost_fiber")->UseRealTime();
-BENCHMARK(fresh_stacks_csp)->Name("fresh_stacks/csp")->Arg(1)->UseRealTime();
-BENCHMARK(fresh_stacks_csp)->Name("fresh_stacks/csp_unguarded")->Arg(0)->UseRealTime();
+BENCHMARK(run_stacks_csp)->Name("fresh_stacks/csp")->Args({1, 1})->UseRealTime();
+BENCHMARK(run_stacks_csp)->Name("fresh_stacks/csp_unguarded")->Args({0, 1})->UseRealTime();
 BENCHMARK(fresh_stacks_boost_fiber)->Name("fresh_stacks/boost_fiber")->UseRealTime();
+BENCHMARK(run_stacks_csp)->Name("reused_stacks/csp")->Args({1, 0})->UseRealTime();
 BENCHMARK(farm)->Name("farm/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(pipeline)->Name("pipeline/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(priority_latency, idle, 1, false)->Name("priority_latency/idle/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
@@ -474,6 +490,7 @@ int main(int argc, char** argv) {
     bench::register_ratio("spawn/ratio", "spawn/csp", "spawn/boost_fiber");
     bench::register_ratio("buffered/ratio", "buffered/csp", "buffered/boost_fiber");
     bench::register_ratio("fresh_stacks/ratio", "fresh_stacks/csp", "fresh_stacks/boost_fiber");
+    bench::register_ratio("reused_stacks/ratio", "reused_stacks/csp", "fresh_stacks/boost_fiber");
     // On machines with more cores, the CPU-bound networks also run on up to
     // nproc workers (1 and 2 are registered above).
     for (unsigned t = 4; t <= usable_cpus(); t *= 2) {

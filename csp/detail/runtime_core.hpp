@@ -48,7 +48,10 @@ class worker_pool;
 class runtime_core : public std::enable_shared_from_this<runtime_core> {
 public:
     runtime_core(std::size_t stack_size, std::size_t threads, bool guard_pages = false)
-        : stacks_(std::make_shared<stack_pool>(stack_size, guard_pages)), threads_(threads) {}
+        : stacks_(stack_pool::for_runtime(stack_size, guard_pages)), threads_(threads) {}
+    ~runtime_core() { stack_pool::shelve(std::move(stacks_)); }
+    runtime_core(const runtime_core&) = delete;
+    runtime_core& operator=(const runtime_core&) = delete;
 
     // Worker threads (runtime_options::threads): with one, the runtime's
     // processes never run at the same time.

@@ -208,6 +208,8 @@ bool protect(void* page) noexcept {
 
 void release(std::size_t n) noexcept { guarded.fetch_sub(n, std::memory_order_relaxed); }
 
+std::size_t in_use() noexcept { return guarded.load(std::memory_order_relaxed); }
+
 void add_region(const void* base, std::size_t length, std::size_t stride) noexcept {
     install_handler();
     for (region& r : regions) {

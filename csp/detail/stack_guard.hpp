@@ -38,6 +38,8 @@ std::size_t page_size() noexcept;
 bool protect(void* page) noexcept;
 // `n` guarded stacks went away (their mapping is gone).
 void release(std::size_t n) noexcept;
+// Guarded stacks the program holds now (pools on the shelf included).
+std::size_t in_use() noexcept;
 
 // A mapping of guarded stacks: `stride` bytes each, the first page of each
 // stride its guard. Registering the first also installs the fault handler.

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -160,12 +161,13 @@ TEST(stack_guard, stacks_past_the_programs_guard_budget_get_none_and_it_is_said_
     if (std::ifstream f("/proc/sys/vm/max_map_count"); f) f >> maps;
     const std::size_t budget = maps / 4;
     if (budget > 40000) GTEST_SKIP() << "vm.max_map_count " << maps << " makes the budget too large to fill here";
+    const std::size_t room = budget - guard::in_use();  // pools on the shelf hold some
     testing::internal::CaptureStderr();
     {
         csp::detail::stack_pool pool(16 * 1024, true);
         std::vector<boost::context::stack_context> stacks;
-        for (std::size_t i = 0; i < budget + 2; ++i) stacks.push_back(pool.allocate());
-        EXPECT_EQ(pool.guards(), budget);
+        for (std::size_t i = 0; i < room + 2; ++i) stacks.push_back(pool.allocate());
+        EXPECT_EQ(pool.guards(), room);
         char* last_bottom = static_cast<char*>(stacks.back().sp) - stacks.back().size;
         EXPECT_EQ(permissions_at(last_bottom - 1), "rw-p") << "no guard past the budget";
         for (auto& sc : stacks) pool.deallocate(sc);
@@ -178,6 +180,27 @@ TEST(stack_guard, stacks_past_the_programs_guard_budget_get_none_and_it_is_said_
     auto sc = again.allocate();
     EXPECT_EQ(again.guards(), 1u) << "the first pool's guards went with it";
     again.deallocate(sc);
+}
+
+// A guarded stack carries no canary (its guard catches more, and the canary
+// would keep its lowest page in memory); once a pool's stack goes without a
+// guard, past the budget, every stack of that pool carries one again.
+TEST(stack_guard, stacks_past_the_guard_budget_carry_a_canary) {
+    std::size_t maps = 65530;
+    if (std::ifstream f("/proc/sys/vm/max_map_count"); f) f >> maps;
+    if (maps / 4 > 40000) GTEST_SKIP() << "vm.max_map_count " << maps << " makes the budget too large to fill here";
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            csp::detail::stack_pool pool(16 * 1024, true);
+            std::vector<boost::context::stack_context> stacks;
+            const std::size_t room = maps / 4 - guard::in_use();
+            for (std::size_t i = 0; i < room + 2; ++i) stacks.push_back(pool.allocate());
+            boost::context::stack_context& first = stacks.front();  // guarded, given out before the canaries began
+            std::memset(static_cast<char*>(first.sp) - first.size, 0xab, 16);
+            pool.deallocate(first);
+        },
+        "past the bottom of its 16384-byte stack");
 }
 
 }  // namespace
