@@ -210,6 +210,8 @@ void release(std::size_t n) noexcept { guarded.fetch_sub(n, std::memory_order_re
 
 std::size_t in_use() noexcept { return guarded.load(std::memory_order_relaxed); }
 
+bool said_no_guard() noexcept { return said_no.load(); }
+
 void add_region(const void* base, std::size_t length, std::size_t stride) noexcept {
     install_handler();
     for (region& r : regions) {

@@ -40,6 +40,9 @@ bool protect(void* page) noexcept;
 void release(std::size_t n) noexcept;
 // Guarded stacks the program holds now (pools on the shelf included).
 std::size_t in_use() noexcept;
+// Whether the program said on stderr that a stack got no guard (it says so
+// once).
+bool said_no_guard() noexcept;
 
 // A mapping of guarded stacks: `stride` bytes each, the first page of each
 // stride its guard. Registering the first also installs the fault handler.
