@@ -182,6 +182,8 @@ std::size_t page_size() noexcept {
     return page;
 }
 
+// Runs on the spawning process's stack (stack_pool::allocate): no buffer
+// in its frame, or the 2 KiB stacks of stack_test.cpp's bound overflow.
 bool protect(void* page) noexcept {
     std::size_t n = guarded.load(std::memory_order_relaxed);
     do {

@@ -62,9 +62,12 @@ bool others_may_act() noexcept {
         // counted here or an outside thread (a thread enters the census
         // after it exists and leaves it before it ends).
         const std::uint64_t now = census.load();
-        const long runtimes = static_cast<long>(now >> 32), workers = static_cast<long>(now & 0xffffffffu);
-        const long n = runtimes > 1 ? 0 : kernel_thread_count();
-        cached = (runtimes > 1 || n < 0 || n > workers) ? 1 : 0;
+        if ((now >> 32) > 1) {
+            cached = 1;  // another runtime runs
+        } else {
+            const long n = kernel_thread_count();
+            cached = (n < 0 || n > static_cast<long>(now & 0xffffffffu)) ? 1 : 0;
+        }
     }
     return cached == 1;
 }
