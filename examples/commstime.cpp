@@ -11,11 +11,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "csp/csp.hpp"
 #include "model_flags.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     const long loops = argc > 1 ? std::atol(argv[1]) : 1'000'000;
     csp::channel<long> a{"a"}, b{"b"}, c{"c"}, d{"d"};
@@ -56,4 +57,7 @@ int main(int argc, char** argv) {
     } catch (const csp::poisoned_error&) {
         // The ring ends by poison: expected.
     }
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "commstime: %s\n", e.what());
+    return 1;
 }

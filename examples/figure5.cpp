@@ -6,6 +6,7 @@
 //
 //   ./build/examples/figure5 [rounds] [--export-promela FILE ...]   (model_flags.hpp)
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "collectives/flow.hpp"
@@ -14,7 +15,7 @@
 
 namespace cc = csp::collectives;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     const int rounds = argc > 1 ? std::stoi(argv[1]) : 3;
     bool right = true;
@@ -48,4 +49,7 @@ int main(int argc, char** argv) {
         csp::par(r1.network(), r2.network(), worker(0), worker(1), worker(2), worker(3));
     }); });
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "figure5: %s\n", e.what());
+    return 1;
 }

@@ -13,12 +13,13 @@
 // fall).
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "ranks.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
     constexpr int samples = 4000, full_steps = 3000;
@@ -59,4 +60,7 @@ int main(int argc, char** argv) {
                         steps, comm.size(), coef[0], coef[1], coef[2], error);
     });
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "fit_loop: %s\n", e.what());
+    return 1;
 }

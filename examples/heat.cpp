@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,7 @@ std::vector<double> initial(std::size_t first, std::size_t rows, std::size_t n) 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     std::vector<std::string> args(argv + 1, argv + argc);
     const bool forget_halo = std::erase(args, "--forget-halo") > 0;
     const std::size_t n = args.size() > 0 ? std::stoul(args[0]) : 256;
@@ -122,4 +123,9 @@ int main(int argc, char** argv) {
         }
     });
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    // A failure that reached main (a deadlock report, a lost peer, a bad
+    // argument) ends the program with its message and status 1, not an abort.
+    std::fprintf(stderr, "heat: %s\n", e.what());
+    return 1;
 }

@@ -27,9 +27,10 @@
 // the whole grid; the program exits 1 if one differs.
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
@@ -251,7 +252,7 @@ config parse(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     config c;
     try {
@@ -315,4 +316,7 @@ int main(int argc, char** argv) {
     }, {.threads = static_cast<std::size_t>(c.threads)});
     if (stopped) return 3;
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "jacobi: %s\n", e.what());
+    return 1;
 }

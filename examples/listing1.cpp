@@ -3,11 +3,12 @@
 //
 //   ./build/examples/listing1 [--export-promela FILE ...]   (model_flags.hpp)
 #include <cstdio>
+#include <exception>
 
 #include "csp/csp.hpp"
 #include "model_flags.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     csp::channel<int> numbers{"numbers"};
 
@@ -34,4 +35,7 @@ int main(int argc, char** argv) {
     (void)unused;
     std::printf("sum %d\n", sum);
     return sum == 45 ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "listing1: %s\n", e.what());
+    return 1;
 }

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -250,7 +251,7 @@ config parse(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     config c;
     try {
@@ -318,4 +319,7 @@ int main(int argc, char** argv) {
     }, {.threads = static_cast<std::size_t>(c.threads)});
     if (bad_shape) return 2;
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "mmult: %s\n", e.what());
+    return 1;
 }

@@ -9,12 +9,13 @@
 // the total. Exits 1 if the result is not pi to 1e-9.
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <numbers>
 #include <string>
 
 #include "ranks.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     const long intervals = argc > 1 ? std::stol(argv[1]) : 10'000'000;
     const int local_ranks = argc > 2 ? std::stoi(argv[2]) : 4;
@@ -33,4 +34,7 @@ int main(int argc, char** argv) {
                         std::abs(pi - std::numbers::pi));
     });
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "pi: %s\n", e.what());
+    return 1;
 }

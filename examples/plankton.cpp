@@ -11,6 +11,7 @@
 // Exits 1 on a difference, or if a step took other than 3 reductions.
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ double effect(int rank, int t, int k) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
     const int steps = argc > 2 ? std::stoi(argv[2]) : 100;
@@ -63,4 +64,7 @@ int main(int argc, char** argv) {
                         static_cast<unsigned long long>(st.reductions), double(st.reductions) / steps, worst);
     });
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "plankton: %s\n", e.what());
+    return 1;
 }

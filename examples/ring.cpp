@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "csp/csp.hpp"
@@ -21,7 +22,7 @@ enum : std::uint64_t { pass_on = 0, stop = 1 };
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     const long laps = argc > 1 ? std::stol(argv[1]) : 3;
     return flags.run("ring", [&] { return csp::run([&] {
@@ -66,4 +67,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         return token == expected ? 0 : 1;
     }); });
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "ring: %s\n", e.what());
+    return 1;
 }

@@ -11,6 +11,7 @@
 // other than one reduction.
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace {
 double datum(int i, int j) { return std::sin(i * 0.37 + j * 0.011) * 10.0 + j * 1e-3; }
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
     const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
     const int n = argc > 2 ? std::stoi(argv[2]) : 500;
@@ -53,4 +54,7 @@ int main(int argc, char** argv) {
                         static_cast<unsigned long long>(st.reductions), worst);
     });
     return right ? 0 : 1;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "variance: %s\n", e.what());
+    return 1;
 }
