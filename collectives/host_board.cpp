@@ -72,6 +72,7 @@ struct alignas(line) host_board::part_head {
     std::uint32_t sequence;
     std::int32_t root;
     std::uint32_t op;
+    std::uint64_t blocks;
     std::uint64_t bytes;
 };
 
@@ -182,6 +183,7 @@ std::uint64_t host_board::arrive(std::uint32_t type, std::span<const std::byte> 
     h.sequence = call.sequence();
     h.root = args.root;
     h.op = args.op;
+    h.blocks = args.blocks;
     h.bytes = bytes.size();
     h.fits = bytes.size() <= shape_.part_capacity ? 1 : 0;
     if (h.fits && !bytes.empty()) std::memcpy(reinterpret_cast<std::byte*>(&h) + line, bytes.data(), bytes.size());
@@ -235,7 +237,7 @@ bool host_board::take_sleeper(std::uint64_t m, int q) noexcept {
 
 host_board::part host_board::part_of(std::uint64_t m, int q) const noexcept {
     const part_head& h = head(m, q);
-    return {h.type, h.fits != 0, h.call, h.sequence, {h.root, h.op}, h.bytes, reinterpret_cast<const std::byte*>(&h) + line};
+    return {h.type, h.fits != 0, h.call, h.sequence, {h.root, h.op, h.blocks}, h.bytes, reinterpret_cast<const std::byte*>(&h) + line};
 }
 
 std::byte* host_board::own_part(std::uint64_t m) noexcept {

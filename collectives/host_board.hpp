@@ -110,7 +110,7 @@ public:
         bool fits;           // the bytes are in the part (else too large)
         std::uint8_t call;   // the collective's call_code (tag.hpp), 0 if not said
         std::uint32_t sequence;  // the call's tag's sequence (tag.hpp), 0 if not said
-        detail::call_args args;  // the root and op the rank passed (call_args.hpp)
+        detail::call_args args;  // the root, op and counts the rank passed (call_args.hpp)
         std::uint64_t bytes;
         const std::byte* data;
     };

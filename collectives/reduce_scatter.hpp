@@ -3,7 +3,9 @@
 // element-wise fold of all of them, v0 op v1 op ... op v(n-1), is cut into
 // blocks, and rank i gets block i. `counts[i]` is the length of block i
 // (irregular); every rank passes the same counts, and they add up to the
-// vectors' length. reduce_scatter_block (dispatch.hpp) is the case of equal
+// vectors' length. Counts that differ between ranks fail the call (on a
+// board at every rank; passing messages at least at each rank whose block
+// would have another length than its counts name). reduce_scatter_block (dispatch.hpp) is the case of equal
 // blocks. The op is applied to whole blocks, so it must act element by
 // element (the built-in ops do).
 //
@@ -132,7 +134,13 @@ struct reduce_scatter_reduce_then_scatter_fn {
         std::vector<V> blocks;
         if (whole)
             for (int b = 0; b < comm.size(); ++b) blocks.push_back(detail::block_of(*whole, offsets, b));
-        return scatter_parallel_fn{}(comm, std::move(blocks), 0, s);
+        // The root cut the fold by its counts: a rank whose own count of its
+        // block differs has passed other counts (the others' blocks are
+        // right by theirs), and is told so here.
+        V mine = scatter_parallel_fn{}(comm, std::move(blocks), 0, s);
+        const std::size_t due = counts[static_cast<std::size_t>(comm.rank())];
+        if (mine.size() != due) detail::wrong_block_length(0, static_cast<std::size_t>(comm.rank()), mine.size(), due);
+        return mine;
     }
 };
 inline constexpr guarded_algorithm<reduce_scatter_reduce_then_scatter_fn> reduce_scatter_reduce_then_scatter{};
@@ -184,7 +192,8 @@ struct reduce_scatter_host_memory_fn {
         if constexpr (detail::element_vector<V> && requires(tag t) { comm.board_on_host(s, t); }) {
             const auto offsets = detail::block_offsets(counts, values.size(), comm.size());
             if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<V>(),
-                                                          detail::bytes_of(values), {.op = detail::op_id<Op>()})) {
+                                                          detail::bytes_of(values),
+                                                          {.op = detail::op_id<Op>(), .blocks = detail::blocks_id(counts)})) {
                 const auto [board, m] = *meeting;
                 if (detail::all_fit<V>(*board, m, comm.rank(), info))
                     return fold_block<V>(*board, m, offsets, comm.rank(), op);

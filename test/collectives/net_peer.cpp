@@ -520,6 +520,26 @@ int host_board_mode(const std::string& mode) {
                            e.what());
                 }
                 expect(cc::allreduce_host_memory(comm, 1, cc::sum{}) == n, "a sum after the ops differed");
+                // Regression: ranks passing different block counts of one
+                // length laid out a large vector's slices differently and
+                // folded each other's elements into wrong blocks. Now every
+                // rank throws alike, on a part or in slices, and the stream
+                // goes on.
+                for (const std::size_t each : {std::size_t{4}, chunk}) {
+                    std::vector<std::size_t> counts(static_cast<std::size_t>(n), each);
+                    if (me == 1) ++counts[0], --counts[1];
+                    try {
+                        (void)cc::reduce_scatter_host_memory(comm, std::vector<double>(each * n, 1.0), counts, cc::sum{});
+                        expect(false, "a reduce_scatter whose ranks pass different counts");
+                    } catch (const csp::usage_error& e) {
+                        expect(std::string(e.what()).find("reduce_scatter host_memory: the ranks pass different block "
+                                                          "counts (rank 0's and rank 1's)") != std::string::npos,
+                               e.what());
+                    }
+                }
+                expect(cc::reduce_scatter_block(comm, std::vector<int>(static_cast<std::size_t>(n), 1), cc::sum{}) ==
+                           std::vector<int>{n},
+                       "a reduce_scatter after the counts differed");
             }
             // Two streams at once, each with its own large board: two
             // processes of every rank, each a loop of large allreduces.

@@ -337,3 +337,42 @@ TEST(revoked_stream, a_board_meeting_whose_ranks_pass_different_ops_fails_every_
 }
 
 }  // namespace
+
+// Regression: ranks that pass different counts adding up to the same length
+// (rank 1 asks for blocks {1, 3, 2, 2}, the others {2, 2, 2, 2}). The root
+// of reduce_then_scatter cut the fold by its own counts, and rank 1 got a
+// block of 2 elements where it had asked for 3, with no error. Now no rank
+// returns a block of another length than it asked for: the ring fails the
+// call at every rank (each block passes every rank, which checks its
+// length), reduce_then_scatter at the ranks whose block the root cut
+// otherwise (the others' blocks are right by their counts); either way the
+// stream is revoked.
+TEST(revoked_stream, counts_that_differ_between_ranks_never_give_a_block_of_another_length) {
+    cc::registry::reduce_scatter::for_each([&](auto a) {
+        SCOPED_TRACE(a.info.name);
+        outcome o;
+        std::atomic<int> right_blocks{0};
+        run_with(o, [&](cc::local_communicator& c) {
+            const std::vector<std::size_t> counts =
+                c.rank() == 1 ? std::vector<std::size_t>{1, 3, 2, 2} : std::vector<std::size_t>{2, 2, 2, 2};
+            // As a user calls it by its own name (the registry lists the
+            // unguarded algorithms).
+            const cc::guarded_algorithm<decltype(a)> by_name;
+            const auto got = by_name(c, std::vector<double>(8, 1.0), counts, cc::sum{});
+            if (got == std::vector<double>(counts[static_cast<std::size_t>(c.rank())], 4.0)) ++right_blocks;
+        });
+        EXPECT_EQ(right_blocks.load(), o.answers.load());
+        EXPECT_TRUE(names(o.errors[1], "reduce_scatter: rank ") && names(o.errors[1], " elements, not ") &&
+                    names(o.errors[1], "do all ranks pass the same counts?"))
+            << o.errors[1];
+        for (int r = 0; r < 4; ++r) {
+            if (!o.errors[r].empty()) {
+                EXPECT_TRUE(names(o.errors[r], "do all ranks pass the same counts?")) << o.errors[r];
+            }
+        }
+        if (std::string_view(a.info.name) == "ring") {
+            EXPECT_EQ(o.answers.load(), 0);
+        }
+        o.expect_later_calls_refused_or_right();
+    });
+}
