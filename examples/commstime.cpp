@@ -47,16 +47,16 @@ int main(int argc, char** argv) try {
                     took.count() / (static_cast<double>(loops) * 4));
     };
 
-    try {
-        flags.run("commstime", [&] {
+    flags.run("commstime", [&] {
+        try {
             csp::run([&] {
                 csp::par(csp::proc("prefix", prefix), csp::proc("delta", delta), csp::proc("succ", succ),
                          csp::proc("consumer", consumer));
             });
-        });
-    } catch (const csp::poisoned_error&) {
-        // The ring ends by poison: expected.
-    }
+        } catch (const csp::poisoned_error&) {
+            // The ring ends by poison: expected.
+        }
+    });
 } catch (const std::exception& e) {
     std::fprintf(stderr, "commstime: %s\n", e.what());
     return 1;

@@ -207,6 +207,8 @@ band_result run_graph(C& comm, const config& c) {
         if (me == 0 && !c.timeline.empty()) {
             std::ofstream f(c.timeline);
             all.write_chrome(f, graph.name);
+            f.flush();
+            if (!f) throw std::runtime_error("cannot write " + c.timeline);
         }
     }
     band_result out;
@@ -247,6 +249,9 @@ config parse(int argc, char** argv) {
     if (c.cols < 2 || c.rows < 1 || c.blocks < 1 || c.rows % c.blocks != 0)
         throw std::invalid_argument("need at least 2 columns, and rows per rank (" + std::to_string(c.rows) +
                                     ") a multiple of blocks per rank (" + std::to_string(c.blocks) + ")");
+    // Found now, not after the run (when rank 0 alone would fail).
+    if (!c.timeline.empty() && !std::ofstream(c.timeline))
+        throw std::invalid_argument("--timeline: cannot write " + c.timeline);
     return c;
 }
 

@@ -8,14 +8,20 @@
 //                           opens in ui.perfetto.dev)
 //
 // take() removes them from argv; run() runs the example's root with a
-// recorder and a timeline installed as asked, then writes the files. A node
+// recorder and a timeline installed as asked, then writes the files: a file
+// it cannot write is an invalid_argument from take() (it tries to create
+// each), or a runtime_error naming it after the run (said on stderr instead
+// when the root threw, whose exception then goes on). A node
 // started by csp-launch writes FILE.rank<r>, which csp-trace-merge joins into
 // one job timeline; what crosses TCP is not in its model (the notes in the
 // file say so). (csp-launch --trace FILE needs no flag in the program.)
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "csp/model/cspm.hpp"
 #include "csp/model/dot.hpp"
@@ -47,6 +53,9 @@ public:
             }
             if (i + 1 >= argc) throw std::invalid_argument(a + " needs a file name");
             *target = argv[++i];
+            // Found now, not after a long run (which then says it again if
+            // the file cannot be written in the end).
+            if (!std::ofstream(per_node(*target))) throw std::invalid_argument(a + ": cannot write " + per_node(*target));
         }
         argc = out;
         argv[argc] = nullptr;
@@ -56,39 +65,61 @@ public:
     bool exporting() const { return !cspm_.empty() || !promela_.empty() || !dot_.empty(); }
 
     // Runs root() under the observers asked for; writes the files after,
-    // also when root() throws (the exception then goes on).
+    // also when root() throws.
     template <class F>
     auto run(const std::string& title, F root) {
         if (exporting()) rec_ = std::make_unique<csp::model::recorder>();
         if (!trace_.empty()) timeline_ = std::make_unique<csp::model::timeline>(launched_rank());
-        struct finish {
+        struct on_throw {
             model_flags* f;
-            std::string title;
-            ~finish() { f->write_files(title); }
+            const std::string& title;
+            bool returned = false;
+            ~on_throw() {
+                if (returned) return;
+                for (const auto& file : f->write_files(title))
+                    std::fprintf(stderr, "%s: cannot write %s\n", title.c_str(), file.c_str());
+            }
         } at_end{this, title};
-        return root();
+        auto written = [&] {
+            at_end.returned = true;
+            const auto failed = write_files(title);
+            if (!failed.empty()) throw std::runtime_error("cannot write " + failed.front());
+        };
+        if constexpr (std::is_void_v<decltype(root())>) {
+            root();
+            written();
+        } else {
+            auto result = root();
+            written();
+            return result;
+        }
     }
 
 private:
-    void write_files(const std::string& title) {
+    // Writes every file asked for; returns those it could not write.
+    std::vector<std::string> write_files(const std::string& title) {
+        std::vector<std::string> failed;
         if (timeline_) {
-            std::ofstream os(per_node(trace_));
-            timeline_->write(os);
+            write(trace_, failed, [&](std::ostream& os) { timeline_->write(os); });
             timeline_.reset();
         }
-        if (!rec_) return;
+        if (!rec_) return failed;
         csp::model::network net = rec_->take();
         rec_.reset();
         if (launched_rank() >= 0)
             net.notes.push_back("recorded in one node of a job: messages to and from other nodes are not modelled");
-        if (!cspm_.empty()) write(cspm_, [&](std::ostream& os) { csp::model::write_cspm(os, net, {title, {}}); });
-        if (!promela_.empty()) write(promela_, [&](std::ostream& os) { csp::model::write_promela(os, net, title); });
-        if (!dot_.empty()) write(dot_, [&](std::ostream& os) { csp::model::write_dot(os, net, title); });
+        if (!cspm_.empty()) write(cspm_, failed, [&](std::ostream& os) { csp::model::write_cspm(os, net, {title, {}}); });
+        if (!promela_.empty())
+            write(promela_, failed, [&](std::ostream& os) { csp::model::write_promela(os, net, title); });
+        if (!dot_.empty()) write(dot_, failed, [&](std::ostream& os) { csp::model::write_dot(os, net, title); });
+        return failed;
     }
     template <class W>
-    static void write(const std::string& file, W w) {
+    static void write(const std::string& file, std::vector<std::string>& failed, W w) {
         std::ofstream os(per_node(file));
-        w(os);
+        if (os) w(os);
+        os.flush();
+        if (!os) failed.push_back(per_node(file));
     }
     static std::string per_node(const std::string& file) {
         const int rank = launched_rank();

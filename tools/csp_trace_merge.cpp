@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
         std::ofstream out(argv[1]);
         if (!out) throw std::runtime_error(std::string("cannot write ") + argv[1]);
         const auto m = csp::model::merge_timelines(parts, out);
+        out.flush();
+        if (!out) throw std::runtime_error(std::string("cannot write ") + argv[1]);
         std::printf("%zu nodes, %zu messages joined, %zu ends without their other end, in %s\n", m.nodes, m.messages,
                     m.unmatched, argv[1]);
         return 0;

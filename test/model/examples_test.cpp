@@ -67,6 +67,20 @@ INSTANTIATE_TEST_SUITE_P(
                       example_case{"jacobi_graph", JACOBI " graph 2 8 2 2 --ranks 2"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Regression: a file an example could not write (a folder that does not
+// exist) was skipped in silence, and the example exited 0. Now the example
+// names the file and exits 1, for each flag.
+TEST_P(example_flags, name_a_file_they_cannot_write_and_exit_1) {
+    const auto& ex = GetParam();
+    for (const char* flag : {"--export-cspm", "--export-promela", "--export-dot", "--trace"}) {
+        const std::string file = "/nonexistent-csp-folder/out";
+        const std::string out =
+            model_test::run_command(ex.command + " " + flag + " " + file + " 2>&1 > /dev/null; echo exit=$?");
+        EXPECT_NE(out.find("cannot write " + file), std::string::npos) << flag << ": " << out;
+        EXPECT_NE(out.find("exit=1"), std::string::npos) << flag << ": " << out;
+    }
+}
+
 // A million loops fold into the four textbook processes.
 TEST(example_flags, commstime_with_its_default_loop_count_exports_a_small_recursive_model) {
     const fs::path dir = fs::temp_directory_path() / ("csp_example_commstime_default" + std::to_string(::getpid()));
