@@ -9,6 +9,7 @@
 #include <exception>
 #include <string>
 
+#include "arguments.hpp"
 #include "collectives/flow.hpp"
 #include "csp/csp.hpp"
 #include "model_flags.hpp"
@@ -17,7 +18,7 @@ namespace cc = csp::collectives;
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    const int rounds = argc > 1 ? std::stoi(argv[1]) : 3;
+    const int rounds = argc > 1 ? examples::number<int>(argv[1], "rounds", 1) : 3;
     bool right = true;
     flags.run("figure5", [&] { csp::run([&] {
         cc::reduction<long, cc::sum> r1({0, 1, 2, 3}, {0, 2}, {}, "r1");

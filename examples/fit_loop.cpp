@@ -17,13 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
 #include "ranks.hpp"
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
+    const int local_ranks = examples::number_at(argc, argv, 1, "the number of ranks", 4, 0);
     constexpr int samples = 4000, full_steps = 3000;
-    const int steps = argc > 2 ? std::stoi(argv[2]) : full_steps;
+    const int steps = examples::number_at(argc, argv, 2, "the number of steps", full_steps, 1);
     constexpr double rate = 0.5;
     bool right = true;
     examples::run_ranks(local_ranks, flags, "fit_loop", [&](auto& comm) {

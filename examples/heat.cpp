@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
 #include "collectives/collectives.hpp"
 #include "collectives/net_communicator.hpp"
 #include "csp/runtime.hpp"
@@ -70,8 +71,8 @@ std::vector<double> initial(std::size_t first, std::size_t rows, std::size_t n) 
 int main(int argc, char** argv) try {
     std::vector<std::string> args(argv + 1, argv + argc);
     const bool forget_halo = std::erase(args, "--forget-halo") > 0;
-    const std::size_t n = args.size() > 0 ? std::stoul(args[0]) : 256;
-    const int steps = args.size() > 1 ? std::stoi(args[1]) : 200;
+    const std::size_t n = args.size() > 0 ? examples::number<std::size_t>(args[0], "the plate's size", 1) : 256;
+    const int steps = args.size() > 1 ? examples::number<int>(args[1], "the number of steps", 0) : 200;
     bool right = true;
 
     csp::run([&] {

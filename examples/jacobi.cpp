@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
 #include "dataflow/dataflow.hpp"
 #include "jacobi_kernel.hpp"
 #include "ranks.hpp"
@@ -226,26 +227,26 @@ config parse(int argc, char** argv) {
             if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
             return std::string(argv[++i]);
         };
-        if (a == "--ranks") c.local_ranks = std::stoi(value());
+        if (a == "--ranks") c.local_ranks = examples::number<int>(value(), "--ranks", 1);
         else if (a == "--no-check") c.check = false;
-        else if (a == "--workers") c.workers = std::stoi(value());
-        else if (a == "--threads") c.threads = std::stoi(value());
-        else if (a == "--repeat") c.repeat = std::max(1, std::stoi(value()));
+        else if (a == "--workers") c.workers = examples::number<int>(value(), "--workers", 0);
+        else if (a == "--threads") c.threads = examples::number<int>(value(), "--threads", 1);
+        else if (a == "--repeat") c.repeat = examples::number<int>(value(), "--repeat", 1);
         else if (a == "--priority") c.priority = value();
         else if (a == "--queue") c.queue = value();
         else if (a == "--gantt") c.gantt = true;
         else if (a == "--stats") c.stats = true;
         else if (a == "--timeline") c.timeline = value();
-        else if (a == "--fail-at") c.fail_block = std::stol(value()), c.fail_step = std::stoi(value());
-        else if (a == "--die-at") c.die_block = std::stol(value()), c.die_step = std::stoi(value());
+        else if (a == "--fail-at") c.fail_block = examples::number<long>(value(), "--fail-at's block"), c.fail_step = examples::number<int>(value(), "--fail-at's step");
+        else if (a == "--die-at") c.die_block = examples::number<long>(value(), "--die-at's block"), c.die_step = examples::number<int>(value(), "--die-at's step");
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
         else pos.push_back(a);
     }
     if (pos.size() > 0) c.variant = pos[0];
-    if (pos.size() > 1) c.rows = std::stoi(pos[1]);
-    if (pos.size() > 2) c.cols = std::stoi(pos[2]);
-    if (pos.size() > 3) c.steps = std::stoi(pos[3]);
-    if (pos.size() > 4) c.blocks = std::stoi(pos[4]);
+    if (pos.size() > 1) c.rows = examples::number<int>(pos[1], "rows per rank", 1);
+    if (pos.size() > 2) c.cols = examples::number<int>(pos[2], "columns", 2);
+    if (pos.size() > 3) c.steps = examples::number<int>(pos[3], "steps", 0);
+    if (pos.size() > 4) c.blocks = examples::number<int>(pos[4], "blocks per rank", 1);
     if (c.cols < 2 || c.rows < 1 || c.blocks < 1 || c.rows % c.blocks != 0)
         throw std::invalid_argument("need at least 2 columns, and rows per rank (" + std::to_string(c.rows) +
                                     ") a multiple of blocks per rank (" + std::to_string(c.blocks) + ")");

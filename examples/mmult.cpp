@@ -39,6 +39,7 @@
 #include <tuple>
 #include <vector>
 
+#include "arguments.hpp"
 #include "dataflow/dataflow.hpp"
 #include "ranks.hpp"
 
@@ -232,20 +233,20 @@ config parse(int argc, char** argv) {
             if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
             return std::string(argv[++i]);
         };
-        if (a == "--ranks") c.local_ranks = std::stoi(value());
+        if (a == "--ranks") c.local_ranks = examples::number<int>(value(), "--ranks", 1);
         else if (a == "--no-check") c.check = false;
-        else if (a == "--repeat") c.repeat = std::max(1, std::stoi(value()));
-        else if (a == "--threads") c.threads = std::stoi(value());
-        else if (a == "--workers") c.workers = std::stoi(value());
+        else if (a == "--repeat") c.repeat = examples::number<int>(value(), "--repeat", 1);
+        else if (a == "--threads") c.threads = examples::number<int>(value(), "--threads", 1);
+        else if (a == "--workers") c.workers = examples::number<int>(value(), "--workers", 0);
         else if (a == "--queue") c.queue = value();
         else if (a == "--priority") c.priority = value();
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
         else pos.push_back(a);
     }
     if (pos.size() > 0) c.variant = pos[0];
-    if (pos.size() > 1) c.n = std::stoi(pos[1]);
-    if (pos.size() > 2) c.panels = std::stoi(pos[2]);
-    if (pos.size() > 3) c.tiles = std::stoi(pos[3]);
+    if (pos.size() > 1) c.n = examples::number<int>(pos[1], "n", 1);
+    if (pos.size() > 2) c.panels = examples::number<int>(pos[2], "panels", 1);
+    if (pos.size() > 3) c.tiles = examples::number<int>(pos[3], "tiles", 1);
     return c;
 }
 

@@ -13,12 +13,13 @@
 #include <numbers>
 #include <string>
 
+#include "arguments.hpp"
 #include "ranks.hpp"
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    const long intervals = argc > 1 ? std::stol(argv[1]) : 10'000'000;
-    const int local_ranks = argc > 2 ? std::stoi(argv[2]) : 4;
+    const long intervals = examples::number_at(argc, argv, 1, "the number of intervals", 10'000'000L, 1L);
+    const int local_ranks = examples::number_at(argc, argv, 2, "the number of ranks", 4, 0);
     bool right = true;
     examples::run_ranks(local_ranks, flags, "pi", [&](auto& comm) {
         const double h = 1.0 / static_cast<double>(intervals);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
 #include "collectives/shared.hpp"
 #include "ranks.hpp"
 
@@ -33,8 +34,8 @@ double effect(int rank, int t, int k) {
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
-    const int steps = argc > 2 ? std::stoi(argv[2]) : 100;
+    const int local_ranks = examples::number_at(argc, argv, 1, "the number of ranks", 4, 0);
+    const int steps = examples::number_at(argc, argv, 2, "the number of steps", 100, 0);
     bool right = true;
     examples::run_ranks(local_ranks, flags, "plankton", [&](auto& comm) {
         cc::shared_group g(comm);

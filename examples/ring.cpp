@@ -11,6 +11,7 @@
 #include <exception>
 #include <string>
 
+#include "arguments.hpp"
 #include "csp/csp.hpp"
 #include "model_flags.hpp"
 #include "net/net.hpp"
@@ -24,7 +25,7 @@ enum : std::uint64_t { pass_on = 0, stop = 1 };
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    const long laps = argc > 1 ? std::stol(argv[1]) : 3;
+    const long laps = examples::number_at(argc, argv, 1, "the number of laps", 3L, 1L);
     return flags.run("ring", [&] { return csp::run([&] {
         csp::net::node self;
         const int me = self.rank(), n = self.size();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "arguments.hpp"
 #include "collectives/shared.hpp"
 #include "ranks.hpp"
 
@@ -26,9 +27,9 @@ double datum(int i, int j) { return std::sin(i * 0.37 + j * 0.011) * 10.0 + j * 
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    const int local_ranks = argc > 1 ? std::stoi(argv[1]) : 4;
-    const int n = argc > 2 ? std::stoi(argv[2]) : 500;
-    const int m = argc > 3 ? std::stoi(argv[3]) : 500;
+    const int local_ranks = examples::number_at(argc, argv, 1, "the number of ranks", 4, 0);
+    const int n = examples::number_at(argc, argv, 2, "n", 500, 1);
+    const int m = examples::number_at(argc, argv, 3, "m", 500, 1);
     bool right = true;
     examples::run_ranks(local_ranks, flags, "variance", [&](auto& comm) {
         cc::shared_group g(comm);
