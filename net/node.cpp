@@ -18,6 +18,7 @@
 #include "csp/model/timeline.hpp"
 #include "csp/observer.hpp"
 #include "csp/process.hpp"
+#include "iosched/scheduler.hpp"
 #include "net/detail/node_core.hpp"
 #include "net/log.hpp"
 #include "net/nameserver_client.hpp"
@@ -176,6 +177,10 @@ node::node(node_options o) {
     if (o.keep_freed_memory) keep_freed_memory();
     if (!csp::this_process::inside_runtime())
         throw usage_error("csp::net::node must be made by a process of a running csp::runtime");
+    // Every socket of the node waits through the runtime's IO scheduler:
+    // started here, a CSP_IO_* setting it refuses is this caller's
+    // usage_error, not the end of the node's listener later.
+    (void)csp::io::this_scheduler();
     if (!detail::valid_job_name(o.job))
         throw usage_error("node_options::job '" + o.job + "': use 1-200 characters of letters, digits, '.', '_', '-'");
     if (o.token.find('\n') != std::string::npos || o.token.size() > 1024)

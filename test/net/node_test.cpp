@@ -759,3 +759,23 @@ TEST(net_node_options, a_job_size_of_zero_is_refused_by_name) {
     ::unsetenv("CSP_SIZE");
     EXPECT_EQ(csp::net::node_options::from_environment().size, 0);
 }
+
+// Regression: a CSP_IO_* setting the IO scheduler refuses ended the node's
+// listener in the background ("listener stopped: CSP_IO_SPIN_US=..." in the
+// log) while the program went on, deaf to its peers. Making the node now
+// throws the scheduler's usage_error, naming the variable.
+TEST(net_node_options, an_io_setting_the_scheduler_refuses_fails_the_node_by_name) {
+    ::setenv("CSP_IO_SPIN_US", "-5", 1);
+    std::string what = "no error";
+    csp::run([&] {
+        try {
+            csp::net::node self{csp::net::node_options{}};
+        } catch (const csp::usage_error& e) {
+            what = e.what();
+        }
+    });
+    ::unsetenv("CSP_IO_SPIN_US");
+    EXPECT_NE(what.find("CSP_IO_SPIN_US=\"-5\" is not valid"), std::string::npos) << what;
+    // And with the variable gone, a node of one runs.
+    EXPECT_EQ(csp::run([] { return csp::net::node{csp::net::node_options{}}.size(); }), 1);
+}
