@@ -376,3 +376,42 @@ TEST(revoked_stream, counts_that_differ_between_ranks_never_give_a_block_of_anot
         o.expect_later_calls_refused_or_right();
     });
 }
+
+// Vectors of different lengths (rank 1's is one element short), for every
+// algorithm of the collectives that fold them element-wise: no rank may
+// return a result that is not the full fold of 4 vectors of its own length.
+template <class Registry, class Call, class Check>
+void expect_no_wrong_fold_of_unequal_vectors(Call call, Check right) {
+    Registry::for_each([&](auto a) {
+        SCOPED_TRACE(a.info.name);
+        outcome o;
+        std::atomic<int> wrong{0};
+        run_with(o, [&](cc::local_communicator& c) {
+            const cc::guarded_algorithm<decltype(a)> by_name;
+            const std::size_t length = c.rank() == 1 ? 7 : 8;
+            if (!right(c, call(by_name, c, std::vector<long>(length, 1)), length)) ++wrong;
+        });
+        EXPECT_EQ(wrong.load(), 0);
+        EXPECT_GE(4 - o.answers.load(), 1) << "no rank saw the lengths differ";
+    });
+}
+
+TEST(revoked_stream, vectors_of_different_lengths_never_give_a_wrong_allreduce) {
+    expect_no_wrong_fold_of_unequal_vectors<cc::registry::allreduce>(
+        [](auto& by_name, auto& c, std::vector<long> v) { return by_name(c, std::move(v), cc::sum{}); },
+        [](auto&, const std::vector<long>& got, std::size_t length) { return got == std::vector<long>(length, 4); });
+}
+TEST(revoked_stream, vectors_of_different_lengths_never_give_a_wrong_reduce) {
+    expect_no_wrong_fold_of_unequal_vectors<cc::registry::reduce>(
+        [](auto& by_name, auto& c, std::vector<long> v) { return by_name(c, std::move(v), cc::sum{}, 0); },
+        [](auto&, const std::optional<std::vector<long>>& got, std::size_t length) {
+            return !got || *got == std::vector<long>(length, 4);
+        });
+}
+TEST(revoked_stream, vectors_of_different_lengths_never_give_a_wrong_scan) {
+    expect_no_wrong_fold_of_unequal_vectors<cc::registry::scan>(
+        [](auto& by_name, auto& c, std::vector<long> v) { return by_name(c, std::move(v), cc::sum{}); },
+        [](auto& c, const std::vector<long>& got, std::size_t length) {
+            return got == std::vector<long>(length, c.rank() + 1);
+        });
+}
