@@ -5,9 +5,9 @@
 // (irregular); every rank passes the same counts, and they add up to the
 // vectors' length. Counts that differ between ranks fail the call (on a
 // board at every rank; passing messages at least at each rank whose block
-// would have another length than its counts name). reduce_scatter_block (dispatch.hpp) is the case of equal
-// blocks. The op is applied to whole blocks, so it must act element by
-// element (the built-in ops do).
+// would have another length than its counts name). reduce_scatter_block
+// (dispatch.hpp) is the case of equal blocks. The op is applied to whole
+// blocks, so it must act element by element (the built-in ops do).
 //
 //   reduce_then_scatter  a binomial reduce of the whole vector to rank 0,
 //                        then rank 0 sends block i to rank i. Any op: rank

@@ -1,11 +1,13 @@
 #pragma once
 // What a collective call passes besides its value that every rank must pass
-// alike: its root, its op, and a reduce_scatter's block counts. A board meeting (shared_board.hpp,
-// host_board.hpp) carries them in each rank's part, and every rank compares
-// them after the meeting, so ranks that disagree all throw the same
-// agreed_error (revocation.hpp) instead of reading a part nobody filled or
-// folding with different ops. Passing messages, a disagreement is not seen
-// (as in MPI); ranks left waiting for each other get the deadlock report.
+// alike: its root, its op, and a reduce_scatter's block counts. A board
+// meeting (shared_board.hpp, host_board.hpp) carries them in each rank's
+// part, and every rank compares them after the meeting, so ranks that
+// disagree all throw the same agreed_error (revocation.hpp) instead of
+// reading a part nobody filled or folding with different ops. Passing
+// messages, a disagreement is not seen (as in MPI); ranks left waiting for
+// each other get the deadlock report (reduce_scatter checks its blocks'
+// lengths: reduce_scatter.hpp).
 #include <cstdint>
 #include <string>
 #include <string_view>
