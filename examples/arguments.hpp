@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace examples {
 
@@ -30,6 +31,16 @@ template <class T>
 T number_at(int argc, char** argv, int i, std::string_view what, T otherwise, T least = 0,
             T most = std::numeric_limits<T>::max()) {
     return i < argc ? number<T>(argv[i], what, least, most) : otherwise;
+}
+
+// Refuses more than `most` arguments (those left once the flags were
+// taken): a misspelt flag or a stray word is an error, not ignored.
+inline void at_most(const std::vector<std::string>& args, std::size_t most, std::string_view usage) {
+    if (args.size() > most)
+        throw std::invalid_argument("unexpected argument '" + args[most] + "' (arguments: " + std::string(usage) + ")");
+}
+inline void at_most(int argc, char** argv, int most, std::string_view usage) {
+    at_most(std::vector<std::string>(argv + 1, argv + argc), static_cast<std::size_t>(most), usage);
 }
 
 }  // namespace examples

@@ -10,15 +10,16 @@
 //   ./build/examples/commstime [loops] [--export-promela FILE ...]   (model_flags.hpp)
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 
+#include "arguments.hpp"
 #include "csp/csp.hpp"
 #include "model_flags.hpp"
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    const long loops = argc > 1 ? std::atol(argv[1]) : 1'000'000;
+    examples::at_most(argc, argv, 1, "[loops]");
+    const long loops = examples::number_at(argc, argv, 1, "the number of loops", 1'000'000L, 1L);
     csp::channel<long> a{"a"}, b{"b"}, c{"c"}, d{"d"};
 
     auto prefix = [in = c.reader(), out = a.writer()] {

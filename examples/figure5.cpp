@@ -18,6 +18,7 @@ namespace cc = csp::collectives;
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
+    examples::at_most(argc, argv, 1, "[rounds]");
     const int rounds = argc > 1 ? examples::number<int>(argv[1], "rounds", 1) : 3;
     bool right = true;
     flags.run("figure5", [&] { csp::run([&] {

@@ -22,6 +22,7 @@
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
+    examples::at_most(argc, argv, 2, "[ranks] [steps]");
     const int local_ranks = examples::number_at(argc, argv, 1, "the number of ranks", 4, 0);
     constexpr int samples = 4000, full_steps = 3000;
     const int steps = examples::number_at(argc, argv, 2, "the number of steps", full_steps, 1);

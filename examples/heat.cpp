@@ -71,6 +71,7 @@ std::vector<double> initial(std::size_t first, std::size_t rows, std::size_t n) 
 int main(int argc, char** argv) try {
     std::vector<std::string> args(argv + 1, argv + argc);
     const bool forget_halo = std::erase(args, "--forget-halo") > 0;
+    examples::at_most(args, 2, "[n] [steps] [--forget-halo]");
     const std::size_t n = args.size() > 0 ? examples::number<std::size_t>(args[0], "the plate's size", 1) : 256;
     const int steps = args.size() > 1 ? examples::number<int>(args[1], "the number of steps", 0) : 200;
     bool right = true;

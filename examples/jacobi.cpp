@@ -242,6 +242,7 @@ config parse(int argc, char** argv) {
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
         else pos.push_back(a);
     }
+    examples::at_most(pos, 5, "[variant] [rows] [cols] [steps] [blocks] [--flags]");
     if (pos.size() > 0) c.variant = pos[0];
     if (pos.size() > 1) c.rows = examples::number<int>(pos[1], "rows per rank", 1);
     if (pos.size() > 2) c.cols = examples::number<int>(pos[2], "columns", 2);

@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <exception>
 
+#include "arguments.hpp"
 #include "csp/csp.hpp"
 #include "model_flags.hpp"
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
+    examples::at_most(argc, argv, 0, "none but the model flags");
     csp::channel<int> numbers{"numbers"};
 
     auto producer = [out = numbers.writer()]() mutable {

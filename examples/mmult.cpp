@@ -243,6 +243,7 @@ config parse(int argc, char** argv) {
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
         else pos.push_back(a);
     }
+    examples::at_most(pos, 4, "[variant] [n] [panels] [tiles] [--flags]");
     if (pos.size() > 0) c.variant = pos[0];
     if (pos.size() > 1) c.n = examples::number<int>(pos[1], "n", 1);
     if (pos.size() > 2) c.panels = examples::number<int>(pos[2], "panels", 1);

@@ -18,6 +18,7 @@
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
+    examples::at_most(argc, argv, 2, "[intervals] [ranks]");
     const long intervals = examples::number_at(argc, argv, 1, "the number of intervals", 10'000'000L, 1L);
     const int local_ranks = examples::number_at(argc, argv, 2, "the number of ranks", 4, 0);
     bool right = true;

@@ -34,6 +34,7 @@ double effect(int rank, int t, int k) {
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
+    examples::at_most(argc, argv, 2, "[ranks] [steps]");
     const int local_ranks = examples::number_at(argc, argv, 1, "the number of ranks", 4, 0);
     const int steps = examples::number_at(argc, argv, 2, "the number of steps", 100, 0);
     bool right = true;

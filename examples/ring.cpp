@@ -25,6 +25,7 @@ enum : std::uint64_t { pass_on = 0, stop = 1 };
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
+    examples::at_most(argc, argv, 1, "[laps]");
     const long laps = examples::number_at(argc, argv, 1, "the number of laps", 3L, 1L);
     return flags.run("ring", [&] { return csp::run([&] {
         csp::net::node self;

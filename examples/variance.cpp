@@ -27,6 +27,7 @@ double datum(int i, int j) { return std::sin(i * 0.37 + j * 0.011) * 10.0 + j * 
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
+    examples::at_most(argc, argv, 3, "[ranks] [N] [M]");
     const int local_ranks = examples::number_at(argc, argv, 1, "the number of ranks", 4, 0);
     const int n = examples::number_at(argc, argv, 2, "n", 500, 1);
     const int m = examples::number_at(argc, argv, 3, "m", 500, 1);
