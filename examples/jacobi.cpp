@@ -219,6 +219,10 @@ band_result run_graph(C& comm, const config& c) {
 }
 
 config parse(int argc, char** argv) {
+    constexpr std::string_view usage =
+        "[bsp|overlap|graph|ideal|all] [rows per rank] [columns] [steps] [blocks per rank] [--ranks N] "
+        "[--no-check] [--workers N] [--threads N] [--repeat N] [--priority boundary|older|none] [--queue newest] "
+        "[--fail-at BLOCK STEP] [--die-at BLOCK STEP] [--gantt] [--timeline FILE] [--stats]";
     config c;
     std::vector<std::string> pos;
     for (int i = 1; i < argc; ++i) {
@@ -239,10 +243,11 @@ config parse(int argc, char** argv) {
         else if (a == "--timeline") c.timeline = value();
         else if (a == "--fail-at") c.fail_block = examples::number<long>(value(), "--fail-at's block"), c.fail_step = examples::number<int>(value(), "--fail-at's step");
         else if (a == "--die-at") c.die_block = examples::number<long>(value(), "--die-at's block"), c.die_step = examples::number<int>(value(), "--die-at's step");
+        else if (a == "--help" || a == "-h") examples::show_usage(usage);
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
         else pos.push_back(a);
     }
-    examples::at_most(pos, 5, "[variant] [rows] [cols] [steps] [blocks] [--flags]");
+    examples::at_most(pos, 5, usage);
     if (pos.size() > 0) c.variant = pos[0];
     if (pos.size() > 1) c.rows = examples::number<int>(pos[1], "rows per rank", 1);
     if (pos.size() > 2) c.cols = examples::number<int>(pos[2], "columns", 2);

@@ -11,7 +11,7 @@
 
 int main(int argc, char** argv) try {
     auto flags = examples::model_flags::take(argc, argv);
-    examples::at_most(argc, argv, 0, "none but the model flags");
+    examples::at_most(argc, argv, 0, "[--export-cspm FILE] [--export-promela FILE] [--export-dot FILE] [--trace FILE]");
     csp::channel<int> numbers{"numbers"};
 
     auto producer = [out = numbers.writer()]() mutable {

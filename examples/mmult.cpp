@@ -225,6 +225,9 @@ block_result run_graph(Comm& comm, const config& c, const std::string& queue, co
 }
 
 config parse(int argc, char** argv) {
+    constexpr std::string_view usage =
+        "[bsp|overlap|graph|ideal|all|priorities] [N] [panels per block] [tiles per side] [--ranks N] [--no-check] "
+        "[--repeat N] [--threads N] [--workers N] [--queue fifo|newest] [--priority none|older]";
     config c;
     std::vector<std::string> pos;
     for (int i = 1; i < argc; ++i) {
@@ -240,10 +243,11 @@ config parse(int argc, char** argv) {
         else if (a == "--workers") c.workers = examples::number<int>(value(), "--workers", 0);
         else if (a == "--queue") c.queue = value();
         else if (a == "--priority") c.priority = value();
+        else if (a == "--help" || a == "-h") examples::show_usage(usage);
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
         else pos.push_back(a);
     }
-    examples::at_most(pos, 4, "[variant] [n] [panels] [tiles] [--flags]");
+    examples::at_most(pos, 4, usage);
     if (pos.size() > 0) c.variant = pos[0];
     if (pos.size() > 1) c.n = examples::number<int>(pos[1], "n", 1);
     if (pos.size() > 2) c.panels = examples::number<int>(pos[2], "panels", 1);
