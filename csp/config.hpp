@@ -60,7 +60,8 @@ inline constexpr std::array<variable, 24> variables{{
     {"CSP_LOCAL_CPUS", "csp::net::node_options", "CPUs (default: this process's affinity mask, else the hardware threads)",
      "how many CPUs the job's ranks on this host may use (csp-launch sets it to its own); fewer than CSP_LOCAL_SIZE: oversubscribed"},
     {"CSP_TRACE", "csp::net::node_options", "a file name",
-     "the node records a timeline of its run and writes it there when it closes (csp-launch --trace sets it per node)"},
+     "the node records a timeline of its run and writes it there when it closes (csp-launch --trace sets it per node); "
+     "a file it cannot create is a `usage_error` when the node is made"},
     {"CSP_LAUNCHER_FD", "csp::net::node_options", "fd:inode (csp-launch sets it)",
      "the read end of a pipe whose writer is the node's launcher: at its end (the launcher died) the node's process gets SIGTERM"},
     {"CSP_DEADLOCK_PROBE_MS", "csp::net::nameserver", "0..3600000 (default 500)",

@@ -185,6 +185,9 @@ node::node(node_options o) {
         throw usage_error("node_options::job '" + o.job + "': use 1-200 characters of letters, digits, '.', '_', '-'");
     if (o.token.find('\n') != std::string::npos || o.token.size() > 1024)
         throw usage_error("node_options::token: at most 1024 bytes and no newline");
+    // Found now, not when the node closes after the run.
+    if (!o.trace.empty() && !std::ofstream(o.trace))
+        throw usage_error("node_options::trace (CSP_TRACE): cannot write " + o.trace);
     // No nameserver, no rank, no size, no peers: a job of one, as an MPI
     // program started without mpiexec. Its peers table is its own listener.
     const bool alone = !o.nameserver && o.rank < 0 && o.size == 0 && o.peers.empty();

@@ -779,3 +779,20 @@ TEST(net_node_options, an_io_setting_the_scheduler_refuses_fails_the_node_by_nam
     // And with the variable gone, a node of one runs.
     EXPECT_EQ(csp::run([] { return csp::net::node{csp::net::node_options{}}.size(); }), 1);
 }
+
+// Regression: a timeline file the node could not write was found only when
+// the node closed, after the run, as one line in the log. The node now
+// refuses it when made.
+TEST(net_node_options, a_timeline_file_that_cannot_be_written_fails_the_node_by_name) {
+    std::string what = "no error";
+    csp::run([&] {
+        csp::net::node_options o;
+        o.trace = "/nonexistent-csp-folder/t.json";
+        try {
+            csp::net::node self{o};
+        } catch (const csp::usage_error& e) {
+            what = e.what();
+        }
+    });
+    EXPECT_EQ(what, "node_options::trace (CSP_TRACE): cannot write /nonexistent-csp-folder/t.json");
+}
