@@ -241,9 +241,12 @@ config parse(int argc, char** argv) {
         else if (a == "--gantt") c.gantt = true;
         else if (a == "--stats") c.stats = true;
         else if (a == "--timeline") c.timeline = value();
-        else if (a == "--fail-at") c.fail_block = examples::number<long>(value(), "--fail-at's block"), c.fail_step = examples::number<int>(value(), "--fail-at's step");
-        else if (a == "--die-at") c.die_block = examples::number<long>(value(), "--die-at's block"), c.die_step = examples::number<int>(value(), "--die-at's step");
-        else if (a == "--help" || a == "-h") examples::show_usage(usage);
+        else if (a == "--fail-at" || a == "--die-at") {
+            long& block = a == "--fail-at" ? c.fail_block : c.die_block;
+            int& step = a == "--fail-at" ? c.fail_step : c.die_step;
+            block = examples::number<long>(value(), a + "'s block");
+            step = examples::number<int>(value(), a + "'s step");
+        } else if (a == "--help" || a == "-h") examples::show_usage(usage);
         else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown flag " + a);
         else pos.push_back(a);
     }
@@ -253,9 +256,10 @@ config parse(int argc, char** argv) {
     if (pos.size() > 2) c.cols = examples::number<int>(pos[2], "columns", 2);
     if (pos.size() > 3) c.steps = examples::number<int>(pos[3], "steps", 0);
     if (pos.size() > 4) c.blocks = examples::number<int>(pos[4], "blocks per rank", 1);
-    if (c.cols < 2 || c.rows < 1 || c.blocks < 1 || c.rows % c.blocks != 0)
-        throw std::invalid_argument("need at least 2 columns, and rows per rank (" + std::to_string(c.rows) +
-                                    ") a multiple of blocks per rank (" + std::to_string(c.blocks) + ")");
+    // The sizes' ranges were checked as they were read (the defaults are in range).
+    if (c.rows % c.blocks != 0)
+        throw std::invalid_argument("rows per rank (" + std::to_string(c.rows) +
+                                    ") must be a multiple of blocks per rank (" + std::to_string(c.blocks) + ")");
     // Found now, not after the run (when rank 0 alone would fail).
     if (!c.timeline.empty() && !std::ofstream(c.timeline))
         throw std::invalid_argument("--timeline: cannot write " + c.timeline);

@@ -99,6 +99,10 @@ void stack_pool::shelve(std::shared_ptr<stack_pool> pool) noexcept {
 
 std::size_t stack_pool::capacity() const noexcept {
     std::lock_guard lk(mutex_);
+    return slots();
+}
+
+std::size_t stack_pool::slots() const noexcept {
     std::size_t n = 0;
     for (const region& r : regions_) n += r.slots;
     return n;
@@ -158,9 +162,7 @@ boost::context::stack_context stack_pool::allocate() {
     }
     if (regions_.empty() || regions_.back().carved == regions_.back().slots) {
         // Regions grow with demand: 16 stacks at first, at most 4096 at once.
-        std::size_t held = 0;
-        for (const region& r : regions_) held += r.slots;
-        const std::size_t count = std::clamp<std::size_t>(held, 16, 4096);
+        const std::size_t count = std::clamp<std::size_t>(slots(), 16, 4096);
         const std::size_t len = count * stride_;
         void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -92,7 +92,8 @@ private:
     // Gives back the pages of every stack below its top 8 KiB: false (and
     // nothing done) unless every stack is back and nobody watched.
     bool trim() noexcept;
-    std::size_t capacity() const noexcept;  // stacks the regions hold, under mutex_
+    std::size_t capacity() const noexcept;  // stacks the regions hold; takes mutex_
+    std::size_t slots() const noexcept;     // the same, with mutex_ held
 
     // From now on every stack given out gets a canary (under mutex_).
     void start_canaries() noexcept;
