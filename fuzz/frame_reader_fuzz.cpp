@@ -37,5 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (m.source != 2) std::abort();           // only the linked peer's frames pass
         if (m.size() > max_frame) std::abort();     // never more than the limit
     }
+    // A farewell only with a goodbye, and never over its limit.
+    if (!reader.goodbye() && !reader.farewell().empty()) std::abort();
+    if (reader.farewell().size() > csp::net::header::max_farewell) std::abort();
     return 0;
 }

@@ -47,7 +47,13 @@ bool deadlock_answers::handle(const std::vector<std::string>& w, const std::stri
             std::string text;
             for (const auto& l : report_) text.append(text.empty() ? "" : "\n  ").append(l);
             report_.clear();
-            csp::abort_blocked(std::move(text));
+            try {
+                // The switch fails the blocked processes with it, in order
+                // with the departures it hands on (switchboard.cpp).
+                core_.to_switch.writer().write(job_deadlock{std::move(text)});
+            } catch (const csp::error&) {
+                // the node has closed
+            }
         }
         return true;
     }

@@ -2,8 +2,11 @@
 // A node's side of the job-wide deadlock detector (deadlock_waves.hpp): it
 // answers the nameserver's waves on its registration connection with
 // samples of its runtime (csp/quiescence.hpp) and its traffic counters, and
-// when the job is found deadlocked, fails its blocked processes with the
-// job's report. Runs in the process that reads the registration connection.
+// when the job is found deadlocked, hands the job's report to the switch,
+// which fails the node's blocked processes with it in order with the
+// departures it hands on (a peer that left because of the report may have
+// sent it in its goodbye first, frame.hpp). Runs in the process that reads
+// the registration connection.
 #include <cstdint>
 #include <string>
 #include <vector>

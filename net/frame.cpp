@@ -52,7 +52,9 @@ header header::welcome(std::uint32_t source, std::uint32_t length) noexcept {
 header header::refuse(std::uint32_t source, std::uint32_t length) noexcept {
     return control(opcode::refuse, source, length);
 }
-header header::goodbye(std::uint32_t source) noexcept { return control(opcode::goodbye, source, 0); }
+header header::goodbye(std::uint32_t source, std::uint32_t length) noexcept {
+    return control(opcode::goodbye, source, length);
+}
 header header::challenge(std::uint32_t source, std::uint32_t length) noexcept {
     return control(opcode::challenge, source, length);
 }
@@ -109,6 +111,9 @@ header header::decode(const std::byte* in, std::size_t max_length) {
         throw frame_error("malformed credit frame: it must credit at least one byte and carry no payload");
     if (h.op == opcode::ask_credit && h.length != 0)
         throw frame_error("malformed ask_credit frame with a payload of " + std::to_string(h.length) + " bytes");
+    if (h.op == opcode::goodbye && h.length > max_farewell)
+        throw frame_error("malformed goodbye frame with a payload of " + std::to_string(h.length) +
+                          " bytes (at most " + std::to_string(max_farewell) + ")");
     if (h.length > max_length)
         throw frame_error("oversized frame: " + std::string(describe(h.op)) + " frame of " + std::to_string(h.length) +
                           " bytes exceeds the maximum of " + std::to_string(max_length));

@@ -4,7 +4,7 @@
 //   offset size field     value
 //   ------ ---- --------- ------------------------------------------------------
 //     0     4   magic     0x4E505343, the bytes "CSPN"
-//     4     1   version   5; any other value closes the connection
+//     4     1   version   6; any other value closes the connection
 //     5     1   opcode    1 data, 2 hello, 3 welcome, 4 refuse, 5 goodbye,
 //                         6 challenge, 7 proof, 8 credit, 9 ask_credit,
 //                         10 transports
@@ -40,6 +40,12 @@
 // (max_frame) and the bytes it keeps in flight to a peer (its window).
 // Data and credit frames follow in both directions. A node that closes
 // sends goodbye as its last frame and then shuts down its sending side.
+// Goodbye's payload is empty, or the job-wide deadlock report the leaving
+// node was given (text, at most max_farewell bytes, cut to fit the peer's
+// max_frame): the report may be why it left, and a peer that hears the
+// goodbye before the nameserver's copy of the report must still fail its
+// blocked processes with the report, not with the departure
+// (deadlock_answers.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -53,8 +59,10 @@ enum class opcode : std::uint8_t {
 
 struct header {
     static constexpr std::uint32_t magic = 0x4E505343;
-    static constexpr std::uint8_t current_version = 5;
+    static constexpr std::uint8_t current_version = 6;
     static constexpr std::size_t size = 32;
+    // The largest payload of a goodbye.
+    static constexpr std::uint32_t max_farewell = 64 * 1024;
 
     opcode op = opcode::data;
     std::uint32_t length = 0;
@@ -70,7 +78,7 @@ struct header {
     static header hello(std::uint32_t source, std::uint32_t length) noexcept;
     static header welcome(std::uint32_t source, std::uint32_t length) noexcept;
     static header refuse(std::uint32_t source, std::uint32_t length) noexcept;
-    static header goodbye(std::uint32_t source) noexcept;
+    static header goodbye(std::uint32_t source, std::uint32_t length = 0) noexcept;
     static header challenge(std::uint32_t source, std::uint32_t length) noexcept;
     static header proof(std::uint32_t source, std::uint32_t length) noexcept;
     static header credit(std::uint32_t source, std::uint64_t bytes) noexcept;
@@ -80,8 +88,8 @@ struct header {
     void encode(std::byte* out) const noexcept;
 
     // Parses and validates 32 bytes. Throws frame_error naming what is wrong
-    // (bad magic, version, opcode, a reserved field that is not 0, or a
-    // length over max_length).
+    // (bad magic, version, opcode, a reserved field that is not 0, a length
+    // over max_length, a goodbye over max_farewell).
     static header decode(const std::byte* in, std::size_t max_length);
 };
 

@@ -15,7 +15,8 @@
 // message does; smaller ones are copied into blocks of their own, so that a
 // kept small message never holds a whole buffer. Data, the flow
 // control frames (credit, ask_credit: their sums wait in take_credit() and
-// take_asked()) and goodbye are the only frames allowed; a frame that claims
+// take_asked()) and goodbye (its payload kept in farewell()) are the only
+// frames allowed; a frame that claims
 // another source, any frame after goodbye, or a malformed header throws
 // frame_error naming the fault, after every message complete before it was
 // appended to `out`.
@@ -40,6 +41,7 @@ namespace csp::net {
 class frame_reader {
 public:
     static constexpr std::size_t read_capacity = 256 * 1024;
+    static_assert(header::size + header::max_farewell <= read_capacity, "a goodbye is read whole into the buffer");
     // Payloads from this size share the read buffer instead of being copied
     // out of it: a kept slice holds at most 16 times its own size.
     static constexpr std::size_t slice_from = 16 * 1024;
@@ -101,10 +103,16 @@ public:
         while (end_ - begin_ >= header::size) {
             const header h = header::decode(base(buf_) + begin_, max_frame_);
             check(h);
+            if (h.op == opcode::goodbye) {
+                // At most max_farewell: it waits whole in the read buffer.
+                if (end_ - begin_ - header::size < h.length) return;
+                farewell_.assign(reinterpret_cast<const char*>(base(buf_) + begin_ + header::size), h.length);
+                goodbye_ = true;
+                begin_ += header::size + h.length;
+                continue;
+            }
             if (h.op != opcode::data) {  // length 0 (header::decode)
-                if (h.op == opcode::goodbye) {
-                    goodbye_ = true;
-                } else if (h.op == opcode::credit) {
+                if (h.op == opcode::credit) {
                     // Saturates rather than wraps, so an absurd sum is refused (flow_control.hpp).
                     credit_ = credit_ + h.tag < credit_ ? UINT64_MAX : credit_ + h.tag;
                 } else {
@@ -148,6 +156,8 @@ public:
     }
 
     bool goodbye() const noexcept { return goodbye_; }
+    // The goodbye's payload (frame.hpp): empty, or the job's deadlock report.
+    const std::string& farewell() const noexcept { return farewell_; }
     // Payloads handed out as slices of the read buffer so far (not copied).
     std::uint64_t slices() const noexcept { return slices_; }
     // Bytes the peer credited since the last call / how many times it asked for credit.
@@ -213,8 +223,6 @@ private:
     void check(const header& h) const {
         if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit && h.op != opcode::ask_credit)
             throw frame_error(std::string("unexpected ") + describe(h.op) + " frame after the handshake");
-        if (h.op == opcode::goodbye && h.length != 0)
-            throw frame_error("malformed goodbye frame with a payload of " + std::to_string(h.length) + " bytes");
         if (static_cast<int>(h.source) != peer_)
             throw frame_error("frame claims to come from node " + std::to_string(h.source) +
                               " on the connection from node " + std::to_string(peer_));
@@ -232,6 +240,7 @@ private:
     detail::landing_table* landings_;
     std::optional<header> large_landing_;  // large_'s header, when its payload goes into a landing
     bool goodbye_ = false;
+    std::string farewell_;
     bool after_large_ = false;  // the last data frame was larger than the buffer
     std::uint64_t slices_ = 0;
     std::uint64_t credit_ = 0;

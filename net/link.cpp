@@ -73,21 +73,22 @@ void link::signal(outgoing f) {
     out_.write(std::move(f));
 }
 
-void link::drain(std::uint32_t own_rank) {
+void link::drain(std::uint32_t own_rank, payload farewell) {
     if (state_ != link_state::up && state_ != link_state::draining) illegal("drain");
     state_ = link_state::draining;
     if (goodbye_sent_) return;
     outgoing bye;
-    bye.head = header::goodbye(own_rank);
+    bye.head = header::goodbye(own_rank, static_cast<std::uint32_t>(farewell.size()));
+    bye.body = std::move(farewell);
     bye.ctl = outgoing::control::goodbye;
     out_.write(std::move(bye));
     goodbye_sent_ = true;
 }
 
-void link::peer_left(std::uint32_t own_rank, std::string why) {
+void link::peer_left(std::uint32_t own_rank, std::string why, payload farewell) {
     if (state_ != link_state::up && state_ != link_state::draining) illegal("the peer's goodbye");
     if (!error_) error_ = std::make_shared<const peer_error>(peer_, std::move(why));
-    drain(own_rank);
+    drain(own_rank, std::move(farewell));
 }
 
 bool link::lose(const std::string& why) {

@@ -103,11 +103,13 @@ public:
     // Queues a flow control frame (flow_control.hpp) if the link may still
     // carry one: not after an error or once draining. No state change.
     void signal(outgoing f);
-    // Queues goodbye behind everything sent; up -> draining. Once only.
-    void drain(std::uint32_t own_rank);
+    // Queues goodbye, carrying `farewell` (frame.hpp: at most max_farewell
+    // and the peer's max_frame), behind everything sent; up -> draining.
+    // Once only.
+    void drain(std::uint32_t own_rank, payload farewell = {});
     // The peer's goodbye arrived: `why` is the error sends to it get from now
     // on. The link drains (our goodbye answers theirs) if it was up.
-    void peer_left(std::uint32_t own_rank, std::string why);
+    void peer_left(std::uint32_t own_rank, std::string why, payload farewell = {});
     // The link failed. Returns false, changing nothing, if it is lost or the
     // peer had left already (a late failure of a link that ended cleanly);
     // otherwise stores the error, stops the transport, and returns true.

@@ -9,11 +9,13 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "csp/alt.hpp"
 #include "csp/deadline_after.hpp"
 #include "csp/process_group.hpp"
+#include "csp/quiescence.hpp"
 #include "net/accept_loop.hpp"
 #include "net/deadlock_answers.hpp"
 #include "iosched/io_error.hpp"
@@ -296,13 +298,19 @@ private:
         if (!d.clean) {
             fail(l, d.reason);
         } else if (l.state() != link_state::lost && !l.error()) {
+            // A peer that leaves with the job's deadlock report may have left
+            // because of it, and its departure would otherwise reach this
+            // node's blocked processes before the nameserver's copy of the
+            // report does: the report comes first.
+            take_deadlock_report(std::move(d.farewell));
             // The goodbye is answered (the peer waits for our end of stream)
             // and the departure recorded before any later send is refused.
             // While this node closes, the goodbye may be the peer's answer to
             // ours: the peer need not have closed anything.
             l.peer_left(static_cast<std::uint32_t>(core_->rank),
                         closing_ ? "the link to " + core_->peer_name(d.peer) + " ended: this node closed"
-                                 : core_->peer_name(d.peer) + " has left (it closed its node)");
+                                 : core_->peer_name(d.peer) + " has left (it closed its node)",
+                        farewell_for(d.peer));
             set_departed(l);
             announce_departure(l);
         }
@@ -334,6 +342,32 @@ private:
         if (l.state() == link_state::connecting || l.state() == link_state::handshaking) fail(l, why);
     }
 
+    void handle(job_deadlock& j) { take_deadlock_report(std::move(j.report)); }
+
+    // The job's deadlock report, from the nameserver or a departing peer's
+    // goodbye, whichever came first (the other is the same report): this
+    // node's blocked processes fail with it (csp/quiescence.hpp) before the
+    // switch hands on anything else, so no departure that the deadlock
+    // caused overtakes it; and every goodbye this node sends from now on
+    // carries it, for peers that have not heard it yet.
+    void take_deadlock_report(std::string report) {
+        if (report.empty() || !deadlock_report_.empty()) return;
+        deadlock_report_ = std::move(report);
+        csp::abort_blocked(deadlock_report_);
+    }
+
+    // A goodbye's payload to `peer` (frame.hpp): the deadlock report, cut
+    // to what the peer accepts.
+    payload farewell_for(int peer) const {
+        if (deadlock_report_.empty()) return {};
+        std::size_t n = std::min<std::size_t>(deadlock_report_.size(), header::max_farewell);
+        if (const std::uint32_t most = core_->flow.peer_max_frame(peer); most != 0) n = std::min<std::size_t>(n, most);
+        std::byte* out = nullptr;
+        payload p = payload::allocate(n, out);
+        if (n != 0) std::memcpy(out, deadlock_report_.data(), n);
+        return p;
+    }
+
     // Credit owed to the peer, or an ask for it, goes out behind the frames
     // already queued; a link that is ending needs neither.
     void handle(flow_signal& f) {
@@ -350,7 +384,7 @@ private:
         done_ = std::move(c.done);
         linger_until_ = deadline_after(core_->options.linger);
         for (auto& [peer, l] : links_)
-            if (l->state() == link_state::up) l->drain(static_cast<std::uint32_t>(core_->rank));
+            if (l->state() == link_state::up) l->drain(static_cast<std::uint32_t>(core_->rank), farewell_for(peer));
     }
 
     // --- links ------------------------------------------------------------
@@ -363,7 +397,7 @@ private:
     void bring_up(link& l, unique_fd fd, std::optional<outgoing> first) {
         l.up(make_transport(*core_, l.peer(), std::move(fd)), core_, group_, std::move(first));
         core_->links_up.fetch_add(1, std::memory_order_relaxed);
-        if (closing_) l.drain(static_cast<std::uint32_t>(core_->rank));
+        if (closing_) l.drain(static_cast<std::uint32_t>(core_->rank), farewell_for(l.peer()));
     }
 
     // The link failed: its error is recorded as the peer's departure, then
@@ -513,6 +547,7 @@ private:
     csp::process_group group_;
     std::unordered_map<int, std::unique_ptr<link>> links_;
     bool closing_ = false;
+    std::string deadlock_report_;  // take_deadlock_report
     clock::time_point linger_until_ = clock::time_point::max();
     csp::writer<bool> done_;
     port_id cached_id_ = 0;

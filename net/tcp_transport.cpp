@@ -65,7 +65,8 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
             } else if (n == 0) {
                 if (std::string partial = frames.unfinished(); !partial.empty()) throw frame_error(partial);
                 end.clean = frames.goodbye();
-                if (!end.clean) end.reason = connection_lost(0);
+                if (end.clean) end.farewell = frames.farewell();
+                else end.reason = connection_lost(0);
                 break;
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 readable.wait();
@@ -141,7 +142,8 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 ended_by = f.ctl;
                 if (f.ctl == outgoing::control::abort) break;
                 if (dropped_over_peer_max_frame(*core, peer, peer_max_frame, f)) continue;
-                if (f.ctl == outgoing::control::goodbye) f.head = header::goodbye(f.head.source);
+                if (f.ctl == outgoing::control::goodbye)
+                    f.head = header::goodbye(f.head.source, static_cast<std::uint32_t>(f.body.size()));
                 f.head.encode(heads[k].data());
                 iov.push_back({heads[k].data(), header::size});
                 if (f.body.size()) iov.push_back({const_cast<std::byte*>(f.body.data()), f.body.size()});

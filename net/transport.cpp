@@ -115,7 +115,7 @@ public:
         peer_ = s.peer;
         const int fd = fd_.get();
         std::string offer;
-        csp::reader<std::string> news;
+        csp::reader<ucx_tidings> news;
 #if CSP_WITH_UCX
         if (s.core->ucx) {
             ucx_ = s.core->ucx;
@@ -156,7 +156,7 @@ public:
 private:
     // The transport outlives both processes (transport.hpp), so they may use
     // its members.
-    void inbound(std::shared_ptr<node_core> core, int peer, int fd, bool own_offer, csp::reader<std::string> news,
+    void inbound(std::shared_ptr<node_core> core, int peer, int fd, bool own_offer, csp::reader<ucx_tidings> news,
                  csp::writer<int> decided) {
         std::string peer_offer;
         carried_by by = carried_by::failed;

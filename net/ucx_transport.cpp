@@ -27,14 +27,14 @@ namespace csp::net::detail {
 namespace {
 
 // The news channel of `peer`'s link, if it is a UCX link of this node.
-std::optional<csp::writer<std::string>> news_of(node_core& core, int peer) {
+std::optional<csp::writer<ucx_tidings>> news_of(node_core& core, int peer) {
     std::lock_guard lk(core.lock);
     auto it = core.ucx_links.find(peer);
     if (it == core.ucx_links.end()) return std::nullopt;
     return it->second.writer();
 }
 
-void tell(node_core& core, int peer, std::string what) {
+void tell(node_core& core, int peer, ucx_tidings what) {
     if (auto w = news_of(core, peer)) {
         try {
             w->write(std::move(what));
@@ -55,7 +55,7 @@ void end_ucx_links(node_core& core, const std::string& why) {
         std::lock_guard lk(core.lock);
         for (const auto& [peer, news] : core.ucx_links) peers.push_back(peer);
     }
-    for (int peer : peers) tell(core, peer, why);
+    for (int peer : peers) tell(core, peer, {false, why});
 }
 
 }  // namespace
@@ -166,7 +166,7 @@ std::optional<message> hand_out(node_core& core, ucx_look& look, port_id wanted 
                         // switch again, which refuses them once the
                         // departure is recorded.
                         core.ucx->close_direct(peer);
-                        tell(core, peer, {});
+                        tell(core, peer, {true, std::string(reinterpret_cast<const char*>(f.body.data()), f.body.size())});
                         break;
                     default: break;  // ucx_worker lets no other frame through
                 }
@@ -179,7 +179,7 @@ std::optional<message> hand_out(node_core& core, ucx_look& look, port_id wanted 
     if (!look.faults.empty()) {
         // Telling can block, and another look may meanwhile add faults.
         const auto faults = std::exchange(look.faults, {});
-        for (auto& [peer, why] : faults) tell(core, peer, why.empty() ? "broken UCX stream" : why);
+        for (auto& [peer, why] : faults) tell(core, peer, {false, why.empty() ? "broken UCX stream" : why});
     }
     return mine;
 }
@@ -387,10 +387,10 @@ namespace {
 
 // Asks the progress process to take in everything this node's worker holds
 // (drain_for_liveness) and waits for it. Returns what the progress process
-// told the link meanwhile (its goodbye: empty; a broken stream), if it did.
+// told the link meanwhile (its goodbye, a broken stream), if it did.
 // Gives up after goodbye_grace: a progress process blocked handing a frame
 // to a full port, or one that stopped (which tells every link why).
-std::optional<std::string> drain_before_the_end(node_core& core, csp::reader<std::string>& news) {
+std::optional<ucx_tidings> drain_before_the_end(node_core& core, csp::reader<ucx_tidings>& news) {
     csp::channel<bool> done("ucx drain", csp::buffer::fifo(1));
     {
         std::lock_guard lk(core.lock);
@@ -403,7 +403,7 @@ std::optional<std::string> drain_before_the_end(node_core& core, csp::reader<std
         // the node is closing
     }
     bool ok = false;
-    std::string said;
+    ucx_tidings said;
     switch (csp::select(csp::input(done.reader(), ok), csp::input(news, said), csp::timeout(goodbye_grace))) {
         case 0:  // what the look handed out was told before the answer
             if (csp::select(csp::input(news, said), csp::skip()) == 0) return said;
@@ -415,7 +415,7 @@ std::optional<std::string> drain_before_the_end(node_core& core, csp::reader<std
 
 }  // namespace
 
-void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<std::string> news) {
+void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<ucx_tidings> news) {
     auto to_switch = core->to_switch.writer();
     link_down end{peer, false, {}};
     bool goodbye = false;  // the peer's goodbye came over UCX
@@ -424,15 +424,16 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
         csp::io::watch readable(fd, csp::io::interest::read);
         for (;;) {
             csp::io::io_events ev;
-            std::string said;
+            ucx_tidings said;
             if (csp::select(readable.ready(ev), csp::input(news, said)) == 1) {
-                if (!said.empty()) {
+                if (!said.goodbye) {
                     // From the progress process, which handed out every
                     // frame before the fault.
-                    end.reason = said;
+                    end.reason = said.text;
                     break;
                 }
                 goodbye = true;
+                end.farewell = said.text;
                 continue;
             }
             char byte;
@@ -450,18 +451,20 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 // Flushed before the marker: the goodbye is in this node's
                 // worker, or on its way to it.
                 if (csp::select(csp::input(news, said), csp::timeout(goodbye_grace)) == 0) {
-                    goodbye = said.empty();
-                    if (!goodbye) end.reason = said;
+                    goodbye = said.goodbye;
+                    (goodbye ? end.farewell : end.reason) = said.text;
                 }
             }
             if (!goodbye && !flushed) {
                 // An end without the marker: the peer died (or broke the
                 // connection). What it sent before goes to its ports first.
-                if (const std::optional<std::string> said_meanwhile = drain_before_the_end(*core, news)) {
-                    if (said_meanwhile->empty())
+                if (const std::optional<ucx_tidings> said_meanwhile = drain_before_the_end(*core, news)) {
+                    if (said_meanwhile->goodbye) {
                         goodbye = true;  // killed between its goodbye's flush and the marker
-                    else if (end.reason.empty())
-                        end.reason = *said_meanwhile;
+                        end.farewell = said_meanwhile->text;
+                    } else if (end.reason.empty()) {
+                        end.reason = said_meanwhile->text;
+                    }
                 }
             }
             end.clean = goodbye && n == 0;
@@ -492,7 +495,7 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             outgoing f = queue.read();
             if (f.ctl == outgoing::control::abort) break;
             if (f.ctl == outgoing::control::goodbye) {
-                f.head = header::goodbye(f.head.source);
+                f.head = header::goodbye(f.head.source, static_cast<std::uint32_t>(f.body.size()));
                 f.ctl = outgoing::control::none;
                 w.send(peer, std::move(f));
                 // Every frame before the goodbye has left once the flush is

@@ -87,7 +87,7 @@ std::optional<message> poll_port(node_core& core, port_id port, const csp::chann
 // Until the node's stop channel is poisoned.
 void run_ucx_progress(std::shared_ptr<node_core> core);
 
-void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<std::string> news);
+void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<ucx_tidings> news);
 
 // `interrupted` is poisoned by the transport's interrupt().
 void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<outgoing> queue,

@@ -69,12 +69,16 @@ struct link_down {  // from an inbound or outbound process
     int peer;
     bool clean;          // the peer said goodbye
     std::string reason;
+    std::string farewell;  // clean: the goodbye's payload (frame.hpp), the job's deadlock report or empty
 };
 struct link_process_exited {
     int peer;
 };
 struct peer_gone {  // from the registration watcher: the nameserver said its registration ended
     int peer;
+};
+struct job_deadlock {  // from the registration watcher: the nameserver found the job deadlocked
+    std::string report;
 };
 struct close_request {
     csp::writer<bool> done;
@@ -84,15 +88,19 @@ struct flow_signal {  // from a port or an inbound process: a credit frame to se
     std::uint64_t credit;  // bytes credited; 0: ask the peer for credit
 };
 using switch_input = std::variant<send_request, connector_connected, connect_result, incoming_hello, link_down,
-                                  link_process_exited, peer_gone, close_request, flow_signal>;
+                                  link_process_exited, peer_gone, job_deadlock, close_request, flow_signal>;
 
 class ucx_worker;
 struct ucx_look;  // ucx_transport.hpp
 
 // What the node's UCX progress process (ucx_transport.hpp) tells a UCX link's
-// liveness process: the peer's goodbye arrived over UCX (empty), or why its
-// stream cannot go on.
-using ucx_news = csp::channel<std::string>;
+// liveness process: the peer's goodbye arrived over UCX, or why its stream
+// cannot go on.
+struct ucx_tidings {
+    bool goodbye = false;
+    std::string text;  // a goodbye's payload (frame.hpp), or the fault
+};
+using ucx_news = csp::channel<ucx_tidings>;
 
 // Why a message a send() accepted never left (node_core::not_sent).
 enum class unsent_reason : std::uint8_t {

@@ -1,6 +1,12 @@
 // The job-wide deadlock detector (net/deadlock_waves.hpp): nodes that wait
 // for each other for good are told so, with a report naming every blocked
 // process of every node; nodes that are merely slow are not.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -40,6 +46,111 @@ std::string report_ending_a_receive(csp::net::port& in, int rank) {
     EXPECT_LT(csp::clock::now() - start, 10s);
     return report;
 }
+
+// A relay between nodes and a nameserver that passes everything except the
+// job's deadlock report, which it holds from the report's first line on
+// until release(): a node behind it hears the report late, as a node whose
+// nameserver connection is slow does.
+class report_holding_relay {
+public:
+    explicit report_holding_relay(const csp::net::endpoint& nameserver) : to_(nameserver) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        socklen_t len = sizeof a;
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 16) != 0 ||
+            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            throw std::runtime_error("relay: cannot listen");
+        address_ = {"127.0.0.1", ntohs(a.sin_port)};
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
+    ~report_holding_relay() {
+        stop_ = true;
+        acceptor_.join();
+        for (auto& t : pumps_) t.join();
+        ::close(listener_);
+    }
+    csp::net::endpoint address() const { return address_; }
+    void release() { released_ = true; }
+    // Whether a report came from the nameserver and is (or was) held.
+    bool held_a_report() const { return held_; }
+
+private:
+    static int connect_to(const csp::net::endpoint& e) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(e.port);
+        ::inet_pton(AF_INET, e.host.c_str(), &a.sin_addr);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            ::close(fd);
+            return -1;
+        }
+        return fd;
+    }
+
+    void accept_loop() {
+        while (!stop_) {
+            pollfd p{listener_, POLLIN, 0};
+            if (::poll(&p, 1, 10) <= 0) continue;
+            const int client = ::accept(listener_, nullptr, nullptr);
+            if (client < 0) continue;
+            const int server = connect_to(to_);
+            if (server < 0) {
+                ::close(client);
+                continue;
+            }
+            pumps_.emplace_back([this, client, server] { pump(client, server); });
+        }
+    }
+
+    // Until either side ends (or the relay stops): the client's bytes to the
+    // nameserver at once; the nameserver's to the client up to a report
+    // while it is held.
+    void pump(int client, int server) {
+        std::string down;  // from the nameserver, not yet passed on
+        bool open = true;
+        while (!stop_ && open) {
+            pollfd p[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+            ::poll(p, 2, 10);
+            char buf[4096];
+            if (p[0].revents) {
+                const ssize_t n = ::read(client, buf, sizeof buf);
+                if (n <= 0) open = false;
+                else ::send(server, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+            }
+            if (p[1].revents) {
+                const ssize_t n = ::read(server, buf, sizeof buf);
+                if (n <= 0) open = false;
+                else down.append(buf, static_cast<std::size_t>(n));
+            }
+            std::size_t pass = down.size();
+            if (!released_) {
+                // Whole lines (the protocol's), up to the report's first.
+                const auto end = down.rfind('\n');
+                pass = end == std::string::npos ? 0 : end + 1;
+                for (std::size_t line = 0; line < pass; line = down.find('\n', line) + 1)
+                    if (down.compare(line, 9, "DEADLOCK ") == 0) {
+                        held_ = true;
+                        pass = line;
+                    }
+            }
+            if (pass > 0) {
+                ::send(client, down.data(), pass, MSG_NOSIGNAL);
+                down.erase(0, pass);
+            }
+        }
+        ::close(client);
+        ::close(server);
+    }
+
+    csp::net::endpoint to_, address_;
+    int listener_ = -1;
+    std::atomic<bool> stop_{false}, released_{false}, held_{false};
+    std::thread acceptor_;
+    std::vector<std::thread> pumps_;  // made and joined by the acceptor's owner only after it stopped
+};
 
 // Regression: two nodes each waiting to receive from the other hung for ever,
 // silently.
@@ -95,6 +206,42 @@ TEST(net_deadlock, nodes_waiting_for_each_other_after_one_finished_fail_with_a_r
         EXPECT_EQ(count(r, "' is blocked"), 2u) << r;
     }
     EXPECT_EQ(ns.deadlocks().size(), 1u);
+}
+
+// Regression: a node could fail with a peer's departure instead of the job's
+// deadlock report. The peer got the report first, ended, and its goodbye
+// overtook the nameserver's copy of the report (they come over different
+// connections); the receive waiting on that peer ended with "node 0 has
+// left". The goodbye carries the report now, and the report comes first.
+// Node 1 hears the nameserver only through a relay that holds the report
+// until node 0 has left.
+TEST(net_deadlock, a_peer_that_left_after_the_report_gives_it_to_a_node_the_nameserver_has_not_told_yet) {
+    csp::net::nameserver ns;
+    report_holding_relay relay(ns.address());
+    std::string reports[2];
+    std::atomic<bool> zero_left{false};
+    run_nodes(ns, "overtaken", 2, [&](csp::net::node& self) {
+        auto in = self.open(5);
+        // A message each way first: the link is up when the deadlock comes.
+        self.send(1 - self.rank(), 5, self.rank());
+        EXPECT_EQ(in.receive<int>(), 1 - self.rank());
+        reports[self.rank()] = report_ending_a_receive(in, self.rank());
+        if (self.rank() == 0) {
+            self.close();
+            zero_left = true;
+        }
+    }, 1, [&](int rank, csp::net::node_options& o) {
+        if (rank == 1) o.nameserver = relay.address();
+    });
+    EXPECT_TRUE(zero_left.load());
+    EXPECT_TRUE(relay.held_a_report());
+    relay.release();
+    const auto found = ns.deadlocks();
+    ASSERT_EQ(found.size(), 1u);
+    for (const auto& r : reports) {
+        EXPECT_EQ(r, found[0]);
+        EXPECT_NE(r.find("deadlock in job 'overtaken'"), std::string::npos) << r;
+    }
 }
 
 // A node that finishes while its peers still talk is not a deadlock: the

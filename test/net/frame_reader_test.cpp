@@ -117,20 +117,39 @@ TEST(frame_reader, goodbye_ends_the_stream_and_a_frame_after_it_is_a_fault) {
     }
 }
 
+// A goodbye may carry the job's deadlock report (frame.hpp), up to
+// max_farewell bytes, however the reads cut it; it is taken whole.
+TEST(frame_reader, a_goodbye_carries_its_farewell_however_the_reads_cut_it) {
+    for (const std::string& farewell : {std::string("deadlock in job 'j': ..."), std::string(net::header::max_farewell, 'r')}) {
+        std::vector<std::byte> stream = data(1, 1, "last");
+        append(stream, frame(net::header::goodbye(peer, static_cast<std::uint32_t>(farewell.size())), farewell));
+        for (std::size_t chunk : {1u, 5u, 33u, 4096u, 1u << 20}) {
+            net::frame_reader r(1 << 20, peer);
+            EXPECT_EQ(feed(r, stream, chunk).size(), 1u);
+            EXPECT_TRUE(r.goodbye()) << "chunk " << chunk;
+            EXPECT_EQ(r.farewell(), farewell) << "chunk " << chunk;
+            EXPECT_EQ(r.unfinished(), "");
+        }
+    }
+    net::frame_reader plain(1 << 20, peer);
+    feed(plain, frame(net::header::goodbye(peer)), 32);
+    EXPECT_TRUE(plain.goodbye());
+    EXPECT_EQ(plain.farewell(), "");
+}
+
 TEST(frame_reader, faults_are_named_and_what_came_before_is_kept) {
     struct fault {
         std::vector<std::byte> bytes;
         std::string says;
     };
     std::vector<std::byte> bad_magic = data(1, 1, "x");
-    net::header goodbye_with_payload = net::header::goodbye(peer);
-    goodbye_with_payload.length = 2;
+    net::header goodbye_too_long = net::header::goodbye(peer, net::header::max_farewell + 1);
     bad_magic[0] = std::byte{0};
     const std::vector<fault> faults{
         {bad_magic, "bad magic"},
         {data(1, 1, "x", peer + 1), "claims to come from node 4"},
         {frame(net::header::hello(peer, 0)), "unexpected hello frame"},
-        {frame(goodbye_with_payload, "xy"), "malformed goodbye"},
+        {frame(goodbye_too_long), "malformed goodbye frame with a payload of 65537 bytes (at most 65536)"},
         {data(1, 1, std::string(2000, 'z')), "oversized frame"},
     };
     for (const auto& f : faults) {
