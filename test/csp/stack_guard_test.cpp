@@ -146,6 +146,25 @@ TEST(stack_guard, a_process_overflowing_on_any_of_four_workers_is_named) {
                  "csp: process 'main.[0-7]' \\(started at [^)]*\\) overflowed its 65536-byte stack");
 }
 
+// A frame four times the stack: its lowest byte is far below the guard page.
+[[gnu::noinline]] int wide_frame(std::size_t at) {
+    volatile char frame[256 * 1024];
+    frame[at] = 1;
+    return frame[0];
+}
+
+// Regression: a frame larger than a page stepped over the guard page below
+// the stack without touching it, and wrote into whatever lay below (another
+// process's stack) or died of a plain segmentation fault. The libraries,
+// and programs that link them, are compiled with -fstack-clash-protection:
+// such a frame touches its pages in order, and the first it touches below
+// the stack is the guard.
+TEST(stack_guard, a_frame_larger_than_a_page_does_not_step_over_the_guard) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(csp::run([] { csp::par(csp::proc("wide", [] { wide_frame(0); })); }, {.stack_size = 64 * 1024}),
+                 "csp: process 'wide' overflowed its 65536-byte stack: it reached the guard page below it");
+}
+
 // Within its stack a process recurses as deep as it likes: the guard costs
 // nothing until it is touched.
 TEST(stack_guard, a_process_recursing_within_its_stack_runs_to_the_end) {
