@@ -42,7 +42,8 @@ std::optional<quiet_sample> sample_quiescence(std::chrono::milliseconds patience
 // program process fails with deadlock_error(report), as on a deadlock found
 // by the runtime itself. Waits, sleeping, for that moment (up to
 // `patience`), so that nothing the caller does next (a departure it
-// delivers) overtakes the report; true if the processes were failed.
+// delivers) overtakes the report; true if the processes were failed. A
+// request the patience ran out on stays: the next idle moment serves it.
 bool abort_blocked(std::string report, std::chrono::milliseconds patience = std::chrono::milliseconds(1000));
 
 }  // namespace csp

@@ -349,11 +349,15 @@ private:
     // node's blocked processes fail with it (csp/quiescence.hpp) before the
     // switch hands on anything else, so no departure that the deadlock
     // caused overtakes it; and every goodbye this node sends from now on
-    // carries it, for peers that have not heard it yet.
+    // carries it, for peers that have not heard it yet. A quiet runtime
+    // idles within microseconds; one that does not within the patience was
+    // not quiet (a peer's answer to the report woke a process), and its
+    // abort stays asked for, served at its next idle moment if it is quiet
+    // then: the switch waits no longer for it.
     void take_deadlock_report(std::string report) {
         if (report.empty() || !deadlock_report_.empty()) return;
         deadlock_report_ = std::move(report);
-        csp::abort_blocked(deadlock_report_);
+        csp::abort_blocked(deadlock_report_, std::chrono::milliseconds(100));
     }
 
     // A goodbye's payload to `peer` (frame.hpp): the deadlock report, cut

@@ -2,6 +2,7 @@
 // several runtimes (csp/quiescence.hpp), and failing them with its report.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 
 #include "csp/csp.hpp"
@@ -129,6 +130,31 @@ TEST_P(quiescence, abort_blocked_fails_every_blocked_program_process_with_the_re
         watcher.wait();
     }, threads(GetParam()));
     EXPECT_EQ(failed, 2);
+}
+
+// The job-wide detector's switch waits only briefly for an abort
+// (net/switchboard.cpp): one its patience ran out on must still be served
+// at the next idle moment, with its report, not the runtime's own.
+TEST_P(quiescence, an_abort_the_patience_ran_out_on_is_served_at_the_next_idle_moment) {
+    std::string what;
+    std::atomic<bool> gave_up{false};
+    csp::run([&] {
+        csp::channel<int> c{"c"};
+        csp::process_group watcher;
+        watcher.spawn(csp::proc("watcher", [&] { gave_up = !csp::abort_blocked("late report", 20ms); }),
+                      csp::process_kind::daemon);
+        // Never idle meanwhile: main stays ready.
+        const auto until = csp::clock::now() + 5s;
+        while (!gave_up && csp::clock::now() < until) csp::yield();
+        watcher.wait();
+        try {
+            c.reader().read();
+        } catch (const csp::deadlock_error& e) {
+            what = e.what();
+        }
+    }, threads(GetParam()));
+    EXPECT_TRUE(gave_up.load());
+    EXPECT_EQ(what, "late report");
 }
 
 INSTANTIATE_TEST_SUITE_P(threads, quiescence, ::testing::Values(1, 2));
