@@ -208,24 +208,35 @@ TEST(net_deadlock, nodes_waiting_for_each_other_after_one_finished_fail_with_a_r
     EXPECT_EQ(ns.deadlocks().size(), 1u);
 }
 
-// Regression: a node could fail with a peer's departure instead of the job's
-// deadlock report. The peer got the report first, ended, and its goodbye
-// overtook the nameserver's copy of the report (they come over different
-// connections); the receive waiting on that peer ended with "node 0 has
-// left". The goodbye carries the report now, and the report comes first.
-// Node 1 hears the nameserver only through a relay that holds the report
-// until node 0 has left.
-TEST(net_deadlock, a_peer_that_left_after_the_report_gives_it_to_a_node_the_nameserver_has_not_told_yet) {
+// Node 0 gets the report, node 1 hears the nameserver through a relay that
+// holds it until node 0 has left: node 1 must fail with the report that came
+// in node 0's goodbye. Each node has `waiters` more processes blocked on
+// channels with long names, which make the report that much longer.
+void overtaken_report(const std::string& job, int waiters) {
     csp::net::nameserver ns;
     report_holding_relay relay(ns.address());
     std::string reports[2];
+    std::atomic<int> failed_waiters{0};
     std::atomic<bool> zero_left{false};
-    run_nodes(ns, "overtaken", 2, [&](csp::net::node& self) {
+    run_nodes(ns, job, 2, [&](csp::net::node& self) {
         auto in = self.open(5);
         // A message each way first: the link is up when the deadlock comes.
         self.send(1 - self.rank(), 5, self.rank());
         EXPECT_EQ(in.receive<int>(), 1 - self.rank());
-        reports[self.rank()] = report_ending_a_receive(in, self.rank());
+        std::vector<csp::channel<int>> never;
+        for (int i = 0; i < waiters; ++i)
+            never.emplace_back("a channel nobody writes, number " + std::to_string(i) + " of node " +
+                               std::to_string(self.rank()) + std::string(150, '.'));
+        csp::par(csp::proc("receiver", [&] { reports[self.rank()] = report_ending_a_receive(in, self.rank()); }),
+                 csp::proc("waiters", [&] {
+                     csp::par_for(never.size(), [&](std::size_t i) {
+                         try {
+                             never[i].reader().read();
+                         } catch (const csp::deadlock_error&) {
+                             ++failed_waiters;
+                         }
+                     });
+                 }));
         if (self.rank() == 0) {
             self.close();
             zero_left = true;
@@ -236,12 +247,29 @@ TEST(net_deadlock, a_peer_that_left_after_the_report_gives_it_to_a_node_the_name
     EXPECT_TRUE(zero_left.load());
     EXPECT_TRUE(relay.held_a_report());
     relay.release();
+    EXPECT_EQ(failed_waiters.load(), 2 * waiters);
     const auto found = ns.deadlocks();
     ASSERT_EQ(found.size(), 1u);
+    if (waiters > 0) EXPECT_GT(found[0].size(), 16u * 1024);
     for (const auto& r : reports) {
         EXPECT_EQ(r, found[0]);
-        EXPECT_NE(r.find("deadlock in job 'overtaken'"), std::string::npos) << r;
+        EXPECT_NE(r.find("deadlock in job '" + job + "'"), std::string::npos) << r;
     }
+}
+
+// Regression: a node could fail with a peer's departure instead of the job's
+// deadlock report. The peer got the report first, ended, and its goodbye
+// overtook the nameserver's copy of the report (they come over different
+// connections); the receive waiting on that peer ended with "node 0 has
+// left". The goodbye carries the report now, and the report comes first.
+TEST(net_deadlock, a_peer_that_left_after_the_report_gives_it_to_a_node_the_nameserver_has_not_told_yet) {
+    overtaken_report("overtaken", 0);
+}
+
+// The same with a report of about 24 KiB, which a UCX link may send by
+// rendezvous rather than inline (frame.hpp: a goodbye carries up to 64 KiB).
+TEST(net_deadlock, a_long_report_comes_whole_in_a_goodbye) {
+    overtaken_report("overtaken_long", 40);
 }
 
 // A node that finishes while its peers still talk is not a deadlock: the
