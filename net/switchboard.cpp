@@ -9,7 +9,6 @@
 #include <cerrno>
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include "csp/alt.hpp"
@@ -355,21 +354,18 @@ private:
     // abort stays asked for, served at its next idle moment if it is quiet
     // then: the switch waits no longer for it.
     void take_deadlock_report(std::string report) {
-        if (report.empty() || !deadlock_report_.empty()) return;
-        deadlock_report_ = std::move(report);
-        csp::abort_blocked(deadlock_report_, std::chrono::milliseconds(100));
+        if (report.empty() || deadlock_report_) return;
+        deadlock_report_ = std::make_shared<const std::string>(std::move(report));
+        csp::abort_blocked(*deadlock_report_, std::chrono::milliseconds(100));
     }
 
-    // A goodbye's payload to `peer` (frame.hpp): the deadlock report, cut
-    // to what the peer accepts.
+    // A goodbye's payload to `peer` (frame.hpp): the deadlock report's
+    // bytes, shared by every goodbye, cut to what the peer accepts.
     payload farewell_for(int peer) const {
-        if (deadlock_report_.empty()) return {};
-        std::size_t n = std::min<std::size_t>(deadlock_report_.size(), header::max_farewell);
+        if (!deadlock_report_) return {};
+        std::size_t n = std::min<std::size_t>(deadlock_report_->size(), header::max_farewell);
         if (const std::uint32_t most = core_->flow.peer_max_frame(peer); most != 0) n = std::min<std::size_t>(n, most);
-        std::byte* out = nullptr;
-        payload p = payload::allocate(n, out);
-        if (n != 0) std::memcpy(out, deadlock_report_.data(), n);
-        return p;
+        return payload::adopt(deadlock_report_, deadlock_report_->data(), n);
     }
 
     // Credit owed to the peer, or an ask for it, goes out behind the frames
@@ -551,7 +547,7 @@ private:
     csp::process_group group_;
     std::unordered_map<int, std::unique_ptr<link>> links_;
     bool closing_ = false;
-    std::string deadlock_report_;  // take_deadlock_report
+    std::shared_ptr<const std::string> deadlock_report_;  // take_deadlock_report
     clock::time_point linger_until_ = clock::time_point::max();
     csp::writer<bool> done_;
     port_id cached_id_ = 0;

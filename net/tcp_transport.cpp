@@ -142,8 +142,6 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
                 ended_by = f.ctl;
                 if (f.ctl == outgoing::control::abort) break;
                 if (dropped_over_peer_max_frame(*core, peer, peer_max_frame, f)) continue;
-                if (f.ctl == outgoing::control::goodbye)
-                    f.head = header::goodbye(f.head.source, static_cast<std::uint32_t>(f.body.size()));
                 f.head.encode(heads[k].data());
                 iov.push_back({heads[k].data(), header::size});
                 if (f.body.size()) iov.push_back({const_cast<std::byte*>(f.body.data()), f.body.size()});

@@ -8,8 +8,9 @@
 //   - each reports the link's end at most once, as link_down: clean when the
 //     peer's goodbye arrived, otherwise with the reason, in words a user can
 //     act on;
-//   - an outgoing frame with control::goodbye is sent as the goodbye frame,
-//     after every frame queued before it, and ends the sending side;
+//   - an outgoing frame with control::goodbye (its header and payload made
+//     by link::drain) is sent after every frame queued before it, and ends
+//     the sending side;
 //     control::abort ends it at once without sending anything more;
 //   - after interrupt() every process exits soon, sending nothing more;
 //   - each reports link_process_exited as its very last act, and nothing of

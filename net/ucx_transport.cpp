@@ -495,7 +495,6 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             outgoing f = queue.read();
             if (f.ctl == outgoing::control::abort) break;
             if (f.ctl == outgoing::control::goodbye) {
-                f.head = header::goodbye(f.head.source, static_cast<std::uint32_t>(f.body.size()));
                 f.ctl = outgoing::control::none;
                 w.send(peer, std::move(f));
                 // Every frame before the goodbye has left once the flush is
