@@ -1,10 +1,7 @@
 // The job-wide deadlock detector (net/deadlock_waves.hpp): nodes that wait
 // for each other for good are told so, with a report naming every blocked
 // process of every node; nodes that are merely slow are not.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -53,23 +50,14 @@ std::string report_ending_a_receive(csp::net::port& in, int rank) {
 // nameserver connection is slow does.
 class report_holding_relay {
 public:
-    explicit report_holding_relay(const csp::net::endpoint& nameserver) : to_(nameserver) {
-        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-        socklen_t len = sizeof a;
-        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 16) != 0 ||
-            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-            throw std::runtime_error("relay: cannot listen");
-        address_ = {"127.0.0.1", ntohs(a.sin_port)};
+    explicit report_holding_relay(const csp::net::endpoint& nameserver)
+        : to_(nameserver), listener_(csp::net::listen_on({"127.0.0.1", 0}, address_)) {
         acceptor_ = std::thread([this] { accept_loop(); });
     }
     ~report_holding_relay() {
         stop_ = true;
         acceptor_.join();
         for (auto& t : pumps_) t.join();
-        ::close(listener_);
     }
     csp::net::endpoint address() const { return address_; }
     void release() { released_ = true; }
@@ -77,26 +65,13 @@ public:
     bool held_a_report() const { return held_; }
 
 private:
-    static int connect_to(const csp::net::endpoint& e) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(e.port);
-        ::inet_pton(AF_INET, e.host.c_str(), &a.sin_addr);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-            ::close(fd);
-            return -1;
-        }
-        return fd;
-    }
-
     void accept_loop() {
         while (!stop_) {
-            pollfd p{listener_, POLLIN, 0};
+            pollfd p{listener_.get(), POLLIN, 0};
             if (::poll(&p, 1, 10) <= 0) continue;
-            const int client = ::accept(listener_, nullptr, nullptr);
+            const int client = csp::net::accept_from(listener_.get()).release();
             if (client < 0) continue;
-            const int server = connect_to(to_);
+            const int server = net_test::connect_plain(to_);
             if (server < 0) {
                 ::close(client);
                 continue;
@@ -146,7 +121,7 @@ private:
     }
 
     csp::net::endpoint to_, address_;
-    int listener_ = -1;
+    csp::net::unique_fd listener_;
     std::atomic<bool> stop_{false}, released_{false}, held_{false};
     std::thread acceptor_;
     std::vector<std::thread> pumps_;  // made and joined by the acceptor's owner only after it stopped

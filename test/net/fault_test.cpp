@@ -30,13 +30,8 @@ namespace {
 // A blocking client for the stranger's side.
 class raw_client {
 public:
-    explicit raw_client(const csp::net::endpoint& to) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(to.port);
-        ::inet_pton(AF_INET, to.host.c_str(), &a.sin_addr);
-        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect");
+    explicit raw_client(const csp::net::endpoint& to) : fd_(net_test::connect_plain(to)) {
+        if (fd_ < 0) throw std::runtime_error("connect");
     }
     ~raw_client() {
         if (fd_ >= 0) ::close(fd_);

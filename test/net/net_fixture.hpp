@@ -1,8 +1,11 @@
 #pragma once
 // Several nodes in one test process: each node on its own thread with its own
 // runtime, all registered with one in-process nameserver.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -18,6 +21,19 @@
 #include "net/net.hpp"
 
 namespace net_test {
+
+// A blocking TCP connection to an IPv4 address, made outside any runtime
+// (a test's stranger or relay thread); -1 if it cannot be made.
+inline int connect_plain(const csp::net::endpoint& to) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(to.port);
+    ::inet_pton(AF_INET, to.host.c_str(), &a.sin_addr);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    if (fd >= 0) ::close(fd);
+    return -1;
+}
 
 inline csp::net::node_options options_for(const csp::net::nameserver& ns, const std::string& job, int rank, int size,
                                           const std::string& token = "secret") {
