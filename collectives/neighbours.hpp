@@ -17,6 +17,13 @@
 //                                                     {row{0, n}, row{(rows + 1) * n, n}});  // received
 //   for (...) { halo.exchange(); relax(t, next); t.swap(next); }
 //
+//   // A tile of a 2-D grid, rows x n between ghost rows and columns
+//   // (w = n + 2 wide): rows, and columns as strided blocks
+//   // (MPI_Type_vector) of one element every w.
+//   auto halo = make_neighbour_exchange(comm, grid.neighbours(comm.rank()), t,
+//       {row{w + 1, n}, row{rows * w + 1, n}, strided{w + 1, rows, 1, w}, strided{w + n, rows, 1, w}},
+//       {row{1, n}, row{(rows + 1) * w + 1, n}, strided{w, rows, 1, w}, strided{w + n + 1, rows, 1, w}});
+//
 // Neighbours come in pairs along an axis, (before, after), as
 // cartesian::neighbours lists them: what a rank sends to its `after`
 // neighbour arrives there as that rank's `before` data, and the other way
@@ -55,6 +62,13 @@
 // communicator's draws the next exchange's, above), so every rank exchanges
 // the same number of times, in the same order as its other calls on that
 // stream.
+//
+// Strided parts are staged: start() gathers each into a buffer of the
+// exchange's, which is sent as a row is (lent, never copied again, since
+// nothing changes it before the next start()), and finish() scatters what
+// came into the field once every receive of the step is in, as MPI's
+// implementations pack a vector datatype. Rows are not staged.
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -122,17 +136,43 @@ struct row {
     std::size_t count;
 };
 
+// `count` blocks of `length` elements of a field, the first from `offset`
+// and each `stride` elements after the one before (MPI_Type_vector): the
+// column of a row-major grid w wide is strided{first, rows, 1, w}; a face
+// of a 3-D block nx x ny x nz across its middle axis strided{first, nz, nx,
+// nx * ny}. Blocks may not overlap (stride >= length).
+struct strided {
+    std::size_t offset;
+    std::size_t count;
+    std::size_t length;
+    std::size_t stride;
+};
+
+// What an exchange over a field sends to, or receives from, one neighbour:
+// a row (one block) or strided blocks.
+struct field_part {
+    field_part(row r) : offset(r.offset), count(1), length(r.count), stride(r.count) {}
+    field_part(strided s) : offset(s.offset), count(s.count), length(s.length), stride(s.stride) {}
+
+    std::size_t elements() const noexcept { return count * length; }
+    // Blocks that follow each other with no gap are a row: sent from the
+    // field and received into it, not staged.
+    bool contiguous() const noexcept { return count <= 1 || stride == length; }
+
+    std::size_t offset, count, length, stride;
+};
+
 template <class T, class C>
 class neighbour_exchange {
 public:
-    // Over rows of `field`, which the exchange refers to (it must outlive
-    // it): each start() finds the rows in the vector as it is then, so
-    // between exchanges the vector may be swapped with another (a stencil's
-    // double buffer) or resized; from start() until finish() returns it must
-    // stay as it is. A row outside the vector fails that step, as a row of
-    // the wrong size does.
-    neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<T>& field, std::vector<row> out,
-                       std::vector<row> in, stream s = {}, sends how = sends::copied)
+    // Over rows (or strided parts) of `field`, which the exchange refers to
+    // (it must outlive it): each start() finds the rows in the vector as it
+    // is then, so between exchanges the vector may be swapped with another
+    // (a stencil's double buffer) or resized; from start() until finish()
+    // returns it must stay as it is. A row outside the vector fails that
+    // step, as a row of the wrong size does.
+    neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<T>& field, std::vector<field_part> out,
+                       std::vector<field_part> in, stream s = {}, sends how = sends::copied)
         : comm_(&comm),
           neighbours_(std::move(neighbours)),
           out_(out.size()),
@@ -144,6 +184,7 @@ public:
           in_rows_(std::move(in)) {
         detail::guarded(comm, s, "neighbour exchange", [&] {
             check(comm.size());
+            stage_parts();
             find_rows();
         });
     }
@@ -194,6 +235,10 @@ public:
                                       std::to_string(got) + " elements for a buffer of " +
                                       std::to_string(in_[i].size()));
             }
+            // Every receive is in: the staged parts go to the field (a
+            // step that failed above leaves the field's parts as they were).
+            for (std::size_t i = 0; i < in_rows_.size(); ++i)
+                if (neighbours_[i] != no_rank && !in_rows_[i].contiguous()) scatter(in_rows_[i], staged_in_[i]);
         });
         landings_.clear();
         book_.settle();
@@ -247,28 +292,77 @@ private:
             for (std::size_t i = 0; i < neighbours_.size(); ++i) {
                 if (neighbours_[i] == no_rank) continue;
                 const tag t = tag_.step(static_cast<std::uint8_t>(i));
-                if (lend_ || whole) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
+                const bool staged = field_ != nullptr && !out_rows_[i].contiguous();
+                if (staged) gather(out_rows_[i], staged_out_[i]);
+                if (lend_ || whole || staged) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
                 else comm_->send(neighbours_[i], t, out_[i]);
             }
         });
         started_ = true;
     }
 
+    // An exchange over a field: a staging buffer for each strided part,
+    // made once (a landing names it, so it never moves).
+    void stage_parts() {
+        if (field_ == nullptr) return;
+        const auto stage = [](const std::vector<field_part>& parts, std::vector<std::vector<T>>& staged,
+                              const char* what) {
+            staged.resize(parts.size());
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                const field_part& p = parts[i];
+                if (p.contiguous()) continue;
+                if (p.stride < p.length)
+                    throw usage_error("neighbour_exchange: " + std::string(what) + " part " + std::to_string(i) +
+                                      " has blocks of " + std::to_string(p.length) + " elements " +
+                                      std::to_string(p.stride) + " apart: they overlap");
+                staged[i].resize(p.elements());
+            }
+        };
+        stage(out_rows_, staged_out_, "send");
+        stage(in_rows_, staged_in_, "receive");
+    }
+
     // An exchange over a field: the spans of its rows in the vector as it
-    // is now.
+    // is now, and of the staging buffers of its strided parts.
     void find_rows() {
         if (field_ == nullptr) return;
-        const auto find = [&](const row& r, const char* what, std::size_t i) {
-            const std::size_t size = field_->size();
-            if (r.offset > size || r.count > size - r.offset)
-                throw usage_error("neighbour_exchange: " + std::string(what) + " row " + std::to_string(i) +
-                                  " (elements " + std::to_string(r.offset) + " to " +
-                                  std::to_string(r.offset + r.count) + ") is outside the field of " +
-                                  std::to_string(size) + " elements");
-            return std::span<T>(field_->data() + r.offset, r.count);
+        const std::size_t size = field_->size();
+        const auto find = [&](const field_part& p, std::vector<T>& staged, const char* what, std::size_t i) {
+            if (p.contiguous()) {
+                if (p.offset > size || p.elements() > size - p.offset)
+                    throw usage_error("neighbour_exchange: " + std::string(what) + " row " + std::to_string(i) +
+                                      " (elements " + std::to_string(p.offset) + " to " +
+                                      std::to_string(p.offset + p.elements()) + ") is outside the field of " +
+                                      std::to_string(size) + " elements");
+                return std::span<T>(field_->data() + p.offset, p.elements());
+            }
+            // The last block ends at offset + (count - 1) * stride + length;
+            // each term is checked before it is added, so none overflows.
+            const std::size_t last = p.offset <= size && (p.count - 1) <= (size - p.offset) / p.stride
+                                         ? p.offset + (p.count - 1) * p.stride
+                                         : size + 1;
+            if (last > size || p.length > size - last)
+                throw usage_error("neighbour_exchange: " + std::string(what) + " part " + std::to_string(i) + " (" +
+                                  std::to_string(p.count) + " blocks of " + std::to_string(p.length) + ", " +
+                                  std::to_string(p.stride) + " apart, from element " + std::to_string(p.offset) +
+                                  ") is outside the field of " + std::to_string(size) + " elements");
+            return std::span<T>(staged);
         };
-        for (std::size_t i = 0; i < out_rows_.size(); ++i) out_[i] = find(out_rows_[i], "send", i);
-        for (std::size_t i = 0; i < in_rows_.size(); ++i) in_[i] = find(in_rows_[i], "receive", i);
+        for (std::size_t i = 0; i < out_rows_.size(); ++i) out_[i] = find(out_rows_[i], staged_out_[i], "send", i);
+        for (std::size_t i = 0; i < in_rows_.size(); ++i) in_[i] = find(in_rows_[i], staged_in_[i], "receive", i);
+    }
+
+    // A strided part of the field into its staging buffer, and back; the
+    // part was found inside the field by find_rows().
+    void gather(const field_part& p, std::vector<T>& staged) const {
+        const T* from = field_->data() + p.offset;
+        for (std::size_t b = 0; b < p.count; ++b, from += p.stride)
+            std::copy_n(from, p.length, staged.data() + b * p.length);
+    }
+    void scatter(const field_part& p, const std::vector<T>& staged) {
+        T* to = field_->data() + p.offset;
+        for (std::size_t b = 0; b < p.count; ++b, to += p.stride)
+            std::copy_n(staged.data() + b * p.length, p.length, to);
     }
 
     // Names each receive buffer for its row of this exchange (net
@@ -307,10 +401,13 @@ private:
     std::vector<net::landing> expected_now_, expected_next_;
     tag next_;
     bool have_next_ = false;
-    // An exchange over a field: the vector and its rows (out_ and in_ are
-    // their spans, found again by each start()); nullptr for one over spans.
+    // An exchange over a field: the vector and its parts (out_ and in_ are
+    // their spans, found again by each start(), in the field for a row and
+    // in staged_out_ / staged_in_ for strided blocks); nullptr for one over
+    // spans.
     std::vector<T>* field_ = nullptr;
-    std::vector<row> out_rows_, in_rows_;
+    std::vector<field_part> out_rows_, in_rows_;
+    std::vector<std::vector<T>> staged_out_, staged_in_;
 };
 
 template <class T, class C>
@@ -322,7 +419,7 @@ neighbour_exchange<T, C> make_neighbour_exchange(C& comm, std::vector<int> neigh
 
 template <class T, class C>
 neighbour_exchange<T, C> make_neighbour_exchange(C& comm, std::vector<int> neighbours, std::vector<T>& field,
-                                                 std::vector<row> out, std::vector<row> in, stream s = {},
+                                                 std::vector<field_part> out, std::vector<field_part> in, stream s = {},
                                                  sends how = sends::copied) {
     return neighbour_exchange<T, C>(comm, std::move(neighbours), field, std::move(out), std::move(in), s, how);
 }

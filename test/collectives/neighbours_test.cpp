@@ -454,3 +454,174 @@ TEST(field_halo, a_row_outside_the_field_fails_the_step_at_every_rank_naming_it)
     EXPECT_NE(what[0].find(named), std::string::npos) << what[0];
     EXPECT_EQ(sums, (std::vector<int>{2, 2}));
 }
+
+namespace {
+
+// A grid of (py * rows) x (px * n) points, with a ring of ghost points
+// round it that stays fixed unless the grid is a torus, relaxed `steps`
+// times by the five-point stencil. Each rank holds a rows x n tile between
+// ghost rows and columns (w = n + 2 wide); the columns go as strided parts.
+double start_value(long gr, long gc) { return static_cast<double>((gr * 31 + gc * 7 + 1000) % 101); }
+
+double five_point(const double* t, std::size_t at, std::size_t w) {
+    return ((((t[at - w] + t[at + w]) + t[at - 1]) + t[at + 1]) + t[at]) / 5;
+}
+
+template <class C>
+std::vector<double> relax_tile(C& comm, const cc::cartesian& grid, std::size_t rows, std::size_t n, int steps,
+                               bool split, std::size_t* lent = nullptr) {
+    const std::size_t w = n + 2;
+    const auto at = grid.coords(comm.rank());
+    std::vector<double> t((rows + 2) * w);
+    for (std::size_t r = 0; r < rows + 2; ++r)
+        for (std::size_t c = 0; c < w; ++c)
+            t[r * w + c] = start_value(static_cast<long>(static_cast<std::size_t>(at[0]) * rows + r) - 1,
+                                       static_cast<long>(static_cast<std::size_t>(at[1]) * n + c) - 1);
+    std::vector<double> next = t;
+    auto halo = cc::make_neighbour_exchange(
+        comm, grid.neighbours(comm.rank()), t,
+        {cc::row{w + 1, n}, cc::row{rows * w + 1, n}, cc::strided{w + 1, rows, 1, w}, cc::strided{w + n, rows, 1, w}},
+        {cc::row{1, n}, cc::row{(rows + 1) * w + 1, n}, cc::strided{w, rows, 1, w},
+         cc::strided{w + n + 1, rows, 1, w}});
+    for (int s = 0; s < steps; ++s) {
+        if (split) {
+            halo.start();
+            halo.finish();
+        } else {
+            halo.exchange();
+        }
+        for (std::size_t r = 1; r <= rows; ++r)
+            for (std::size_t c = 1; c <= n; ++c) next[r * w + c] = five_point(t.data(), r * w + c, w);
+        t.swap(next);
+    }
+    if (lent != nullptr) *lent = halo.lent_count();
+    std::vector<double> tile;
+    for (std::size_t r = 1; r <= rows; ++r) tile.insert(tile.end(), t.begin() + static_cast<long>(r * w + 1),
+                                                        t.begin() + static_cast<long>(r * w + n + 1));
+    return tile;
+}
+
+// The whole grid relaxed in one array, with no exchange: the ghost ring
+// fixed, or (a torus) copied from the opposite edges before each step.
+std::vector<double> relaxed_grid(std::size_t grid_rows, std::size_t grid_cols, int steps, bool torus) {
+    const std::size_t w = grid_cols + 2;
+    std::vector<double> t((grid_rows + 2) * w);
+    for (std::size_t r = 0; r < grid_rows + 2; ++r)
+        for (std::size_t c = 0; c < w; ++c) t[r * w + c] = start_value(static_cast<long>(r) - 1, static_cast<long>(c) - 1);
+    std::vector<double> next = t;
+    for (int s = 0; s < steps; ++s) {
+        if (torus) {
+            for (std::size_t c = 1; c <= grid_cols; ++c) {
+                t[c] = t[grid_rows * w + c];
+                t[(grid_rows + 1) * w + c] = t[w + c];
+            }
+            for (std::size_t r = 1; r <= grid_rows; ++r) {
+                t[r * w] = t[r * w + grid_cols];
+                t[r * w + grid_cols + 1] = t[r * w + 1];
+            }
+        }
+        for (std::size_t r = 1; r <= grid_rows; ++r)
+            for (std::size_t c = 1; c <= grid_cols; ++c) next[r * w + c] = five_point(t.data(), r * w + c, w);
+        t.swap(next);
+    }
+    std::vector<double> inside;
+    for (std::size_t r = 1; r <= grid_rows; ++r)
+        inside.insert(inside.end(), t.begin() + static_cast<long>(r * w + 1),
+                      t.begin() + static_cast<long>(r * w + grid_cols + 1));
+    return inside;
+}
+
+// The tiles of every rank put back into one grid, row-major.
+std::vector<double> join_tiles(const cc::cartesian& grid, const std::vector<std::vector<double>>& tiles,
+                               std::size_t rows, std::size_t n) {
+    const auto dims_of = grid.coords(grid.size() - 1);
+    const std::size_t py = static_cast<std::size_t>(dims_of[0]) + 1, px = static_cast<std::size_t>(dims_of[1]) + 1;
+    std::vector<double> all(py * rows * px * n);
+    for (int rank = 0; rank < grid.size(); ++rank) {
+        const auto at = grid.coords(rank);
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t c = 0; c < n; ++c)
+                all[(static_cast<std::size_t>(at[0]) * rows + r) * px * n + static_cast<std::size_t>(at[1]) * n + c] =
+                    tiles[static_cast<std::size_t>(rank)][r * n + c];
+    }
+    return all;
+}
+
+}  // namespace
+
+// A 2-D decomposition exchanges its columns as strided parts of the
+// field: the grid relaxed on 2 x 2, 2 x 3 and 3 x 1 tiles, with and
+// without periodic axes, whole and split, matches one array relaxed
+// alone, bit for bit (a 1 x 1 torus is its own neighbour on all four sides).
+TEST(field_halo, columns_sent_as_strided_parts_relax_a_2d_grid_as_one_array_does) {
+    constexpr std::size_t rows = 3, n = 4;
+    constexpr int steps = 12;
+    for (const auto& dims : {std::vector<int>{2, 2}, std::vector<int>{2, 3}, std::vector<int>{3, 1}, std::vector<int>{1, 1}})
+        for (bool torus : {false, true})
+            for (bool split : {false, true}) {
+                const cc::cartesian grid(dims, {torus, torus});
+                const auto py = static_cast<std::size_t>(dims[0]), px = static_cast<std::size_t>(dims[1]);
+                std::vector<std::vector<double>> tiles;
+                csp::run([&] {
+                    tiles = cc::run_local(grid.size(), [&](cc::local_communicator& c) {
+                        return relax_tile(c, grid, rows, n, steps, split);
+                    });
+                }, {.threads = 2});
+                EXPECT_EQ(join_tiles(grid, tiles, rows, n), relaxed_grid(py * rows, px * n, steps, torus))
+                    << dims[0] << " x " << dims[1] << (torus ? " torus" : "") << (split ? " start/finish" : " exchange");
+            }
+}
+
+// Between 4 nodes on a 2 x 2 torus, with columns of 34 KiB: the staged
+// columns are lent, split-phase too (nothing changes a staging buffer
+// before the next start), and land in their staging buffers; the rows of
+// 48 bytes are copied.
+TEST(field_halo, strided_columns_between_nodes_relax_a_torus_as_one_array_does) {
+    constexpr std::size_t rows = 4300, n = 6;
+    constexpr int steps = 4;
+    const cc::cartesian grid({2, 2}, {true, true});
+    std::vector<std::vector<double>> tiles(4);
+    std::vector<std::size_t> lent(4);
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, "strided-halo", 4, [&](csp::net::node& self) {
+        {
+            cc::net_communicator comm(self);
+            const auto r = static_cast<std::size_t>(self.rank());
+            tiles[r] = relax_tile(comm, grid, rows, n, steps, self.rank() % 2 == 1, &lent[r]);
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+    EXPECT_TRUE(join_tiles(grid, tiles, rows, n) == relaxed_grid(2 * rows, 2 * n, steps, true))
+        << "the grid differs from one array's";
+    EXPECT_EQ(lent, std::vector<std::size_t>(4, 2 * steps));  // two columns a step
+}
+
+// A strided part whose blocks overlap, or whose last block is past the
+// end of the field, is named.
+TEST(field_halo, overlapping_blocks_or_a_strided_part_outside_the_field_are_named) {
+    std::vector<std::string> what;
+    csp::run([&] {
+        cc::run_local(1, [&](cc::local_communicator& c) {
+            std::vector<double> t(20);
+            const std::vector<int> none{cc::no_rank, cc::no_rank};
+            for (const auto& [out, in] : {std::pair{cc::strided{0, 3, 4, 3}, cc::strided{0, 2, 1, 5}},
+                                          std::pair{cc::strided{0, 2, 1, 5}, cc::strided{2, 4, 1, 6}},
+                                          std::pair{cc::strided{1, 2, 2, 19}, cc::strided{0, 2, 1, 5}}}) {
+                try {
+                    auto halo = cc::make_neighbour_exchange(c, none, t, {cc::row{0, 1}, out}, {cc::row{1, 1}, in});
+                    halo.exchange();
+                    what.emplace_back("exchanged");
+                } catch (const csp::usage_error& e) {
+                    what.emplace_back(e.what());
+                }
+            }
+        });
+    });
+    EXPECT_EQ(what, (std::vector<std::string>{
+                        "neighbour_exchange: send part 1 has blocks of 4 elements 3 apart: they overlap",
+                        "neighbour_exchange: receive part 1 (4 blocks of 1, 6 apart, from element 2) is outside the "
+                        "field of 20 elements",
+                        "neighbour_exchange: send part 1 (2 blocks of 2, 19 apart, from element 1) is outside the "
+                        "field of 20 elements"}));
+}
