@@ -1,6 +1,8 @@
 #include "net/deadlock_answers.hpp"
 
 #include <chrono>
+#include <set>
+#include <string_view>
 
 #include "csp/quiescence.hpp"
 #include "net/nameserver_words.hpp"
@@ -24,6 +26,35 @@ std::string one_line(std::string text) {
 }
 
 }  // namespace
+
+std::string report_for_node(const std::string& report, int rank, std::size_t others_kept) {
+    static constexpr std::string_view gap = "\n  ";
+    std::vector<std::string_view> lines;
+    const std::string_view all(report);
+    for (std::size_t from = 0;;) {
+        const std::size_t at = all.find(gap, from);
+        lines.push_back(all.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
+        if (at == std::string_view::npos) break;
+        from = at + gap.size();
+    }
+    const std::string own = "node " + std::to_string(rank) + ": ";
+    std::size_t others = 0;
+    std::set<std::string_view> other_nodes;
+    for (std::size_t i = 1; i < lines.size(); ++i)
+        if (lines[i].rfind(own, 0) != 0) {
+            ++others;
+            other_nodes.insert(lines[i].substr(0, lines[i].find(':')));
+        }
+    if (others <= others_kept) return report;
+    std::string text(lines[0]);
+    for (std::size_t i = 1; i < lines.size(); ++i)
+        if (lines[i].rfind(own, 0) == 0) text.append(gap).append(lines[i]);
+    text.append(gap)
+        .append("and " + std::to_string(others) + (others == 1 ? " line" : " lines") + " about " +
+                std::to_string(other_nodes.size()) + (other_nodes.size() == 1 ? " other node" : " other nodes") +
+                ", left out here: csp-launch, or the job's csp-nameserver, prints the whole report");
+    return text;
+}
 
 void deadlock_answers::send_line(std::string line) {
     line += '\n';

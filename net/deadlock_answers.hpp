@@ -15,6 +15,15 @@
 
 namespace csp::net::detail {
 
+// The job's deadlock report (a head line, then "node <r>: ..." lines, each
+// after "\n  ") as node `rank`'s blocked processes fail with it: whole
+// while it has at most `others_kept` lines about other nodes; past that,
+// the head, this node's own lines and one line counting the others. The
+// whole report is printed once, by csp-launch or the job's csp-nameserver,
+// and a program that prints its error at every node then prints each
+// node's part once, not a 64-line report 64 times.
+std::string report_for_node(const std::string& report, int rank, std::size_t others_kept = 12);
+
 class deadlock_answers {
 public:
     deadlock_answers(node_core& core, int fd) : core_(core), fd_(fd) {}

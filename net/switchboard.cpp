@@ -356,7 +356,7 @@ private:
     void take_deadlock_report(std::string report) {
         if (report.empty() || deadlock_report_) return;
         deadlock_report_ = std::make_shared<const std::string>(std::move(report));
-        csp::abort_blocked(*deadlock_report_, std::chrono::milliseconds(100));
+        csp::abort_blocked(report_for_node(*deadlock_report_, core_->rank), std::chrono::milliseconds(100));
     }
 
     // A goodbye's payload to `peer` (frame.hpp): the deadlock report's

@@ -14,6 +14,7 @@
 
 #include "csp/alt.hpp"
 #include "csp/process_group.hpp"
+#include "net/deadlock_answers.hpp"
 #include "net/deadlock_waves.hpp"
 #include "net/nameserver_registry.hpp"
 #include "net_fixture.hpp"
@@ -225,10 +226,14 @@ void overtaken_report(const std::string& job, int waiters) {
     EXPECT_EQ(failed_waiters.load(), 2 * waiters);
     const auto found = ns.deadlocks();
     ASSERT_EQ(found.size(), 1u);
-    if (waiters > 0) EXPECT_GT(found[0].size(), 16u * 1024);
-    for (const auto& r : reports) {
-        EXPECT_EQ(r, found[0]);
-        EXPECT_NE(r.find("deadlock in job '" + job + "'"), std::string::npos) << r;
+    if (waiters > 0) {
+        EXPECT_GT(found[0].size(), 16u * 1024);
+    }
+    // Each node fails with its part of the whole report (the count of the
+    // other node's lines would differ had a goodbye brought less of it).
+    for (int rank = 0; rank < 2; ++rank) {
+        EXPECT_EQ(reports[rank], csp::net::detail::report_for_node(found[0], rank));
+        EXPECT_NE(reports[rank].find("deadlock in job '" + job + "'"), std::string::npos) << reports[rank];
     }
 }
 
@@ -304,6 +309,63 @@ TEST(net_deadlock, the_report_names_every_blocked_process_of_every_node) {
             << report;
     }
     EXPECT_EQ(count(report, "' is blocked"), 9u) << report;  // and each node's main, in its par
+}
+
+// A large job's report is printed whole once (by csp-launch, or the
+// nameserver that found it); each node fails with its own part: 7 nodes of
+// 3 blocked processes each give node 4 the head, its 3 lines and a count
+// of the other 18, where each node used to get all 21 lines, so a program
+// printing its error at every node printed the report once per node.
+TEST(net_deadlock, each_node_of_a_large_job_fails_with_its_own_part_of_the_report) {
+    csp::net::nameserver ns;
+    std::vector<std::string> seen(7);
+    std::atomic<int> failed{0};
+    run_nodes(ns, "large", 7, [&](csp::net::node& self) {
+        csp::channel<int> local{"local " + std::to_string(self.rank())};
+        auto in = self.open(9);
+        auto expect_deadlock = [&](auto&& wait) {
+            try {
+                wait();
+            } catch (const csp::deadlock_error& e) {
+                seen[static_cast<std::size_t>(self.rank())] = e.what();
+                ++failed;
+            }
+        };
+        csp::par(csp::proc("port reader", [&] { expect_deadlock([&] { in.receive(); }); }),
+                 csp::proc("local reader", [&] { expect_deadlock([&] { local.reader().read(); }); }));
+    });
+    EXPECT_EQ(failed.load(), 14);
+    const auto found = ns.deadlocks();
+    ASSERT_EQ(found.size(), 1u);
+    EXPECT_EQ(count(found[0], "' is blocked"), 21u) << found[0];
+    for (int r = 0; r < 7; ++r) {
+        const std::string& mine = seen[static_cast<std::size_t>(r)];
+        EXPECT_EQ(mine.rfind("deadlock in job 'large': every process of its 7 nodes is blocked", 0), 0u) << mine;
+        EXPECT_EQ(count(mine, "\n  node " + std::to_string(r) + ": process '"), 3u) << mine;
+        EXPECT_EQ(count(mine, "' is blocked"), 3u) << mine;
+        EXPECT_NE(mine.find("\n  and 18 lines about 6 other nodes, left out here: csp-launch, or the job's "
+                            "csp-nameserver, prints the whole report"),
+                  std::string::npos)
+            << mine;
+    }
+}
+
+TEST(net_deadlock_report, a_node_keeps_a_small_report_whole_and_its_own_lines_of_a_large_one) {
+    using csp::net::detail::report_for_node;
+    const std::string small = "deadlock in job 'j': ...\n  node 0: a\n  node 1: b\n  node 1: c";
+    EXPECT_EQ(report_for_node(small, 1), small);
+    EXPECT_EQ(report_for_node(small, 1, 1), small);  // one other line: kept
+    EXPECT_EQ(report_for_node(small, 0, 1),
+              "deadlock in job 'j': ...\n  node 0: a\n  and 2 lines about 1 other node, left out here: csp-launch, "
+              "or the job's csp-nameserver, prints the whole report");
+    // node 1 is not node 10's prefix; a node with no line of its own keeps the head and the count.
+    const std::string tens = "head\n  node 10: x\n  node 1: y\n  node 10: z";
+    EXPECT_EQ(report_for_node(tens, 10, 0), "head\n  node 10: x\n  node 10: z\n  and 1 line about 1 other node, "
+                                            "left out here: csp-launch, or the job's csp-nameserver, prints the whole "
+                                            "report");
+    EXPECT_EQ(report_for_node(tens, 2, 0), "head\n  and 3 lines about 2 other nodes, left out here: csp-launch, or the "
+                                           "job's csp-nameserver, prints the whole report");
+    EXPECT_EQ(report_for_node("head", 0, 0), "head");
 }
 
 // A node that computes for a while (longer than several waves) before it
