@@ -336,6 +336,17 @@ TEST(halo_errors, a_row_that_could_not_be_sent_fails_the_step_at_every_rank) {
 
 namespace {
 
+// One step's exchange, whole or split-phase.
+template <class H>
+void exchange_once(H& halo, bool split) {
+    if (split) {
+        halo.start();
+        halo.finish();
+    } else {
+        halo.exchange();
+    }
+}
+
 // A column of `rows` rows of width n per rank, between ghost rows, relaxed
 // `steps` times into a second vector that is then swapped in (a stencil's
 // double buffer), with one exchange over the field `t`; `reallocate` also
@@ -352,12 +363,7 @@ std::vector<double> relax_swapping(C& comm, std::size_t rows, std::size_t n, int
     auto halo = cc::make_neighbour_exchange(comm, nbs, t, {cc::row{n, n}, cc::row{rows * n, n}},
                                             {cc::row{0, n}, cc::row{(rows + 1) * n, n}});
     for (int s = 0; s < steps; ++s) {
-        if (split) {
-            halo.start();
-            halo.finish();
-        } else {
-            halo.exchange();
-        }
+        exchange_once(halo, split);
         for (std::size_t r = 1; r <= rows; ++r)
             for (std::size_t k = 0; k < n; ++k)
                 next[r * n + k] = (t[(r - 1) * n + k] + t[r * n + k] + t[(r + 1) * n + k]) / 3;
@@ -484,12 +490,7 @@ std::vector<double> relax_tile(C& comm, const cc::cartesian& grid, std::size_t r
         {cc::row{1, n}, cc::row{(rows + 1) * w + 1, n}, cc::strided{w, rows, 1, w},
          cc::strided{w + n + 1, rows, 1, w}});
     for (int s = 0; s < steps; ++s) {
-        if (split) {
-            halo.start();
-            halo.finish();
-        } else {
-            halo.exchange();
-        }
+        exchange_once(halo, split);
         for (std::size_t r = 1; r <= rows; ++r)
             for (std::size_t c = 1; c <= n; ++c) next[r * w + c] = five_point(t.data(), r * w + c, w);
         t.swap(next);

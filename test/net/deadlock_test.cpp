@@ -276,27 +276,42 @@ TEST(net_deadlock, a_finished_node_leaves_the_others_free_to_pause) {
     EXPECT_TRUE(ns.deadlocks().empty());
 }
 
-// Every process of every node is named: several per node, some waiting on
-// local channels, one on a collective-like port.
-TEST(net_deadlock, the_report_names_every_blocked_process_of_every_node) {
-    csp::net::nameserver ns;
-    std::string report;
+namespace {
+
+// Each of `nodes` nodes of `job` blocks three processes for good: a reader
+// of its port 9, a reader of a local channel, and its main, in their par.
+// Returns the deadlock_error each node's readers failed with (by rank) and
+// how many readers failed with one.
+std::pair<std::vector<std::string>, int> blocked_three_ways(csp::net::nameserver& ns, const std::string& job,
+                                                            int nodes) {
+    std::vector<std::string> seen(static_cast<std::size_t>(nodes));
     std::atomic<int> failed{0};
-    run_nodes(ns, "many", 3, [&](csp::net::node& self) {
+    run_nodes(ns, job, nodes, [&](csp::net::node& self) {
         csp::channel<int> local{"local " + std::to_string(self.rank())};
         auto in = self.open(9);
         auto expect_deadlock = [&](auto&& wait) {
             try {
                 wait();
             } catch (const csp::deadlock_error& e) {
-                if (self.rank() == 0) report = e.what();
+                seen[static_cast<std::size_t>(self.rank())] = e.what();
                 ++failed;
             }
         };
         csp::par(csp::proc("port reader", [&] { expect_deadlock([&] { in.receive(); }); }),
                  csp::proc("local reader", [&] { expect_deadlock([&] { local.reader().read(); }); }));
     });
-    EXPECT_EQ(failed.load(), 6);
+    return {seen, failed.load()};
+}
+
+}  // namespace
+
+// Every process of every node is named: several per node, some waiting on
+// local channels, one on a collective-like port.
+TEST(net_deadlock, the_report_names_every_blocked_process_of_every_node) {
+    csp::net::nameserver ns;
+    const auto [seen, failed] = blocked_three_ways(ns, "many", 3);
+    const std::string& report = seen[0];
+    EXPECT_EQ(failed, 6);
     for (int r = 0; r < 3; ++r) {
         const std::string node = "node " + std::to_string(r) + ": ";
         EXPECT_NE(report.find(node + "process 'port reader' is blocked reading from channel 'port 9 of node " +
@@ -318,23 +333,8 @@ TEST(net_deadlock, the_report_names_every_blocked_process_of_every_node) {
 // printing its error at every node printed the report once per node.
 TEST(net_deadlock, each_node_of_a_large_job_fails_with_its_own_part_of_the_report) {
     csp::net::nameserver ns;
-    std::vector<std::string> seen(7);
-    std::atomic<int> failed{0};
-    run_nodes(ns, "large", 7, [&](csp::net::node& self) {
-        csp::channel<int> local{"local " + std::to_string(self.rank())};
-        auto in = self.open(9);
-        auto expect_deadlock = [&](auto&& wait) {
-            try {
-                wait();
-            } catch (const csp::deadlock_error& e) {
-                seen[static_cast<std::size_t>(self.rank())] = e.what();
-                ++failed;
-            }
-        };
-        csp::par(csp::proc("port reader", [&] { expect_deadlock([&] { in.receive(); }); }),
-                 csp::proc("local reader", [&] { expect_deadlock([&] { local.reader().read(); }); }));
-    });
-    EXPECT_EQ(failed.load(), 14);
+    const auto [seen, failed] = blocked_three_ways(ns, "large", 7);
+    EXPECT_EQ(failed, 14);
     const auto found = ns.deadlocks();
     ASSERT_EQ(found.size(), 1u);
     EXPECT_EQ(count(found[0], "' is blocked"), 21u) << found[0];
