@@ -13,9 +13,12 @@
 //                                                      std::vector<E>, std::string (csp/view.hpp)
 //   csp::net::lent<E> (loans.hpp)                      like a span, its bytes borrowed, not copied
 //   a pointer                                          refused at compile time
+//   anything else (a struct holding a std::string      refused at compile time, saying
+//   with no serialize function)                        what would make it sendable
 //
 // A payload whose size cannot be a T (a 12-byte message read as a double,
 // or cereal running out of bytes) throws decode_error.
+#include <cstdlib>
 #include <cstring>
 #include <istream>
 #include <memory>
@@ -55,6 +58,13 @@ template <> struct raw_sequence<std::string> : std::true_type {
     using element = char;
 };
 
+// Whether cereal's binary archive can write (read) a T: there is exactly
+// one serialize (or save/load) function for it.
+template <class T>
+inline constexpr bool cereal_writes_v = cereal::traits::is_output_serializable<T, cereal::BinaryOutputArchive>::value;
+template <class T>
+inline constexpr bool cereal_reads_v = cereal::traits::is_input_serializable<T, cereal::BinaryInputArchive>::value;
+
 namespace detail {
 
 // cereal writes to a std::ostream; this one appends to a vector it owns.
@@ -84,6 +94,22 @@ public:
         setg(b, b, b + n);
     }
 };
+
+template <class>
+inline constexpr bool never = false;
+
+// Instantiated only for a type the codec has no encoding for: refuses it at
+// compile time, before cereal's own assertion deep in its archive says so
+// less plainly.
+template <class T>
+[[noreturn]] void no_encoding() {
+    static_assert(never<T>,
+                  "csp: this type has no encoding: it is not trivially copyable, nor a std::vector of such, nor a "
+                  "std::string, and cereal finds no serialize function for it. Give it one (template <class "
+                  "Archive> void serialize(Archive& a) { a(x, y); }), or include cereal's header for the standard "
+                  "container it is (<cereal/types/list.hpp>, ...).");
+    std::abort();
+}
 
 [[noreturn]] inline void size_mismatch(std::size_t got, const std::string& type, const std::string& want) {
     throw decode_error("a payload of " + std::to_string(got) + " bytes cannot be a " + type + " (" + want + ")");
@@ -138,6 +164,8 @@ payload encode(T&& value) {
         payload p = payload::allocate(sizeof(V), out);
         std::memcpy(out, &value, sizeof(V));
         return p;
+    } else if constexpr (!cereal_writes_v<V>) {
+        detail::no_encoding<V>();
     } else {
         auto sink = std::make_shared<detail::vector_sink>();
         {
@@ -171,6 +199,8 @@ T decode(const payload& p) {
         V out;
         std::memcpy(&out, p.data(), sizeof(V));
         return out;
+    } else if constexpr (!cereal_reads_v<V>) {
+        detail::no_encoding<V>();
     } else {
         detail::memory_source src(p.data(), p.size());
         std::istream is(&src);
