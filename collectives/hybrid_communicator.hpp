@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -228,9 +229,9 @@ public:
         const auto p = of_another_node(from, "land from");
         return p ? job_->node_->land(p->node, my_port(), hybrid_job::wire_tag(t, p->local), into) : net::landing{};
     }
-    net::landing expect(int from, tag t) {
+    net::landing expect(int from, tag t, std::size_t bytes = std::numeric_limits<std::size_t>::max()) {
         const auto p = of_another_node(from, "expect from");
-        return p ? job_->node_->expect(p->node, my_port(), hybrid_job::wire_tag(t, p->local)) : net::landing{};
+        return p ? job_->node_->expect(p->node, my_port(), hybrid_job::wire_tag(t, p->local), bytes) : net::landing{};
     }
 
 private:

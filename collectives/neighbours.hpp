@@ -277,7 +277,8 @@ private:
             expected_next_.clear();
             for (std::size_t i = 0; i < neighbours_.size(); ++i)
                 if (neighbours_[i] != no_rank)
-                    expected_next_.push_back(comm_->expect(neighbours_[i], next_.step(static_cast<std::uint8_t>(i ^ 1))));
+                    expected_next_.push_back(
+                        comm_->expect(neighbours_[i], next_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i].size_bytes()));
         } else {
             tag_ = comm_->next_tag(stream_);
         }

@@ -22,6 +22,7 @@
 // it, is a usage_error while it lives.
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -120,12 +121,12 @@ public:
         if (from == rank()) return {};
         return node_->land(from, port_id_, t.bits(), into);
     }
-    // The message from `from` with tag t will be landed, before its buffer
-    // can be named (net::node::expect).
-    net::landing expect(int from, tag t) {
+    // The message from `from` with tag t will be landed, into a buffer of
+    // `bytes` if known, before its buffer can be named (net::node::expect).
+    net::landing expect(int from, tag t, std::size_t bytes = std::numeric_limits<std::size_t>::max()) {
         detail::check_rank(from, size(), "expect from");
         if (from == rank()) return {};
-        return node_->expect(from, port_id_, t.bits());
+        return node_->expect(from, port_id_, t.bits(), bytes);
     }
     tag next_tag(stream s = {}) { return counter_.next(s); }
     tag upcoming_tag(stream s = {}) { return counter_.upcoming(s); }

@@ -69,6 +69,7 @@ public:
             port_ = o.port_;
             tag_ = o.tag_;
             expectation_ = o.expectation_;
+            in_ucx_ = o.in_ucx_;
         }
         return *this;
     }
@@ -82,14 +83,15 @@ public:
 private:
     friend class node;
     landing(std::shared_ptr<detail::node_core> core, int peer, std::uint32_t port, std::uint64_t tag,
-            bool expectation = false)
-        : core_(std::move(core)), peer_(peer), port_(port), tag_(tag), expectation_(expectation) {}
+            bool expectation, bool in_ucx)
+        : core_(std::move(core)), peer_(peer), port_(port), tag_(tag), expectation_(expectation), in_ucx_(in_ucx) {}
 
     std::shared_ptr<detail::node_core> core_;  // empty: nothing to withdraw
     int peer_ = -1;
     std::uint32_t port_ = 0;
     std::uint64_t tag_ = 0;
     bool expectation_ = false;  // made by node::expect, not node::land
+    bool in_ucx_ = false;       // node::land named it to the UCX worker too
 };
 
 }  // namespace csp::net

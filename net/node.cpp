@@ -586,22 +586,28 @@ landing node::land_bytes(int from, port_id to_port, std::uint64_t tag, std::byte
                          std::uint32_t type) {
     if (from == rank_ || from < 0 || from >= size_) return {};
     core_->landings.add(detail::landing_key{from, to_port, tag}, at, bytes, type);
+    bool in_ucx = false;
 #if CSP_WITH_UCX
-    if (core_->ucx) core_->ucx->land(from, to_port, tag, at, bytes, type);
+    // UCX lands only payloads it receives by rendezvous; one that fits a
+    // smaller buffer never is, and naming the buffer would cost the worker's
+    // lock twice for nothing.
+    in_ucx = core_->ucx && bytes >= detail::ucx_worker::rendezvous_from;
+    if (in_ucx) core_->ucx->land(from, to_port, tag, at, bytes, type);
 #endif
-    return landing(core_, from, to_port, tag);
+    return landing(core_, from, to_port, tag, false, in_ucx);
 }
 
-landing node::expect(int from, port_id to_port, std::uint64_t tag) {
+landing node::expect(int from, port_id to_port, std::uint64_t tag, std::size_t bytes) {
     if (from == rank_ || from < 0 || from >= size_) return {};
 #if CSP_WITH_UCX
-    if (core_->ucx) {
+    if (core_->ucx && bytes >= detail::ucx_worker::rendezvous_from) {
         core_->ucx->expect_landing(from, to_port, tag);
-        return landing(core_, from, to_port, tag, true);
+        return landing(core_, from, to_port, tag, true, true);
     }
 #else
     (void)to_port;
     (void)tag;
+    (void)bytes;
 #endif
     return {};
 }
@@ -617,7 +623,7 @@ void landing::end() noexcept {
     }
     core_->landings.remove(detail::landing_key{peer_, port_, tag_});
 #if CSP_WITH_UCX
-    if (core_->ucx) core_->ucx->unland(peer_, port_, tag_);
+    if (in_ucx_) core_->ucx->unland(peer_, port_, tag_);
 #endif
     core_.reset();
 }

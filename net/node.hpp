@@ -25,6 +25,7 @@
 //     refused too.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -199,10 +200,13 @@ public:
     // Says that the message from `from` to `to_port` with `tag` will be
     // landed (land()), though its buffer cannot be named yet; over UCX, a
     // large one that comes first waits for its buffer instead of being
-    // received into a block of its own and copied (landing.hpp). Ending the
-    // returned handle withdraws the expectation; the landing, if one was
-    // made, ends by its own handle.
-    landing expect(int from, port_id to_port, std::uint64_t tag);
+    // received into a block of its own and copied (landing.hpp). `bytes`:
+    // the size of that buffer, if known (a message fitting a small one is
+    // never held, and then nothing is recorded). Ending the returned handle
+    // withdraws the expectation; the landing, if one was made, ends by its
+    // own handle.
+    landing expect(int from, port_id to_port, std::uint64_t tag,
+                   std::size_t bytes = std::numeric_limits<std::size_t>::max());
 
     // Delivers what was sent, says goodbye, leaves. Idempotent.
     void close();

@@ -37,10 +37,6 @@ namespace {
 
 // The one active message handler's id.
 constexpr unsigned am_frame = 0;
-// Payloads from this size on go by rendezvous (one copy, from the sender's
-// bytes into the receiver's block or landing).
-constexpr std::size_t rendezvous_from = 64 * 1024;
-
 std::shared_ptr<std::max_align_t[]> block_of(std::size_t bytes) {
     constexpr std::size_t unit = sizeof(std::max_align_t);
     return std::make_shared_for_overwrite<std::max_align_t[]>((bytes + unit - 1) / unit);

@@ -168,6 +168,11 @@ public:
 
     std::size_t in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed); }
 
+    // Payloads from this size on go by rendezvous (one copy, from the
+    // sender's bytes into the receiver's block or landing); only they are
+    // landed or held, a smaller one is always copied into a block of its own.
+    static constexpr std::size_t rendezvous_from = 64 * 1024;
+
     // See "Landings" above. `type`: the fingerprint the frame must carry.
     void land(int peer, std::uint32_t port, std::uint64_t tag, std::byte* at, std::size_t capacity,
               std::uint32_t type);
