@@ -354,16 +354,27 @@ private:
     }
 
     // A strided part of the field into its staging buffer, and back; the
-    // part was found inside the field by find_rows().
+    // part was found inside the field by find_rows(). Blocks of one element
+    // (a column) are assigned: a copy_n of a length known only at run time
+    // is a call to memmove per element, which took a third of a 2-D
+    // exchange's time.
     void gather(const field_part& p, std::vector<T>& staged) const {
         const T* from = field_->data() + p.offset;
-        for (std::size_t b = 0; b < p.count; ++b, from += p.stride)
-            std::copy_n(from, p.length, staged.data() + b * p.length);
+        T* to = staged.data();
+        if (p.length == 1) {
+            for (std::size_t b = 0; b < p.count; ++b) to[b] = from[b * p.stride];
+            return;
+        }
+        for (std::size_t b = 0; b < p.count; ++b, from += p.stride, to += p.length) std::copy_n(from, p.length, to);
     }
     void scatter(const field_part& p, const std::vector<T>& staged) {
+        const T* from = staged.data();
         T* to = field_->data() + p.offset;
-        for (std::size_t b = 0; b < p.count; ++b, to += p.stride)
-            std::copy_n(staged.data() + b * p.length, p.length, to);
+        if (p.length == 1) {
+            for (std::size_t b = 0; b < p.count; ++b) to[b * p.stride] = from[b];
+            return;
+        }
+        for (std::size_t b = 0; b < p.count; ++b, from += p.length, to += p.stride) std::copy_n(from, p.length, to);
     }
 
     // Names each receive buffer for its row of this exchange (net
