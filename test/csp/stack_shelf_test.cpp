@@ -21,7 +21,7 @@ namespace guard = csp::detail::stack_guard;
 const void* pool_of_this_runtime() { return csp::detail::current_process()->runtime()->stack_store().get(); }
 
 // Pages of the program in memory now.
-long resident_pages() {
+[[maybe_unused]] long resident_pages() {  // used only without AddressSanitizer
     std::ifstream statm("/proc/self/statm");
     long size = 0, resident = 0;
     statm >> size >> resident;
