@@ -626,3 +626,70 @@ TEST(field_halo, overlapping_blocks_or_a_strided_part_outside_the_field_are_name
                         "neighbour_exchange: send part 1 (2 blocks of 2, 19 apart, from element 1) is outside the "
                         "field of 20 elements"}));
 }
+
+namespace {
+
+// A 3-D block of X x (rows + 2) x Z points (x fastest), cut along its
+// middle axis y: a face y = const is Z blocks of X elements, X * (rows + 2)
+// apart. Each rank's interior point (x, y, z) holds rank * 1000 + y * 100
+// + x * 10 + z; after an exchange each ghost face must hold its
+// neighbour's facing face. Returns how many ghost points were checked.
+template <class C>
+long faces_exchanged(C& comm, bool periodic, bool split) {
+    constexpr std::size_t X = 4, rows = 3, Z = 5, Y = rows + 2;
+    const auto at = [](std::size_t x, std::size_t y, std::size_t z) { return x + X * (y + Y * z); };
+    const auto value = [](int rank, std::size_t x, std::size_t y, std::size_t z) {
+        return rank * 1000.0 + static_cast<double>(y * 100 + x * 10 + z);
+    };
+    const auto nbs = cc::cartesian({comm.size()}, {periodic}).neighbours(comm.rank());
+    std::vector<double> f(X * Y * Z, -1.0);
+    for (std::size_t z = 0; z < Z; ++z)
+        for (std::size_t y = 1; y <= rows; ++y)
+            for (std::size_t x = 0; x < X; ++x) f[at(x, y, z)] = value(comm.rank(), x, y, z);
+    const auto face = [&](std::size_t y) { return cc::strided{at(0, y, 0), Z, X, X * Y}; };
+    auto halo = cc::make_neighbour_exchange(comm, nbs, f, {face(1), face(rows)}, {face(0), face(rows + 1)});
+    exchange_once(halo, split);
+    long checked = 0;
+    for (std::size_t side = 0; side < 2; ++side) {
+        const std::size_t ghost = side == 0 ? 0 : rows + 1, theirs = side == 0 ? rows : 1;
+        for (std::size_t z = 0; z < Z; ++z)
+            for (std::size_t x = 0; x < X; ++x) {
+                const double want = nbs[side] == cc::no_rank ? -1.0 : value(nbs[side], x, theirs, z);
+                EXPECT_EQ(f[at(x, ghost, z)], want) << "rank " << comm.rank() << " x " << x << " z " << z;
+                checked += nbs[side] != cc::no_rank;
+            }
+    }
+    // The interior is as it was.
+    for (std::size_t z = 0; z < Z; ++z)
+        for (std::size_t y = 1; y <= rows; ++y)
+            for (std::size_t x = 0; x < X; ++x) EXPECT_EQ(f[at(x, y, z)], value(comm.rank(), x, y, z));
+    return checked;
+}
+
+}  // namespace
+
+// Strided parts whose blocks hold several elements: the faces of a 3-D
+// block cut across its middle axis, on 3 ranks, bounded and periodic,
+// whole and split, and between 3 nodes.
+TEST(field_halo, faces_of_a_3d_block_go_as_strided_parts_of_several_elements) {
+    for (bool periodic : {false, true})
+        for (bool split : {false, true}) {
+            long checked = 0;
+            csp::run([&] {
+                for (long c : cc::run_local(3, [&](cc::local_communicator& c) { return faces_exchanged(c, periodic, split); }))
+                    checked += c;
+            });
+            EXPECT_EQ(checked, (periodic ? 6 : 4) * 20L) << (periodic ? "periodic" : "bounded") << (split ? " split" : "");
+        }
+    std::atomic<long> checked{0};
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, "faces", 3, [&](csp::net::node& self) {
+        {
+            cc::net_communicator comm(self);
+            checked += faces_exchanged(comm, true, self.rank() == 1);
+            cc::barrier(comm);
+        }
+        self.close();
+    });
+    EXPECT_EQ(checked.load(), 6 * 20L);
+}
