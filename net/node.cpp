@@ -446,7 +446,7 @@ bool sent_direct(detail::node_core& core, csp::writer<detail::switch_input>& to_
     } catch (const net_error& e) {
         // What the link's outbound process does when UCX refuses a send:
         // the link ends, and the message with it.
-        to_switch.write(detail::link_down{r.to, false, e.what(), {}});
+        to_switch.write(detail::link_down{r.to, false, e.what()});
     }
     return true;
 }

@@ -26,7 +26,7 @@ void run_tcp_inbound(std::shared_ptr<node_core> core, int peer, int fd) {
     auto to_switch = core->to_switch.writer();
     frame_reader frames(core->options.max_frame, peer, &core->landings);
     std::vector<message> batch;
-    link_down end{peer, false, {}, {}};
+    link_down end{peer, false, {}};
     // Messages go straight into their ports' channels, in order of arrival.
     node_core::port_writers ports(*core);
     // Credit and asks from the peer go to the flow control after the
@@ -151,9 +151,9 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
         }
         if (ended_by == outgoing::control::goodbye) ::shutdown(fd, SHUT_WR);  // the peer reads end of file next
     } catch (const csp::io::io_error& e) {
-        to_switch.write(link_down{peer, false, connection_lost(e), {}});
+        to_switch.write(link_down{peer, false, connection_lost(e)});
     } catch (const std::exception& e) {
-        to_switch.write(link_down{peer, false, e.what(), {}});
+        to_switch.write(link_down{peer, false, e.what()});
     }
     to_switch.write(link_process_exited{peer});
 }

@@ -191,7 +191,7 @@ private:
 #endif
         (void)news;
         auto to_switch = core->to_switch.writer();
-        to_switch.write(link_down{peer, false, failure, {}});
+        to_switch.write(link_down{peer, false, failure});
         to_switch.write(link_process_exited{peer});
     }
 

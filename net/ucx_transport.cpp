@@ -417,7 +417,7 @@ std::optional<ucx_tidings> drain_before_the_end(node_core& core, csp::reader<ucx
 
 void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::reader<ucx_tidings> news) {
     auto to_switch = core->to_switch.writer();
-    link_down end{peer, false, {}, {}};
+    link_down end{peer, false, {}};
     bool goodbye = false;  // the peer's goodbye came over UCX
     bool flushed = false;  // the peer's marker came: its goodbye has left it
     try {
@@ -518,7 +518,7 @@ void run_ucx_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             w.send(peer, std::move(f));
         }
     } catch (const std::exception& e) {
-        to_switch.write(link_down{peer, false, e.what(), {}});
+        to_switch.write(link_down{peer, false, e.what()});
     }
     w.close_direct(peer);
     to_switch.write(link_process_exited{peer});

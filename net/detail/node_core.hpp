@@ -69,7 +69,7 @@ struct link_down {  // from an inbound or outbound process
     int peer;
     bool clean;          // the peer said goodbye
     std::string reason;
-    std::string farewell;  // clean: the goodbye's payload (frame.hpp), the job's deadlock report or empty
+    std::string farewell{};  // clean: the goodbye's payload (frame.hpp), the job's deadlock report or empty
 };
 struct link_process_exited {
     int peer;
