@@ -20,6 +20,7 @@
 
 #include "collectives/communicator.hpp"
 #include "collectives/operation.hpp"
+#include "csp/address_fields.hpp"
 #include "net/landing.hpp"
 #include "net/loans.hpp"
 
@@ -29,11 +30,12 @@ namespace detail {
 
 // Vectors whose elements a receive_view or a relay (relay.hpp) can pass as
 // a span: a std::vector (of the default allocator: a message says which
-// vector type it carries) of plain data, neither bool nor a pointer.
+// vector type it carries) of plain data: neither bool nor a pointer, nor a
+// struct holding one (csp/address_fields.hpp).
 template <class T>
 concept element_vector = std::is_same_v<T, std::vector<typename T::value_type>> &&
                          !std::is_same_v<typename T::value_type, bool> &&
-                         !std::is_pointer_v<typename T::value_type> &&
+                         !holds_address_v<typename T::value_type> &&
                          std::is_trivially_copyable_v<typename T::value_type>;
 
 // Communicators that pass a received vector's elements where they arrived

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "collectives/shared_group.hpp"
+#include "csp/address_fields.hpp"
 
 namespace csp::collectives {
 
@@ -85,7 +86,7 @@ constexpr bool fusible_op = builtin_op<Op> || (std::is_default_constructible_v<O
 });
 
 template <class E>
-constexpr bool shareable_element = std::is_trivially_copyable_v<E> && !std::is_pointer_v<E> && !std::is_same_v<E, bool>;
+constexpr bool shareable_element = std::is_trivially_copyable_v<E> && !holds_address_v<E> && !std::is_same_v<E, bool>;
 
 template <class T>
 constexpr bool shareable_value = is_vector<T>::value ? shareable_element<typename element<T>::type>

@@ -13,6 +13,8 @@
 //                                                      std::vector<E>, std::string (csp/view.hpp)
 //   csp::net::lent<E> (loans.hpp)                      like a span, its bytes borrowed, not copied
 //   a pointer                                          refused at compile time
+//   a struct with a pointer or view among its fields   refused at compile time
+//                                                      (csp/address_fields.hpp)
 //   anything else (a struct holding a std::string      refused at compile time, saying
 //   with no serialize function)                        what would make it sendable
 //
@@ -38,6 +40,7 @@
 #include <cereal/types/tuple.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "csp/address_fields.hpp"
 #include "csp/view.hpp"
 #include "net/errors.hpp"
 #include "net/lent.hpp"
@@ -111,6 +114,15 @@ template <class T>
     std::abort();
 }
 
+// A struct's bytes travel only if they carry no address
+// (csp/address_fields.hpp): V itself when it is sent as its bytes, its
+// elements when it is a sequence of them. cereal refuses pointers itself.
+template <class V>
+constexpr void check_fields() {
+    if constexpr (raw_sequence<V>::value) check_bytes_travel<typename raw_sequence<V>::element>();
+    else if constexpr (is_raw_v<V>) check_bytes_travel<V>();
+}
+
 [[noreturn]] inline void size_mismatch(std::size_t got, const std::string& type, const std::string& want) {
     throw decode_error("a payload of " + std::to_string(got) + " bytes cannot be a " + type + " (" + want + ")");
 }
@@ -130,6 +142,7 @@ template <class T>
 payload encode(T&& value) {
     using V = std::remove_cvref_t<T>;
     check_sendable<V>();
+    detail::check_fields<sent_type_t<V>>();
     if constexpr (is_lent_v<V>) {
         return value.bytes();
     } else if constexpr (is_view_v<V>) {
@@ -182,6 +195,7 @@ template <class T>
 T decode(const payload& p) {
     using V = std::remove_cvref_t<T>;
     check_receivable<V>();
+    detail::check_fields<V>();
     if constexpr (std::is_same_v<V, payload>) {
         return p;
     } else if constexpr (raw_sequence<V>::value) {
@@ -224,6 +238,7 @@ T decode(const payload& p) {
 template <class U>
     requires is_raw_v<U>
 std::span<const U> view(const payload& p) {
+    check_bytes_travel<U>();
     if (p.size() % sizeof(U) != 0)
         detail::size_mismatch(p.size(), "span of " + type_name<U>(),
                               "not a multiple of the element size " + std::to_string(sizeof(U)));

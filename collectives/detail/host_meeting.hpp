@@ -16,15 +16,17 @@
 #include "collectives/operation.hpp"
 #include "collectives/receive_view.hpp"
 #include "collectives/revocation.hpp"
+#include "csp/address_fields.hpp"
 #include "csp/view.hpp"
 
 namespace csp::collectives::detail {
 
-// Values a host board carries as their bytes: plain data (not a view, which
-// would carry its pointer) and vectors of plain elements.
+// Values a host board carries as their bytes: plain data (no address: not
+// a pointer, a view, or a struct holding one, whose bytes would carry it)
+// and vectors of plain elements.
 template <class T>
 concept host_board_value = element_vector<T> || (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T> &&
-                                                 !std::is_pointer_v<T> && !is_view_v<T>);
+                                                 !holds_address_v<T>);
 
 template <class T>
 std::span<const std::byte> bytes_of(const T& v) {

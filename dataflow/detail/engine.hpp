@@ -57,6 +57,7 @@
 #include <cereal/types/vector.hpp>
 
 #include "collectives/communicator.hpp"
+#include "csp/address_fields.hpp"
 #include "csp/channel.hpp"
 #include "csp/priority.hpp"
 #include "csp/process.hpp"
@@ -85,13 +86,16 @@ inline std::int64_t now_ns() {
 }
 
 // Bytes of a trivially copyable value, or of a vector of them, are written as
-// they are; anything else goes through cereal.
+// they are, unless they carry an address (csp/address_fields.hpp: refused);
+// anything else goes through cereal.
 template <class A, class V>
 void serialize_value(A& a, V& v) {
     if constexpr (std::is_trivially_copyable_v<V>) {
+        check_bytes_travel<V>();
         a(cereal::binary_data(&v, sizeof(V)));
     } else if constexpr (requires { typename V::value_type; v.data(); v.resize(0); } &&
                          std::is_trivially_copyable_v<typename V::value_type>) {
+        check_bytes_travel<typename V::value_type>();
         cereal::size_type n = v.size();
         a(cereal::make_size_tag(n));
         v.resize(static_cast<std::size_t>(n));

@@ -217,6 +217,59 @@ TEST(net_node, a_span_or_string_view_is_sent_as_the_data_it_views) {
     });
 }
 
+}  // namespace
+
+namespace {
+struct sample {
+    int rank;
+    double position[3];
+    struct {
+        float weight;
+        std::int16_t flags[2];
+    } extra;
+};
+// A pointer its sender hands out and looks up again when it comes back.
+struct ticket {
+    const void* request;
+    int attempt;
+};
+}  // namespace
+template <> struct csp::sent_as_bytes<ticket> : std::true_type {};
+
+namespace {
+
+// A struct of plain fields (nested, with arrays) travels as its bytes, as
+// does one holding a pointer declared csp::sent_as_bytes; one holding an
+// undeclared pointer or view does not compile (must_not_compile/).
+TEST(net_node, a_struct_of_plain_fields_or_declared_bytes_travels_as_its_bytes) {
+    csp::net::nameserver ns;
+    static const int anchor = 0;
+    run_nodes(ns, "structs", 2, [&](csp::net::node& self) {
+        auto inbox = self.open(1);
+        if (self.rank() == 0) {
+            self.send(1, 1, sample{7, {1.0, -2.0, 3.5}, {0.25f, {-3, 4}}});
+            self.send(1, 1, std::vector<sample>{sample{1, {}, {}}, sample{2, {9, 9, 9}, {1.0f, {5, 6}}}});
+            self.send(1, 1, ticket{&anchor, 1});
+            const auto back = inbox.receive<ticket>();
+            EXPECT_EQ(back.request, &anchor);  // the same address came back
+            EXPECT_EQ(back.attempt, 2);
+        } else {
+            const auto s = inbox.receive<sample>();
+            EXPECT_EQ(s.rank, 7);
+            EXPECT_EQ(s.position[2], 3.5);
+            EXPECT_EQ(s.extra.weight, 0.25f);
+            EXPECT_EQ(s.extra.flags[1], 4);
+            const auto v = inbox.receive<std::vector<sample>>();
+            ASSERT_EQ(v.size(), 2u);
+            EXPECT_EQ(v[1].position[0], 9.0);
+            EXPECT_EQ(v[1].extra.flags[0], 5);
+            auto t = inbox.receive<ticket>();
+            ++t.attempt;
+            self.send(0, 1, t);  // rank 0's address, handed back as it came
+        }
+    });
+}
+
 TEST(net_node, a_payload_of_the_wrong_size_is_a_decode_error_and_the_port_goes_on) {
     csp::net::nameserver ns;
     run_nodes(ns, "decode", 2, [&](csp::net::node& self) {
