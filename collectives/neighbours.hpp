@@ -63,6 +63,13 @@
 // the same number of times, in the same order as its other calls on that
 // stream.
 //
+// A rank that is its own neighbour on both sides of an axis (a periodic
+// axis of one rank) sends itself nothing: finish() copies what it would
+// have sent on one side into its buffer of the other, as a receive would
+// (under sends::copied, from a copy start() took, since the caller may
+// change the row in between), field part to field part, strided or not:
+// no message, and no staging unless the copy is one.
+//
 // Strided parts are staged: start() gathers each into a buffer of the
 // exchange's, which is sent as a row is (lent, never copied again, since
 // nothing changes it before the next start()), and finish() scatters what
@@ -70,6 +77,7 @@
 // implementations pack a vector datatype. Rows are not staged.
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -104,7 +112,8 @@ std::size_t receive_into(C& comm, int from, tag t, std::span<E> out) {
 
 // Sends `out` to `to` and receives into `in` from `from` (either may be
 // no_rank); collective over the group, like sendrecv of a value
-// (exchange.hpp). Returns how many elements came, once `out` may change
+// (exchange.hpp). A rank that sends to and receives from itself copies
+// `out` into `in`. Returns how many elements came, once `out` may change
 // again: a net or hybrid communicator sends 32 KiB and more from `out`
 // itself (net/loans.hpp) and waits, before it returns, until the
 // transport is done with it.
@@ -114,6 +123,13 @@ std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, i
         if (to != no_rank) detail::check_rank(to, comm.size(), "sendrecv: destination");
         if (from != no_rank) detail::check_rank(from, comm.size(), "sendrecv: source");
         const tag t = comm.next_tag(s);
+        if (to == comm.rank() && from == to) {  // to itself: copied across, no message
+            if (out.size() > in.size())
+                throw usage_error("sendrecv: " + std::to_string(out.size()) + " elements from rank " +
+                                  std::to_string(from) + " (itself) do not fit a buffer of " + std::to_string(in.size()));
+            if (!out.empty() && out.data() != in.data()) std::copy(out.begin(), out.end(), in.begin());
+            return out.size();
+        }
         net::landing landed;
         if (from != no_rank) landed = detail::land(comm, from, t, in);
         net::loans book;
@@ -229,16 +245,19 @@ public:
             for (std::size_t i = 0; i < neighbours_.size(); ++i) {
                 if (neighbours_[i] == no_rank) continue;
                 const std::size_t got =
-                    receive_into(*comm_, neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]);
+                    to_self(i) ? copy_from_self(i)
+                               : receive_into(*comm_, neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]);
                 if (got != in_[i].size())
                     throw usage_error("neighbour_exchange: rank " + std::to_string(neighbours_[i]) + " sent " +
                                       std::to_string(got) + " elements for a buffer of " +
                                       std::to_string(in_[i].size()));
             }
             // Every receive is in: the staged parts go to the field (a
-            // step that failed above leaves the field's parts as they were).
+            // step that failed above leaves the field's parts as they were;
+            // a self pair's were written in place).
             for (std::size_t i = 0; i < in_rows_.size(); ++i)
-                if (neighbours_[i] != no_rank && !in_rows_[i].contiguous()) scatter(in_rows_[i], staged_in_[i]);
+                if (neighbours_[i] != no_rank && !to_self(i) && !in_rows_[i].contiguous())
+                    scatter(in_rows_[i], staged_in_[i]);
         });
         landings_.clear();
         book_.settle();
@@ -250,6 +269,92 @@ public:
     std::size_t lent_count() const noexcept { return book_.lent_count(); }
 
 private:
+    // Whether both neighbours of i's axis are this rank: it then is its
+    // own neighbour on either side, and what goes out on side i ^ 1 comes
+    // back in on side i.
+    bool to_self(std::size_t i) const {
+        const int me = comm_->rank();
+        return neighbours_[i] == me && neighbours_[i ^ 1] == me;
+    }
+
+    // What this rank sent itself on side i ^ 1, into its part i (finish()
+    // of a self pair): from what start() kept under sends::copied, else
+    // from the field (or span) itself, which the caller left alone since;
+    // into the field's part itself, strided or not. Returns the elements
+    // copied, or the count that did not fit, as a receive would.
+    std::size_t copy_from_self(std::size_t i) {
+        const std::size_t j = i ^ 1;
+        const T* from = out_[j].data();
+        field_part from_part = row{0, out_[j].size()};
+        if (copied_) {
+            const auto& kept = field_ != nullptr && !out_rows_[j].contiguous() ? staged_out_[j] : self_copies_[j];
+            from = kept.data();
+            from_part = row{0, kept.size()};
+        } else if (field_ != nullptr) {
+            from = field_->data();
+            from_part = out_rows_[j];
+        }
+        T* to = in_[i].data();
+        field_part to_part = row{0, in_[i].size()};
+        if (field_ != nullptr) {
+            to = field_->data();
+            to_part = in_rows_[i];
+        }
+        const std::size_t n = from_part.elements();
+        if (n != to_part.elements()) return n;
+        copy_part(from, from_part, to, to_part);
+        return n;
+    }
+
+    // Part fp at `from` to part tp at `to`, of as many elements.
+    static void copy_part(const T* from, const field_part& fp, T* to, const field_part& tp) {
+        const std::size_t n = fp.elements();
+        if (n == 0) return;
+        // Parts that share elements (a caller's mistake) are copied as a
+        // receive would have: from what the source held before.
+        if (may_share(from, fp, to, tp)) {
+            std::vector<T> kept(n);
+            copy_part(from, fp, kept.data(), row{0, n});
+            copy_part(kept.data(), row{0, n}, to, tp);
+            return;
+        }
+        if (fp.length == tp.length && fp.length > 1) {  // block to block
+            for (std::size_t b = 0; b < fp.count; ++b)
+                std::copy_n(from + fp.offset + b * fp.stride, fp.length, to + tp.offset + b * tp.stride);
+            return;
+        }
+        // Element by element (a column, or blocks of other lengths), with
+        // no call per element (gather, below).
+        const T* s = from + fp.offset;
+        T* d = to + tp.offset;
+        std::size_t si = 0, di = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+            *d = *s;
+            if (++si == fp.length) si = 0, s += fp.stride - fp.length + 1;
+            else ++s;
+            if (++di == tp.length) di = 0, d += tp.stride - tp.length + 1;
+            else ++d;
+        }
+    }
+
+    // Whether parts p at a and q at b may share an element: their spans
+    // overlap, unless both are strided alike and their blocks sit at
+    // offsets that never meet (the left and right columns of a tile).
+    static bool may_share(const T* a, const field_part& p, const T* b, const field_part& q) {
+        const T* pa = a + p.offset;
+        const T* qb = b + q.offset;
+        const std::less<const T*> before;
+        if (!before(pa, qb + (q.count - 1) * q.stride + q.length) || !before(qb, pa + (p.count - 1) * p.stride + p.length))
+            return false;
+        if (p.count <= 1 || q.count <= 1 || p.stride != q.stride) return true;
+        // Both spans lie in one array here. p's blocks start r elements
+        // past q's, modulo the stride: they miss q's iff [r, r + p.length)
+        // fits between q's block end and the next block.
+        const auto s = static_cast<std::ptrdiff_t>(p.stride);
+        const auto r = static_cast<std::size_t>(((pa - qb) % s + s) % s);
+        return r < q.length || r + p.length > p.stride;
+    }
+
     void check(int group_size) const {
         const std::size_t n = neighbours_.size();
         if (n % 2 != 0 || n > 254)
@@ -283,6 +388,7 @@ private:
             tag_ = comm_->next_tag(stream_);
         }
         landing_ = whole;
+        copied_ = !lend_ && !whole;
         // A send that fails (a neighbour lost or gone) fails the step at
         // every rank of the stream, as a failed receive in finish() does:
         // the other neighbours would otherwise wait for this rank's rows.
@@ -294,6 +400,17 @@ private:
                 if (neighbours_[i] == no_rank) continue;
                 const tag t = tag_.step(static_cast<std::uint8_t>(i));
                 const bool staged = field_ != nullptr && !out_rows_[i].contiguous();
+                if (to_self(i)) {
+                    // Copied sends keep what start() found (a strided part
+                    // in its staging buffer, which nothing else changes);
+                    // otherwise finish() copies from where it is.
+                    if (copied_ && staged) gather(out_rows_[i], staged_out_[i]);
+                    else if (copied_) {
+                        self_copies_.resize(neighbours_.size());
+                        self_copies_[i].assign(out_[i].begin(), out_[i].end());
+                    }
+                    continue;
+                }
                 if (staged) gather(out_rows_[i], staged_out_[i]);
                 if (lend_ || whole || staged) detail::send_elements(*comm_, neighbours_[i], t, out_[i], book_);
                 else comm_->send(neighbours_[i], t, out_[i]);
@@ -399,6 +516,7 @@ private:
     tag tag_;
     bool started_ = false;
     bool landing_ = false;  // exchange(): the buffers were named before the sends
+    bool copied_ = false;   // start() under sends::copied: self pairs copy from self_copies_
     bool lend_;
     // Lends the rows under sends::lent; settled by finish(), and by the
     // destructor if an exchange ends by an exception.
@@ -420,6 +538,9 @@ private:
     std::vector<T>* field_ = nullptr;
     std::vector<field_part> out_rows_, in_rows_;
     std::vector<std::vector<T>> staged_out_, staged_in_;
+    // A self pair's rows as start() found them, under sends::copied (sized
+    // by the first start(), then reused).
+    std::vector<std::vector<T>> self_copies_;
 };
 
 template <class T, class C>

@@ -138,6 +138,49 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(std::vector<int>{2, 3}, std::vector<bool>{false, true}, true),
                       std::make_tuple(std::vector<int>{2, 2, 2}, std::vector<bool>{true, false, true}, false)));
 
+// A rank that is its own neighbour on both sides of an axis copies its rows
+// across instead of sending them to itself: on a 1 x 1 and a 2 x 1 torus
+// (the second axis of one rank) every ghost holds the right edge, whole,
+// split with the sent rows overwritten between start() and finish(), and
+// lent, and the trace shows messages only between the two ranks.
+TEST(local_halo, a_rank_its_own_neighbour_copies_its_rows_across_and_sends_itself_nothing) {
+    for (const auto& dims : {std::vector<int>{1, 1}, std::vector<int>{2, 1}})
+        for (const auto& [split, how] : {std::pair{false, cc::sends::copied}, std::pair{true, cc::sends::copied},
+                                         std::pair{true, cc::sends::lent}}) {
+            const cc::cartesian grid(dims, {true, true});
+            cc::trace_log log;
+            long checked = 0;
+            csp::run([&] {
+                auto counts = cc::run_local(grid.size(), [&](cc::local_communicator& c) {
+                    cc::traced tc(c, log);
+                    const long checked_here = halo_steps(tc, grid, 6, split, 5, how);
+                    if (grid.size() == 1) {  // sendrecv to itself: copied too
+                        const std::vector<double> a{1, 2, 3};
+                        std::vector<double> b(4, -1.0), tiny(2);
+                        EXPECT_EQ(cc::sendrecv(tc, std::span<const double>(a), 0, std::span<double>(b), 0), 3u);
+                        EXPECT_EQ(b, (std::vector<double>{1, 2, 3, -1}));
+                        // (Untraced: the failure revokes the stream, a notice to every rank.)
+                        EXPECT_THROW(cc::sendrecv(c, std::span<const double>(a), 0, std::span<double>(tiny), 0),
+                                     csp::usage_error);
+                    }
+                    return checked_here;
+                });
+                for (long k : counts) checked += k;
+            });
+            const std::string what = std::to_string(dims[0]) + " x 1" + (split ? " start/finish" : " exchange") +
+                                     (how == cc::sends::lent ? " lent" : "");
+            EXPECT_EQ(checked, grid.size() * 4 * 5 * 6) << what;  // 4 ghosts of 5 values, 6 steps
+            long messages = 0;
+            for (const auto& e : log.events()) {
+                if (e.what != cc::trace_event::kind::send && e.what != cc::trace_event::kind::receive) continue;
+                EXPECT_NE(e.peer, e.rank) << what << ": rank " << e.rank << " messaged itself";
+                ++messages;
+            }
+            // 2 x 1: each rank sends its two rows and receives two, each step.
+            EXPECT_EQ(messages, dims[0] == 1 ? 0 : 2 * 4 * 6) << what;
+        }
+}
+
 TEST(net_halo, a_job_of_one_on_a_periodic_axis_is_its_own_neighbour_on_both_sides) {
     csp::run([] {
         csp::net::node self{csp::net::node_options{}};
@@ -667,6 +710,72 @@ long faces_exchanged(C& comm, bool periodic, bool split) {
 }
 
 }  // namespace
+
+// A rank that is its own neighbour on both axes (a 1 x 1 torus) copies its
+// field's rows and columns across in place, with no message: whole, split
+// with the sent edges overwritten between start() and finish() (the ghosts
+// hold what start() found), and lent. Parts of other shapes are copied
+// element by element (a row into blocks of two), and parts that share
+// elements as a receive would have (from what the source held before).
+TEST(field_halo, a_rank_its_own_neighbour_copies_field_parts_across_from_what_start_found) {
+    constexpr std::size_t rows = 3, n = 4, w = n + 2;
+    const auto cell = [](std::size_t r, std::size_t c) { return static_cast<double>(r * 10 + c); };
+    for (int mode = 0; mode < 3; ++mode) {  // exchange, split copied, split lent
+        cc::trace_log log;
+        std::vector<double> t((rows + 2) * w, -1.0);
+        csp::run([&] {
+            cc::run_local(1, [&](cc::local_communicator& c) {
+                cc::traced tc(c, log);
+                for (std::size_t r = 1; r <= rows; ++r)
+                    for (std::size_t col = 1; col <= n; ++col) t[r * w + col] = cell(r, col);
+                auto halo = cc::make_neighbour_exchange(
+                    tc, cc::cartesian({1, 1}, {true, true}).neighbours(0), t,
+                    {cc::row{w + 1, n}, cc::row{rows * w + 1, n}, cc::strided{w + 1, rows, 1, w}, cc::strided{w + n, rows, 1, w}},
+                    {cc::row{1, n}, cc::row{(rows + 1) * w + 1, n}, cc::strided{w, rows, 1, w}, cc::strided{w + n + 1, rows, 1, w}},
+                    {}, mode == 2 ? cc::sends::lent : cc::sends::copied);
+                if (mode == 0) {
+                    halo.exchange();
+                } else {
+                    halo.start();
+                    if (mode == 1)
+                        for (std::size_t r = 1; r <= rows; ++r)
+                            for (std::size_t col = 1; col <= n; ++col) t[r * w + col] = 0.0;
+                    halo.finish();
+                }
+            });
+        });
+        for (std::size_t col = 1; col <= n; ++col) {
+            EXPECT_EQ(t[col], cell(rows, col)) << "mode " << mode;                 // top ghost: the bottom row
+            EXPECT_EQ(t[(rows + 1) * w + col], cell(1, col)) << "mode " << mode;  // bottom ghost: the top row
+        }
+        for (std::size_t r = 1; r <= rows; ++r) {
+            EXPECT_EQ(t[r * w], cell(r, n)) << "mode " << mode;          // left ghost: the right column
+            EXPECT_EQ(t[r * w + n + 1], cell(r, 1)) << "mode " << mode;  // right ghost: the left column
+        }
+        EXPECT_EQ(t[0], -1.0) << "a corner is no part";
+        EXPECT_TRUE(log.of_kind(cc::trace_event::kind::send).empty()) << "mode " << mode;
+    }
+
+    std::vector<double> f(24);
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<double>(i);
+    csp::run([&] {
+        cc::run_local(1, [&](cc::local_communicator& c) {
+            // Side 1's row of 4 arrives as two blocks of two; side 0's two
+            // single elements as a row.
+            cc::make_neighbour_exchange(c, {0, 0}, f, {cc::row{0, 4}, cc::strided{4, 2, 1, 2}},
+                                        {cc::row{12, 2}, cc::strided{16, 2, 2, 4}})
+                .exchange();
+            // A row received over elements 2..5, which it was sent from in part.
+            cc::make_neighbour_exchange(c, {0, 0}, f, {cc::row{0, 4}, cc::row{10, 1}}, {cc::row{11, 1}, cc::row{2, 4}})
+                .exchange();
+        });
+    });
+    EXPECT_EQ(f[12], 4.0);
+    EXPECT_EQ(f[13], 6.0);
+    EXPECT_EQ((std::vector<double>(f.begin() + 16, f.begin() + 22)), (std::vector<double>{0, 1, 18, 19, 2, 3}));
+    EXPECT_EQ((std::vector<double>(f.begin(), f.begin() + 6)), (std::vector<double>{0, 1, 0, 1, 2, 3}));
+    EXPECT_EQ(f[11], 10.0);
+}
 
 // Strided parts whose blocks hold several elements: the faces of a 3-D
 // block cut across its middle axis, on 3 ranks, bounded and periodic,
