@@ -26,9 +26,10 @@
 // What cannot be seen is let through, never refused: a class with
 // constructors or private fields (it is not an aggregate; its own fields
 // are hidden), an aggregate of more than max_examined fields (arrays
-// counted element by element), one with a reference field or a field that
-// cannot be value-initialised (its fields cannot be counted). Unions and
-// empty structs are single fields. A type whose bytes do mean the same at
+// counted element by element), a reference field (a leaf binds to it as to
+// the value it refers to), and an aggregate whose fields cannot be counted
+// (one before the last cannot be value-initialised). Unions and empty
+// structs are single fields. A type whose bytes do mean the same at
 // the receiver (a pointer used only as a token handed back to its sender)
 // is declared so:
 //
