@@ -318,18 +318,19 @@ private:
             copy_part(kept.data(), row{0, n}, to, tp);
             return;
         }
-        if (fp.length == tp.length && fp.length > 1) {  // block to block
-            for (std::size_t b = 0; b < fp.count; ++b)
+        if (fp.length == tp.length) {
+            if (fp.length == 1) {  // a column: no call per element (gather, below)
+                for (std::size_t b = 0; b < fp.count; ++b) to[tp.offset + b * tp.stride] = from[fp.offset + b * fp.stride];
+                return;
+            }
+            for (std::size_t b = 0; b < fp.count; ++b)  // block to block
                 std::copy_n(from + fp.offset + b * fp.stride, fp.length, to + tp.offset + b * tp.stride);
             return;
         }
-        // Element by element (a column, or blocks of other lengths), with
-        // no call per element (gather, below).
-        const T* s = from + fp.offset;
-        T* d = to + tp.offset;
-        std::size_t si = 0, di = 0;
+        // Blocks of other lengths: element by element.
+        std::size_t s = fp.offset, d = tp.offset, si = 0, di = 0;
         for (std::size_t k = 0; k < n; ++k) {
-            *d = *s;
+            to[d] = from[s];
             if (++si == fp.length) si = 0, s += fp.stride - fp.length + 1;
             else ++s;
             if (++di == tp.length) di = 0, d += tp.stride - tp.length + 1;
