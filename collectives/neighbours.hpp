@@ -367,6 +367,20 @@ private:
                               " receive buffers");
         for (int r : neighbours_)
             if (r != no_rank) detail::check_rank(r, group_size, "neighbour_exchange: neighbour");
+        // What goes out on one side of an axis comes in on the other: a
+        // rank that is its own neighbour on one side only would wait for
+        // ever for the row it sent the other neighbour.
+        const int me = comm_->rank();
+        for (std::size_t i = 0; i < n; i += 2) {
+            const bool before = neighbours_[i] == me, after = neighbours_[i + 1] == me;
+            if (before == after) continue;
+            const int other = before ? neighbours_[i + 1] : neighbours_[i];
+            throw usage_error("neighbour_exchange: rank " + std::to_string(me) + " is its own neighbour on side " +
+                              std::to_string(before ? i : i + 1) + " but " +
+                              (other == no_rank ? std::string("has none") : "has rank " + std::to_string(other)) +
+                              " on side " + std::to_string(before ? i + 1 : i) +
+                              ": a rank is its own neighbour on both sides of an axis or on neither");
+        }
     }
 
     // whole: exchange(), which finishes before the caller can touch a row.

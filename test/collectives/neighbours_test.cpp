@@ -254,6 +254,19 @@ TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
             std::vector<double> a(4), b(4);
             EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other}, {a}, {b}), csp::usage_error);  // not a pair
             EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other, 5}, {a, a}, {b, b}), csp::usage_error);
+            // Its own neighbour on one side only: it would wait for ever
+            // for the row it sent the other side.
+            for (const std::vector<int>& nbs : {std::vector<int>{c.rank(), other}, std::vector<int>{cc::no_rank, c.rank()}}) {
+                try {
+                    cc::make_neighbour_exchange<double>(c, nbs, {a, a}, {b, b}, cc::stream{nbs[0] == c.rank() ? 2u : 3u});
+                    ADD_FAILURE() << "a one-sided self neighbour was taken";
+                } catch (const csp::usage_error& e) {
+                    const std::string want = "rank " + std::to_string(c.rank()) + " is its own neighbour on side " +
+                                             (nbs[0] == c.rank() ? "0 but has rank " + std::to_string(other) + " on side 1"
+                                                                 : std::string("1 but has none on side 0"));
+                    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+                }
+            }
             // sendrecv with no_rank on one side, in another stream: the
             // failed sendrecv revoked stream 0 (collectives/revocation.hpp).
             std::vector<double> got(4, -1);
