@@ -306,28 +306,38 @@ private:
         return n;
     }
 
-    // Part fp at `from` to part tp at `to`, of as many elements.
-    static void copy_part(const T* from, const field_part& fp, T* to, const field_part& tp) {
-        const std::size_t n = fp.elements();
+    // Part `from_part` at `from` to part `to_part` at `to`, of as many
+    // elements: a strided part into a staging buffer and back (gather,
+    // scatter), or a self pair's part to part.
+    static void copy_part(const T* from, const field_part& from_part, T* to, const field_part& to_part) {
+        const std::size_t n = from_part.elements();
         if (n == 0) return;
         // Parts that share elements (a caller's mistake) are copied as a
         // receive would have: from what the source held before.
-        if (may_share(from, fp, to, tp)) {
+        if (may_share(from, from_part, to, to_part)) {
             std::vector<T> kept(n);
-            copy_part(from, fp, kept.data(), row{0, n});
-            copy_part(kept.data(), row{0, n}, to, tp);
+            copy_part(from, from_part, kept.data(), row{0, n});
+            copy_part(kept.data(), row{0, n}, to, to_part);
             return;
         }
+        // A part without gaps takes the other's blocks, so a row and a
+        // strided part copy block by block.
+        field_part fp = from_part, tp = to_part;
+        if (fp.contiguous()) fp = shaped_like(fp, tp);
+        else if (tp.contiguous()) tp = shaped_like(tp, fp);
         if (fp.length == tp.length) {
-            if (fp.length == 1) {  // a column: no call per element (gather, below)
+            // Blocks of one element (a column) are assigned: a copy_n of a
+            // length known only at run time is a call to memmove per
+            // element, which took a third of a 2-D exchange's time.
+            if (fp.length == 1) {
                 for (std::size_t b = 0; b < fp.count; ++b) to[tp.offset + b * tp.stride] = from[fp.offset + b * fp.stride];
                 return;
             }
-            for (std::size_t b = 0; b < fp.count; ++b)  // block to block
+            for (std::size_t b = 0; b < fp.count; ++b)
                 std::copy_n(from + fp.offset + b * fp.stride, fp.length, to + tp.offset + b * tp.stride);
             return;
         }
-        // Blocks of other lengths: element by element.
+        // Strided blocks of other lengths: element by element.
         std::size_t s = fp.offset, d = tp.offset, si = 0, di = 0;
         for (std::size_t k = 0; k < n; ++k) {
             to[d] = from[s];
@@ -336,6 +346,12 @@ private:
             if (++di == tp.length) di = 0, d += tp.stride - tp.length + 1;
             else ++d;
         }
+    }
+
+    // A part without gaps (p) as blocks of like's length, one after the
+    // other: the same elements when both parts hold as many.
+    static field_part shaped_like(const field_part& p, const field_part& like) {
+        return strided{p.offset, like.count, like.length, like.length};
     }
 
     // Whether parts p at a and q at b may share an element: their spans
@@ -486,27 +502,12 @@ private:
     }
 
     // A strided part of the field into its staging buffer, and back; the
-    // part was found inside the field by find_rows(). Blocks of one element
-    // (a column) are assigned: a copy_n of a length known only at run time
-    // is a call to memmove per element, which took a third of a 2-D
-    // exchange's time.
+    // part was found inside the field by find_rows().
     void gather(const field_part& p, std::vector<T>& staged) const {
-        const T* from = field_->data() + p.offset;
-        T* to = staged.data();
-        if (p.length == 1) {
-            for (std::size_t b = 0; b < p.count; ++b) to[b] = from[b * p.stride];
-            return;
-        }
-        for (std::size_t b = 0; b < p.count; ++b, from += p.stride, to += p.length) std::copy_n(from, p.length, to);
+        copy_part(field_->data(), p, staged.data(), row{0, staged.size()});
     }
     void scatter(const field_part& p, const std::vector<T>& staged) {
-        const T* from = staged.data();
-        T* to = field_->data() + p.offset;
-        if (p.length == 1) {
-            for (std::size_t b = 0; b < p.count; ++b) to[b * p.stride] = from[b];
-            return;
-        }
-        for (std::size_t b = 0; b < p.count; ++b, from += p.length, to += p.stride) std::copy_n(from, p.length, to);
+        copy_part(staged.data(), row{0, staged.size()}, field_->data(), p);
     }
 
     // Names each receive buffer for its row of this exchange (net
