@@ -254,19 +254,6 @@ TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
             std::vector<double> a(4), b(4);
             EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other}, {a}, {b}), csp::usage_error);  // not a pair
             EXPECT_THROW(cc::make_neighbour_exchange<double>(c, {other, 5}, {a, a}, {b, b}), csp::usage_error);
-            // Its own neighbour on one side only: it would wait for ever
-            // for the row it sent the other side.
-            for (const std::vector<int>& nbs : {std::vector<int>{c.rank(), other}, std::vector<int>{cc::no_rank, c.rank()}}) {
-                try {
-                    cc::make_neighbour_exchange<double>(c, nbs, {a, a}, {b, b}, cc::stream{nbs[0] == c.rank() ? 2u : 3u});
-                    ADD_FAILURE() << "a one-sided self neighbour was taken";
-                } catch (const csp::usage_error& e) {
-                    const std::string want = "rank " + std::to_string(c.rank()) + " is its own neighbour on side " +
-                                             (nbs[0] == c.rank() ? "0 but has rank " + std::to_string(other) + " on side 1"
-                                                                 : std::string("1 but has none on side 0"));
-                    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
-                }
-            }
             // sendrecv with no_rank on one side, in another stream: the
             // failed sendrecv revoked stream 0 (collectives/revocation.hpp).
             std::vector<double> got(4, -1);
@@ -283,6 +270,29 @@ TEST(halo_errors, a_buffer_too_small_or_a_wrong_neighbour_list_is_named) {
 // their rows until the deadlock report. Making the exchange now revokes its
 // stream at every rank: rank 0's first exchange throws, naming the cause,
 // and another stream goes on.
+// Regression: a rank listed as its own neighbour on one side of an axis
+// only waited for ever for the row it had sent the other side; the list is
+// now refused when the exchange is made, naming both sides.
+TEST(halo_errors, a_rank_its_own_neighbour_on_one_side_only_is_refused_not_left_waiting) {
+    csp::run([] {
+        cc::run_local(2, [](cc::local_communicator& c) {
+            const int other = 1 - c.rank();
+            std::vector<double> a(4), b(4);
+            for (const std::vector<int>& nbs : {std::vector<int>{c.rank(), other}, std::vector<int>{cc::no_rank, c.rank()}}) {
+                try {
+                    cc::make_neighbour_exchange<double>(c, nbs, {a, a}, {b, b}, cc::stream{nbs[0] == c.rank() ? 2u : 3u});
+                    ADD_FAILURE() << "a one-sided self neighbour was taken";
+                } catch (const csp::usage_error& e) {
+                    const std::string want = "rank " + std::to_string(c.rank()) + " is its own neighbour on side " +
+                                             (nbs[0] == c.rank() ? "0 but has rank " + std::to_string(other) + " on side 1"
+                                                                 : std::string("1 but has none on side 0"));
+                    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+                }
+            }
+        });
+    });
+}
+
 TEST(halo_errors, a_neighbour_outside_the_group_at_one_rank_fails_every_ranks_exchange) {
     std::vector<std::string> what(3);
     std::vector<int> sums(3);
