@@ -15,6 +15,7 @@
 // A user policy derives from ready_queue and is given to run() as a factory
 // (run_options::queue).
 #include <cstdint>
+#include <deque>
 #include <queue>
 #include <vector>
 
@@ -38,15 +39,32 @@ public:
     virtual bool empty() const = 0;
 };
 
+// While every queued instance has the same priority (always, in a graph
+// without priority metadata) the order is plain FIFO, kept in a deque; the
+// first push of another priority moves them all into a heap, which serves
+// until it empties. Both give the same order: by priority, then by `order`.
 class by_priority final : public ready_queue {
 public:
-    void push(const ready_task& t) override { q_.push(t); }
+    void push(const ready_task& t) override {
+        if (heap_.empty() && (fifo_.empty() || fifo_.front().priority == t.priority)) {
+            fifo_.push_back(t);
+            return;
+        }
+        for (const auto& f : fifo_) heap_.push(f);
+        fifo_.clear();
+        heap_.push(t);
+    }
     ready_task pop() override {
-        ready_task t = q_.top();
-        q_.pop();
+        if (heap_.empty()) {
+            ready_task t = fifo_.front();
+            fifo_.pop_front();
+            return t;
+        }
+        ready_task t = heap_.top();
+        heap_.pop();
         return t;
     }
-    bool empty() const override { return q_.empty(); }
+    bool empty() const override { return heap_.empty() && fifo_.empty(); }
 
 private:
     struct below {
@@ -54,7 +72,8 @@ private:
             return a.priority != b.priority ? a.priority < b.priority : a.order > b.order;
         }
     };
-    std::priority_queue<ready_task, std::vector<ready_task>, below> q_;
+    std::deque<ready_task> fifo_;  // empty whenever heap_ is not
+    std::priority_queue<ready_task, std::vector<ready_task>, below> heap_;
 };
 
 class newest_first final : public ready_queue {

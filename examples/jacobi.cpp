@@ -188,7 +188,7 @@ band_result run_graph(C& comm, const config& c) {
         graph.priority = [on_rank_edge](df::task_id g, int) -> std::int64_t { return on_rank_edge(g) ? 1 : 0; };
     else if (c.priority == "older")
         graph.priority = df::older_first;
-    df::run_options o{.workers = c.workers, .trace = c.gantt || !c.timeline.empty()};
+    df::run_options o{.workers = c.workers, .trace = c.gantt || !c.timeline.empty(), .time_bodies = c.stats};
     if (c.queue == "newest") o.queue = [] { return std::make_unique<df::newest_first>(); };
 
     cc::barrier(comm);

@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(cmake g++ make libboost-fiber1.81-dev libboost-context1.81-dev libboost1.81-dev
           libgtest-dev googletest libbenchmark-dev libcereal-dev libsodium-dev libucx-dev spin
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev libtbb-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -74,7 +74,7 @@ struct run_stats {
     std::uint64_t sent = 0;          // values sent to other ranks
     std::uint64_t received = 0;      // values received from other ranks
     std::uint64_t handed = 0;        // values handed over on this rank
-    std::int64_t busy_ns = 0;        // summed over workers: time in bodies
+    std::int64_t busy_ns = 0;        // summed over workers: time in bodies (run_options::time_bodies)
     std::int64_t elapsed_ns = 0;     // the whole run at this rank
 };
 
@@ -180,6 +180,7 @@ public:
     struct options {
         int workers = 1;
         bool trace = false;
+        bool time_bodies = false;  // implied by trace
         std::function<std::unique_ptr<ready_queue>()> queue;
         bool agree = true;
     };
@@ -187,6 +188,7 @@ public:
     engine(C& comm, const task_graph<V>& g, int steps, options o)
         : comm_(comm), g_(g), steps_(steps), opt_(std::move(o)), tag_(comm.next_tag(collectives::stream{})) {
         queue_ = opt_.queue ? opt_.queue() : std::make_unique<by_priority>();
+        opt_.time_bodies = opt_.time_bodies || opt_.trace;  // a trace's spans need the times
         graph_summary mine{g.tasks, steps, 0, {}};
         std::exception_ptr refused;
         try {
@@ -257,15 +259,17 @@ private:
     struct instance {
         std::vector<V> inputs;
         std::vector<char> filled;
+        std::vector<char> emitted;  // the body's outputs so far (task<V>)
         int missing = 0;
     };
+    using pending_map = std::map<int, instance>;  // by step
     struct local_task {
         task_id id = 0;
         task_edges edges;
         std::vector<route> routes;
         int next_step = 0;       // the step to run next
         bool queued = false;     // an instance is in the ready queue or running
-        std::map<int, instance> pending;
+        pending_map pending;
     };
 
     // Checks both sides of every edge of this rank's tasks, and that no
@@ -414,11 +418,20 @@ private:
     std::string name(task_id id) const { return g_.name ? g_.name(id) : "task " + std::to_string(id); }
 
     instance& instance_locked(local_task& t, int step) {
-        auto [it, fresh] = t.pending.try_emplace(step);
-        if (fresh) {
+        auto it = t.pending.find(step);
+        if (it == t.pending.end()) {
+            if (shelf_.empty()) {
+                it = t.pending.try_emplace(step).first;
+            } else {
+                auto node = std::move(shelf_.back());
+                shelf_.pop_back();
+                node.key() = step;
+                it = t.pending.insert(std::move(node)).position;
+            }
             instance& in = it->second;
             in.inputs.resize(t.edges.inputs.size());
             in.filled.assign(t.edges.inputs.size(), 0);
+            in.missing = 0;
             // An input whose producer step would come before step 0 holds
             // the initial value instead.
             for (std::size_t i = 0; i < t.edges.inputs.size(); ++i) {
@@ -531,17 +544,17 @@ private:
 
     void run_one(int w, const ready_task& r) {
         const std::size_t i = index_.at(r.id);
-        instance in;
+        typename pending_map::node_type node;
         {
             std::lock_guard lk(lock_);
-            auto it = local_[i].pending.find(r.step);
-            in = std::move(it->second);
-            local_[i].pending.erase(it);
+            node = local_[i].pending.extract(r.step);
         }
-        const auto start = now_ns();
+        instance& in = node.mapped();
+        in.emitted.assign(local_[i].edges.outputs.size(), 0);
+        const auto start = opt_.time_bodies ? now_ns() : 0;
         emitter out(*this, i, r.step);
         try {
-            task<V> t(r.id, r.step, steps_, in.inputs, local_[i].edges, out);
+            task<V> t(r.id, r.step, steps_, in.inputs, local_[i].edges, out, in.emitted);
             g_.body(t);
             if (auto miss = t.missing(); !miss.empty())
                 throw usage_error("task graph: " + name(r.id) + " step " + std::to_string(r.step) +
@@ -551,10 +564,12 @@ private:
             fail(std::current_exception(), name(r.id) + " step " + std::to_string(r.step), true);
             return;
         }
-        const auto end = now_ns();
+        const auto end = opt_.time_bodies ? now_ns() : 0;
+        in.inputs.clear();  // what the body left of its inputs goes now, outside the lock
         bool wake_one = false, done = false;
         {
             std::lock_guard lk(lock_);
+            if (shelf_.size() < max_shelved) shelf_.push_back(std::move(node));
             ++stats_.instances;
             stats_.busy_ns += end - start;
             if (opt_.trace) trace_.tasks.push_back(task_span{r.id, r.step, comm_.rank(), w, start, end});
@@ -695,6 +710,10 @@ private:
 
     mutable std::mutex lock_;  // everything below
     std::vector<local_task> local_;
+    // Map nodes of finished instances, their vectors' capacity kept, for the
+    // next instances: a step of a task then allocates nothing of its own.
+    static constexpr std::size_t max_shelved = 256;
+    std::vector<typename pending_map::node_type> shelf_;
     std::unordered_map<task_id, std::size_t> index_;
     std::unique_ptr<ready_queue> queue_;
     std::uint64_t order_ = 0;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -547,6 +548,41 @@ TEST(reruns, a_graph_runs_again_on_the_same_communicator_between_collectives) {
     EXPECT_EQ(sums[0], sums[1]);
     EXPECT_EQ(sums[1], sums[2]);
     EXPECT_EQ(sums[0], ((((0) * 3 + 9) * 3 + 9 * 6) * 3 + 9 * 6));
+}
+
+TEST(run_stats, body_time_is_summed_when_asked_and_left_zero_otherwise) {
+    // Two independent tasks of 3 steps whose bodies each spin 300 us.
+    df::task_graph<int> g{
+        .tasks = 2,
+        .owner = [](df::task_id) { return 0; },
+        .edges =
+            [](df::task_id t) {
+                df::task_edges e;
+                e.inputs.push_back({t, 1});
+                e.outputs.push_back({t, 1});
+                return e;
+            },
+        .body =
+            [](df::task<int>& t) {
+                const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(300);
+                while (std::chrono::steady_clock::now() < until) {
+                }
+                t.emit(0, t.input(0) + 1);
+            },
+    };
+    df::run_stats timed, untimed;
+    csp::run([&] {
+        cc::run_local(1, [&](cc::local_communicator& comm) {
+            timed = df::run(comm, g, 3, {.time_bodies = true});
+            untimed = df::run(comm, g, 3);
+        });
+    });
+    EXPECT_EQ(timed.instances, 6u);
+    EXPECT_EQ(untimed.instances, 6u);
+    EXPECT_GE(timed.busy_ns, 6 * 300'000);
+    EXPECT_LE(timed.busy_ns, timed.elapsed_ns);
+    EXPECT_EQ(untimed.busy_ns, 0);
+    EXPECT_GE(untimed.elapsed_ns, 6 * 300'000);
 }
 
 }  // namespace
