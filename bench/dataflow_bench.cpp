@@ -63,21 +63,27 @@ df::task_edges stencil_edges(df::task_id g) {
     return e;
 }
 
-// Runs the stencil with `threads` runtime threads and as many workers, and
-// returns the seconds it took (the graph's run alone).
+// Runs the stencil once per benchmark iteration with `threads` runtime
+// threads and as many workers, timing the graph's run alone, and reports it
+// as `name`.
 template <class V>
-double run_graph(int threads, df::task_graph<V>& g) {
+void time_graph(benchmark::State& state, int threads, const df::task_graph<V>& g, const std::string& name) {
     double seconds = 0;
-    csp::run(
-        [&] {
-            cc::run_local(1, [&](cc::local_communicator& comm) {
-                const auto t0 = std::chrono::steady_clock::now();
-                df::run(comm, g, steps, {.workers = threads, .agree = false});
-                seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            });
-        },
-        {.threads = static_cast<std::size_t>(threads)});
-    return seconds;
+    for (auto _ : state) {
+        double s = 0;
+        csp::run(
+            [&] {
+                cc::run_local(1, [&](cc::local_communicator& comm) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    df::run(comm, g, steps, {.workers = threads, .agree = false});
+                    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                });
+            },
+            {.threads = static_cast<std::size_t>(threads)});
+        seconds += s;
+        state.SetIterationTime(s);
+    }
+    report(state, seconds, name);
 }
 
 void stencil_graph(benchmark::State& state) {
@@ -96,14 +102,8 @@ void stencil_graph(benchmark::State& state) {
             },
         .initial = [](df::task_id id, std::size_t, int) { return static_cast<std::int64_t>(id); },
     };
-    double seconds = 0;
-    for (auto _ : state) {
-        const double s = run_graph(threads, g);
-        seconds += s;
-        state.SetIterationTime(s);
-    }
+    time_graph(state, threads, g, "stencil/graph/threads:" + std::to_string(threads));
     benchmark::DoNotOptimize(total);
-    report(state, seconds, "stencil/graph/threads:" + std::to_string(threads));
 }
 
 void stencil_graph_vector(benchmark::State& state) {
@@ -124,14 +124,8 @@ void stencil_graph_vector(benchmark::State& state) {
             },
         .initial = [](df::task_id id, std::size_t, int) { return V(128, static_cast<double>(id)); },
     };
-    double seconds = 0;
-    for (auto _ : state) {
-        const double s = run_graph(1, g);
-        seconds += s;
-        state.SetIterationTime(s);
-    }
+    time_graph(state, 1, g, "stencil/graph_vector");
     benchmark::DoNotOptimize(total);
-    report(state, seconds, "stencil/graph_vector");
 }
 
 #if CSP_BENCH_WITH_TBB

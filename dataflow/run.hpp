@@ -53,7 +53,7 @@ run_stats run(C& comm, const task_graph<V>& graph, int steps, const run_options&
     o.workers = options.workers > 0 ? options.workers
                                     : static_cast<int>(std::max<std::size_t>(1, this_process::runtime_threads()));
     o.trace = options.trace || trace != nullptr;
-    o.time_bodies = options.time_bodies || o.trace;
+    o.time_bodies = options.time_bodies;
     o.queue = options.queue;
     o.agree = options.agree;
     detail::engine<C, V> e(comm, graph, steps, std::move(o));

@@ -48,6 +48,7 @@
 //     body may do any of those).
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,14 +108,14 @@ public:
     // `emitted` holds one zero per output; the engine owns it, so that an
     // instance allocates nothing for its bookkeeping.
     task(task_id id, int step, int steps, std::vector<V>& inputs, const task_edges& edges,
-         detail::output_sink<V>& sink, std::vector<char>& emitted)
+         detail::output_sink<V>& sink, std::span<char> emitted)
         : id_(id),
           step_(step),
           steps_(steps),
           inputs_(&inputs),
           edges_(&edges),
           sink_(&sink),
-          emitted_(&emitted) {}
+          emitted_(emitted) {}
 
     task_id id() const noexcept { return id_; }
     int step() const noexcept { return step_; }
@@ -134,22 +135,22 @@ public:
     // Sends `value` on output i as listed in edges(id).outputs; once per
     // output and step.
     void emit(std::size_t i, V value) {
-        if (i >= emitted_->size())
+        if (i >= emitted_.size())
             throw usage_error("task " + std::to_string(id_) + " emits on output " + std::to_string(i) + " of " +
-                              std::to_string(emitted_->size()));
-        if ((*emitted_)[i])
+                              std::to_string(emitted_.size()));
+        if (emitted_[i])
             throw usage_error("task " + std::to_string(id_) + " (step " + std::to_string(step_) +
                               ") emits twice on output " + std::to_string(i) + " (to task " +
                               std::to_string(edges_->outputs[i].to) + ")");
-        (*emitted_)[i] = 1;
+        emitted_[i] = 1;
         sink_->put(i, std::move(value));
     }
 
     // The outputs not emitted yet (the engine checks after the body).
     std::vector<std::size_t> missing() const {
         std::vector<std::size_t> out;
-        for (std::size_t i = 0; i < emitted_->size(); ++i)
-            if (!(*emitted_)[i]) out.push_back(i);
+        for (std::size_t i = 0; i < emitted_.size(); ++i)
+            if (!emitted_[i]) out.push_back(i);
         return out;
     }
 
@@ -160,7 +161,7 @@ private:
     std::vector<V>* inputs_;
     const task_edges* edges_;
     detail::output_sink<V>* sink_;
-    std::vector<char>* emitted_;
+    std::span<char> emitted_;
 };
 
 template <class V>
