@@ -524,9 +524,14 @@ private:
         return true;
     }
 
+    // Pops a ready instance and takes its node out of its task's pending
+    // map in the same locked section (the lock is the engine's contended
+    // resource at two workers and more: each acquisition counts).
     void work(int w) {
         for (;;) {
             ready_task next;
+            std::size_t i = 0;
+            typename pending_map::node_type node;
             {
                 std::unique_lock lk(lock_);
                 while (queue_->empty() && !finished_ && !failed_) {
@@ -537,18 +542,14 @@ private:
                 }
                 if (finished_ || failed_) return;
                 next = queue_->pop();
+                i = index_.at(next.id);
+                node = local_[i].pending.extract(next.step);
             }
-            run_one(w, next);
+            run_one(w, next, i, std::move(node));
         }
     }
 
-    void run_one(int w, const ready_task& r) {
-        const std::size_t i = index_.at(r.id);
-        typename pending_map::node_type node;
-        {
-            std::lock_guard lk(lock_);
-            node = local_[i].pending.extract(r.step);
-        }
+    void run_one(int w, const ready_task& r, std::size_t i, typename pending_map::node_type node) {
         instance& in = node.mapped();
         in.emitted.assign(local_[i].edges.outputs.size(), 0);
         const auto start = opt_.time_bodies ? now_ns() : 0;
