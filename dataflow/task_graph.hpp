@@ -38,8 +38,8 @@
 //     step s finished), so one edge's values arrive in step order;
 //   - at a step s < k a lag-k input has no producer step: it holds
 //     `initial(consumer, input index, s)` (V{} without `initial`); at a step s with
-//     s + k >= steps a lag-k output has no consumer step and what is emitted
-//     on it is dropped;
+//     s + k >= steps a lag-k output has no consumer step: what is emitted
+//     on it is dropped, and the body may leave it out;
 //   - `priority(id, step)` is metadata: among ready tasks the higher runs
 //     first (ready_queue.hpp). It never changes a result, since a task runs
 //     only once every input it names is there;
@@ -146,11 +146,14 @@ public:
         sink_->put(i, std::move(value));
     }
 
-    // The outputs not emitted yet (the engine checks after the body).
+    // The outputs not emitted yet whose consumer instance exists (the engine
+    // checks after the body). A lagged output of one of the last steps has
+    // none (step + lag is past the run): emitting on it is allowed and drops
+    // the value, leaving it out is no error.
     std::vector<std::size_t> missing() const {
         std::vector<std::size_t> out;
         for (std::size_t i = 0; i < emitted_.size(); ++i)
-            if (!emitted_[i]) out.push_back(i);
+            if (!emitted_[i] && static_cast<std::int64_t>(step_) + edges_->outputs[i].lag < steps_) out.push_back(i);
         return out;
     }
 

@@ -326,6 +326,60 @@ TEST(failing_graph_body, a_missing_or_repeated_output_is_an_error_naming_the_edg
     EXPECT_NE(what[1].find("task 2 (step 0) emits twice on output 0 (to task 2)"), std::string::npos) << what[1];
 }
 
+// Regression (a_lagged_output_without_a_consumer_may_be_left_out): a body was
+// refused for leaving out a lagged output at one of the last steps, where
+// the value has no consumer instance and is dropped anyway, so a body that
+// hands its last state to the caller had to emit a dummy in its place.
+TEST(task_graph_body, a_lagged_output_without_a_consumer_may_be_left_out) {
+    // One task, x(s) = x(s-1) + x(s-2), x(-1) = 1, x(-2) = 0: x(s) = F(s + 2).
+    const int steps = 10;
+    std::int64_t last = -1;
+    std::vector<int> emitted(steps, 0);
+    df::task_graph<std::int64_t> g{
+        .tasks = 1,
+        .owner = [](df::task_id) { return 0; },
+        .edges = [](df::task_id) { return df::task_edges{{{0, 1}, {0, 2}}, {{0, 1}, {0, 2}}}; },
+        .body =
+            [&](df::task<std::int64_t>& t) {
+                const std::int64_t x = t.input(0) + t.input(1);
+                const int s = t.step();
+                if (s + 1 < steps) t.emit(0, std::int64_t{x}), ++emitted[s];
+                if (s + 2 < steps) t.emit(1, std::int64_t{x}), ++emitted[s];
+                if (t.last_step()) last = x;
+            },
+        .initial = [](df::task_id, std::size_t input, int step) -> std::int64_t {
+            return input == 0 || step == 1 ? 1 : 0;  // x(-1), or x(-2) at step 0
+        },
+    };
+    csp::run([&] {
+        cc::run_local(1, [&](cc::local_communicator& comm) {
+            const auto st = df::run(comm, g, steps);
+            EXPECT_EQ(st.instances, static_cast<std::uint64_t>(steps));
+            EXPECT_EQ(st.handed, static_cast<std::uint64_t>(2 * steps - 3));
+        });
+    });
+    EXPECT_EQ(last, 89);  // F(11)
+    EXPECT_EQ(emitted[steps - 3], 2);
+    EXPECT_EQ(emitted[steps - 2], 1);
+    EXPECT_EQ(emitted[steps - 1], 0);
+
+    // A left-out output whose consumer instance exists is still an error.
+    g.body = [&](df::task<std::int64_t>& t) {
+        if (t.step() + 1 < steps) t.emit(0, std::int64_t{1});
+    };
+    std::string what;
+    csp::run([&] {
+        cc::run_local(1, [&](cc::local_communicator& comm) {
+            try {
+                df::run(comm, g, steps);
+            } catch (const csp::usage_error& e) {
+                what = e.what();
+            }
+        });
+    });
+    EXPECT_NE(what.find("task 0 step 0 returned without emitting output 1 (to task 0)"), std::string::npos) << what;
+}
+
 // Each rank's usage_error from running `g` for `steps` on `ranks` ranks as
 // fibers ("" where run() returned).
 std::vector<std::string> errors_of_run(const df::task_graph<int>& g, int ranks, int steps,
