@@ -9,6 +9,10 @@
 //   stencil/graph/threads:N     ns per instance, this project (values are
 //                               int64 handed along the edges; N runtime
 //                               threads, N workers)
+//   stencil/graph_one_worker/threads:2
+//                               one worker on two runtime threads: a lone
+//                               process that yields between bodies, with
+//                               an idle worker that could take it
 //   stencil/tbb_flow/threads:N  ns per node run, oneTBB: one continue_node per
 //                               (task, step), built once outside the timing,
 //                               values in a shared array; N threads
@@ -64,10 +68,11 @@ df::task_edges stencil_edges(df::task_id g) {
 }
 
 // Runs the stencil once per benchmark iteration with `threads` runtime
-// threads and as many workers, timing the graph's run alone, and reports it
+// threads and `workers` workers, timing the graph's run alone, and reports it
 // as `name`.
 template <class V>
-void time_graph(benchmark::State& state, int threads, const df::task_graph<V>& g, const std::string& name) {
+void time_graph(benchmark::State& state, int threads, int workers, const df::task_graph<V>& g,
+                const std::string& name) {
     double seconds = 0;
     for (auto _ : state) {
         double s = 0;
@@ -75,7 +80,7 @@ void time_graph(benchmark::State& state, int threads, const df::task_graph<V>& g
             [&] {
                 cc::run_local(1, [&](cc::local_communicator& comm) {
                     const auto t0 = std::chrono::steady_clock::now();
-                    df::run(comm, g, steps, {.workers = threads, .agree = false});
+                    df::run(comm, g, steps, {.workers = workers, .agree = false});
                     s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 });
             },
@@ -86,8 +91,7 @@ void time_graph(benchmark::State& state, int threads, const df::task_graph<V>& g
     report(state, seconds, name);
 }
 
-void stencil_graph(benchmark::State& state) {
-    const int threads = static_cast<int>(state.range(0));
+void stencil_graph_on(benchmark::State& state, int threads, int workers, const std::string& name) {
     std::int64_t total = 0;
     df::task_graph<std::int64_t> g{
         .tasks = tasks,
@@ -102,8 +106,18 @@ void stencil_graph(benchmark::State& state) {
             },
         .initial = [](df::task_id id, std::size_t, int) { return static_cast<std::int64_t>(id); },
     };
-    time_graph(state, threads, g, "stencil/graph/threads:" + std::to_string(threads));
+    time_graph(state, threads, workers, g, name);
     benchmark::DoNotOptimize(total);
+}
+
+void stencil_graph(benchmark::State& state) {
+    const int threads = static_cast<int>(state.range(0));
+    stencil_graph_on(state, threads, threads, "stencil/graph/threads:" + std::to_string(threads));
+}
+
+void stencil_graph_one_worker(benchmark::State& state) {
+    const int threads = static_cast<int>(state.range(0));
+    stencil_graph_on(state, threads, 1, "stencil/graph_one_worker/threads:" + std::to_string(threads));
 }
 
 void stencil_graph_vector(benchmark::State& state) {
@@ -124,7 +138,7 @@ void stencil_graph_vector(benchmark::State& state) {
             },
         .initial = [](df::task_id id, std::size_t, int) { return V(128, static_cast<double>(id)); },
     };
-    time_graph(state, 1, g, "stencil/graph_vector");
+    time_graph(state, 1, 1, g, "stencil/graph_vector");
     benchmark::DoNotOptimize(total);
 }
 
@@ -196,6 +210,7 @@ void stencil_loop(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(stencil_graph)->Name("stencil/graph")->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime();
+BENCHMARK(stencil_graph_one_worker)->Name("stencil/graph_one_worker")->ArgName("threads")->Arg(2)->UseManualTime();
 BENCHMARK(stencil_graph_vector)->Name("stencil/graph_vector")->UseManualTime();
 #if CSP_BENCH_WITH_TBB
 BENCHMARK(stencil_tbb_flow)->Name("stencil/tbb_flow")->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime();

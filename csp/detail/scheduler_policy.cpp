@@ -66,6 +66,7 @@ void end_turn() noexcept {
 turn_state* this_thread_turn_state() noexcept { return &this_thread_turn; }
 
 bool lone_yield() noexcept {
+    if (worker_policy* w = this_thread_worker) return w->lone_yield();
     // one_thread_policy (runtime_core.hpp) is only ever a single_thread_policy.
     auto* p = static_cast<single_thread_policy*>(one_thread_policy);
     return p != nullptr && p->lone_yield();
@@ -337,6 +338,19 @@ context* worker_policy::take_local() noexcept {
     return nullptr;
 }
 
+bool worker_policy::lone_yield() noexcept {
+    // The caller is running on this worker, so it is a process or the
+    // thread's main context, never the dispatcher.
+    if (next_.load(std::memory_order_relaxed) != nullptr || main_ != nullptr || queue_.top_level() >= 0 ||
+        pool_->injected_level() >= 0 || busy_poll_.forced() || woken_remotely_.load(std::memory_order_relaxed) ||
+        ++lone_yields_ >= tuning::dispatch_interval) {
+        lone_yields_ = 0;
+        return false;
+    }
+    this_thread_turn.ops = 0;  // as if picked again: a new turn
+    return true;
+}
+
 context* worker_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
     picks_.store(picks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -344,12 +358,14 @@ context* worker_policy::pick_next() noexcept {
     if (dispatcher_ &&
         (busy_poll_.forced() || turn_given_up || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
         picks_since_dispatch_ = 0;
+        woken_remotely_.store(false, std::memory_order_relaxed);
         return std::exchange(dispatcher_, nullptr);
     }
     context* ctx = take_local();
     if (ctx == nullptr) ctx = pool_->steal_for(this);
     if (ctx == nullptr) {
         picks_since_dispatch_ = 0;
+        woken_remotely_.store(false, std::memory_order_relaxed);
         return std::exchange(dispatcher_, nullptr);
     }
     // Through the scheduler, not context::active(): the active fiber may be
@@ -374,6 +390,9 @@ time_point worker_policy::sleep_limit() noexcept {
 
 void worker_policy::suspend_until(time_point const& t) noexcept { pool_->idle().idle(*this, t); }
 
-void worker_policy::notify() noexcept { pool_->idle().notify(*this); }
+void worker_policy::notify() noexcept {
+    woken_remotely_.store(true, std::memory_order_relaxed);
+    pool_->idle().notify(*this);
+}
 
 }  // namespace csp::detail

@@ -43,8 +43,9 @@ turn_state* this_thread_turn_state() noexcept;
 // Yields the caller's worker if the caller is a process (scheduler_policy.cpp).
 void end_turn() noexcept;
 
-// csp::yield()'s shortcut: true if the caller is alone on a one-thread
-// runtime and may go on at once (single_thread_policy::lone_yield).
+// csp::yield()'s shortcut: true if nothing else is ready on the caller's
+// thread of its runtime, so that it may go on at once
+// (single_thread_policy::lone_yield, worker_policy::lone_yield).
 bool lone_yield() noexcept;
 
 inline void count_turn_op() noexcept {

@@ -177,9 +177,41 @@ TEST(yield, is_true_on_two_workers_when_more_processes_than_workers_yield) {
     EXPECT_GT(saw_others.load(), 0);
 }
 
-// A yield with nothing else ready returns at once (the one-thread policy's
-// shortcut), but a sleeping process's timer and a process woken from a
-// plain thread still get their turn: a loop that yields until they act
+
+// Regression (a_lone_yield_on_two_workers_took_a_round_through_the_scheduler):
+// on a runtime of several threads every yield went through Boost's round:
+// the process was queued where other workers may steal it, the idle worker
+// was told of new work and spun on that queue, and the process was picked
+// again, 340-390 ns a yield against 4.5 on one thread (a task graph's lone
+// worker paid 630 ns per instance for it, 206 after). A yield with nothing
+// else ready on its worker now goes on at once there too; the round is
+// still taken every 64th time (timers, the busy poll). Counted by the
+// worker's picks (detail/turn.hpp): one per round.
+TEST(yield, a_lone_yield_on_two_workers_took_a_round_through_the_scheduler) {
+    constexpr int rounds = 10000;
+    std::uint64_t picks = 0;
+    int moves = 0, alone = 0;
+    csp_test::run_watched(
+        [&] {
+            for (int i = 0; i < rounds; ++i) {
+                csp::detail::turn_state* const before = csp::detail::this_thread_turn_state();
+                const std::uint64_t picked = before->picks;
+                alone += csp::yield() ? 0 : 1;
+                csp::detail::turn_state* const after = csp::detail::this_thread_turn_state();
+                if (after == before) picks += after->picks - picked;
+                else ++picks, ++moves;
+            }
+        },
+        {.threads = 2});
+    EXPECT_LE(picks, static_cast<std::uint64_t>(rounds / 32));  // 156: every 64th
+    EXPECT_LE(moves, rounds / 100);
+    EXPECT_GE(alone, rounds - rounds / 50);
+}
+
+// A yield with nothing else ready on its worker returns at once (the
+// policies' lone_yield shortcut), but a sleeping process's timer and a
+// process woken from a plain thread still get their turn, on one worker
+// thread or two: a loop that yields until they act
 // ends, and the yields made while it was alone said so. The loops are
 // bounded by time, not by a count: a lone yield takes a few nanoseconds, so
 // busy_limit of them is over before a loaded machine's plain thread has
@@ -187,7 +219,9 @@ TEST(yield, is_true_on_two_workers_when_more_processes_than_workers_yield) {
 // wait a deadlock.
 constexpr auto give_up_after = 10s;
 
-TEST(yield, a_lone_yield_still_lets_a_timer_fire) {
+class lone_yield : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(lone_yield, still_lets_a_timer_fire) {
     bool woke = false;
     std::uint64_t alone = 0, yields = 0;
     csp_test::run_watched([&] {
@@ -203,13 +237,13 @@ TEST(yield, a_lone_yield_still_lets_a_timer_fire) {
                     alone += csp::yield() ? 0 : 1;
                 }
             });
-    });
+    }, {.threads = GetParam()});
     EXPECT_TRUE(woke);
     EXPECT_GT(yields, 100);
     EXPECT_GE(alone + 2, yields);  // others ran at most twice: the sleeper's start and its wake
 }
 
-TEST(yield, a_lone_yield_still_lets_a_process_woken_from_another_thread_run) {
+TEST_P(lone_yield, still_lets_a_process_woken_from_another_thread_run) {
     constexpr int messages = 200;
     int got = 0;
     csp_test::run_watched([&] {
@@ -228,9 +262,12 @@ TEST(yield, a_lone_yield_still_lets_a_process_woken_from_another_thread_run) {
                 while (!done && std::chrono::steady_clock::now() < give_up) (void)csp::yield();
             });
         outside.join();
-    });
+    }, {.threads = GetParam()});
     EXPECT_EQ(got, messages);
 }
+
+INSTANTIATE_TEST_SUITE_P(workers, lone_yield, ::testing::Values(std::size_t{1}, std::size_t{2}),
+                         [](const auto& info) { return std::to_string(info.param) + "_threads"; });
 
 INSTANTIATE_TEST_SUITE_P(workers, turn, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}),
                          [](const auto& info) { return std::to_string(info.param) + "_threads"; });
