@@ -30,6 +30,9 @@ bool yield() {
 
 void yield_to_io() {
     if (auto* clock = detail::busy_poll_of_this_thread) clock->force(detail::tuning::yield_to_io_gap);
+    // A look that is not due yet (the last is under the gap old) and nothing
+    // else ready: the round would only pick the caller again.
+    if (detail::lone_yield()) return;
     const detail::exception_state own;
     boost::this_fiber::yield();
 }

@@ -24,9 +24,13 @@ thread_local worker_policy* this_thread_worker = nullptr;
 // A non-blocking poll of the runtime's idle poller, if it is time for one.
 // Costs one atomic load when the runtime has no poller.
 void busy_poll(runtime_core* rt, busy_poll_clock& clock) noexcept {
+    if (!fiber::is_dispatcher(context::active())) return;
+    // The clock is read even with no event source to look at: a look asked
+    // for (csp::yield_to_io) is then spent here, not left pending, where it
+    // would send every later pick through the dispatcher and keep lone
+    // yields from their shortcut.
     idle_poller* p = rt->idle_poller();
-    if (p == nullptr || !fiber::is_dispatcher(context::active())) return;
-    if (clock.due()) p->poll_until(time_point{});
+    if (clock.due() && p != nullptr) p->poll_until(time_point{});
 }
 
 // Handoff.hpp step 3: whether `ctx` may be resumed now, claiming it if so.

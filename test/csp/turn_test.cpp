@@ -221,6 +221,29 @@ constexpr auto give_up_after = 10s;
 
 class lone_yield : public ::testing::TestWithParam<std::size_t> {};
 
+// Regression (a_yield_to_io_between_looks_took_a_round_through_the_scheduler):
+// csp::yield_to_io() took Boost's round at every call, though the look at
+// the event sources it asks for is made at most once per yield_to_io_gap
+// and the round otherwise only picked the caller again (a task graph's
+// worker calls it after every body over TCP). Between looks, with nothing
+// else ready, it now goes on at once as yield() does.
+TEST_P(lone_yield, a_yield_to_io_between_looks_took_a_round_through_the_scheduler) {
+    constexpr int rounds = 10000;
+    std::uint64_t picks = 0;
+    csp_test::run_watched(
+        [&] {
+            for (int i = 0; i < rounds; ++i) {
+                csp::detail::turn_state* const before = csp::detail::this_thread_turn_state();
+                const std::uint64_t picked = before->picks;
+                csp::yield_to_io();
+                csp::detail::turn_state* const after = csp::detail::this_thread_turn_state();
+                picks += after == before ? after->picks - picked : 1;
+            }
+        },
+        {.threads = GetParam()});
+    EXPECT_LE(picks, static_cast<std::uint64_t>(rounds / 16));
+}
+
 TEST_P(lone_yield, still_lets_a_timer_fire) {
     bool woke = false;
     std::uint64_t alone = 0, yields = 0;
