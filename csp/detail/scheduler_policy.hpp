@@ -25,9 +25,9 @@
 //     anything for a while (it runs one long process).
 //   - a yield with nothing else ready on its worker goes on at once, as on
 //     one thread (lone_yield): it is no work for anyone else to take.
-//   - queuing work wakes a sleeping worker only when the queue holds more
-//     than the one fiber its owner will probably run next, and no worker is
-//     already looking for work (idle_protocol::work_added). A sleeping worker
+//   - queuing work wakes a sleeping worker only when no worker is already
+//     looking for work and no wake-up is on its way
+//     (idle_protocol::work_added). A sleeping worker
 //     wakes every tuning::busy_watch while another holds work, so a fiber
 //     behind a long-running process is taken over without a wake-up per push.
 #include <atomic>
