@@ -55,6 +55,18 @@ bool next_turn() noexcept {
     return std::exchange(this_thread_turn.ended, false);
 }
 
+// Both policies' lone_yield, once they have looked: the caller goes on at
+// once unless `others` (something else ready, a forced poll, a remote wake)
+// or this is the tuning::dispatch_interval-th lone yield in a row.
+bool go_on_alone(bool others, unsigned& lone_yields) noexcept {
+    if (others || ++lone_yields >= tuning::dispatch_interval) {
+        lone_yields = 0;
+        return false;
+    }
+    this_thread_turn.ops = 0;  // as if picked again: a new turn
+    return true;
+}
+
 }  // namespace
 
 // ---- turns (turn.hpp) ------------------------------------------------------------
@@ -122,13 +134,8 @@ context* single_thread_policy::pick_next() noexcept {
 bool single_thread_policy::lone_yield() noexcept {
     // The caller is running, so it is a process or the thread's main context,
     // never the dispatcher (which does not yield).
-    if (!ready_.empty() || busy_poll_.forced() || woken_remotely_.load(std::memory_order_relaxed) ||
-        ++lone_yields_ >= tuning::dispatch_interval) {
-        lone_yields_ = 0;
-        return false;
-    }
-    this_thread_turn.ops = 0;  // as if picked again: a new turn
-    return true;
+    return go_on_alone(!ready_.empty() || busy_poll_.forced() || woken_remotely_.load(std::memory_order_relaxed),
+                       lone_yields_);
 }
 
 bool single_thread_policy::has_ready_fibers() const noexcept {
@@ -346,14 +353,10 @@ context* worker_policy::take_local() noexcept {
 bool worker_policy::lone_yield() noexcept {
     // The caller is running on this worker, so it is a process or the
     // thread's main context, never the dispatcher.
-    if (next_.load(std::memory_order_relaxed) != nullptr || main_ != nullptr || queue_.top_level() >= 0 ||
-        pool_->injected_level() >= 0 || busy_poll_.forced() || woken_remotely_.load(std::memory_order_relaxed) ||
-        ++lone_yields_ >= tuning::dispatch_interval) {
-        lone_yields_ = 0;
-        return false;
-    }
-    this_thread_turn.ops = 0;  // as if picked again: a new turn
-    return true;
+    return go_on_alone(next_.load(std::memory_order_relaxed) != nullptr || main_ != nullptr ||
+                           queue_.top_level() >= 0 || pool_->injected_level() >= 0 || busy_poll_.forced() ||
+                           woken_remotely_.load(std::memory_order_relaxed),
+                       lone_yields_);
 }
 
 context* worker_policy::pick_next() noexcept {
