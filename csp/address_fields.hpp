@@ -19,16 +19,26 @@
 //     array, which no conversion can make), so in T{leaf, leaf, ...} brace
 //     elision descends into every nested aggregate and array, and each leaf
 //     initialises one scalar (or non-aggregate) field. The largest n for
-//     which T{leaf x n} is well-formed is the number of such fields.
-//   - non_address_leaf: the same, but converts to no address and no view.
-//     T{non_address_leaf x n} is well-formed iff none of the n fields is one.
+//     which T{leaf x n} is well-formed is the number of such fields. (The
+//     smallest is 1, or one past the last reference field: a reference
+//     cannot be left out. The count starts from the smallest.)
+//   - non_address_leaf: the same, but converts to no address, no view and
+//     no reference. T{non_address_leaf x n} is well-formed iff none of the
+//     n fields is one. A reference field is an address too (its bytes are
+//     the referent's), and is told from a value field by how a conversion
+//     binds to it: the leaf yields only an xvalue of a non-const type, which
+//     initialises a value field (const or not) but cannot bind a non-const
+//     lvalue reference; and a const lvalue reference binds directly to the
+//     leaf's deleted conversion to `const U&`, chosen before any temporary
+//     is considered.
 //
 // What cannot be seen is let through, never refused: a class with
 // constructors or private fields (it is not an aggregate; its own fields
 // are hidden), an aggregate of more than max_examined fields (arrays
-// counted element by element), a reference field (a leaf binds to it as to
-// the value it refers to), and an aggregate whose fields cannot be counted
-// (one before the last cannot be value-initialised). Unions and empty
+// counted element by element), an rvalue reference field, a reference field
+// past the first first_examined fields, and an aggregate whose fields
+// cannot be counted (one before the last cannot be
+// value-initialised). Unions and empty
 // structs are single fields. A type whose bytes do mean the same at
 // the receiver (a pointer used only as a token handed back to its sender)
 // is declared so:
@@ -52,6 +62,10 @@ namespace detail::address_fields {
 // Aggregates of more leaf fields than this are not examined: each count
 // instantiates initialiser lists of that length.
 inline constexpr std::size_t max_examined = 1024;
+// T{leaf x n} is tried for n = 1, 2, ... up to this many until one is
+// well-formed (a reference field is initialised): a linear search, as the
+// first well-formed count may be any number.
+inline constexpr std::size_t first_examined = 64;
 
 template <class U>
 inline constexpr bool is_address_field =
@@ -67,12 +81,23 @@ struct leaf {
     template <class U>
         requires whole_field<U>
     operator U&() const noexcept;
+    // A const reference to an aggregate, bound whole. U is deduced const
+    // only for such a field: an aggregate value field (const or not, where
+    // brace elision must descend) deduces U without its const.
+    template <class U>
+        requires(!whole_field<U>) && std::is_const_v<U>
+    operator U&() const noexcept;
 };
 
 struct non_address_leaf {
     template <class U>
-        requires whole_field<U> && (!is_address_field<U>)
-    operator U&() const noexcept;
+        requires whole_field<U> && (!is_address_field<U>) && (!std::is_const_v<U>)
+    operator U&&() const noexcept;
+    // Deduced as const only for a const lvalue reference field: the value
+    // fields' deduction drops their const.
+    template <class U>
+        requires std::is_const_v<U>
+    operator U&() const noexcept = delete;
 };
 
 template <class T, class Leaf, std::size_t... I>
@@ -93,11 +118,27 @@ constexpr std::size_t last_taken() {  // takes(Lo), !takes(Hi)
     else if constexpr (takes_n<T, leaf, (Lo + Hi) / 2>()) return last_taken<T, (Lo + Hi) / 2, Hi>();
     else return last_taken<T, Lo, (Lo + Hi) / 2>();
 }
+// The smallest n in [N, first_examined] for which T{leaf x n} is
+// well-formed, or 0.
 template <class T, std::size_t N = 1>
+constexpr std::size_t first_taken() {
+    if constexpr (N > first_examined) return 0;
+    else if constexpr (takes_n<T, leaf, N>()) return N;
+    else return first_taken<T, N + 1>();
+}
+// From a well-formed N, the largest (doubling, then halving), or 0 if it
+// passes max_examined.
+template <class T, std::size_t N>
+constexpr std::size_t count_up() {
+    if constexpr (2 * N > max_examined) return 0;  // too many to examine
+    else if constexpr (takes_n<T, leaf, 2 * N>()) return count_up<T, 2 * N>();
+    else return last_taken<T, N, 2 * N>();
+}
+template <class T>
 constexpr std::size_t leaf_count() {
-    if constexpr (N > max_examined) return 0;  // too many to examine
-    else if constexpr (!takes_n<T, leaf, N>()) return takes_n<T, leaf, N / 2>() ? last_taken<T, N / 2, N>() : 0;
-    else return leaf_count<T, N * 2>();
+    constexpr std::size_t first = first_taken<T>();
+    if constexpr (first == 0) return 0;
+    else return count_up<T, first>();
 }
 
 template <class T>
@@ -108,10 +149,12 @@ constexpr bool aggregate_holds_address() {
 }
 
 template <class T> struct holds : std::bool_constant<is_address_field<T>> {};
+template <class T> struct holds<T&> : std::true_type {};
+template <class T> struct holds<T&&> : std::true_type {};
 
 }  // namespace detail::address_fields
 
-// Whether T's bytes carry an address (above): T is one, or an aggregate,
+// Whether T's bytes carry an address (above): T is one (or a reference), or an aggregate,
 // array, std::array, optional, pair or tuple with one among its fields,
 // unless declared sent_as_bytes.
 template <class T>
@@ -135,7 +178,7 @@ template <class... E> struct holds<std::tuple<E...>> : std::bool_constant<(holds
 template <class T>
 constexpr void check_bytes_travel() {
     static_assert(!holds_address_v<T>,
-                  "csp: this struct holds a pointer or a view (std::span, std::string_view) among its fields: "
+                  "csp: this struct holds a pointer, a reference or a view (std::span, std::string_view) among its fields: "
                   "sent as its bytes, it would carry an address that means nothing to the receiver. Send the "
                   "data it points to (hold it in a std::vector and give the struct a serialize function), or, "
                   "if the address is only a token the receiver hands back, declare it: template <> struct "

@@ -1,6 +1,7 @@
 // Which structs carry an address in their bytes (csp/address_fields.hpp):
-// found through nested aggregates, arrays, bases and bit-fields; let through
-// where the fields cannot be seen, or where the type is declared so.
+// pointers, views and references, found through nested aggregates, arrays,
+// bases and bit-fields; let through where the fields cannot be seen, or
+// where the type is declared so.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -10,6 +11,7 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "csp/address_fields.hpp"
 
@@ -45,6 +47,15 @@ class hidden_pointer {
 public:
     int x = 0;
 };
+// A reference field is trivially copyable: its bytes are the referent's address.
+struct reference_first { double& r; int n; };
+struct const_reference_last { int n; const double& r; };
+struct reference_to_vector { std::vector<double>& row; std::size_t first; };
+struct nested_reference { int a; reference_first in; };
+struct const_reference_to_aggregate { int a; const plain& p; };
+struct three_references { int& a; int& b; const int& c; };
+struct const_nested { const plain p; int x; };
+struct rvalue_reference { double&& r; };
 struct cookie { void* token; };
 struct holds_cookie { cookie c; int x; };
 
@@ -75,6 +86,19 @@ TEST(address_fields, a_view_field_is_an_address_too) {
     EXPECT_TRUE(holds_address_v<std::span<const double>>);
 }
 
+TEST(address_fields, a_reference_field_was_let_through_as_plain_data) {
+    static_assert(std::is_trivially_copyable_v<reference_first>);
+    EXPECT_TRUE(holds_address_v<reference_first>);
+    EXPECT_TRUE(holds_address_v<const_reference_last>);          // found only once the count starts past it
+    EXPECT_TRUE(holds_address_v<reference_to_vector>);
+    EXPECT_TRUE(holds_address_v<nested_reference>);              // inside a nested aggregate
+    EXPECT_TRUE(holds_address_v<const_reference_to_aggregate>);  // bound whole, not descended into
+    EXPECT_TRUE(holds_address_v<three_references>);              // no count below 3 is well-formed
+    EXPECT_TRUE((holds_address_v<std::pair<int, const double&>>));
+    EXPECT_TRUE((holds_address_v<std::tuple<int, double&>>));
+    EXPECT_FALSE(holds_address_v<const_nested>);                 // a const value is a value
+}
+
 TEST(address_fields, standard_wrappers_are_looked_through) {
     EXPECT_TRUE((holds_address_v<std::array<slice, 100000>>));
     EXPECT_FALSE((holds_address_v<std::array<double, 100000>>));
@@ -103,5 +127,6 @@ TEST(address_fields, what_cannot_be_seen_or_is_declared_bytes_is_let_through) {
     EXPECT_FALSE(holds_address_v<too_many_fields>); // more fields than are examined
     EXPECT_FALSE(holds_address_v<cookie>);          // declared sent_as_bytes
     EXPECT_FALSE(holds_address_v<holds_cookie>);    // ... also as a field
+    EXPECT_FALSE(holds_address_v<rvalue_reference>); // an rvalue reference binds like a value
     EXPECT_TRUE(holds_address_v<int*>);             // a pointer itself is one
 }
