@@ -81,7 +81,46 @@ TEST_P(stencil_graph, matches_the_sequential_reference_and_counts_every_value) {
 
 INSTANTIATE_TEST_SUITE_P(shapes, stencil_graph,
                          ::testing::Values(shape{1, 1, 0}, shape{2, 1, 0}, shape{4, 1, 0}, shape{1, 2, 0},
-                                           shape{2, 2, 0}, shape{4, 2, 0}, shape{4, 2, 3}, shape{3, 1, 2}));
+                                           shape{2, 2, 0}, shape{4, 2, 0}, shape{4, 2, 3}, shape{3, 1, 2},
+                                           shape{1, 2, 4}));
+
+// Four workers on two threads whose bodies yield or sleep between their
+// emits at random, so that workers go idle and are woken while others are
+// in the middle of a body, over twenty runs: every value is counted and the
+// result is the reference's.
+TEST(emits, every_value_reaches_its_consumer_when_bodies_yield_between_emits) {
+    const df::task_id n = 24;
+    const int steps = 40;
+    for (int round = 0; round < 20; ++round) {
+        auto g = stencil(n, 1);
+        std::vector<std::int64_t> last(n, -1);
+        std::mutex lock;
+        g.body = [&](df::task<std::int64_t>& t) {
+            thread_local std::mt19937 rng(std::random_device{}());
+            std::int64_t v = 3 * t.input(0) + t.step();
+            for (std::size_t i = 1; i < t.inputs(); ++i) v += t.input(i);
+            v %= 1000000007;
+            for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) {
+                t.emit(o, std::int64_t{v});
+                switch (rng() % 8) {
+                    case 0: csp::yield(); break;
+                    case 1: csp::sleep_for(std::chrono::microseconds(rng() % 50)); break;
+                    default: break;
+                }
+            }
+            if (t.last_step()) {
+                std::lock_guard lk(lock);
+                last[t.id()] = v;
+            }
+        };
+        df::run_stats st;
+        csp::run([&] { cc::run_local(1, [&](cc::local_communicator& comm) { st = df::run(comm, g, steps, {.workers = 4}); }); },
+                 {.threads = 2});
+        ASSERT_EQ(last, stencil_reference(n, steps)) << "round " << round;
+        ASSERT_EQ(st.instances, static_cast<std::uint64_t>(n) * steps);
+        ASSERT_EQ(st.handed, stencil_edges(n) * (steps - 1));
+    }
+}
 
 // A value carrying who made it and for which step.
 struct stamp {
@@ -378,6 +417,55 @@ TEST(task_graph_body, a_lagged_output_without_a_consumer_may_be_left_out) {
         });
     });
     EXPECT_NE(what.find("task 0 step 0 returned without emitting output 1 (to task 0)"), std::string::npos) << what;
+}
+
+// Task 0 emits to task 1 (lag 0) and then waits up to 2 s for task 1's body
+// to have run, with two workers: the value must reach a free worker before
+// the producer's body ends, whether the other worker already idles when the
+// value is emitted (task 0 sleeps first) or is busy then with task 2 (5 ms)
+// and goes idle later. (Holding a body's values until it returns, to take
+// the engine's lock once for them, fails the second case.)
+TEST(task_graph_body, a_value_emitted_while_a_worker_idles_starts_its_consumer_before_the_body_ends) {
+    for (const bool other_busy : {false, true}) {
+        for (const std::size_t threads : {1u, 2u}) {
+            std::atomic<bool> consumer_ran{false};
+            bool ran_during_producer = false;
+            df::task_graph<int> g{
+                .tasks = other_busy ? 3 : 2,
+                .owner = [](df::task_id) { return 0; },
+                .edges =
+                    [](df::task_id t) {
+                        df::task_edges e;
+                        if (t == 0) e.outputs = {{1, 0}};
+                        if (t == 1) e.inputs = {{0, 0}};
+                        return e;
+                    },
+                .body =
+                    [&](df::task<int>& t) {
+                        if (t.id() == 1) {
+                            consumer_ran = true;
+                            return;
+                        }
+                        if (t.id() == 2 || !other_busy) csp::sleep_for(std::chrono::milliseconds(5));
+                        if (t.id() == 2) return;
+                        t.emit(0, 1);
+                        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+                        while (!consumer_ran && std::chrono::steady_clock::now() < until)
+                            csp::sleep_for(std::chrono::microseconds(100));
+                        ran_during_producer = consumer_ran;
+                    },
+            };
+            df::run_stats st;
+            csp::run(
+                [&] {
+                    cc::run_local(1, [&](cc::local_communicator& comm) { st = df::run(comm, g, 1, {.workers = 2}); });
+                },
+                {.threads = threads});
+            EXPECT_TRUE(ran_during_producer) << threads << " threads, other worker busy: " << other_busy;
+            EXPECT_EQ(st.instances, other_busy ? 3u : 2u);
+            EXPECT_EQ(st.handed, 1u);
+        }
+    }
 }
 
 // Each rank's usage_error from running `g` for `steps` on `ranks` ranks as
