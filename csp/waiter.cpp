@@ -11,6 +11,7 @@
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/handoff.hpp"
 #include "csp/detail/runtime_core.hpp"
+#include "csp/detail/scheduler_policy.hpp"
 #include "csp/detail/thread_census.hpp"
 
 namespace csp {
@@ -73,8 +74,9 @@ void waiter::wake_fiber() noexcept {
         // registration and its suspension lets another fiber run), and
         // its wait has no timer whose stale wake Boost's epoch would
         // have to tell apart, nor a place in Boost's sleep queue. It goes
-        // straight to the policy's ready queue.
-        if (detail::one_thread_policy != nullptr) detail::one_thread_policy->awakened(ctx_);
+        // straight to the policy's run-next slot.
+        if (detail::one_thread_policy != nullptr)
+            static_cast<detail::single_thread_policy*>(detail::one_thread_policy)->run_next(ctx_);
         else ctx_->get_scheduler()->schedule(ctx_);  // the run is ending: its policy has gone
         return;
     }

@@ -117,15 +117,33 @@ void single_thread_policy::awakened(context* ctx) noexcept {
     else ready_.push(ctx, priority_of(ctx));
 }
 
+void single_thread_policy::run_next(context* ctx) noexcept {
+    if (next_ != nullptr) ready_.push(next_, next_level_);
+    next_ = ctx;
+    next_level_ = priority_of(ctx);
+}
+
 context* single_thread_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
     const bool turn_given_up = next_turn();
-    if (dispatcher_ && (ready_.empty() || busy_poll_.forced() || turn_given_up ||
+    if (dispatcher_ && ((next_ == nullptr && ready_.empty()) || busy_poll_.forced() || turn_given_up ||
                         ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
         picks_since_dispatch_ = 0;
         woken_remotely_.store(false, std::memory_order_relaxed);
         return std::exchange(dispatcher_, nullptr);
     }
+    if (next_ != nullptr) {
+        // Before an equal level only for a streak; then behind it, in FIFO
+        // order.
+        const int queued = ready_.empty() ? -1 : ready_.top_level();
+        if (next_level_ > queued || (next_level_ == queued && next_streak_ < tuning::run_next_streak)) {
+            ++next_streak_;
+            ++this_thread_turn.picks;
+            return std::exchange(next_, nullptr);
+        }
+        ready_.push(std::exchange(next_, nullptr), next_level_);
+    }
+    next_streak_ = 0;
     if (ready_.empty()) return nullptr;
     ++this_thread_turn.picks;
     return ready_.pop();
@@ -134,12 +152,13 @@ context* single_thread_policy::pick_next() noexcept {
 bool single_thread_policy::lone_yield() noexcept {
     // The caller is running, so it is a process or the thread's main context,
     // never the dispatcher (which does not yield).
-    return go_on_alone(!ready_.empty() || busy_poll_.forced() || woken_remotely_.load(std::memory_order_relaxed),
+    return go_on_alone(next_ != nullptr || !ready_.empty() || busy_poll_.forced() ||
+                           woken_remotely_.load(std::memory_order_relaxed),
                        lone_yields_);
 }
 
 bool single_thread_policy::has_ready_fibers() const noexcept {
-    return dispatcher_ != nullptr || !ready_.empty();
+    return dispatcher_ != nullptr || next_ != nullptr || !ready_.empty();
 }
 
 void single_thread_policy::suspend_until(time_point const& t) noexcept { idle_.idle(*this, t); }

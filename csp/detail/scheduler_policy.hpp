@@ -116,10 +116,22 @@ public:
     // they do behind a running network.
     bool lone_yield() noexcept;
 
+    // A process woken by a channel operation, an alternation or a barrier of
+    // the running process (waiter.cpp) runs next, before the ready queue, as
+    // on a worker of a multi-thread runtime: the slot holds the one woken
+    // last (the one it displaces is queued). It goes before the queue at a
+    // higher priority than the queue's best, and at the same one at most
+    // tuning::run_next_streak times in a row; otherwise it is queued.
+    // Spawned, yielding and timed-out processes are queued (awakened).
+    void run_next(boost::fibers::context* ctx) noexcept;
+
 private:
     bool has_work() const noexcept override { return has_ready_fibers(); }
 
     ready_queue ready_;
+    boost::fibers::context* next_ = nullptr;
+    int next_level_ = priority_normal;
+    unsigned next_streak_ = 0;
     boost::fibers::context* dispatcher_ = nullptr;
     unsigned picks_since_dispatch_ = 0;
     unsigned lone_yields_ = 0;

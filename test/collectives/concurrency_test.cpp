@@ -149,7 +149,9 @@ TEST(collectives_as_processes, bad_wiring_is_named) {
 namespace {
 
 // Root 0 of 8 receives from its tree children 1, 2 and 4. Rank 1 is held
-// back until 2 and 4 have sent; returns the order of the root's receives.
+// back until 2 and 4 have sent, and 5 ms more, so that the root has taken
+// in what they sent (a process woken by a message runs at once only when
+// its waker gives up the core); returns the order of the root's receives.
 template <class Reduce>
 std::vector<int> root_receive_order(Reduce reduce) {
     cc::trace_log log;
@@ -160,6 +162,7 @@ std::vector<int> root_receive_order(Reduce reduce) {
             if (c.rank() == 1) {
                 sent.reader().read();
                 sent.reader().read();
+                csp::sleep_for(std::chrono::milliseconds(5));
             }
             reduce(tc);
             if (c.rank() == 2 || c.rank() == 4) sent.writer().write(c.rank());

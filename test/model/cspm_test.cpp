@@ -187,7 +187,9 @@ TEST(cspm_fold, commstime_is_written_as_four_recursive_processes) {
             << who << ":\n" << text;
     EXPECT_TRUE(std::regex_search(text, std::regex(R"(P\d_\d\(n\) = if n == 0 then .* else .* -> P\d_\d\(n - 1\))")))
         << text;
-    EXPECT_NE(text.find("\nN = 999\n"), std::string::npos) << text;  // prefix and succ 999 passes, delta and the consumer N + 1
+    // The consumer's 1000th read wakes delta into the run-next slot: it and
+    // prefix make one more step each before the poison, the others none.
+    EXPECT_NE(text.find("\nN = 1000\n"), std::string::npos) << text;
 
     const auto spin = model_test::verify_with_spin(net, "commstime_folded");
     ASSERT_TRUE(spin.ran) << spin.output;

@@ -135,7 +135,8 @@ TEST(net_exhaustion, a_listener_out_of_descriptors_sheds_strangers_and_keeps_acc
             at.set_value(self.address());
             EXPECT_EQ(inbox.receive<int>(), 7);  // from node 1, over a connection made after the flood
             EXPECT_TRUE(flooded.load());
-            EXPECT_EQ(self.stats().links, 1u);
+            // Node 1 may have left already: count links made, not links up.
+            EXPECT_EQ(self.stats().accepted + self.stats().connected, 1u);
             return;
         }
         // Node 1 first waits, in a plain thread, for node 0 to run out of

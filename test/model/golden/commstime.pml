@@ -4,7 +4,7 @@
    A deadlock shows as an invalid end state. */
 
 /* N: the recorded pass count of the loops written against it (N or N + 1 passes). */
-#define N 9
+#define N 10
 
 chan c0_a = [0] of { byte };
 chan c1_b = [0] of { byte };
@@ -41,7 +41,7 @@ proctype P1_prefix() {
 
 proctype P2_delta() {
     int n0;
-    n0 = N + 1;
+    n0 = N;
     do
     :: n0 > 0 ->
         c0_a?_;
@@ -50,6 +50,7 @@ proctype P2_delta() {
         n0--
     :: else -> break
     od;
+    c0_a?_;
     done_0_0!1;
     skip
 }
@@ -64,14 +65,13 @@ proctype P3_succ() {
         n0--
     :: else -> break
     od;
-    c2_d?_;
     done_0_0!1;
     skip
 }
 
 proctype P4_consumer() {
     int n0;
-    n0 = N + 1;
+    n0 = N;
     do
     :: n0 > 0 ->
         c1_b?_;
