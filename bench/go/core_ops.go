@@ -9,8 +9,16 @@
 //                          send + receive (buffered/csp)
 //   -bench spawn           start one goroutine and wait for it (a
 //                          sync.WaitGroup): ns per goroutine (spawn/csp)
+//   -bench latency -n B    B goroutines compute in 5 us slices and call
+//                          runtime.Gosched between them; the first sends a
+//                          timestamp every fourth slice to a goroutine that
+//                          waits for it: ns from the send to the receiver
+//                          running, the mean and the 90th percentile of
+//                          -loops samples (priority_latency/idle with B=1,
+//                          busy_equal with B=100)
 //
-// Prints one JSON object: {"bench": b, "n": n, "gomaxprocs": N, "ns": x}.
+// Prints one JSON object: {"bench": b, "n": n, "gomaxprocs": N, "ns": x}
+// (latency adds "p90_ns").
 // Run with GOMAXPROCS set by the caller (bench/runtime_vs_go: 1, beside
 // csp_bench's rows on one worker thread).
 package main
@@ -21,7 +29,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -106,12 +116,73 @@ func spawn(loops int) float64 {
 	return ns
 }
 
+// The same arithmetic as csp_bench's compute(): a linear congruential
+// step the compiler cannot fold.
+func compute(seed, iterations uint64) uint64 {
+	x := seed | 1
+	for i := uint64(0); i < iterations; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	return x
+}
+
+var sink uint64
+
+func iterationsFor(us float64) uint64 {
+	const n = 50000000
+	start := time.Now()
+	sink += compute(1, n)
+	return uint64(us * n / (float64(time.Since(start).Nanoseconds()) / 1000))
+}
+
+// latency returns the mean and the 90th percentile, in ns, of `samples`
+// waits from a send to its receiver running, while `busy` goroutines
+// compute in 5 us slices.
+func latency(busy, samples int) (float64, float64) {
+	slice := iterationsFor(5)
+	stamps := make(chan time.Time)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for k := 0; k < busy; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			var local uint64
+			for round := uint64(0); !stop.Load(); round++ {
+				local += compute(round, slice)
+				if k == 0 && round%4 == 0 && !stop.Load() {
+					stamps <- time.Now()
+				}
+				runtime.Gosched()
+			}
+			atomic.AddUint64(&sink, local)
+		}(k)
+	}
+	waits := make([]float64, samples)
+	for i := range waits {
+		waits[i] = float64(time.Since(<-stamps).Nanoseconds())
+	}
+	stop.Store(true)
+	// The sender may be blocked in one more send.
+	select {
+	case <-stamps:
+	case <-time.After(100 * time.Millisecond):
+	}
+	wg.Wait()
+	total := 0.0
+	for _, w := range waits {
+		total += w
+	}
+	sort.Float64s(waits)
+	return total / float64(samples), waits[samples*9/10]
+}
+
 func main() {
 	bench := flag.String("bench", "select", "select, buffered or spawn")
 	n := flag.Int("n", 2, "channels in the select: 2 or 8")
 	loops := flag.Int("loops", 2000000, "operations timed")
 	flag.Parse()
-	var ns float64
+	var ns, p90 float64
 	switch *bench {
 	case "select":
 		if *n != 2 && *n != 8 {
@@ -123,9 +194,19 @@ func main() {
 		ns = buffered(*loops)
 	case "spawn":
 		ns = spawn(*loops)
+	case "latency":
+		if *n < 1 {
+			fmt.Fprintln(os.Stderr, "core_ops: -n (busy goroutines) must be at least 1")
+			os.Exit(2)
+		}
+		ns, p90 = latency(*n, *loops)
 	default:
-		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered or spawn")
+		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered, spawn or latency")
 		os.Exit(2)
 	}
-	json.NewEncoder(os.Stdout).Encode(map[string]interface{}{"bench": *bench, "n": *n, "gomaxprocs": runtime.GOMAXPROCS(0), "ns": ns})
+	out := map[string]interface{}{"bench": *bench, "n": *n, "gomaxprocs": runtime.GOMAXPROCS(0), "ns": ns}
+	if *bench == "latency" {
+		out["p90_ns"] = p90
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
 }
