@@ -36,10 +36,10 @@
 // constructors or private fields (it is not an aggregate; its own fields
 // are hidden), an aggregate of more than max_examined fields (arrays
 // counted element by element), an rvalue reference field, a reference field
-// past the first first_examined fields, and an aggregate whose fields
-// cannot be counted (one before the last cannot be
-// value-initialised). Unions and empty
-// structs are single fields. A type whose bytes do mean the same at
+// past the first first_examined fields, a non-const reference to an
+// aggregate (no leaf binds to it), and an aggregate whose fields cannot be
+// counted (one before the last cannot be value-initialised). Unions and
+// empty structs are single fields. A type whose bytes do mean the same at
 // the receiver (a pointer used only as a token handed back to its sender)
 // is declared so:
 //
@@ -154,9 +154,9 @@ template <class T> struct holds<T&&> : std::true_type {};
 
 }  // namespace detail::address_fields
 
-// Whether T's bytes carry an address (above): T is one (or a reference), or an aggregate,
-// array, std::array, optional, pair or tuple with one among its fields,
-// unless declared sent_as_bytes.
+// Whether T's bytes carry an address (above): T is one (a reference too),
+// or an aggregate, array, std::array, optional, pair or tuple with one among
+// its fields, unless declared sent_as_bytes.
 template <class T>
 inline constexpr bool holds_address_v = detail::address_fields::holds<std::remove_cv_t<T>>::value;
 

@@ -17,10 +17,11 @@
 // a type declared a view below without an owning type), is a compile-time
 // error that says why.
 //
-// A struct with public fields that holds a pointer, a reference or a view among them is
-// refused where its bytes would travel (csp/address_fields.hpp). A class
-// whose fields are hidden (private, or behind constructors) cannot be
-// looked into; declare it so sends refuse it:
+// A struct with public fields that holds a pointer, a reference or a view
+// among them is refused where its bytes would travel
+// (csp/address_fields.hpp). A class whose fields are hidden (private, or
+// behind constructors) cannot be looked into; declare it so sends refuse
+// it:
 //
 //   template <> struct csp::is_view<my_slice> : std::true_type {};
 //
