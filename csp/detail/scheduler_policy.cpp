@@ -342,7 +342,9 @@ context* worker_policy::take_local() noexcept {
     const int main_level = main_ ? priority_normal : -1;
     if (context* next = next_.load(std::memory_order_relaxed)) {
         const int level = next_level_;
-        const bool due = next_streak_ < tuning::run_next_streak || queued < 0;
+        // The streak limit only lets equals in: above the queue's best the
+        // slot always goes first.
+        const bool due = next_streak_ < tuning::run_next_streak || level > queued;
         if (due && level >= queued && level >= main_level &&
             (next = next_.exchange(nullptr, std::memory_order_acquire)) != nullptr) {
             if (claim(next)) {

@@ -19,7 +19,8 @@
 //     cache line another worker writes.
 //   - run-next wins ties of priority over the queue, but at most
 //     tuning::run_next_streak times in a row, so a ping-pong cannot starve
-//     the queue.
+//     its equals; above the queue's best it always goes first, so nothing
+//     of a lower priority runs while it waits.
 //   - an idle worker steals from the queue with the highest ready priority,
 //     oldest first; a run-next slot only when its owner has not scheduled
 //     anything for a while (it runs one long process).

@@ -74,8 +74,9 @@ inline constexpr unsigned dispatch_interval = 64;
 inline constexpr unsigned ops_per_turn = 1024;
 
 // A worker runs the process in its run-next slot (the one woken last) before
-// its queue at most this many times in a row: a ping-pong of two processes
-// keeps the slot busy and would otherwise starve every queued process.
+// queued processes of its own priority at most this many times in a row: a
+// ping-pong of two processes keeps the slot busy and would otherwise starve
+// every queued equal. (Lower priorities wait for it regardless.)
 inline constexpr unsigned run_next_streak = 16;
 
 // An idle worker steals a process from another's run-next slot only if it

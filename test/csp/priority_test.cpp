@@ -298,3 +298,64 @@ TEST(run_next, a_higher_priority_ping_pong_keeps_the_thread_from_a_lower_process
     EXPECT_EQ(low_turns_during.load(), 0);
 }
 
+
+// Regression: a worker of a multi-thread runtime took its run-next slot only
+// while its streak lasted (16 picks in a row), and then ran a queued process
+// of a lower priority before it. A priority_high ping-pong and a normal
+// process share one worker while a second process holds the other worker
+// (it spins without yielding, so nothing is stolen); the normal process must
+// not run until the ping-pong ends.
+TEST(run_next, a_lower_priority_process_ran_when_the_run_next_streak_ran_out_on_two_threads) {
+    constexpr int rounds = 2000;
+    std::atomic<std::thread::id> holder_thread{};
+    std::atomic<bool> seen_apart{false}, holding{false}, done{false};
+    std::atomic<int> low_turns_during{0};
+    csp::channel<int> ping, pong;
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    while (!seen_apart.load()) {
+                        holder_thread.store(current_thread());
+                        csp::yield();
+                    }
+                    holding = true;
+                    while (!done.load()) {
+                    }
+                },
+                [&] {
+                    for (;;) {  // until the holder runs on the other worker
+                        const std::thread::id other = holder_thread.load();
+                        if (other != std::thread::id{} && other != current_thread()) break;
+                        csp::yield();
+                    }
+                    seen_apart = true;
+                    while (!holding.load()) {
+                    }
+                    // Everything below starts on this worker and stays on it.
+                    csp::par(
+                        [&, out = ping.writer(), in = pong.reader()] {
+                            csp::this_process::set_priority(csp::priority_high);
+                            csp::yield();  // the others start and block or queue
+                            for (int i = 0; i < rounds; ++i) {
+                                out.write(i);
+                                in.read();
+                            }
+                            done = true;
+                        },
+                        [&, in = ping.reader(), out = pong.writer()] {
+                            csp::this_process::set_priority(csp::priority_high);
+                            for (int i = 0; i < rounds; ++i) out.write(in.read());
+                        },
+                        [&] {
+                            csp::yield();
+                            while (!done) {
+                                ++low_turns_during;
+                                csp::yield();
+                            }
+                        });
+                });
+        },
+        {.threads = 2});
+    EXPECT_EQ(low_turns_during.load(), 0);
+}
