@@ -16,6 +16,45 @@ using namespace std::chrono_literals;
 // the compiler may otherwise reuse an earlier answer.
 __attribute__((noinline, noipa)) std::thread::id current_thread() { return std::this_thread::get_id(); }
 
+void spin_for(std::chrono::milliseconds d) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+// Two processes of a two-thread runtime that make sure they run on
+// different workers: hold() keeps its worker busy, without yielding (a yield
+// lets a worker look for work elsewhere), from the moment the other process
+// has seen it on the other worker until `release` is set; apart() returns,
+// on the other worker, once the holder holds. Nothing of apart()'s worker is
+// stolen meanwhile.
+struct worker_holder {
+    std::atomic<std::thread::id> holder_thread{};
+    std::atomic<bool> seen_apart{false}, holding{false};
+
+    void hold(const std::atomic<bool>& release) {
+        while (!seen_apart.load()) {
+            holder_thread.store(current_thread());
+            csp::yield();
+        }
+        holding = true;
+        while (!release.load()) {
+        }
+    }
+    void apart() {
+        for (;;) {
+            const std::thread::id other = holder_thread.load();
+            if (other != std::thread::id{} && other != current_thread()) break;
+            csp::yield();
+        }
+        // Only this worker could take the holder away, and it is busy here
+        // until the holder holds.
+        seen_apart = true;
+        while (!holding.load()) {
+        }
+    }
+};
+
 // Processes with the given priorities block on their own channel; once all
 // are blocked, one releaser wakes them in index order without blocking
 // itself. Returns the order in which they then ran.
@@ -30,13 +69,8 @@ std::vector<int> release_order(const std::vector<int>& priorities, std::size_t t
     std::vector<csp::channel<int>> go(n);
     std::mutex m;
     std::vector<int> order;
-    std::atomic<std::thread::id> holder_thread{};
-    std::atomic<bool> seen_apart{false}, holding{false}, released{false};
-    auto spin_for = [](std::chrono::milliseconds d) {
-        const auto until = std::chrono::steady_clock::now() + d;
-        while (std::chrono::steady_clock::now() < until) {
-        }
-    };
+    worker_holder holder;
+    std::atomic<bool> released{false};
     csp_test::run_watched(
         [&] {
             csp::par(
@@ -50,32 +84,14 @@ std::vector<int> release_order(const std::vector<int>& priorities, std::size_t t
                 },
                 [&] {
                     csp::sleep_for(20ms);  // every reader is blocked by now
-                    while (threads > 1) {  // until the holder runs on another worker
-                        const std::thread::id other = holder_thread.load();
-                        if (other != std::thread::id{} && other != current_thread()) {
-                            // Only this worker could take the holder away, and
-                            // it is busy here until the holder holds.
-                            seen_apart = true;
-                            while (!holding.load()) {
-                            }
-                            break;
-                        }
-                        csp::yield();
-                    }
+                    if (threads > 1) holder.apart();
                     for (auto& c : go) c.writer().write(0);
                     released = true;
                     if (threads > 1) spin_for(200ms);
                 },
                 [&] {
                     if (threads == 1) return;
-                    while (!seen_apart.load()) {
-                        holder_thread.store(current_thread());
-                        csp::yield();
-                    }
-                    // Hold this worker until the release is complete.
-                    holding = true;
-                    while (!released.load()) {
-                    }
+                    holder.hold(released);  // until the release is complete
                     spin_for(1ms);
                 });
         },
@@ -264,38 +280,50 @@ TEST(run_next, a_ping_pong_does_not_starve_an_equal_priority_process_on_one_thre
     EXPECT_GE(exchanged_at_turn.size(), static_cast<std::size_t>(rounds / 10));
 }
 
+namespace {
+
+// Runs 2,000 round trips of a ping-pong at priority_high beside a process at
+// the caller's priority (normal) that yields in a loop, all started on the
+// caller's worker; returns the turns that process took while the ping-pong
+// ran. `done` is set when the ping-pong ends.
+int low_turns_beside_a_high_ping_pong(std::atomic<bool>& done) {
+    constexpr int rounds = 2000;
+    int low_turns = 0;
+    csp::channel<int> ping, pong;
+    csp::par(
+        [&, out = ping.writer(), in = pong.reader()] {
+            csp::this_process::set_priority(csp::priority_high);
+            csp::yield();  // the others start and block or queue
+            for (int i = 0; i < rounds; ++i) {
+                out.write(i);
+                in.read();
+            }
+            done = true;
+        },
+        [&, in = ping.reader(), out = pong.writer()] {
+            csp::this_process::set_priority(csp::priority_high);
+            for (int i = 0; i < rounds; ++i) out.write(in.read());
+        },
+        [&] {
+            csp::yield();
+            while (!done) {
+                ++low_turns;
+                csp::yield();
+            }
+        });
+    return low_turns;
+}
+
+}  // namespace
+
 // A ping-pong at priority_high is not interrupted by a process at normal
 // priority on one thread: the run-next slot goes before a lower level
 // however long its streak.
 TEST(run_next, a_higher_priority_ping_pong_keeps_the_thread_from_a_lower_process) {
-    constexpr int rounds = 2000;
     std::atomic<bool> done{false};
-    std::atomic<int> low_turns_during{0};
-    csp::channel<int> ping, pong;
-    csp_test::run_watched([&] {
-        csp::par(
-            [&, out = ping.writer(), in = pong.reader()] {
-                csp::this_process::set_priority(csp::priority_high);
-                csp::yield();  // the others start and block or queue
-                for (int i = 0; i < rounds; ++i) {
-                    out.write(i);
-                    in.read();
-                }
-                done = true;
-            },
-            [&, in = ping.reader(), out = pong.writer()] {
-                csp::this_process::set_priority(csp::priority_high);
-                for (int i = 0; i < rounds; ++i) out.write(in.read());
-            },
-            [&] {
-                csp::yield();
-                while (!done) {
-                    ++low_turns_during;
-                    csp::yield();
-                }
-            });
-    });
-    EXPECT_EQ(low_turns_during.load(), 0);
+    int low_turns_during = -1;
+    csp_test::run_watched([&] { low_turns_during = low_turns_beside_a_high_ping_pong(done); });
+    EXPECT_EQ(low_turns_during, 0);
 }
 
 
@@ -306,56 +334,17 @@ TEST(run_next, a_higher_priority_ping_pong_keeps_the_thread_from_a_lower_process
 // (it spins without yielding, so nothing is stolen); the normal process must
 // not run until the ping-pong ends.
 TEST(run_next, a_lower_priority_process_ran_when_the_run_next_streak_ran_out_on_two_threads) {
-    constexpr int rounds = 2000;
-    std::atomic<std::thread::id> holder_thread{};
-    std::atomic<bool> seen_apart{false}, holding{false}, done{false};
-    std::atomic<int> low_turns_during{0};
-    csp::channel<int> ping, pong;
+    worker_holder holder;
+    std::atomic<bool> done{false};
+    int low_turns_during = -1;
     csp_test::run_watched(
         [&] {
-            csp::par(
-                [&] {
-                    while (!seen_apart.load()) {
-                        holder_thread.store(current_thread());
-                        csp::yield();
-                    }
-                    holding = true;
-                    while (!done.load()) {
-                    }
-                },
-                [&] {
-                    for (;;) {  // until the holder runs on the other worker
-                        const std::thread::id other = holder_thread.load();
-                        if (other != std::thread::id{} && other != current_thread()) break;
-                        csp::yield();
-                    }
-                    seen_apart = true;
-                    while (!holding.load()) {
-                    }
-                    // Everything below starts on this worker and stays on it.
-                    csp::par(
-                        [&, out = ping.writer(), in = pong.reader()] {
-                            csp::this_process::set_priority(csp::priority_high);
-                            csp::yield();  // the others start and block or queue
-                            for (int i = 0; i < rounds; ++i) {
-                                out.write(i);
-                                in.read();
-                            }
-                            done = true;
-                        },
-                        [&, in = ping.reader(), out = pong.writer()] {
-                            csp::this_process::set_priority(csp::priority_high);
-                            for (int i = 0; i < rounds; ++i) out.write(in.read());
-                        },
-                        [&] {
-                            csp::yield();
-                            while (!done) {
-                                ++low_turns_during;
-                                csp::yield();
-                            }
-                        });
-                });
+            csp::par([&] { holder.hold(done); },
+                     [&] {
+                         holder.apart();
+                         low_turns_during = low_turns_beside_a_high_ping_pong(done);  // all on this worker
+                     });
         },
         {.threads = 2});
-    EXPECT_EQ(low_turns_during.load(), 0);
+    EXPECT_EQ(low_turns_during, 0);
 }
