@@ -67,6 +67,15 @@ bool go_on_alone(bool others, unsigned& lone_yields) noexcept {
     return true;
 }
 
+// Both policies' rule for their run-next slot: whether its process, at
+// `level`, goes before a queue whose best level is `queued` (-1: empty)
+// after `streak` picks of the slot in a row. Always above the queue's best,
+// for a streak among equals (so a ping-pong cannot starve them), never
+// below.
+bool run_next_first(int level, int queued, unsigned streak) noexcept {
+    return level > queued || (level == queued && streak < tuning::run_next_streak);
+}
+
 }  // namespace
 
 // ---- turns (turn.hpp) ------------------------------------------------------------
@@ -133,10 +142,8 @@ context* single_thread_policy::pick_next() noexcept {
         return std::exchange(dispatcher_, nullptr);
     }
     if (next_ != nullptr) {
-        // Before an equal level only for a streak; then behind it, in FIFO
-        // order.
-        const int queued = ready_.empty() ? -1 : ready_.top_level();
-        if (next_level_ > queued || (next_level_ == queued && next_streak_ < tuning::run_next_streak)) {
+        // Not first: behind its equals, in FIFO order.
+        if (run_next_first(next_level_, ready_.empty() ? -1 : ready_.top_level(), next_streak_)) {
             ++next_streak_;
             ++this_thread_turn.picks;
             return std::exchange(next_, nullptr);
@@ -342,10 +349,7 @@ context* worker_policy::take_local() noexcept {
     const int main_level = main_ ? priority_normal : -1;
     if (context* next = next_.load(std::memory_order_relaxed)) {
         const int level = next_level_;
-        // The streak limit only lets equals in: above the queue's best the
-        // slot always goes first.
-        const bool due = next_streak_ < tuning::run_next_streak || level > queued;
-        if (due && level >= queued && level >= main_level &&
+        if (run_next_first(level, queued, next_streak_) && level >= main_level &&
             (next = next_.exchange(nullptr, std::memory_order_acquire)) != nullptr) {
             if (claim(next)) {
                 ++next_streak_;
