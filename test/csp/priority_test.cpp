@@ -280,6 +280,33 @@ TEST(run_next, a_ping_pong_does_not_starve_an_equal_priority_process_on_one_thre
     EXPECT_GE(exchanged_at_turn.size(), static_cast<std::size_t>(rounds / 10));
 }
 
+// A process in the run-next slot goes after a queued process of a higher
+// priority, streak or not: W wakes H (priority_high) and then R (normal),
+// which displaces H from the slot into the queue; H runs first.
+TEST(run_next, a_woken_process_waits_behind_a_higher_priority_queued_one_on_one_thread) {
+    std::vector<char> order;
+    csp::channel<int> to_h, to_r;
+    csp_test::run_watched([&] {
+        csp::par(
+            [&, in = to_h.reader()] {
+                csp::this_process::set_priority(csp::priority_high);
+                in.read();
+                order.push_back('H');
+            },
+            [&, in = to_r.reader()] {
+                in.read();
+                order.push_back('R');
+            },
+            [&, h = to_h.writer(), r = to_r.writer()] {
+                csp::sleep_for(10ms);  // both readers are blocked by now
+                h.write(0);
+                r.write(0);
+                order.push_back('W');
+            });
+    });
+    EXPECT_EQ(order, (std::vector<char>{'W', 'H', 'R'}));
+}
+
 namespace {
 
 // Runs 2,000 round trips of a ping-pong at priority_high beside a process at
