@@ -177,6 +177,30 @@ TEST(yield, is_true_on_two_workers_when_more_processes_than_workers_yield) {
     EXPECT_GT(saw_others.load(), 0);
 }
 
+namespace {
+
+// Rounds through the scheduler that `calls` calls of `op` took, counted by
+// the worker's picks (detail/turn.hpp: one per round); a call that ended on
+// another worker counts one and a move.
+struct rounds_taken {
+    std::uint64_t picks = 0;
+    int moves = 0;
+};
+template <class Op>
+rounds_taken count_rounds(int calls, Op op) {
+    rounds_taken r;
+    for (int i = 0; i < calls; ++i) {
+        csp::detail::turn_state* const before = csp::detail::this_thread_turn_state();
+        const std::uint64_t picked = before->picks;
+        op();
+        csp::detail::turn_state* const after = csp::detail::this_thread_turn_state();
+        if (after == before) r.picks += after->picks - picked;
+        else ++r.picks, ++r.moves;
+    }
+    return r;
+}
+
+}  // namespace
 
 // Regression (a_lone_yield_on_two_workers_took_a_round_through_the_scheduler):
 // on a runtime of several threads every yield went through Boost's round:
@@ -185,26 +209,15 @@ TEST(yield, is_true_on_two_workers_when_more_processes_than_workers_yield) {
 // again, 340-390 ns a yield against 4.5 on one thread (a task graph's lone
 // worker paid 630 ns per instance for it, 206 after). A yield with nothing
 // else ready on its worker now goes on at once there too; the round is
-// still taken every 64th time (timers, the busy poll). Counted by the
-// worker's picks (detail/turn.hpp): one per round.
+// still taken every 64th time (timers, the busy poll).
 TEST(yield, a_lone_yield_on_two_workers_took_a_round_through_the_scheduler) {
     constexpr int rounds = 10000;
-    std::uint64_t picks = 0;
-    int moves = 0, alone = 0;
-    csp_test::run_watched(
-        [&] {
-            for (int i = 0; i < rounds; ++i) {
-                csp::detail::turn_state* const before = csp::detail::this_thread_turn_state();
-                const std::uint64_t picked = before->picks;
-                alone += csp::yield() ? 0 : 1;
-                csp::detail::turn_state* const after = csp::detail::this_thread_turn_state();
-                if (after == before) picks += after->picks - picked;
-                else ++picks, ++moves;
-            }
-        },
-        {.threads = 2});
-    EXPECT_LE(picks, static_cast<std::uint64_t>(rounds / 32));  // 156: every 64th
-    EXPECT_LE(moves, rounds / 100);
+    rounds_taken taken;
+    int alone = 0;
+    csp_test::run_watched([&] { taken = count_rounds(rounds, [&] { alone += csp::yield() ? 0 : 1; }); },
+                          {.threads = 2});
+    EXPECT_LE(taken.picks, static_cast<std::uint64_t>(rounds / 32));  // 156: every 64th
+    EXPECT_LE(taken.moves, rounds / 100);
     EXPECT_GE(alone, rounds - rounds / 50);
 }
 
@@ -229,19 +242,10 @@ class lone_yield : public ::testing::TestWithParam<std::size_t> {};
 // else ready, it now goes on at once as yield() does.
 TEST_P(lone_yield, a_yield_to_io_between_looks_took_a_round_through_the_scheduler) {
     constexpr int rounds = 10000;
-    std::uint64_t picks = 0;
-    csp_test::run_watched(
-        [&] {
-            for (int i = 0; i < rounds; ++i) {
-                csp::detail::turn_state* const before = csp::detail::this_thread_turn_state();
-                const std::uint64_t picked = before->picks;
-                csp::yield_to_io();
-                csp::detail::turn_state* const after = csp::detail::this_thread_turn_state();
-                picks += after == before ? after->picks - picked : 1;
-            }
-        },
-        {.threads = GetParam()});
-    EXPECT_LE(picks, static_cast<std::uint64_t>(rounds / 16));
+    rounds_taken taken;
+    csp_test::run_watched([&] { taken = count_rounds(rounds, [] { csp::yield_to_io(); }); },
+                          {.threads = GetParam()});
+    EXPECT_LE(taken.picks, static_cast<std::uint64_t>(rounds / 16));
 }
 
 TEST_P(lone_yield, still_lets_a_timer_fire) {
