@@ -11,6 +11,13 @@ namespace dataflow_test {
 
 namespace df = csp::dataflow;
 
+// Cell t.id()'s value at step t.step() from its inputs (below).
+inline std::int64_t stencil_value(df::task<std::int64_t>& t) {
+    std::int64_t v = 3 * t.input(0) + t.step();
+    for (std::size_t i = 1; i < t.inputs(); ++i) v += t.input(i);
+    return v % 1000000007;
+}
+
 // A 1-D stencil over n cells, each a task: cell i at step s is
 // 3*own + left + right + s from step s-1 (missing neighbours count 0),
 // starting from i + 1. Integers, so any order of evaluation gives the same
@@ -31,9 +38,7 @@ inline df::task_graph<std::int64_t> stencil(df::task_id n, int ranks) {
             },
         .body =
             [](df::task<std::int64_t>& t) {
-                std::int64_t v = 3 * t.input(0) + t.step();
-                for (std::size_t i = 1; i < t.inputs(); ++i) v += t.input(i);
-                v %= 1000000007;
+                const std::int64_t v = stencil_value(t);
                 for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) t.emit(o, v);
             },
         // Input 0 is the cell itself, 1 its left neighbour (or its right
