@@ -35,6 +35,7 @@
 #include <thread>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -462,8 +463,7 @@ void priority_latency(benchmark::State& state, std::size_t busy, bool prioritise
             },
             {.threads = threads});
     }
-    double total_ns = 0;
-    for (const double w : waits) total_ns += w;
+    const double total_ns = std::accumulate(waits.begin(), waits.end(), 0.0);
     std::sort(waits.begin(), waits.end());
     state.counters["latency_us"] = total_ns / samples / 1000.0;
     state.counters["p90_us"] = waits[samples * 9 / 10] / 1000.0;
