@@ -14,8 +14,8 @@
 //                          timestamp every fourth slice to a goroutine that
 //                          waits for it: ns from the send to the receiver
 //                          running, the mean and the 90th percentile of
-//                          -loops samples (priority_latency/idle with B=1,
-//                          busy_equal with B=100)
+//                          400 samples, or -loops (priority_latency/idle
+//                          with B=1, busy_equal with B=100)
 //
 // Prints one JSON object: {"bench": b, "n": n, "gomaxprocs": N, "ns": x}
 // (latency adds "p90_ns").
@@ -199,7 +199,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "core_ops: -n (busy goroutines) must be at least 1")
 			os.Exit(2)
 		}
-		ns, p90 = latency(*n, *loops)
+		samples := 400 // csp_bench's; -loops overrides
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "loops" {
+				samples = *loops
+			}
+		})
+		ns, p90 = latency(*n, samples)
 	default:
 		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered, spawn or latency")
 		os.Exit(2)
