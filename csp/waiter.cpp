@@ -75,8 +75,7 @@ void waiter::wake_fiber() noexcept {
         // its wait has no timer whose stale wake Boost's epoch would
         // have to tell apart, nor a place in Boost's sleep queue. It goes
         // straight to the policy's run-next slot.
-        if (detail::one_thread_policy != nullptr)
-            static_cast<detail::single_thread_policy*>(detail::one_thread_policy)->run_next(ctx_);
+        if (detail::one_thread_policy != nullptr) detail::one_thread_policy->run_next(ctx_);
         else ctx_->get_scheduler()->schedule(ctx_);  // the run is ending: its policy has gone
         return;
     }

@@ -15,13 +15,10 @@
 #include "csp/service.hpp"
 #include "csp/detail/stack_pool.hpp"
 
-namespace boost::fibers::algo {
-class algorithm;
-}
-
 namespace csp::detail {
 
 class worker_pool;
+class single_thread_policy;
 
 // Shared state of one runtime that processes and waiters touch directly.
 //
@@ -225,9 +222,9 @@ inline thread_local runtime_core* runtime_of_this_thread = nullptr;
 
 // The scheduling policy of the one-thread runtime running on the calling
 // thread, or nullptr: a wake on that thread of one of its processes in an
-// untimed wait hands the fiber to it directly (waiter.hpp), without Boost's
-// schedule(), whose sleep-queue check such a wait never needs. Set and
-// cleared by the policy itself (scheduler_policy.cpp).
-inline thread_local boost::fibers::algo::algorithm* one_thread_policy = nullptr;
+// untimed wait hands the fiber to its run-next slot directly (waiter.hpp),
+// without Boost's schedule(), whose sleep-queue check such a wait never
+// needs. Set and cleared by the policy itself (scheduler_policy.cpp).
+inline thread_local single_thread_policy* one_thread_policy = nullptr;
 
 }  // namespace csp::detail

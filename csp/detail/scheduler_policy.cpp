@@ -93,9 +93,7 @@ turn_state* this_thread_turn_state() noexcept { return &this_thread_turn; }
 
 bool lone_yield() noexcept {
     if (worker_policy* w = this_thread_worker) return w->lone_yield();
-    // one_thread_policy (runtime_core.hpp) is only ever a single_thread_policy.
-    auto* p = static_cast<single_thread_policy*>(one_thread_policy);
-    return p != nullptr && p->lone_yield();
+    return one_thread_policy != nullptr && one_thread_policy->lone_yield();
 }
 
 // ---- hand-off (handoff.hpp) ----------------------------------------------------
