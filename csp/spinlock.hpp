@@ -1,6 +1,6 @@
 #pragma once
 // A small lock for event sources: channels, barriers, and the hand-over
-// state of parts above the core (the IO scheduler).
+// state of parts above the core (the IO scheduler, a task graph's shares).
 #include <atomic>
 #include <thread>
 

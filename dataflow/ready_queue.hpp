@@ -4,8 +4,11 @@
 // A task instance is ready once every input it names has arrived and its
 // previous step has finished. The engine pushes ready instances here and its
 // workers pop them; the queue only orders them, so any policy computes the
-// same results. Calls are made under the engine's lock: a queue needs no lock
-// of its own.
+// same results. A rank's tasks are cut into one share per worker
+// (engine.hpp), each with a queue of its own that is called under its
+// share's lock (a spinlock: a queue's calls must return without waiting or
+// sleeping), so a queue needs no lock of its own. A worker pops from its own
+// share's queue while it holds work, from the others' when it does not.
 //
 //   by_priority   the default: higher priority first, FIFO among equals (the
 //                 order instances became ready)
@@ -13,7 +16,7 @@
 //                 pipelines (Thyme's MMULT starved its neighbours this way)
 //
 // A user policy derives from ready_queue and is given to run() as a factory
-// (run_options::queue).
+// (run_options::queue), called once per share.
 #include <cstdint>
 #include <deque>
 #include <queue>
@@ -27,7 +30,7 @@ struct ready_task {
     task_id id = 0;
     int step = 0;
     std::int64_t priority = 0;
-    std::uint64_t order = 0;  // when it became ready on this rank: 0, 1, 2, ...
+    std::uint64_t order = 0;  // when it became ready in its share (its queue): 0, 1, 2, ...
 };
 
 class ready_queue {

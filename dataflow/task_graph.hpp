@@ -43,9 +43,10 @@
 //   - `priority(id, step)` is metadata: among ready tasks the higher runs
 //     first (ready_queue.hpp). It never changes a result, since a task runs
 //     only once every input it names is there;
-//   - `priority` and `initial` are called under the rank's engine lock: they
-//     must return without waiting on a channel, a port or a collective (a
-//     body may do any of those).
+//   - `priority` and `initial` are called under a lock of the rank's engine
+//     (a spinlock: its holders never suspend): they must return without
+//     waiting on a channel, a port or a collective, or sleeping (a body may
+//     do any of those).
 #include <cstdint>
 #include <functional>
 #include <span>

@@ -4,7 +4,20 @@
 // Processes: `workers` worker processes pop ready instances and run their
 // bodies; one arrival process (at high runtime priority, so that what came in
 // is placed before the next task is chosen) takes the graph's messages off
-// the communicator. All of the rank's state is under lock_.
+// the communicator.
+//
+// Shares. The rank's tasks are cut into one contiguous run per worker (a
+// share), each with its own lock (a spinlock: a section is a few dozen
+// instructions and never suspends; contended, a futex-based mutex put both
+// threads in the kernel), ready queue and shelf of instance bookkeeping; a
+// task's state is under its share's lock. Worker w pops from share w and,
+// when that is empty, from the others in turn. Tasks that feed
+// each other are usually neighbours in the numbering (a stencil's blocks),
+// so a value mostly goes to a task of the producer's own share, under a
+// lock and on cache lines the other workers rarely touch: with one lock for
+// the rank, two workers spent most of an instance's time passing it and
+// its data between their cores. Priority orders each share's queue; a
+// worker takes another share's work only when its own has none.
 //
 // An instance (task, step) is ready when every input it names has arrived
 // and step-1 of its task has finished; `queued` marks a task with an instance
@@ -13,17 +26,19 @@
 // the producer's worker; values to another rank travel in an envelope on the
 // run's tag, which the consumer's arrival process hands over the same way.
 //
-// Ending. The rank is done when its last instance finished: the worker that
-// finished it wakes the others and sends the arrival process a stop. No value
-// for this rank can be on its way then, since every instance consumed every
-// input it names. A rank may finish and leave (close its node) while others
-// still run: the arrival process counts the values still to come from each
-// rank (awaited_) and waits on the ranks that owe some, so that only the
-// departure of a rank whose values it still needs fails it. Failure (a body
-// threw, a lost peer, an abort from another rank) sets failed_, wakes
-// everyone and stops the arrival process; a failure seen first on this rank
-// is sent on to every other rank as an abort. Ranks that already finished
-// keep their result: they needed nothing more.
+// Ending. The rank is done when its last instance finished (each share
+// counts its own; the last share to finish counts down shares_left_): the
+// worker that finished it wakes the others and sends the arrival process a
+// stop. No value for this rank can be on its way then, since every instance
+// consumed every input it names. A rank may finish and leave (close its
+// node) while others still run: the arrival process counts the values still
+// to come from each rank (awaited_) and waits on the ranks that owe some, so
+// that only the departure of a rank whose values it still needs fails it.
+// Failure (a body threw, a lost peer, an abort from another rank) sets
+// failed_, wakes everyone and stops the arrival process (finishing and
+// failing race for end_: the first one wins); a failure seen first on this
+// rank is sent on to every other rank as an abort. Ranks that already
+// finished keep their result: they needed nothing more.
 //
 // Agreement. Before any body runs every rank checks its part of the graph
 // (build) and the ranks compare what they found (agree): each sends rank 0
@@ -33,11 +48,19 @@
 // before anything ran: a rank alone cannot see that another owns the same
 // task (which would then run twice) or waits for a step that never comes.
 //
-// Wake protocol: a worker that finds the queue empty counts itself in idle_
-// and reads one token from wake_; whoever makes an instance ready takes one
-// idle worker off the count and writes it a token after unlocking (an
-// unbounded channel: the write never blocks).
+// Wake protocol: a worker that finds every share's queue empty counts itself
+// in idle_, looks at every queue once more, each under its share's lock, and
+// reads one token from wake_; whoever makes an instance ready reads idle_
+// under the same lock, takes one idle worker off the count and writes it a
+// token after unlocking (an unbounded channel: the write never blocks). The
+// lock orders the two: either the queuer's section came first and the idler
+// sees the instance, or the idler's did and the queuer sees the idler. An
+// idler that saw work takes itself off the count, or, if a queuer took it
+// off first, reads the token that queuer is writing. Neither side needs a
+// fence, so queueing an instance costs no atomic read-modify-write while no
+// worker idles.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -62,6 +85,7 @@
 #include "csp/priority.hpp"
 #include "csp/process.hpp"
 #include "csp/process_group.hpp"
+#include "csp/spinlock.hpp"
 #include "csp/timer.hpp"
 #include "dataflow/graph_trace.hpp"
 #include "dataflow/ready_queue.hpp"
@@ -187,7 +211,6 @@ public:
 
     engine(C& comm, const task_graph<V>& g, int steps, options o)
         : comm_(comm), g_(g), steps_(steps), opt_(std::move(o)), tag_(comm.next_tag(collectives::stream{})) {
-        queue_ = opt_.queue ? opt_.queue() : std::make_unique<by_priority>();
         opt_.time_bodies = opt_.time_bodies || opt_.trace;  // a trace's spans need the times
         graph_summary mine{g.tasks, steps, 0, {}};
         std::exception_ptr refused;
@@ -217,18 +240,18 @@ public:
 
     run_stats run() {
         const auto t0 = now_ns();
-        {
-            std::lock_guard lk(lock_);
-            for (std::size_t i = 0; i < local_.size(); ++i) advance_locked(i);
-            if (local_.empty() || steps_ == 0) finished_ = true;
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+            std::lock_guard lk(local_[i].share->lock);
+            advance_locked(i);
         }
-        if (!finished_) {
+        if (!local_.empty() && steps_ > 0) {
             csp::process_group g;
             g.spawn(csp::proc("dataflow arrivals", [this] { arrivals(); }));
             for (int w = 0; w < opt_.workers; ++w)
                 g.spawn(csp::proc("dataflow worker " + std::to_string(w), [this, w] { work(w); }));
             g.wait();
         }
+        gather_shares();
         stats_.elapsed_ns = now_ns() - t0;
         // Nothing of this run takes a message of its call any more. After a
         // failure, values and notices other ranks sent before they heard of
@@ -263,6 +286,22 @@ private:
         int missing = 0;
     };
     using pending_map = std::map<int, instance>;  // by step
+    // See Shares above. Aligned so that two shares' locks and counts never
+    // share a cache line.
+    struct alignas(64) work_share {
+        csp::spinlock lock;  // the share's tasks (local_task::share) and everything below
+        std::unique_ptr<ready_queue> queue;
+        // The queue's size, written under the lock; a hint without it, for
+        // workers looking for work to pass over empty shares.
+        std::atomic<std::size_t> queued{0};
+        // Map nodes of finished instances, their vectors' capacity kept, for
+        // the next instances: a step of a task then allocates nothing of its own.
+        std::vector<typename pending_map::node_type> shelf;
+        std::uint64_t order = 0;  // instances queued so far
+        std::uint64_t left = 0;   // instances of its tasks not yet finished
+        run_stats stats;
+        graph_trace trace;
+    };
     struct local_task {
         task_id id = 0;
         task_edges edges;
@@ -270,6 +309,7 @@ private:
         int next_step = 0;       // the step to run next
         bool queued = false;     // an instance is in the ready queue or running
         pending_map pending;
+        work_share* share = nullptr;  // its lock guards the fields above
     };
 
     // Checks both sides of every edge of this rank's tasks, and that no
@@ -287,7 +327,7 @@ private:
             owners = (owners ^ static_cast<std::uint64_t>(r)) * 0x100000001b3ull;
             if (r != me) continue;
             index_[id] = local_.size();
-            local_.push_back(local_task{id, g_.edges(id), {}, 0, false, {}});
+            local_.push_back(local_task{id, g_.edges(id), {}, 0, false, {}, nullptr});
         }
         std::unordered_map<task_id, task_edges> others;  // edges of remote neighbours, asked once
         auto edges_of = [&](task_id id) -> const task_edges& {
@@ -325,7 +365,7 @@ private:
             for (const auto& in : t.edges.inputs)
                 if (const int from = owner_of(in.from); from != me && steps_ > in.lag)
                     awaited_[from] += static_cast<std::uint64_t>(steps_ - in.lag);
-        left_ = static_cast<std::uint64_t>(local_.size()) * static_cast<std::uint64_t>(steps_);
+        make_shares();
         for (const auto& t : local_) {
             for (const auto& r : t.routes) talks_ = talks_ || r.local < 0;
             for (const auto& in : t.edges.inputs) talks_ = talks_ || !index_.count(in.from);
@@ -420,11 +460,12 @@ private:
     instance& instance_locked(local_task& t, int step) {
         auto it = t.pending.find(step);
         if (it == t.pending.end()) {
-            if (shelf_.empty()) {
+            auto& shelf = t.share->shelf;
+            if (shelf.empty()) {
                 it = t.pending.try_emplace(step).first;
             } else {
-                auto node = std::move(shelf_.back());
-                shelf_.pop_back();
+                auto node = std::move(shelf.back());
+                shelf.pop_back();
                 node.key() = step;
                 it = t.pending.insert(std::move(node)).position;
             }
@@ -447,18 +488,66 @@ private:
         return it->second;
     }
 
-    // Queues local task i's next step if its inputs are all here. Returns
-    // whether a worker should be woken.
+    // Cuts local_ into one contiguous run of tasks per worker (Shares),
+    // each with its own queue (run_options::queue makes one per share).
+    void make_shares() {
+        const std::size_t n = std::max<std::size_t>(
+            1, std::min(static_cast<std::size_t>(std::max(opt_.workers, 1)), local_.size()));
+        for (std::size_t k = 0; k < n; ++k) {
+            shares_.push_back(std::make_unique<work_share>());
+            shares_.back()->queue = opt_.queue ? opt_.queue() : std::make_unique<by_priority>();
+            if (!shares_.back()->queue) throw usage_error("dataflow::run: run_options::queue made no queue");
+        }
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+            local_[i].share = shares_[i * n / local_.size()].get();
+            local_[i].share->left += static_cast<std::uint64_t>(steps_);
+        }
+        shares_left_.store(n, std::memory_order_relaxed);
+    }
+
+    // Sums the shares' counts into stats_ and their traces into trace_, in
+    // time order.
+    void gather_shares() {
+        for (const auto& s : shares_) {
+            stats_.instances += s->stats.instances;
+            stats_.sent += s->stats.sent;
+            stats_.received += s->stats.received;
+            stats_.handed += s->stats.handed;
+            stats_.busy_ns += s->stats.busy_ns;
+            trace_.tasks.insert(trace_.tasks.end(), s->trace.tasks.begin(), s->trace.tasks.end());
+            trace_.transfers.insert(trace_.transfers.end(), s->trace.transfers.begin(), s->trace.transfers.end());
+        }
+        if (shares_.size() > 1) {
+            std::stable_sort(trace_.tasks.begin(), trace_.tasks.end(),
+                             [](const task_span& a, const task_span& b) { return a.start_ns < b.start_ns; });
+            std::stable_sort(trace_.transfers.begin(), trace_.transfers.end(),
+                             [](const transfer_event& a, const transfer_event& b) { return a.ns < b.ns; });
+        }
+    }
+
+    bool stopped() const { return end_.load(std::memory_order_acquire) != ending::running; }
+    bool failed() const { return end_.load(std::memory_order_acquire) == ending::failed; }
+
+    // Queues local task i's next step if its inputs are all here; the
+    // caller holds its share's lock. Returns whether a worker should be woken.
     bool advance_locked(std::size_t i) {
         local_task& t = local_[i];
-        if (t.queued || t.next_step >= steps_ || failed_) return false;
+        if (t.queued || t.next_step >= steps_ || stopped()) return false;
         if (instance_locked(t, t.next_step).missing != 0) return false;
         t.queued = true;
+        work_share& s = *t.share;
         const std::int64_t p = g_.priority ? g_.priority(t.id, t.next_step) : 0;
-        queue_->push(ready_task{t.id, t.next_step, p, order_++});
-        if (idle_ == 0) return false;
-        --idle_;
-        return true;
+        s.queue->push(ready_task{t.id, t.next_step, p, s.order++});
+        s.queued.store(s.queued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return take_idle();
+    }
+
+    // Takes one worker off the idle count, if any is on it (Wake protocol).
+    bool take_idle() {
+        std::size_t n = idle_.load(std::memory_order_relaxed);
+        while (n > 0 && !idle_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+        }
+        return n > 0;
     }
 
     // Places a value for input `slot` of local task i at `step`, counting it
@@ -467,11 +556,12 @@ private:
                  const transfer_event* arrival = nullptr) {
         bool wake = false;
         {
-            std::lock_guard lk(lock_);
-            if (failed_) return;
-            ++(stats_.*count);
-            if (arrival) trace_.transfers.push_back(*arrival);
             local_task& t = local_[i];
+            work_share& s = *t.share;
+            std::lock_guard lk(s.lock);
+            if (failed()) return;
+            ++(s.stats.*count);
+            if (arrival) s.trace.transfers.push_back(*arrival);
             if (step < t.next_step || slot < 0 || static_cast<std::size_t>(slot) >= t.edges.inputs.size())
                 throw usage_error("task graph: a value for input " + std::to_string(slot) + " of " + name(t.id) +
                                   " step " + std::to_string(step) + " that it does not wait for");
@@ -514,39 +604,56 @@ private:
         e.to = r.to;
         e.value = std::move(value);
         {
-            std::lock_guard lk(lock_);
-            ++stats_.sent;
+            work_share& s = *t.share;
+            std::lock_guard lk(s.lock);
+            ++s.stats.sent;
             if (opt_.trace)
-                trace_.transfers.push_back(
+                s.trace.transfers.push_back(
                     transfer_event{t.id, r.to, step, comm_.rank(), transfer_event::sent, 0, now_ns()});
         }
         comm_.send(r.rank, tag_, std::move(e));
         return true;
     }
 
-    // Pops a ready instance and takes its node out of its task's pending
-    // map in the same locked section (the lock is the engine's contended
-    // resource at two workers and more: each acquisition counts).
+    // Pops a ready instance, from its own share first (Shares), and takes
+    // its node out of its task's pending map in the same locked section.
     void work(int w) {
+        const std::size_t n = shares_.size(), own = static_cast<std::size_t>(w) % n;
         for (;;) {
+            if (stopped()) return;
             ready_task next;
             std::size_t i = 0;
             typename pending_map::node_type node;
-            {
-                std::unique_lock lk(lock_);
-                while (queue_->empty() && !finished_ && !failed_) {
-                    ++idle_;
-                    lk.unlock();
-                    (void)wake_.reader().read();
-                    lk.lock();
-                }
-                if (finished_ || failed_) return;
-                next = queue_->pop();
+            bool got = false;
+            for (std::size_t k = own, looked = 0; looked < n && !got; ++looked, k = k + 1 == n ? 0 : k + 1) {
+                work_share& s = *shares_[k];
+                if (k != own && s.queued.load(std::memory_order_relaxed) == 0) continue;
+                std::lock_guard lk(s.lock);
+                if (stopped()) return;  // no body starts once a failure is recorded
+                if (s.queue->empty()) continue;
+                next = s.queue->pop();
+                s.queued.store(s.queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
                 i = index_.at(next.id);
                 node = local_[i].pending.extract(next.step);
+                got = true;
             }
-            run_one(w, next, i, std::move(node));
+            if (got) run_one(w, next, i, std::move(node));
+            else idle();
         }
+    }
+
+    // Waits for a token unless work came or the run ended meanwhile (Wake
+    // protocol).
+    void idle() {
+        // acq_rel: an ending that zeroed the count before this is seen below.
+        idle_.fetch_add(1, std::memory_order_acq_rel);
+        bool work = stopped();
+        for (std::size_t k = 0; k < shares_.size() && !work; ++k) {
+            std::lock_guard lk(shares_[k]->lock);
+            work = !shares_[k]->queue->empty();
+        }
+        if (work && take_idle()) return;
+        (void)wake_.reader().read();
     }
 
     void run_one(int w, const ready_task& r, std::size_t i, typename pending_map::node_type node) {
@@ -569,22 +676,20 @@ private:
         in.inputs.clear();  // what the body left of its inputs goes now, outside the lock
         bool wake_one = false, done = false;
         {
-            std::lock_guard lk(lock_);
-            if (shelf_.size() < max_shelved) shelf_.push_back(std::move(node));
-            ++stats_.instances;
-            stats_.busy_ns += end - start;
-            if (opt_.trace) trace_.tasks.push_back(task_span{r.id, r.step, comm_.rank(), w, start, end});
             local_task& t = local_[i];
+            work_share& s = *t.share;
+            std::lock_guard lk(s.lock);
+            if (s.shelf.size() < max_shelved) s.shelf.push_back(std::move(node));
+            ++s.stats.instances;
+            s.stats.busy_ns += end - start;
+            if (opt_.trace) s.trace.tasks.push_back(task_span{r.id, r.step, comm_.rank(), w, start, end});
             t.queued = false;
             ++t.next_step;
             wake_one = advance_locked(i);
-            if (--left_ == 0) {
-                finished_ = true;
-                done = true;
-            }
+            done = --s.left == 0 && shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
         }
         if (done) {
-            stop_everyone();
+            finish();
             return;
         }
         if (wake_one) wake_.writer().write(0);
@@ -649,15 +754,9 @@ private:
     // Records the first failure; `where` and `tell` say whether it happened
     // here (and must be told to the other ranks) or came from one of them.
     void fail(std::exception_ptr e, const std::string& where, bool tell) {
-        std::size_t wakes;
-        {
-            std::lock_guard lk(lock_);
-            if (failed_ || finished_) return;
-            failed_ = e;
-            wakes = idle_;
-            idle_ = 0;
-        }
-        for (std::size_t k = 0; k < wakes; ++k) wake_.writer().write(0);
+        if (ending running = ending::running; !end_.compare_exchange_strong(running, ending::failed)) return;
+        failed_ = e;
+        wake_idlers();
         if (tell) {
             std::string what;
             try {
@@ -685,17 +784,18 @@ private:
         comm_.send(comm_.rank(), tag_, std::move(s));
     }
 
-    void stop_everyone() {
-        std::size_t wakes;
-        {
-            std::lock_guard lk(lock_);
-            wakes = idle_;
-            idle_ = 0;
-        }
-        for (std::size_t k = 0; k < wakes; ++k) wake_.writer().write(0);
+    // The rank's last instance finished, unless a failure came first (it
+    // did this itself).
+    void finish() {
+        if (ending running = ending::running; !end_.compare_exchange_strong(running, ending::finished)) return;
+        wake_idlers();
         envelope<V> s;
         s.kind = envelope<V>::stop;
         comm_.send(comm_.rank(), tag_, std::move(s));
+    }
+
+    void wake_idlers() {
+        for (std::size_t k = idle_.exchange(0, std::memory_order_acq_rel); k > 0; --k) wake_.writer().write(0);
     }
 
     C& comm_;
@@ -709,22 +809,21 @@ private:
     // arrival process touches it once the run started.
     std::map<int, std::uint64_t> awaited_;
 
-    mutable std::mutex lock_;  // everything below
+    // Fixed once built: the tasks (their changing state under their share's
+    // lock), the shares and the task-id index.
     std::vector<local_task> local_;
-    // Map nodes of finished instances, their vectors' capacity kept, for the
-    // next instances: a step of a task then allocates nothing of its own.
-    static constexpr std::size_t max_shelved = 256;
-    std::vector<typename pending_map::node_type> shelf_;
+    std::vector<std::unique_ptr<work_share>> shares_;
+    static constexpr std::size_t max_shelved = 256;  // per share
     std::unordered_map<task_id, std::size_t> index_;
-    std::unique_ptr<ready_queue> queue_;
-    std::uint64_t order_ = 0;
-    std::uint64_t left_ = 0;  // instances of this rank not yet finished
-    bool talks_ = false;      // some edge of this rank's tasks crosses to another rank
-    std::size_t idle_ = 0;
-    bool finished_ = false;
-    std::exception_ptr failed_;
-    run_stats stats_;
-    graph_trace trace_;
+    bool talks_ = false;  // some edge of this rank's tasks crosses to another rank
+
+    std::atomic<std::size_t> shares_left_{0};  // shares with instances not yet finished
+    std::atomic<std::size_t> idle_{0};         // workers owed a token (Wake protocol)
+    enum class ending { running, finished, failed };
+    std::atomic<ending> end_{ending::running};
+    std::exception_ptr failed_;  // written by the failure that won end_; read once every process ended
+    run_stats stats_;            // the shares' counts, once the run ended
+    graph_trace trace_;          // the shares' records, once the run ended
     csp::channel<int> wake_{csp::buffer::unbounded()};
 };
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -117,6 +118,144 @@ TEST(emits, every_value_reaches_its_consumer_when_bodies_yield_between_emits) {
         ASSERT_EQ(last, stencil_reference(n, steps)) << "round " << round;
         ASSERT_EQ(st.instances, static_cast<std::uint64_t>(n) * steps);
         ASSERT_EQ(st.handed, stencil_edges(n) * (steps - 1));
+    }
+}
+
+// A graph whose edges cross the workers' shares (engine.hpp: each worker
+// serves a contiguous run of the rank's tasks first): task t takes its own
+// last value and task q(t)'s (lag 1) and, except at the start of each run of
+// four, task t-1's value of the same step (lag 0). Integer values, so the
+// result does not depend on which worker ran what.
+struct crossing_graph {
+    df::task_id n;
+    df::task_id q(df::task_id t) const { return (t * 7 + 3) % n; }
+    std::vector<df::input> inputs(df::task_id t) const {
+        std::vector<df::input> in{{t, 1}};
+        if (q(t) != t) in.push_back({q(t), 1});
+        if (t % 4 != 0) in.push_back({t - 1, 0});
+        return in;
+    }
+    df::task_edges edges(df::task_id t) const {
+        df::task_edges e;
+        e.inputs = inputs(t);
+        for (df::task_id u = 0; u < n; ++u)
+            for (const auto& in : inputs(u))
+                if (in.from == t) e.outputs.push_back({u, in.lag});
+        return e;
+    }
+    static std::int64_t value(df::task_id t, int step, const std::vector<std::int64_t>& in) {
+        std::int64_t v = t + step;
+        for (std::size_t i = 0; i < in.size(); ++i) v += static_cast<std::int64_t>(i + 1) * in[i];
+        return v % 1000003;
+    }
+    // Each task's value at the last of `steps` steps, computed in order.
+    std::vector<std::int64_t> reference(int steps) const {
+        std::vector<std::int64_t> prev(n), cur(n);
+        for (df::task_id t = 0; t < n; ++t) prev[t] = t + 1;
+        for (int s = 0; s < steps; ++s) {
+            for (df::task_id t = 0; t < n; ++t) {
+                std::vector<std::int64_t> in;
+                for (const auto& e : inputs(t)) in.push_back(e.lag == 0 ? cur[e.from] : prev[e.from]);
+                cur[t] = value(t, s, in);
+            }
+            std::swap(prev, cur);
+        }
+        return prev;
+    }
+    // Values that travel an edge in `steps` steps.
+    std::uint64_t values(int steps) const {
+        std::uint64_t k = 0;
+        for (df::task_id t = 0; t < n; ++t)
+            for (const auto& e : inputs(t)) k += static_cast<std::uint64_t>(std::max(0, steps - e.lag));
+        return k;
+    }
+};
+
+// Workers that outnumber the threads, bodies that yield at random between
+// emits, values that cross shares and ranks, over many rounds: every value
+// is counted, every instance runs once, and the result is the reference's.
+TEST(shares, every_value_crossing_the_workers_shares_arrives_on_two_threads) {
+    const crossing_graph c{40};
+    const int steps = 15;
+    const auto want = c.reference(steps);
+    for (int round = 0; round < 24; ++round) {
+        const int ranks = 1 + round % 2, workers = 2 + round % 3;
+        std::vector<std::int64_t> last(c.n, -1);
+        std::mutex lock;
+        df::task_graph<std::int64_t> g{
+            .tasks = c.n,
+            .owner = [&](df::task_id t) { return static_cast<int>(t * ranks / c.n); },
+            .edges = [&](df::task_id t) { return c.edges(t); },
+            .body =
+                [&](df::task<std::int64_t>& t) {
+                    thread_local std::mt19937 rng(std::random_device{}());
+                    std::vector<std::int64_t> in;
+                    for (std::size_t i = 0; i < t.inputs(); ++i) in.push_back(t.input(i));
+                    const std::int64_t v = crossing_graph::value(t.id(), t.step(), in);
+                    for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) {
+                        t.emit(o, std::int64_t{v});
+                        if (rng() % 4 == 0) csp::yield();
+                    }
+                    if (t.last_step()) {
+                        std::lock_guard lk(lock);
+                        last[t.id()] = v;
+                    }
+                },
+            // Step 0's lag-1 inputs hold their producer's first value, from + 1.
+            .initial = [&](df::task_id t, std::size_t i, int) -> std::int64_t { return c.inputs(t)[i].from + 1; },
+        };
+        std::uint64_t instances = 0, moved = 0, sent = 0, received = 0;
+        csp::run(
+            [&] {
+                auto stats = cc::run_local(ranks, [&](cc::local_communicator& comm) {
+                    return df::run(comm, g, steps, {.workers = workers});
+                });
+                for (const auto& st : stats) {
+                    instances += st.instances;
+                    moved += st.handed + st.sent;
+                    sent += st.sent;
+                    received += st.received;
+                }
+            },
+            {.threads = 2});
+        ASSERT_EQ(last, want) << "round " << round << ": " << ranks << " ranks, " << workers << " workers";
+        ASSERT_EQ(instances, static_cast<std::uint64_t>(c.n) * steps) << "round " << round;
+        ASSERT_EQ(moved, c.values(steps)) << "round " << round;
+        ASSERT_EQ(sent, received) << "round " << round;
+    }
+}
+
+// Two workers, eight independent tasks: share 0 holds tasks 0-3, whose
+// bodies sleep, share 1 tasks 4-7, which return at once. Worker 1 runs out of
+// its own work and takes share 0's: tasks of both shares run on worker 1,
+// and each task runs once.
+TEST(shares, a_worker_whose_share_ran_out_takes_another_shares_ready_work) {
+    for (std::size_t threads : {1u, 2u}) {
+        std::vector<int> runs(8, 0);
+        df::task_graph<int> g{
+            .tasks = 8,
+            .owner = [](df::task_id) { return 0; },
+            .edges = [](df::task_id) { return df::task_edges{}; },
+            .body =
+                [&](df::task<int>& t) {
+                    ++runs[t.id()];
+                    if (t.id() < 4) csp::sleep_for(std::chrono::milliseconds(20));
+                },
+        };
+        df::graph_trace trace;
+        csp::run([&] { cc::run_local(1, [&](cc::local_communicator& comm) { df::run(comm, g, 1, {.workers = 2}, &trace); }); },
+                 {.threads = threads});
+        EXPECT_EQ(runs, std::vector<int>(8, 1)) << threads << " threads";
+        std::set<df::task_id> on_worker_1;
+        for (const auto& span : trace.tasks)
+            if (span.worker == 1) on_worker_1.insert(span.id);
+        EXPECT_TRUE(on_worker_1.count(4) && on_worker_1.count(7)) << threads << " threads";
+        EXPECT_TRUE(std::any_of(on_worker_1.begin(), on_worker_1.end(), [](df::task_id id) { return id < 4; }))
+            << threads << " threads: worker 1 never took share 0's work";
+        ASSERT_EQ(trace.tasks.size(), 8u);
+        EXPECT_TRUE(std::is_sorted(trace.tasks.begin(), trace.tasks.end(),
+                                   [](const df::task_span& a, const df::task_span& b) { return a.start_ns < b.start_ns; }))
+            << "a trace merged from several shares is in time order";
     }
 }
 
