@@ -406,6 +406,27 @@ TEST(ready_queue_policy, a_user_queue_replaces_the_default_on_every_rank) {
     EXPECT_EQ(pushes.load(), 8 * 5);
 }
 
+// Regression: a queue factory that returned no queue was called on and
+// dereferenced as the first instance became ready. The graph is refused on
+// every rank, before any body runs, with an error that names the option.
+TEST(ready_queue_policy, a_factory_that_makes_no_queue_is_refused_naming_the_option) {
+    std::atomic<int> ran{0};
+    auto g = stencil(8, 2);
+    g.body = [&](df::task<std::int64_t>&) { ++ran; };
+    std::vector<std::string> what(2);
+    csp::run([&] {
+        cc::run_local(2, [&](cc::local_communicator& comm) {
+            try {
+                df::run(comm, g, 3, {.queue = [] { return std::unique_ptr<df::ready_queue>{}; }});
+            } catch (const csp::usage_error& e) {
+                what[static_cast<std::size_t>(comm.rank())] = e.what();
+            }
+        });
+    });
+    for (const auto& w : what) EXPECT_NE(w.find("run_options::queue made no queue"), std::string::npos) << w;
+    EXPECT_EQ(ran.load(), 0);
+}
+
 // What each rank's run() threw.
 std::vector<std::string> failures(int ranks, std::size_t threads, const df::task_graph<std::int64_t>& g, int steps) {
     std::vector<std::string> what(ranks);
