@@ -100,6 +100,18 @@ struct run_stats {
     std::uint64_t handed = 0;        // values handed over on this rank
     std::int64_t busy_ns = 0;        // summed over workers: time in bodies (run_options::time_bodies)
     std::int64_t elapsed_ns = 0;     // the whole run at this rank
+
+    // Folds another rank's (or share's) counts in: counts and busy time
+    // add, elapsed time is the longer of the two (ranks run side by side).
+    run_stats& operator+=(const run_stats& o) {
+        instances += o.instances;
+        sent += o.sent;
+        received += o.received;
+        handed += o.handed;
+        busy_ns += o.busy_ns;
+        elapsed_ns = std::max(elapsed_ns, o.elapsed_ns);
+        return *this;
+    }
 };
 
 namespace detail {
@@ -509,11 +521,7 @@ private:
     // time order.
     void gather_shares() {
         for (const auto& s : shares_) {
-            stats_.instances += s->stats.instances;
-            stats_.sent += s->stats.sent;
-            stats_.received += s->stats.received;
-            stats_.handed += s->stats.handed;
-            stats_.busy_ns += s->stats.busy_ns;
+            stats_ += s->stats;
             trace_.tasks.insert(trace_.tasks.end(), s->trace.tasks.begin(), s->trace.tasks.end());
             trace_.transfers.insert(trace_.transfers.end(), s->trace.transfers.begin(), s->trace.transfers.end());
         }
@@ -620,7 +628,6 @@ private:
     void work(int w) {
         const std::size_t n = shares_.size(), own = static_cast<std::size_t>(w) % n;
         for (;;) {
-            if (stopped()) return;
             ready_task next;
             std::size_t i = 0;
             typename pending_map::node_type node;
@@ -629,7 +636,9 @@ private:
                 work_share& s = *shares_[k];
                 if (k != own && s.queued.load(std::memory_order_relaxed) == 0) continue;
                 std::lock_guard lk(s.lock);
-                if (stopped()) return;  // no body starts once a failure is recorded
+                // No body starts once the run ended; the own share is never
+                // skipped, so every pass makes this check at least once.
+                if (stopped()) return;
                 if (s.queue->empty()) continue;
                 next = s.queue->pop();
                 s.queued.store(s.queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);

@@ -58,26 +58,21 @@ TEST_P(stencil_graph, matches_the_sequential_reference_and_counts_every_value) {
             last[t.id()] = v;
         }
     };
-    std::uint64_t instances = 0, sent = 0, received = 0, handed = 0;
+    df::run_stats all;
     csp::run(
         [&] {
             auto stats = cc::run_local(ranks, [&](cc::local_communicator& comm) {
                 return df::run(comm, g, steps, {.workers = workers});
             });
-            for (const auto& s : stats) {
-                instances += s.instances;
-                sent += s.sent;
-                received += s.received;
-                handed += s.handed;
-            }
+            for (const auto& s : stats) all += s;
         },
         {.threads = threads});
     EXPECT_EQ(last, stencil_reference(n, steps));
-    EXPECT_EQ(instances, static_cast<std::uint64_t>(n) * steps);
-    EXPECT_EQ(sent, received);
-    EXPECT_EQ(sent + handed, stencil_edges(n) * (steps - 1));
-    if (ranks == 1) EXPECT_EQ(sent, 0u);
-    else EXPECT_EQ(sent, 2u * (ranks - 1) * (steps - 1));  // one value each way across each rank boundary
+    EXPECT_EQ(all.instances, static_cast<std::uint64_t>(n) * steps);
+    EXPECT_EQ(all.sent, all.received);
+    EXPECT_EQ(all.sent + all.handed, stencil_edges(n) * (steps - 1));
+    if (ranks == 1) EXPECT_EQ(all.sent, 0u);
+    else EXPECT_EQ(all.sent, 2u * (ranks - 1) * (steps - 1));  // one value each way across each rank boundary
 }
 
 INSTANTIATE_TEST_SUITE_P(shapes, stencil_graph,
@@ -204,24 +199,19 @@ TEST(shares, every_value_crossing_the_workers_shares_arrives_on_two_threads) {
             // Step 0's lag-1 inputs hold their producer's first value, from + 1.
             .initial = [&](df::task_id t, std::size_t i, int) -> std::int64_t { return c.inputs(t)[i].from + 1; },
         };
-        std::uint64_t instances = 0, moved = 0, sent = 0, received = 0;
+        df::run_stats all;
         csp::run(
             [&] {
                 auto stats = cc::run_local(ranks, [&](cc::local_communicator& comm) {
                     return df::run(comm, g, steps, {.workers = workers});
                 });
-                for (const auto& st : stats) {
-                    instances += st.instances;
-                    moved += st.handed + st.sent;
-                    sent += st.sent;
-                    received += st.received;
-                }
+                for (const auto& st : stats) all += st;
             },
             {.threads = 2});
         ASSERT_EQ(last, want) << "round " << round << ": " << ranks << " ranks, " << workers << " workers";
-        ASSERT_EQ(instances, static_cast<std::uint64_t>(c.n) * steps) << "round " << round;
-        ASSERT_EQ(moved, c.values(steps)) << "round " << round;
-        ASSERT_EQ(sent, received) << "round " << round;
+        ASSERT_EQ(all.instances, static_cast<std::uint64_t>(c.n) * steps) << "round " << round;
+        ASSERT_EQ(all.handed + all.sent, c.values(steps)) << "round " << round;
+        ASSERT_EQ(all.sent, all.received) << "round " << round;
     }
 }
 
@@ -883,6 +873,18 @@ TEST(run_stats, body_time_is_summed_when_asked_and_left_zero_otherwise) {
     EXPECT_LE(timed.busy_ns, timed.elapsed_ns);
     EXPECT_EQ(untimed.busy_ns, 0);
     EXPECT_GE(untimed.elapsed_ns, 6 * 300'000);
+}
+
+TEST(run_stats, folding_ranks_adds_counts_and_keeps_the_longer_elapsed_time) {
+    df::run_stats a{.instances = 3, .sent = 1, .received = 2, .handed = 4, .busy_ns = 10, .elapsed_ns = 50};
+    const df::run_stats b{.instances = 5, .sent = 2, .received = 1, .handed = 6, .busy_ns = 20, .elapsed_ns = 40};
+    a += b;
+    EXPECT_EQ(a.instances, 8u);
+    EXPECT_EQ(a.sent, 3u);
+    EXPECT_EQ(a.received, 3u);
+    EXPECT_EQ(a.handed, 10u);
+    EXPECT_EQ(a.busy_ns, 30);
+    EXPECT_EQ(a.elapsed_ns, 50);
 }
 
 }  // namespace
