@@ -25,6 +25,14 @@
 // in order). Values on a local edge are handed to the consumer's instance by
 // the producer's worker; values to another rank travel in an envelope on the
 // run's tag, which the consumer's arrival process hands over the same way.
+// With one worker, a value for a local task is held until the body returns
+// and handed over in the section that ends the instance, under the lock that
+// section takes anyway: no other worker could run the consumer earlier, and
+// a stencil's instance takes the lock twice (pop, end) instead of once more
+// per output. With several, a local value is handed over at once, so that
+// an idle worker (or one that becomes idle while the body runs) can start
+// its consumer. Values for other ranks always leave at once, so
+// communication overlaps the rest of the body.
 //
 // Ending. The rank is done when its last instance finished (each share
 // counts its own; the last share to finish counts down shares_left_): the
@@ -257,6 +265,7 @@ public:
             advance_locked(i);
         }
         if (!local_.empty() && steps_ > 0) {
+            held_.resize(static_cast<std::size_t>(opt_.workers));
             csp::process_group g;
             g.spawn(csp::proc("dataflow arrivals", [this] { arrivals(); }));
             for (int w = 0; w < opt_.workers; ++w)
@@ -341,6 +350,7 @@ private:
             index_[id] = local_.size();
             local_.push_back(local_task{id, g_.edges(id), {}, 0, false, {}, nullptr});
         }
+        ids_in_a_run_ = local_.empty() || local_.back().id - local_.front().id + 1 == static_cast<task_id>(local_.size());
         std::unordered_map<task_id, task_edges> others;  // edges of remote neighbours, asked once
         auto edges_of = [&](task_id id) -> const task_edges& {
             if (auto it = index_.find(id); it != index_.end()) return local_[it->second].edges;
@@ -469,6 +479,18 @@ private:
 
     std::string name(task_id id) const { return g_.name ? g_.name(id) : "task " + std::to_string(id); }
 
+    // Task id -> its index in local_, or npos if another rank owns it. A
+    // block distribution gives a rank one run of ids: then an offset.
+    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+    std::size_t local_of(task_id id) const {
+        if (ids_in_a_run_) {
+            if (local_.empty() || id < local_.front().id || id > local_.back().id) return npos;
+            return static_cast<std::size_t>(id - local_.front().id);
+        }
+        const auto it = index_.find(id);
+        return it == index_.end() ? npos : it->second;
+    }
+
     instance& instance_locked(local_task& t, int step) {
         auto it = t.pending.find(step);
         if (it == t.pending.end()) {
@@ -564,46 +586,64 @@ private:
                  const transfer_event* arrival = nullptr) {
         bool wake = false;
         {
-            local_task& t = local_[i];
-            work_share& s = *t.share;
+            work_share& s = *local_[i].share;
             std::lock_guard lk(s.lock);
             if (failed()) return;
-            ++(s.stats.*count);
             if (arrival) s.trace.transfers.push_back(*arrival);
-            if (step < t.next_step || slot < 0 || static_cast<std::size_t>(slot) >= t.edges.inputs.size())
-                throw usage_error("task graph: a value for input " + std::to_string(slot) + " of " + name(t.id) +
-                                  " step " + std::to_string(step) + " that it does not wait for");
-            instance& in = instance_locked(t, step);
-            if (in.filled[slot])
-                throw usage_error("task graph: input " + std::to_string(slot) + " of " + name(t.id) + " step " +
-                                  std::to_string(step) + " arrived twice");
-            in.inputs[slot] = std::move(value);
-            in.filled[slot] = 1;
-            --in.missing;
-            if (in.missing == 0 && step == t.next_step) wake = advance_locked(i);
+            wake = deliver_locked(i, slot, step, std::move(value), count);
         }
         if (wake) wake_.writer().write(0);
     }
 
+    // deliver() under the consumer's share's lock, held by the caller.
+    // Returns whether a worker should be woken.
+    bool deliver_locked(std::size_t i, int slot, int step, V&& value, std::uint64_t run_stats::*count) {
+        local_task& t = local_[i];
+        ++(t.share->stats.*count);
+        if (step < t.next_step || slot < 0 || static_cast<std::size_t>(slot) >= t.edges.inputs.size())
+            throw usage_error("task graph: a value for input " + std::to_string(slot) + " of " + name(t.id) +
+                              " step " + std::to_string(step) + " that it does not wait for");
+        instance& in = instance_locked(t, step);
+        if (in.filled[slot])
+            throw usage_error("task graph: input " + std::to_string(slot) + " of " + name(t.id) + " step " +
+                              std::to_string(step) + " arrived twice");
+        in.inputs[slot] = std::move(value);
+        in.filled[slot] = 1;
+        --in.missing;
+        return in.missing == 0 && step == t.next_step && advance_locked(i);
+    }
+
+    // A value for a local task, held until the body returns (one worker:
+    // see the hand-over above).
+    struct held_value {
+        std::size_t to;
+        int slot;
+        int step;
+        V value;
+    };
+
     // Where the values of one running instance go.
     struct emitter final : output_sink<V> {
-        emitter(engine& e, std::size_t i, int step) : eng(e), index(i), step(step) {}
-        void put(std::size_t output, V&& value) override { sent |= eng.emit(index, step, output, std::move(value)); }
+        emitter(engine& e, std::size_t i, int step, std::vector<held_value>& held)
+            : eng(e), index(i), step(step), held(held) {}
+        void put(std::size_t output, V&& value) override { eng.emit(index, step, output, std::move(value), held); }
         engine& eng;
         std::size_t index;
         int step;
-        bool sent = false;  // some value went to another rank
+        std::vector<held_value>& held;
     };
 
-    // Output `output` of local task i at `step`; true if it left the rank.
-    bool emit(std::size_t i, int producer_step, std::size_t output, V&& value) {
+    // Output `output` of local task i at `step`.
+    void emit(std::size_t i, int producer_step, std::size_t output, V&& value, std::vector<held_value>& held) {
         const local_task& t = local_[i];
         const route& r = t.routes[output];
         const int step = producer_step + r.lag;
-        if (step >= steps_) return false;  // a lagged output of a last step: no consumer instance
+        if (step >= steps_) return;  // a lagged output of a last step: no consumer instance
         if (r.local >= 0) {
-            deliver(static_cast<std::size_t>(r.local), r.slot, step, std::move(value), &run_stats::handed);
-            return false;
+            const auto to = static_cast<std::size_t>(r.local);
+            if (opt_.workers == 1) held.push_back(held_value{to, r.slot, step, std::move(value)});
+            else deliver(to, r.slot, step, std::move(value), &run_stats::handed);
+            return;
         }
         envelope<V> e;
         e.slot = r.slot;
@@ -620,7 +660,6 @@ private:
                     transfer_event{t.id, r.to, step, comm_.rank(), transfer_event::sent, 0, now_ns()});
         }
         comm_.send(r.rank, tag_, std::move(e));
-        return true;
     }
 
     // Pops a ready instance, from its own share first (Shares), and takes
@@ -642,7 +681,7 @@ private:
                 if (s.queue->empty()) continue;
                 next = s.queue->pop();
                 s.queued.store(s.queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-                i = index_.at(next.id);
+                i = local_of(next.id);
                 node = local_[i].pending.extract(next.step);
                 got = true;
             }
@@ -669,7 +708,8 @@ private:
         instance& in = node.mapped();
         in.emitted.assign(local_[i].edges.outputs.size(), 0);
         const auto start = opt_.time_bodies ? now_ns() : 0;
-        emitter out(*this, i, r.step);
+        std::vector<held_value>& held = held_[static_cast<std::size_t>(w)];
+        emitter out(*this, i, r.step, held);
         try {
             task<V> t(r.id, r.step, steps_, in.inputs, local_[i].edges, out, in.emitted);
             g_.body(t);
@@ -678,12 +718,15 @@ private:
                                   " returned without emitting output " + std::to_string(miss.front()) + " (to " +
                                   name(local_[i].edges.outputs[miss.front()].to) + ")");
         } catch (...) {
+            held.clear();
             fail(std::current_exception(), name(r.id) + " step " + std::to_string(r.step), true);
             return;
         }
         const auto end = opt_.time_bodies ? now_ns() : 0;
         in.inputs.clear();  // what the body left of its inputs goes now, outside the lock
-        bool wake_one = false, done = false;
+        std::size_t wakes = 0;
+        bool done = false;
+        std::exception_ptr refused;
         {
             local_task& t = local_[i];
             work_share& s = *t.share;
@@ -694,14 +737,26 @@ private:
             if (opt_.trace) s.trace.tasks.push_back(task_span{r.id, r.step, comm_.rank(), w, start, end});
             t.queued = false;
             ++t.next_step;
-            wake_one = advance_locked(i);
-            done = --s.left == 0 && shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+            if (!failed()) {
+                try {
+                    for (auto& h : held) wakes += deliver_locked(h.to, h.slot, h.step, std::move(h.value), &run_stats::handed);
+                } catch (...) {
+                    refused = std::current_exception();
+                }
+            }
+            wakes += advance_locked(i);
+            done = !refused && --s.left == 0 && shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+        }
+        held.clear();
+        if (refused) {
+            fail(refused, name(r.id) + " step " + std::to_string(r.step), true);
+            return;
         }
         if (done) {
             finish();
             return;
         }
-        if (wake_one) wake_.writer().write(0);
+        for (; wakes > 0; --wakes) wake_.writer().write(0);
         // Between two bodies the node's other ready processes run: values
         // just sent leave, and values that came in meanwhile are taken in
         // (the arrival process is above the workers' priority) before the
@@ -741,13 +796,13 @@ private:
                     fail(std::make_exception_ptr(graph_error(e.error)), {}, false);
                     return;
                 }
-                auto it = index_.find(e.to);
-                if (it == index_.end())
+                const std::size_t to = local_of(e.to);
+                if (to == npos)
                     throw usage_error("task graph: rank " + std::to_string(comm_.rank()) + " got a value for " +
                                       name(e.to) + ", which it does not own");
                 const transfer_event arrival{e.from, e.to, e.step, comm_.rank(), transfer_event::arrived, 0,
                                              opt_.trace ? now_ns() : 0};
-                deliver(it->second, e.slot, e.step, std::move(e.value), &run_stats::received,
+                deliver(to, e.slot, e.step, std::move(e.value), &run_stats::received,
                         opt_.trace ? &arrival : nullptr);
                 if (auto a = awaited_.find(got.source); a != awaited_.end() && --a->second == 0) {
                     awaited_.erase(a);
@@ -824,7 +879,9 @@ private:
     std::vector<std::unique_ptr<work_share>> shares_;
     static constexpr std::size_t max_shelved = 256;  // per share
     std::unordered_map<task_id, std::size_t> index_;
+    bool ids_in_a_run_ = false;  // local_'s ids are first, first + 1, ... (local_of)
     bool talks_ = false;  // some edge of this rank's tasks crosses to another rank
+    std::vector<std::vector<held_value>> held_;  // per worker, touched by that worker only
 
     std::atomic<std::size_t> shares_left_{0};  // shares with instances not yet finished
     std::atomic<std::size_t> idle_{0};         // workers owed a token (Wake protocol)

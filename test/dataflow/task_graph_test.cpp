@@ -494,6 +494,48 @@ TEST_P(failing_graph, a_throwing_task_stops_the_graph_on_every_rank) {
 
 INSTANTIATE_TEST_SUITE_P(threads, failing_graph, ::testing::Values(1, 2));
 
+// With one worker a body's values for local tasks are held until it returns
+// (engine.hpp): a body that emits and then throws leaves them undelivered.
+// Task 0 emits a vector to task 1 and throws at step 2; task 1 ran steps 0
+// and 1 only, every value it ran with was task 0's of that step, and the
+// run fails with task 0's error.
+TEST(failing_graph_body, values_held_from_a_body_that_throws_are_dropped_with_it) {
+    std::vector<int> consumer_steps;
+    df::task_graph<std::vector<int>> g{
+        .tasks = 2,
+        .owner = [](df::task_id) { return 0; },
+        .edges =
+            [](df::task_id t) {
+                df::task_edges e;
+                if (t == 0) e.outputs = {{1, 0}};
+                else e.inputs = {{0, 0}};
+                return e;
+            },
+        .body =
+            [&](df::task<std::vector<int>>& t) {
+                if (t.id() == 1) {
+                    EXPECT_EQ(t.input(0), std::vector<int>(100, t.step()));
+                    consumer_steps.push_back(t.step());
+                    return;
+                }
+                t.emit(0, std::vector<int>(100, t.step()));
+                if (t.step() == 2) throw std::runtime_error("boom after emitting");
+            },
+    };
+    std::string what;
+    csp::run([&] {
+        cc::run_local(1, [&](cc::local_communicator& comm) {
+            try {
+                df::run(comm, g, 5, {.workers = 1});
+            } catch (const std::runtime_error& e) {
+                what = e.what();
+            }
+        });
+    });
+    EXPECT_EQ(what, "boom after emitting");
+    EXPECT_EQ(consumer_steps, (std::vector<int>{0, 1}));
+}
+
 TEST(failing_graph_body, a_missing_or_repeated_output_is_an_error_naming_the_edge) {
     auto g = stencil(4, 2);
     g.body = [](df::task<std::int64_t>& t) {
@@ -572,7 +614,8 @@ TEST(task_graph_body, a_lagged_output_without_a_consumer_may_be_left_out) {
 // the producer's body ends, whether the other worker already idles when the
 // value is emitted (task 0 sleeps first) or is busy then with task 2 (5 ms)
 // and goes idle later. (Holding a body's values until it returns, to take
-// the engine's lock once for them, fails the second case.)
+// the engine's lock once for them, fails the second case: the engine holds
+// them only when it runs one worker.)
 TEST(task_graph_body, a_value_emitted_while_a_worker_idles_starts_its_consumer_before_the_body_ends) {
     for (const bool other_busy : {false, true}) {
         for (const std::size_t threads : {1u, 2u}) {
