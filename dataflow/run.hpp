@@ -50,8 +50,10 @@ template <collectives::communicator C, class V>
 run_stats run(C& comm, const task_graph<V>& graph, int steps, const run_options& options = {},
               graph_trace* trace = nullptr) {
     typename detail::engine<C, V>::options o;
-    o.workers = options.workers > 0 ? options.workers
-                                    : static_cast<int>(std::max<std::size_t>(1, this_process::runtime_threads()));
+    // A negative count is refused by the engine, through the ranks'
+    // agreement, so that every rank hears of it.
+    o.workers = options.workers != 0 ? options.workers
+                                     : static_cast<int>(std::max<std::size_t>(1, this_process::runtime_threads()));
     o.trace = options.trace || trace != nullptr;
     o.time_bodies = options.time_bodies;
     o.queue = options.queue;

@@ -341,6 +341,9 @@ private:
         if (!g_.owner || !g_.edges || !g_.body)
             throw usage_error("dataflow::run: a task graph needs owner, edges and body");
         if (steps_ < 0) throw usage_error("dataflow::run: " + std::to_string(steps_) + " steps");
+        if (opt_.workers < 1)
+            throw usage_error("dataflow::run: run_options::workers is " + std::to_string(opt_.workers) +
+                              " (a count of worker processes, or 0 for one per thread of the runtime)");
         const int me = comm_.rank();
         owners = 0xcbf29ce484222325ull;
         for (task_id id = 0; id < g_.tasks; ++id) {

@@ -761,6 +761,35 @@ TEST(refused_graphs, a_cycle_of_lag_0_edges_is_named_on_every_rank) {
     EXPECT_EQ(ran.load(), 12);
 }
 
+// Regression: a negative worker count ran as the default (one per thread).
+// It is refused, naming the option, at the rank that passed it, and every
+// other rank hears of it through the agreement instead of waiting.
+TEST(refused_graphs, a_negative_worker_count_is_refused_naming_the_option_on_every_rank) {
+    std::atomic<int> ran{0};
+    df::task_graph<int> g{
+        .tasks = 2,
+        .owner = [](df::task_id t) { return static_cast<int>(t); },
+        .edges = [](df::task_id) { return df::task_edges{}; },
+        .body = [&](df::task<int>&) { ++ran; },
+    };
+    std::vector<std::string> what(2);
+    csp::run([&] {
+        cc::run_local(2, [&](cc::local_communicator& comm) {
+            try {
+                df::run(comm, g, 3, {.workers = comm.rank() == 1 ? -2 : 0});
+            } catch (const csp::usage_error& e) {
+                what[comm.rank()] = e.what();
+            }
+        });
+    });
+    const std::string own =
+        "dataflow::run: run_options::workers is -2 (a count of worker processes, or 0 for one per thread of the "
+        "runtime)";
+    EXPECT_EQ(what[1], own);
+    EXPECT_EQ(what[0], "task graph refused at rank 1: " + own);
+    EXPECT_EQ(ran.load(), 0);
+}
+
 // Regression: each rank read owner(), the task count and the step count
 // alone. Ranks whose owner() disagreed each ran the tasks they thought
 // theirs (task 0 twice, task 2 never) and reported success; a rank with
