@@ -353,7 +353,8 @@ private:
             index_[id] = local_.size();
             local_.push_back(local_task{id, g_.edges(id), {}, 0, false, {}, nullptr});
         }
-        ids_in_a_run_ = local_.empty() || local_.back().id - local_.front().id + 1 == static_cast<task_id>(local_.size());
+        ids_in_a_run_ =
+            local_.empty() || local_.back().id - local_.front().id + 1 == static_cast<task_id>(local_.size());
         std::unordered_map<task_id, task_edges> others;  // edges of remote neighbours, asked once
         auto edges_of = [&](task_id id) -> const task_edges& {
             if (auto it = index_.find(id); it != index_.end()) return local_[it->second].edges;
@@ -742,7 +743,8 @@ private:
             ++t.next_step;
             if (!failed()) {
                 try {
-                    for (auto& h : held) wakes += deliver_locked(h.to, h.slot, h.step, std::move(h.value), &run_stats::handed);
+                    for (auto& h : held)
+                        wakes += deliver_locked(h.to, h.slot, h.step, std::move(h.value), &run_stats::handed);
                 } catch (...) {
                     refused = std::current_exception();
                 }
