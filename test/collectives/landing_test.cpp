@@ -22,6 +22,14 @@
 
 namespace cc = csp::collectives;
 
+// How ctest's listing and gtest show a transport (found by argument-dependent
+// lookup, so in the enum's namespace).
+namespace csp::net {
+void PrintTo(transport_kind t, std::ostream* os) {
+    *os << (t == transport_kind::tcp ? "tcp" : t == transport_kind::ucx ? "ucx" : "auto");
+}
+}  // namespace csp::net
+
 namespace {
 
 // Rank 0 names `ghost` for rank 1's message with tag t, then (after `arm`)

@@ -13,6 +13,9 @@ struct stress_case {
     std::size_t workers;
 };
 
+// How ctest's listing and gtest show a case (not its bytes).
+void PrintTo(const stress_case& c, std::ostream* os) { *os << c.name << " on " << c.workers << " threads"; }
+
 class stress : public ::testing::TestWithParam<stress_case> {
 protected:
     csp::runtime_options opts() const { return {.threads = GetParam().workers}; }

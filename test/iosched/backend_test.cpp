@@ -10,6 +10,12 @@
 #include "test/iosched/fd_pair.hpp"
 
 namespace io = csp::io;
+
+// How ctest's listing and gtest show a backend (found by argument-dependent
+// lookup, so in the enum's namespace).
+namespace csp::io {
+void PrintTo(backend_kind k, std::ostream* os) { *os << name(k); }
+}  // namespace csp::io
 using io::detail::fd_event;
 
 namespace {

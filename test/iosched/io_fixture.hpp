@@ -1,7 +1,9 @@
 #pragma once
 // IO scheduler suites run on every backend, on one worker thread and on two.
+#include <ostream>
 #include <string>
 
+#include "iosched/backend.hpp"
 #include "iosched/iosched.hpp"
 #include "test/csp/helpers.hpp"
 
@@ -11,6 +13,11 @@ struct io_config {
     std::size_t threads;
     csp::io::backend_kind backend;
 };
+
+// How ctest's listing and gtest show a configuration (not its bytes).
+inline void PrintTo(const io_config& c, std::ostream* os) {
+    *os << csp::io::name(c.backend) << " on " << c.threads << (c.threads == 1 ? " thread" : " threads");
+}
 
 class io_suite : public ::testing::TestWithParam<io_config> {
 protected:

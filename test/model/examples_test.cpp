@@ -28,6 +28,9 @@ struct example_case {
     std::string command;  // without the flags
 };
 
+// How ctest's listing and gtest show a case (not its bytes).
+void PrintTo(const example_case& c, std::ostream* os) { *os << c.name; }
+
 }  // namespace
 
 class example_flags : public ::testing::TestWithParam<example_case> {};
