@@ -265,7 +265,6 @@ public:
             advance_locked(i);
         }
         if (!local_.empty() && steps_ > 0) {
-            held_.resize(static_cast<std::size_t>(opt_.workers));
             csp::process_group g;
             g.spawn(csp::proc("dataflow arrivals", [this] { arrivals(); }));
             for (int w = 0; w < opt_.workers; ++w)
@@ -350,14 +349,15 @@ private:
             const int r = owner_of(id);
             owners = (owners ^ static_cast<std::uint64_t>(r)) * 0x100000001b3ull;
             if (r != me) continue;
-            index_[id] = local_.size();
             local_.push_back(local_task{id, g_.edges(id), {}, 0, false, {}, nullptr});
         }
         ids_in_a_run_ =
             local_.empty() || local_.back().id - local_.front().id + 1 == static_cast<task_id>(local_.size());
+        if (!ids_in_a_run_)
+            for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i].id] = i;
         std::unordered_map<task_id, task_edges> others;  // edges of remote neighbours, asked once
         auto edges_of = [&](task_id id) -> const task_edges& {
-            if (auto it = index_.find(id); it != index_.end()) return local_[it->second].edges;
+            if (const std::size_t i = local_of(id); i != npos) return local_[i].edges;
             auto [it, fresh] = others.try_emplace(id);
             if (fresh) it->second = g_.edges(id);
             return it->second;
@@ -382,7 +382,7 @@ private:
                                       std::to_string(out.lag) + ") that " + name(out.to) +
                                       " does not list exactly once among its inputs");
                 route r{owner_of(out.to), out.to, static_cast<int>(it - ins.begin()), out.lag, -1};
-                if (auto li = index_.find(out.to); li != index_.end()) r.local = static_cast<std::int64_t>(li->second);
+                if (const std::size_t li = local_of(out.to); li != npos) r.local = static_cast<std::int64_t>(li);
                 t.routes.push_back(r);
             }
         }
@@ -394,7 +394,7 @@ private:
         make_shares();
         for (const auto& t : local_) {
             for (const auto& r : t.routes) talks_ = talks_ || r.local < 0;
-            for (const auto& in : t.edges.inputs) talks_ = talks_ || !index_.count(in.from);
+            for (const auto& in : t.edges.inputs) talks_ = talks_ || local_of(in.from) == npos;
         }
     }
 
@@ -628,24 +628,22 @@ private:
 
     // Where the values of one running instance go.
     struct emitter final : output_sink<V> {
-        emitter(engine& e, std::size_t i, int step, std::vector<held_value>& held)
-            : eng(e), index(i), step(step), held(held) {}
-        void put(std::size_t output, V&& value) override { eng.emit(index, step, output, std::move(value), held); }
+        emitter(engine& e, std::size_t i, int step) : eng(e), index(i), step(step) {}
+        void put(std::size_t output, V&& value) override { eng.emit(index, step, output, std::move(value)); }
         engine& eng;
         std::size_t index;
         int step;
-        std::vector<held_value>& held;
     };
 
     // Output `output` of local task i at `step`.
-    void emit(std::size_t i, int producer_step, std::size_t output, V&& value, std::vector<held_value>& held) {
+    void emit(std::size_t i, int producer_step, std::size_t output, V&& value) {
         const local_task& t = local_[i];
         const route& r = t.routes[output];
         const int step = producer_step + r.lag;
         if (step >= steps_) return;  // a lagged output of a last step: no consumer instance
         if (r.local >= 0) {
             const auto to = static_cast<std::size_t>(r.local);
-            if (opt_.workers == 1) held.push_back(held_value{to, r.slot, step, std::move(value)});
+            if (opt_.workers == 1) held_.push_back(held_value{to, r.slot, step, std::move(value)});
             else deliver(to, r.slot, step, std::move(value), &run_stats::handed);
             return;
         }
@@ -712,8 +710,7 @@ private:
         instance& in = node.mapped();
         in.emitted.assign(local_[i].edges.outputs.size(), 0);
         const auto start = opt_.time_bodies ? now_ns() : 0;
-        std::vector<held_value>& held = held_[static_cast<std::size_t>(w)];
-        emitter out(*this, i, r.step, held);
+        emitter out(*this, i, r.step);
         try {
             task<V> t(r.id, r.step, steps_, in.inputs, local_[i].edges, out, in.emitted);
             g_.body(t);
@@ -722,7 +719,7 @@ private:
                                   " returned without emitting output " + std::to_string(miss.front()) + " (to " +
                                   name(local_[i].edges.outputs[miss.front()].to) + ")");
         } catch (...) {
-            held.clear();
+            if (!held_.empty()) held_.clear();
             fail(std::current_exception(), name(r.id) + " step " + std::to_string(r.step), true);
             return;
         }
@@ -743,7 +740,7 @@ private:
             ++t.next_step;
             if (!failed()) {
                 try {
-                    for (auto& h : held)
+                    for (auto& h : held_)
                         wakes += deliver_locked(h.to, h.slot, h.step, std::move(h.value), &run_stats::handed);
                 } catch (...) {
                     refused = std::current_exception();
@@ -752,7 +749,7 @@ private:
             wakes += advance_locked(i);
             done = !refused && --s.left == 0 && shares_left_.fetch_sub(1, std::memory_order_acq_rel) == 1;
         }
-        held.clear();
+        if (!held_.empty()) held_.clear();
         if (refused) {
             fail(refused, name(r.id) + " step " + std::to_string(r.step), true);
             return;
@@ -883,10 +880,13 @@ private:
     std::vector<local_task> local_;
     std::vector<std::unique_ptr<work_share>> shares_;
     static constexpr std::size_t max_shelved = 256;  // per share
-    std::unordered_map<task_id, std::size_t> index_;
+    std::unordered_map<task_id, std::size_t> index_;  // only when the ids are not one run
     bool ids_in_a_run_ = false;  // local_'s ids are first, first + 1, ... (local_of)
     bool talks_ = false;  // some edge of this rank's tasks crosses to another rank
-    std::vector<std::vector<held_value>> held_;  // per worker, touched by that worker only
+    // The values the running body emitted for local tasks, with one worker
+    // only; with several it stays empty, and no worker writes it (hence the
+    // look before each clear).
+    std::vector<held_value> held_;
 
     std::atomic<std::size_t> shares_left_{0};  // shares with instances not yet finished
     std::atomic<std::size_t> idle_{0};         // workers owed a token (Wake protocol)

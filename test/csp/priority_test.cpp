@@ -55,6 +55,24 @@ struct worker_holder {
     }
 };
 
+// Runs f(done) in a process of a two-thread runtime while another process
+// holds the other worker (it spins without yielding, so nothing is stolen)
+// until f has set `done`: whatever f starts shares f's worker.
+template <class F>
+void on_one_worker_of_two(F&& f) {
+    worker_holder holder;
+    std::atomic<bool> done{false};
+    csp_test::run_watched(
+        [&] {
+            csp::par([&] { holder.hold(done); },
+                     [&] {
+                         holder.apart();
+                         f(done);
+                     });
+        },
+        {.threads = 2});
+}
+
 // Processes with the given priorities block on their own channel; once all
 // are blocked, one releaser wakes them in index order without blocking
 // itself. Returns the order in which they then ran.
@@ -301,18 +319,8 @@ TEST(run_next, a_ping_pong_does_not_starve_an_equal_priority_process_on_one_thre
 // A second process holds the other worker (it spins without yielding, so
 // nothing is stolen) while the three share this one.
 TEST(run_next, a_ping_pong_does_not_starve_an_equal_priority_process_on_two_threads) {
-    worker_holder holder;
-    std::atomic<bool> done{false};
     std::vector<int> at_turn;
-    csp_test::run_watched(
-        [&] {
-            csp::par([&] { holder.hold(done); },
-                     [&] {
-                         holder.apart();
-                         at_turn = round_trips_at_an_equals_turns(done);  // all on this worker
-                     });
-        },
-        {.threads = 2});
+    on_one_worker_of_two([&](std::atomic<bool>& done) { at_turn = round_trips_at_an_equals_turns(done); });
     expect_a_turn_every_few_round_trips(at_turn);
 }
 
@@ -397,17 +405,7 @@ TEST(run_next, a_higher_priority_ping_pong_keeps_the_thread_from_a_lower_process
 // (it spins without yielding, so nothing is stolen); the normal process must
 // not run until the ping-pong ends.
 TEST(run_next, a_lower_priority_process_ran_when_the_run_next_streak_ran_out_on_two_threads) {
-    worker_holder holder;
-    std::atomic<bool> done{false};
     int low_turns_during = -1;
-    csp_test::run_watched(
-        [&] {
-            csp::par([&] { holder.hold(done); },
-                     [&] {
-                         holder.apart();
-                         low_turns_during = low_turns_beside_a_high_ping_pong(done);  // all on this worker
-                     });
-        },
-        {.threads = 2});
+    on_one_worker_of_two([&](std::atomic<bool>& done) { low_turns_during = low_turns_beside_a_high_ping_pong(done); });
     EXPECT_EQ(low_turns_during, 0);
 }

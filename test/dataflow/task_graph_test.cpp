@@ -34,6 +34,22 @@ namespace {
 // lag-1 outputs of the last step have no consumer and are not sent.
 std::uint64_t stencil_edges(df::task_id n) { return static_cast<std::uint64_t>(n + 2 * (n - 1)); }
 
+// Runs `g` for `steps` on `ranks` ranks as fibers of one runtime of
+// `threads` threads, `workers` workers each; returns the ranks' stats folded.
+df::run_stats run_on_ranks(const df::task_graph<std::int64_t>& g, int steps, int ranks, int workers,
+                           std::size_t threads) {
+    df::run_stats all;
+    csp::run(
+        [&] {
+            auto stats = cc::run_local(ranks, [&](cc::local_communicator& comm) {
+                return df::run(comm, g, steps, {.workers = workers});
+            });
+            for (const auto& s : stats) all += s;
+        },
+        {.threads = threads});
+    return all;
+}
+
 struct shape {
     int ranks;
     std::size_t threads;
@@ -65,15 +81,7 @@ TEST_P(stencil_graph, matches_the_sequential_reference_and_counts_every_value) {
             last[t.id()] = v;
         }
     };
-    df::run_stats all;
-    csp::run(
-        [&] {
-            auto stats = cc::run_local(ranks, [&](cc::local_communicator& comm) {
-                return df::run(comm, g, steps, {.workers = workers});
-            });
-            for (const auto& s : stats) all += s;
-        },
-        {.threads = threads});
+    const df::run_stats all = run_on_ranks(g, steps, ranks, workers, threads);
     EXPECT_EQ(last, stencil_reference(n, steps));
     EXPECT_EQ(all.instances, static_cast<std::uint64_t>(n) * steps);
     EXPECT_EQ(all.sent, all.received);
@@ -206,15 +214,7 @@ TEST(shares, every_value_crossing_the_workers_shares_arrives_on_two_threads) {
             // Step 0's lag-1 inputs hold their producer's first value, from + 1.
             .initial = [&](df::task_id t, std::size_t i, int) -> std::int64_t { return c.inputs(t)[i].from + 1; },
         };
-        df::run_stats all;
-        csp::run(
-            [&] {
-                auto stats = cc::run_local(ranks, [&](cc::local_communicator& comm) {
-                    return df::run(comm, g, steps, {.workers = workers});
-                });
-                for (const auto& st : stats) all += st;
-            },
-            {.threads = 2});
+        const df::run_stats all = run_on_ranks(g, steps, ranks, workers, 2);
         ASSERT_EQ(last, want) << "round " << round << ": " << ranks << " ranks, " << workers << " workers";
         ASSERT_EQ(all.instances, static_cast<std::uint64_t>(c.n) * steps) << "round " << round;
         ASSERT_EQ(all.handed + all.sent, c.values(steps)) << "round " << round;
