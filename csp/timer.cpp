@@ -19,6 +19,7 @@ bool yield() {
     const std::uint64_t picks = before->picks;
     {
         const detail::exception_state own;
+        detail::this_thread_turn_state()->yielding = true;
         boost::this_fiber::yield();
     }
     // Resumed by another worker: others ran meanwhile. On the same worker,
@@ -34,6 +35,7 @@ void yield_to_io() {
     // else ready: the round would only pick the caller again.
     if (detail::lone_yield()) return;
     const detail::exception_state own;
+    detail::this_thread_turn_state()->yielding = true;
     boost::this_fiber::yield();
 }
 

@@ -52,6 +52,7 @@ bool claim(context* ctx) noexcept {
 // (end_turn), so the dispatcher is due.
 bool next_turn() noexcept {
     this_thread_turn.ops = 0;
+    this_thread_turn.yielding = false;
     return std::exchange(this_thread_turn.ended, false);
 }
 
@@ -86,6 +87,7 @@ void end_turn() noexcept {
     // this thread.
     if (busy_poll_of_this_thread == nullptr || fiber::is_dispatcher(context::active())) return;
     this_thread_turn.ended = true;
+    this_thread_turn.yielding = true;
     boost::this_fiber::yield();
 }
 
@@ -182,13 +184,14 @@ void shared_ready_queue::push(context* ctx, int level) noexcept {
     pushes_.store(pushes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-context* shared_ready_queue::take() noexcept {
+context* shared_ready_queue::take(bool refilled) noexcept {
     if (levels_.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard lk(lock_);
     context* ctx = queue_.pop_first(claim);
     if (ctx == nullptr) return nullptr;
     levels_.store(queue_.levels(), std::memory_order_relaxed);
     takes_.store(takes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (queue_.empty() && !refilled) drains_.store(drains_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return ctx;
 }
 
@@ -206,19 +209,14 @@ void worker_pool::inject(context* ctx, int level) noexcept {
 
 namespace {
 
-// Whether a fiber in `victim`'s queue has waited tuning::steal_delay, by
-// `thief`'s record of its last look.
+// Whether `victim`'s queue has held work for tuning::steal_delay, by
+// `thief`'s looks at it (queue_look.hpp).
 bool has_waited(const worker_policy* thief, const worker_policy* victim, time_point& now) {
     const shared_ready_queue& q = victim->stealable_queue();
     const std::uint64_t takes = q.takes();
-    auto& look = thief->looks[victim->index()];
+    const std::uint64_t drains = q.drains();
     if (now == time_point{}) now = std::chrono::steady_clock::now();
-    if (takes >= look.pushes) {
-        // All it held at the last look has gone: time what it holds now.
-        look = {q.pushes(), now};
-        return false;
-    }
-    return now - look.since >= tuning::steal_delay;
+    return thief->looks[victim->index()].held_for(q.pushes(), takes, drains, now, tuning::steal_delay);
 }
 
 }  // namespace
@@ -342,7 +340,7 @@ context* worker_policy::steal_run_next(context* seen, unsigned picks) noexcept {
 
 // The best of this worker's own work: run-next, the main context and the
 // queue, highest priority first (the shared queue when it holds higher).
-context* worker_policy::take_local() noexcept {
+context* worker_policy::take_local(bool yielding) noexcept {
     const int queued = std::max(queue_.top_level(), pool_->injected_level());
     const int main_level = main_ ? priority_normal : -1;
     if (context* next = next_.load(std::memory_order_relaxed)) {
@@ -359,10 +357,10 @@ context* worker_policy::take_local() noexcept {
     next_streak_ = 0;
     if (main_ && main_level >= queued) return std::exchange(main_, nullptr);
     if (queue_.top_level() >= pool_->injected_level()) {
-        if (context* ctx = queue_.take()) return ctx;
+        if (context* ctx = queue_.take(yielding)) return ctx;
     }
     if (context* ctx = pool_->take_injected()) return ctx;
-    if (context* ctx = queue_.take()) return ctx;
+    if (context* ctx = queue_.take(yielding)) return ctx;
     // The run-next process lost to the streak limit or to a queued process
     // that turned out to be still suspending.
     if (context* next = next_.exchange(nullptr, std::memory_order_acquire)) {
@@ -385,6 +383,8 @@ bool worker_policy::lone_yield() noexcept {
 context* worker_policy::pick_next() noexcept {
     busy_poll(rt_, busy_poll_);
     picks_.store(picks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // A yielding main context goes back to main_, not to the queue.
+    const bool yielding = this_thread_turn.yielding && !fiber::is_pinned(context::active());
     const bool turn_given_up = next_turn();
     if (dispatcher_ &&
         (busy_poll_.forced() || turn_given_up || ++picks_since_dispatch_ >= tuning::dispatch_interval)) {
@@ -392,7 +392,7 @@ context* worker_policy::pick_next() noexcept {
         woken_remotely_.store(false, std::memory_order_relaxed);
         return std::exchange(dispatcher_, nullptr);
     }
-    context* ctx = take_local();
+    context* ctx = take_local(yielding);
     if (ctx == nullptr) ctx = pool_->steal_for(this);
     if (ctx == nullptr) {
         picks_since_dispatch_ = 0;

@@ -22,8 +22,10 @@
 //     its equals; above the queue's best it always goes first, so nothing
 //     of a lower priority runs while it waits.
 //   - an idle worker steals from the queue with the highest ready priority,
-//     oldest first; a run-next slot only when its owner has not scheduled
-//     anything for a while (it runs one long process).
+//     oldest first, once that queue has held work for a moment
+//     (queue_look.hpp: a fiber waited, or the queue never ran dry); a
+//     run-next slot only when its owner has not scheduled anything for a
+//     while (it runs one long process).
 //   - a yield with nothing else ready on its worker goes on at once, as on
 //     one thread (lone_yield): it is no work for anyone else to take.
 //   - queuing work wakes a sleeping worker only when no worker is already
@@ -42,6 +44,7 @@
 
 #include "csp/detail/fiber_internals.hpp"
 #include "csp/detail/idle_protocol.hpp"
+#include "csp/detail/queue_look.hpp"
 #include "csp/detail/ready_queue.hpp"
 #include "csp/detail/runtime_core.hpp"
 #include "csp/detail/tuning.hpp"
@@ -154,8 +157,9 @@ class shared_ready_queue {
 public:
     void push(boost::fibers::context* ctx, int level) noexcept;
     // Highest priority first, oldest first, skipping handed-off processes
-    // still on their way into suspension (handoff.hpp step 3).
-    boost::fibers::context* take() noexcept;
+    // still on their way into suspension (handoff.hpp step 3). `refilled`:
+    // the taker's yielding process is queued next (turn_state::yielding).
+    boost::fibers::context* take(bool refilled = false) noexcept;
     // The highest non-empty level, or -1; a snapshot.
     int top_level() const noexcept {
         const std::uint32_t m = levels_.load(std::memory_order_relaxed);
@@ -165,6 +169,9 @@ public:
     // earlier and now sees fewer `takes` knows a fiber has waited since.
     std::uint64_t pushes() const noexcept { return pushes_.load(std::memory_order_relaxed); }
     std::uint64_t takes() const noexcept { return takes_.load(std::memory_order_relaxed); }
+    // How many takes left the queue empty, not counting one made for a
+    // process that yields and is queued right after (queue_look.hpp).
+    std::uint64_t drains() const noexcept { return drains_.load(std::memory_order_relaxed); }
 
 private:
     spinlock lock_;
@@ -172,6 +179,7 @@ private:
     std::atomic<std::uint32_t> levels_{0};
     std::atomic<std::uint64_t> pushes_{0};  // written under lock_
     std::atomic<std::uint64_t> takes_{0};   // written under lock_
+    std::atomic<std::uint64_t> drains_{0};  // written under lock_
 };
 
 // The workers of a multi-thread runtime: where they steal from, the queue of
@@ -191,10 +199,8 @@ public:
     boost::fibers::context* take_injected() noexcept { return injected_.take(); }
 
     // The highest priority of work `thief` may take now from the others'
-    // queues or the shared queue, or -1. A fiber in another worker's queue is
-    // stealable once it has waited tuning::steal_delay: the owner usually
-    // runs it sooner, and a steal moves the fiber's stack and the channels it
-    // uses to another core.
+    // queues or the shared queue, or -1. Another worker's queue is stealable
+    // once it has held work for tuning::steal_delay (queue_look.hpp).
     int stealable_level(const worker_policy* thief) const noexcept;
     // Whether another worker has queued work that is not stealable yet.
     bool young_work(const worker_policy* thief) const noexcept;
@@ -266,12 +272,7 @@ public:
     boost::fibers::context* peek_run_next() const noexcept { return next_.load(std::memory_order_relaxed); }
     unsigned picks() const noexcept { return picks_.load(std::memory_order_relaxed); }
 
-    // What this worker last saw of each other's queue: the pushes count then,
-    // and when (stealable_level).
-    struct queue_look {
-        std::uint64_t pushes = 0;
-        std::chrono::steady_clock::time_point since{};
-    };
+    // What this worker last saw of each other's queue (stealable_level).
     mutable std::vector<queue_look> looks;
 
     // The owner's queue, for thieves.
@@ -292,7 +293,8 @@ private:
     }
     bool work_expected() const noexcept override { return pool_->young_work(this); }
     std::chrono::steady_clock::time_point sleep_limit() noexcept override;
-    boost::fibers::context* take_local() noexcept;
+    // `yielding`: this pick is for a process that yields.
+    boost::fibers::context* take_local(bool yielding) noexcept;
     void queue(boost::fibers::context* ctx) noexcept;
 
     worker_pool* pool_;

@@ -28,9 +28,10 @@ inline constexpr std::chrono::microseconds idle_spin_expecting{1000};
 // often than every few hundred nanoseconds slows them down more than it
 // shortens any wait.
 inline constexpr unsigned idle_spin_pauses = 8;
-// A fiber queued on a worker may be stolen once it has waited this long:
-// its owner usually runs it sooner (Commstime's queued process waits about
-// one cycle, a few hundred ns), and a steal moves the fiber's stack and the
+// A worker's queue may be stolen from once it has held work this long (a
+// fiber waited, or the queue never ran dry: queue_look.hpp): its owner
+// usually runs a fiber sooner (Commstime's queued process waits about one
+// cycle, a few hundred ns), and a steal moves the fiber's stack and the
 // channels it uses to another core. Work that waits longer is work the owner
 // cannot keep up with.
 inline constexpr std::chrono::microseconds steal_delay{4};

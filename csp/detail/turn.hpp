@@ -32,6 +32,11 @@ struct turn_state {
     unsigned ops = 0;     // reads and selects completed since the last pick
     bool ended = false;   // a process gave up its turn: dispatch before the next pick
     std::uint64_t picks = 0;  // processes this worker's policy picked so far (csp::yield)
+    // The running process is yielding: Boost asks the policy for the next
+    // fiber before it queues the yielder, so a queue that this pick empties
+    // is not running dry (shared_ready_queue::drains). Set just before the
+    // yield, cleared by the pick.
+    bool yielding = false;
 };
 inline thread_local turn_state this_thread_turn;
 
