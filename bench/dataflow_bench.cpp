@@ -20,6 +20,12 @@
 //   stencil/graph_vector        as stencil/graph with 1 KiB vectors for values
 //                               (moved along local edges, copied to neighbours)
 //   stencil/loop                the same sums as two nested loops
+//   stencil/graph_2us/threads:N, stencil/tbb_flow_2us/threads:N
+//                               the same graphs with bodies of about 2 us
+//                               of arithmetic each (`work_rounds`)
+//   stencil/speedup_2us/graph, stencil/speedup_2us/tbb_flow
+//                               1 thread / 2 threads of those: whether a
+//                               second core is used
 //
 //   ./build/bench/dataflow_bench --benchmark_format=json
 #include <benchmark/benchmark.h>
@@ -49,6 +55,15 @@ constexpr int steps = 200;
 constexpr double instances = static_cast<double>(tasks) * steps;
 
 std::int64_t mix(std::int64_t a, std::int64_t b) { return (a + b) & 0xffff; }
+
+// A body's own work for the *_2us rows: a chain of dependent multiplies,
+// about 2 us at 2.4 GHz; the result stays a value mix() accepts.
+constexpr int work_rounds = 1500;
+std::int64_t work(std::int64_t v, int rounds) {
+    std::uint64_t x = static_cast<std::uint64_t>(v) | 1;
+    for (int i = 0; i < rounds; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return v ^ static_cast<std::int64_t>(x >> 60);
+}
 
 // Reports ns per instance over the timed seconds, and records it for the
 // ratio (bench/peer_ratio.hpp) as `name`.
@@ -91,7 +106,7 @@ void time_graph(benchmark::State& state, int threads, int workers, const df::tas
     report(state, seconds, name);
 }
 
-void stencil_graph_on(benchmark::State& state, int threads, int workers, const std::string& name) {
+void stencil_graph_on(benchmark::State& state, int threads, int workers, const std::string& name, int rounds = 0) {
     std::int64_t total = 0;
     df::task_graph<std::int64_t> g{
         .tasks = tasks,
@@ -101,6 +116,7 @@ void stencil_graph_on(benchmark::State& state, int threads, int workers, const s
             [&](df::task<std::int64_t>& t) {
                 std::int64_t v = t.input(0);
                 for (std::size_t i = 1; i < t.inputs(); ++i) v = mix(v, t.input(i));
+                if (rounds > 0) v = work(v, rounds);
                 if (t.last_step()) total += v;
                 for (std::size_t o = 0; o < t.edges().outputs.size(); ++o) t.emit(o, v);
             },
@@ -113,6 +129,11 @@ void stencil_graph_on(benchmark::State& state, int threads, int workers, const s
 void stencil_graph(benchmark::State& state) {
     const int threads = static_cast<int>(state.range(0));
     stencil_graph_on(state, threads, threads, "stencil/graph/threads:" + std::to_string(threads));
+}
+
+void stencil_graph_2us(benchmark::State& state) {
+    const int threads = static_cast<int>(state.range(0));
+    stencil_graph_on(state, threads, threads, "stencil/graph_2us/threads:" + std::to_string(threads), work_rounds);
 }
 
 void stencil_graph_one_worker(benchmark::State& state) {
@@ -143,7 +164,7 @@ void stencil_graph_vector(benchmark::State& state) {
 }
 
 #if CSP_BENCH_WITH_TBB
-void stencil_tbb_flow(benchmark::State& state) {
+void stencil_tbb_flow_on(benchmark::State& state, int rounds, const std::string& row) {
     using node = tbb::flow::continue_node<tbb::flow::continue_msg>;
     const int threads = static_cast<int>(state.range(0));
     tbb::global_control only(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
@@ -161,6 +182,7 @@ void stencil_tbb_flow(benchmark::State& state) {
                 std::int64_t v = in[g];
                 if (g > 0) v = mix(v, in[g - 1]);
                 if (g < tasks - 1) v = mix(v, in[g + 1]);
+                if (rounds > 0) v = work(v, rounds);
                 values[(s + 1) % 2][g] = v;
                 return tbb::flow::continue_msg{};
             }));
@@ -182,7 +204,12 @@ void stencil_tbb_flow(benchmark::State& state) {
         for (auto v : values[steps % 2]) total += v;
     }
     benchmark::DoNotOptimize(total);
-    report(state, seconds, "stencil/tbb_flow/threads:" + std::to_string(threads));
+    report(state, seconds, row + std::to_string(threads));
+}
+
+void stencil_tbb_flow(benchmark::State& state) { stencil_tbb_flow_on(state, 0, "stencil/tbb_flow/threads:"); }
+void stencil_tbb_flow_2us(benchmark::State& state) {
+    stencil_tbb_flow_on(state, work_rounds, "stencil/tbb_flow_2us/threads:");
 }
 #endif
 
@@ -216,13 +243,21 @@ BENCHMARK(stencil_graph_vector)->Name("stencil/graph_vector")->UseManualTime();
 BENCHMARK(stencil_tbb_flow)->Name("stencil/tbb_flow")->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime();
 #endif
 BENCHMARK(stencil_loop)->Name("stencil/loop")->UseRealTime();
+BENCHMARK(stencil_graph_2us)->Name("stencil/graph_2us")->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime();
+#if CSP_BENCH_WITH_TBB
+BENCHMARK(stencil_tbb_flow_2us)->Name("stencil/tbb_flow_2us")->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime();
+#endif
 
 int main(int argc, char** argv) {
 #if CSP_BENCH_WITH_TBB
     for (const char* t : {"1", "2"})
         bench::register_ratio(std::string("stencil/ratio/threads:") + t, std::string("stencil/graph/threads:") + t,
                               std::string("stencil/tbb_flow/threads:") + t);
+    bench::register_ratio("stencil/ratio_2us/threads:2", "stencil/graph_2us/threads:2", "stencil/tbb_flow_2us/threads:2");
+    bench::register_ratio("stencil/speedup_2us/tbb_flow", "stencil/tbb_flow_2us/threads:1",
+                          "stencil/tbb_flow_2us/threads:2");
 #endif
+    bench::register_ratio("stencil/speedup_2us/graph", "stencil/graph_2us/threads:1", "stencil/graph_2us/threads:2");
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
