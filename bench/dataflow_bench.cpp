@@ -73,14 +73,7 @@ void report(benchmark::State& state, double seconds, const std::string& name) {
     bench::record(name, ns);
 }
 
-df::task_edges stencil_edges(df::task_id g) {
-    df::task_edges e;
-    e.inputs.push_back({g, 1});
-    e.outputs.push_back({g, 1});
-    if (g > 0) e.inputs.push_back({g - 1, 1}), e.outputs.push_back({g - 1, 1});
-    if (g < tasks - 1) e.inputs.push_back({g + 1, 1}), e.outputs.push_back({g + 1, 1});
-    return e;
-}
+df::task_edges stencil_edges(df::task_id g) { return df::stencil_1d(g, tasks); }
 
 // Runs the stencil once per benchmark iteration with `threads` runtime
 // threads and `workers` workers, timing the graph's run alone, and reports it

@@ -153,14 +153,7 @@ band_result run_graph(C& comm, const config& c) {
         .tasks = n,
         .owner = [b](df::task_id g) { return static_cast<int>(g / b); },
         .edges =
-            [n](df::task_id g) {
-                df::task_edges e;
-                e.inputs.push_back({g, 1});
-                e.outputs.push_back({g, 1});
-                if (g > 0) e.inputs.push_back({g - 1, 1}), e.outputs.push_back({g - 1, 1});
-                if (g < n - 1) e.inputs.push_back({g + 1, 1}), e.outputs.push_back({g + 1, 1});
-                return e;
-            },
+            [n](df::task_id g) { return df::stencil_1d(g, n); },
         .body =
             [&](df::task<grid>& t) {
                 const df::task_id g = t.id();

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "dataflow/shapes.hpp"
 #include "dataflow/task_graph.hpp"
 
 namespace dataflow_test {
@@ -27,15 +28,7 @@ inline df::task_graph<std::int64_t> stencil(df::task_id n, int ranks) {
     return df::task_graph<std::int64_t>{
         .tasks = n,
         .owner = [per](df::task_id t) { return static_cast<int>(t / per); },
-        .edges =
-            [n](df::task_id t) {
-                df::task_edges e;
-                e.inputs.push_back({t, 1});
-                e.outputs.push_back({t, 1});
-                if (t > 0) e.inputs.push_back({t - 1, 1}), e.outputs.push_back({t - 1, 1});
-                if (t < n - 1) e.inputs.push_back({t + 1, 1}), e.outputs.push_back({t + 1, 1});
-                return e;
-            },
+        .edges = [n](df::task_id t) { return df::stencil_1d(t, n); },
         .body =
             [](df::task<std::int64_t>& t) {
                 const std::int64_t v = stencil_value(t);
