@@ -246,7 +246,8 @@ int main(int argc, char** argv) {
     for (const char* t : {"1", "2"})
         bench::register_ratio(std::string("stencil/ratio/threads:") + t, std::string("stencil/graph/threads:") + t,
                               std::string("stencil/tbb_flow/threads:") + t);
-    bench::register_ratio("stencil/ratio_2us/threads:2", "stencil/graph_2us/threads:2", "stencil/tbb_flow_2us/threads:2");
+    bench::register_ratio("stencil/ratio_2us/threads:2", "stencil/graph_2us/threads:2",
+                          "stencil/tbb_flow_2us/threads:2");
     bench::register_ratio("stencil/speedup_2us/tbb_flow", "stencil/tbb_flow_2us/threads:1",
                           "stencil/tbb_flow_2us/threads:2");
 #endif

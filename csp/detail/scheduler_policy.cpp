@@ -191,7 +191,8 @@ context* shared_ready_queue::take(bool refilled) noexcept {
     if (ctx == nullptr) return nullptr;
     levels_.store(queue_.levels(), std::memory_order_relaxed);
     takes_.store(takes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (queue_.empty() && !refilled) drains_.store(drains_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (queue_.empty() && !refilled)
+        drains_.store(drains_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return ctx;
 }
 
