@@ -171,6 +171,72 @@ TEST_P(stress_on, a_parked_process_claimed_at_once_parks_again_cleanly) {
     for (int run = 0; run < 100; ++run) select_over_shared_channels(opts());
 }
 
+// Processes that yield between their channel operations keep their
+// workers' queues from running dry, so idle workers steal them between
+// turns (csp/detail/queue_look.hpp), and the ones they talk to are handed
+// back to the waker's worker: processes move between workers all the time.
+// Writers through a rendezvous and a small buffer, readers taking from
+// both, and pairs that only yield in turn: every value read exactly once.
+TEST_P(stress_on, yielding_processes_stolen_between_turns_lose_and_duplicate_nothing) {
+    constexpr int writers = 6, readers = 4, yielders = 4, per_writer = 10000;
+    csp::channel<int> direct, buffered{csp::buffer::fifo(4)};
+    std::vector<std::atomic<int>> seen(writers * per_writer);
+    std::atomic<int> received{0}, yields{0};
+    std::atomic<bool> done{false};
+    csp_test::run_watched(
+        [&] {
+            csp::par(
+                [&] {
+                    csp::par_for(writers, [&](std::size_t id) {
+                        auto w = (id % 2 ? direct : buffered).writer();
+                        for (int i = 0; i < per_writer; ++i) {
+                            w.write(static_cast<int>(id) * per_writer + i);
+                            if (i % 3 != 0) csp::yield();
+                        }
+                    });
+                    direct.poison();
+                    buffered.poison();
+                },
+                [&] {
+                    csp::par_for(readers, [&](std::size_t id) {
+                        csp_test::read_until<csp::poisoned_error>((id % 2 ? direct : buffered).reader(), [&](int v) {
+                            ++seen[v];
+                            ++received;
+                            csp::yield();
+                        });
+                    });
+                },
+                [&] {
+                    csp::par_for(yielders, [&](std::size_t) {
+                        while (!done.load(std::memory_order_relaxed)) {
+                            csp::yield();
+                            yields.fetch_add(1, std::memory_order_relaxed);
+                        }
+                    });
+                },
+                [&] {
+                    // The yielders stop once every writer has finished
+                    // (the channels are poisoned after the last).
+                    while (!buffered.poisoned()) csp::yield();
+                    done = true;
+                });
+        },
+        opts());
+    int once = 0;
+    for (auto& v : seen) {
+        ASSERT_LE(v.load(), 1);
+        once += v.load();
+    }
+    EXPECT_EQ(once, received.load());
+    // Half the writers wrote through the rendezvous: each of those writes
+    // completed only after its read.
+    int direct_read = 0;
+    for (int id = 1; id < writers; id += 2)
+        for (int i = 0; i < per_writer; ++i) direct_read += seen[id * per_writer + i].load();
+    EXPECT_EQ(direct_read, writers / 2 * per_writer);
+    EXPECT_GT(yields.load(), 0);
+}
+
 // Poison while readers select and writers write: every write that completed
 // was read exactly once (rendezvous), and every process ends with the poison.
 TEST_P(stress_on, poison_during_selects_loses_and_duplicates_nothing) {
