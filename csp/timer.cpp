@@ -19,7 +19,7 @@ bool yield() {
     const std::uint64_t picks = before->picks;
     {
         const detail::exception_state own;
-        detail::this_thread_turn_state()->yielding = true;
+        before->yielding = true;
         boost::this_fiber::yield();
     }
     // Resumed by another worker: others ran meanwhile. On the same worker,

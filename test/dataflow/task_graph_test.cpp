@@ -58,7 +58,8 @@ struct shape {
 
 // How ctest's listing and gtest show a shape (not its bytes).
 void PrintTo(const shape& s, std::ostream* os) {
-    *os << s.ranks << (s.ranks == 1 ? " rank on " : " ranks on ") << s.threads << (s.threads == 1 ? " thread, " : " threads, ");
+    *os << s.ranks << (s.ranks == 1 ? " rank on " : " ranks on ") << s.threads
+        << (s.threads == 1 ? " thread, " : " threads, ");
     if (s.workers == 0) *os << "a worker per thread";
     else *os << s.workers << (s.workers == 1 ? " worker" : " workers");
 }
