@@ -412,11 +412,17 @@ TEST(net_node, a_node_started_without_a_launcher_is_a_job_of_one) {
     });
 }
 
+// The senders stay until node 0 has both values. When they left at once, a
+// select that had taken port 1's value could find port 1 failed (no node
+// left that could send to it) and, being a priority select, throw that
+// before taking port 2's value: the test raced with the departures.
 TEST(net_node, receive_from_a_set_of_ports) {
     csp::net::nameserver ns;
     run_nodes(ns, "set", 3, [&](csp::net::node& self) {
         if (self.rank() != 0) {
+            auto done = self.open(3);
             self.send(0, static_cast<csp::net::port_id>(self.rank()), self.rank() * 10);
+            (void)done.receive<int>();
             return;
         }
         auto a = self.open(1), b = self.open(2);
@@ -426,6 +432,8 @@ TEST(net_node, receive_from_a_set_of_ports) {
             chosen.push_back(csp::select(csp::net::input(a, x), csp::net::input(b, y)));
             total += chosen.back() == 0 ? x : y;
         }
+        self.send(1, 3, 0);
+        self.send(2, 3, 0);
         std::sort(chosen.begin(), chosen.end());
         EXPECT_EQ(chosen, (std::vector<std::size_t>{0, 1}));
         EXPECT_EQ(total, 30);
