@@ -191,12 +191,17 @@ TEST(net_flow_control, try_send_answers_window_full_and_sends_nothing) {
     csp::net::nameserver ns;
     int sent = 0;
     std::vector<int> got;
+    // Node 0 stays until node 1 has everything: once it left, node 1's
+    // values port, drained and listed first, could fail (no sender left)
+    // ahead of the total waiting on the other port.
     net_test::run_nodes(ns, "try", 2, [&](csp::net::node& self) {
         auto values = self.open(1);
         auto total = self.open(2);
+        auto done = self.open(3);
         if (self.rank() == 0) {
             while (self.try_send(1, 1, sent) == csp::net::send_status::sent) ++sent;
             self.send(1, 2, sent);  // waits until the reader took some
+            (void)done.receive<int>();
             return;
         }
         pause_for(100ms);
@@ -204,6 +209,7 @@ TEST(net_flow_control, try_send_answers_window_full_and_sends_nothing) {
         while (expected < 0 || static_cast<int>(got.size()) < expected) {
             if (csp::select(csp::net::input(values, v), csp::net::input(total, expected)) == 0) got.push_back(v);
         }
+        self.send(0, 3, 0);
     }, 1, with_window(small_window));
     EXPECT_GT(sent, 0);
     EXPECT_LE(static_cast<std::size_t>(sent), small_window / charge_of(sizeof(int)));
