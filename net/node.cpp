@@ -479,6 +479,15 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
         throw;
     }
     core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
+    if (to == core_->rank) {
+        // Into the port before send returns, as a channel write would be:
+        // a receive after it finds the message, also on a port that no
+        // other node is left to send to (port.hpp).
+        core_->port_entry_of(to_port)->deliver(
+            *core_, message{core_->rank, to_port, tag, std::move(body), type, {}});
+        core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
+        return send_status::sent;
+    }
     std::uint16_t sequence = 0;
     if (to != core_->rank && csp::observed()) {
         sequence = core_->next_sequence();
@@ -506,6 +515,12 @@ void node::forward(int to, port_id to_port, const message& m, std::uint64_t tag)
 namespace detail {
 
 bool receivers_poll(const node_core& core) noexcept { return core.receivers_poll; }
+
+// Set once and never changed (the switch's set_departed), so after the
+// acquire no lock is needed to copy it.
+std::shared_ptr<const peer_error> no_sender_left(const node_core& core) noexcept {
+    return core.all_departed.load(std::memory_order_acquire) ? core.no_sender_left : nullptr;
+}
 
 #if !CSP_WITH_UCX
 // Without UCX receivers_poll stays false and no port calls this.

@@ -182,8 +182,8 @@ public:
     void forward(int to, port_id to_port, const message& m, std::uint64_t tag);
 
     // Puts a message from this node straight into its own port `to_port`,
-    // bypassing the switch (so not ordered with send() to self). Works on a
-    // closed node too: it is how a process waiting on a port is woken.
+    // as send() to self does. Works on a closed node too: it is how a
+    // process waiting on a port is woken.
     template <class T>
     void deliver_here(port_id to_port, T&& value, std::uint64_t tag = 0) {
         const std::uint32_t type = wire_type<T>();

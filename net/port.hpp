@@ -14,7 +14,12 @@
 // one node to one port arrive in the order sent. A receive throws peer_error
 // when it takes the entry that reports a peer's failure or departure
 // (errors.hpp), and decode_error when the bytes are not a T; either way the
-// port goes on. A peer's entry comes after every message it sent.
+// port goes on. A peer's entry comes after every message it sent. Once no
+// node of the job is left that could send to this one (every other rank
+// left, died or is gone), a receive that finds the port empty throws the
+// last one's peer_error, as a channel whose writers all retired does, and so
+// does a guard: in a priority select it is ready in its place, ahead of later
+// guards with data, which keep it for the next select.
 //
 // A message taken from a port (by receive or a guard) is credited back to
 // its sender, whose window (node_options::window) bounds what waits here
@@ -61,6 +66,9 @@ bool message_taken(node_core& core, const message& m, bool report) noexcept;
 // Whether a receiving process polls the node's UCX worker while it waits
 // (node_core::receivers_poll), and the poll (ucx_transport.hpp).
 bool receivers_poll(const node_core& core) noexcept;
+// The error of the last peer to depart once no node is left that could send
+// to this node (node_core::no_sender_left), or null while one is.
+std::shared_ptr<const peer_error> no_sender_left(const node_core& core) noexcept;
 std::optional<message> poll_port(node_core& core, port_id port, const csp::channel<message>& ch);
 }  // namespace detail
 
@@ -127,11 +135,24 @@ private:
     message next() const {
         if (polls_ && channel_.buffered() == 0)
             if (std::optional<message> m = detail::poll_port(*core_, id_, channel_)) return std::move(*m);
+        // Without a sender left, an empty port stays empty but for this
+        // node's own sends: waiting would be for ever. A departure that
+        // comes while this process waits puts its entry in the port.
+        if (channel_.buffered() == 0) fail_if_no_sender();
         try {
             return in_.read();
         } catch (const csp::retired_error&) {
             closed();
         }
+    }
+    // Every other node of the job has departed (port.hpp, top), and the
+    // caller found the port empty.
+    bool no_sender() const noexcept { return core_ && detail::no_sender_left(*core_) != nullptr; }
+    void fail_if_no_sender() const {
+        if (!core_) return;
+        if (const auto last = detail::no_sender_left(*core_))
+            throw peer_error(last->peer(), std::string(last->what()) +
+                                               "; no node of the job is left that could send to " + channel_.name());
     }
     // The node closed and its port lost its only writer (node::close): every
     // message that came was there to take first.
@@ -156,9 +177,15 @@ public:
     port_guard(const port_guard&) = delete;
     port_guard& operator=(const port_guard&) = delete;
 
+    // An empty port without a sender left fails the select here, in the
+    // guard's place; enable reports it ready, so the alternation withdraws
+    // and comes back to try_complete.
     bool try_complete() override {
         try {
-            if (!input_.try_complete()) return false;
+            if (!input_.try_complete()) {
+                port_->fail_if_no_sender();
+                return false;
+            }
         } catch (const csp::retired_error&) {
             port_->closed();
         }
@@ -167,7 +194,7 @@ public:
     }
     bool enable(csp::wait_node& n) override {
         try {
-            return input_.enable(n);
+            return input_.enable(n) || port_->no_sender();
         } catch (const csp::retired_error&) {
             port_->closed();
         }

@@ -189,12 +189,8 @@ private:
 
     // --- inputs -----------------------------------------------------------
 
+    // Sends to this node itself never come here: node::post delivers them.
     void handle(send_request& r) {
-        if (r.to == core_->rank) {
-            deliver(message{core_->rank, r.frame.head.port, r.frame.head.tag, std::move(r.frame.body),
-                            r.frame.head.type, {}});
-            return;
-        }
         // Links are never erased, so a peer without one has never departed.
         auto it = links_.find(r.to);
         if (it == links_.end()) {
@@ -486,11 +482,21 @@ private:
     }
 
     // Sends to the peer fail from now on, also those waiting for its window.
+    // The last peer's departure while this node is open leaves no node that
+    // could send to it: its ports fail once empty (node_core::no_sender_left).
+    // A closing node's links all end too, but there the ports' retirement
+    // says what happened.
     void set_departed(const link& l) {
         {
             std::lock_guard lk(core_->lock);
-            if (core_->departed.emplace(l.peer(), l.error()->what()).second)
+            if (core_->departed.emplace(l.peer(), l.error()->what()).second) {
                 core_->departures.fetch_add(1, std::memory_order_release);
+                if (!closing_ && !core_->no_sender_left && core_->size > 1 &&
+                    core_->departed.size() >= std::size_t(core_->size - 1)) {
+                    core_->no_sender_left = l.error();
+                    core_->all_departed.store(true, std::memory_order_release);
+                }
+            }
         }
         core_->flow.fail(l.peer(), l.error());
     }

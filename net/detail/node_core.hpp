@@ -184,6 +184,14 @@ struct node_core {
     // departed.size(), readable without the lock: a send looks up `departed`
     // only once some peer has gone, so the common send takes no lock.
     std::atomic<std::size_t> departures{0};
+    // The error of the last peer to depart once every other rank of the job
+    // has (left, died or gone) while this node was open: no node is left
+    // that could send to it, so a port found empty fails with it from then
+    // on (port.hpp), as a channel whose writers all retired. Set once, by
+    // the switch, after `departed` has its entry and before the ports are
+    // told; under `lock`, and `all_departed` says it is set without it.
+    std::shared_ptr<const peer_error> no_sender_left;
+    std::atomic<bool> all_departed{false};
     // The last max_faults_kept faults logged, oldest first, and how many
     // there were in all: a stranger who connects and disconnects in a loop
     // cannot grow the node's memory.

@@ -661,6 +661,79 @@ TEST(net_departures, a_port_opened_to_hear_each_departure_hears_every_one) {
     });
 }
 
+// Regression: the "no node of the job is left" entry came once; the next
+// receive from the port waited for ever, though no node could send to it.
+TEST(net_departures, a_second_receive_after_the_last_sender_left_fails_instead_of_waiting_for_ever) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "leave-twice", 2, [](csp::net::node& self) {
+        auto inbox = self.open(5);
+        if (self.rank() == 1) {
+            self.send(0, 5, 3);
+            self.close();
+            return;
+        }
+        EXPECT_EQ(inbox.receive<int>(), 3);
+        EXPECT_THROW(inbox.receive<int>(), csp::net::peer_error);
+        int v = 0;
+        const auto start = csp::clock::now();
+        EXPECT_THROW(csp::select(csp::net::input(inbox, v), csp::timeout(5s)), csp::net::peer_error);
+        EXPECT_THROW(inbox.receive<int>(), csp::net::peer_error);
+        EXPECT_LT(csp::clock::now() - start, 1s);
+        // The node's own sends still arrive, first.
+        self.send(0, 5, 4);
+        EXPECT_EQ(inbox.receive<int>(), 4);
+        EXPECT_THROW(inbox.receive<int>(), csp::net::peer_error);
+    });
+}
+
+// A port with no sender left is ready in a select, as a poisoned channel
+// is: a priority select that lists it first throws its error although a
+// later port holds a message. That message stays in its port: a select
+// that leaves the failed port out (or lists it last) takes it, and only
+// then meets that port's own failure. Both stay failed: every later select
+// or receive that finds them empty throws, where the second used to wait
+// for ever.
+TEST(net_departures, a_select_meets_a_port_without_senders_in_its_place_and_loses_no_message) {
+    csp::net::nameserver ns;
+    run_nodes(ns, "leave-select", 2, [](csp::net::node& self) {
+        auto first = self.open(1), second = self.open(2);
+        if (self.rank() == 1) {
+            self.send(0, 2, 7);
+            self.close();
+            return;
+        }
+        ASSERT_TRUE(wait_until_departed(self, 1));
+        int x = 0, y = 0;
+        const auto expect_left = [](int port, auto&& receive_once) {
+            try {
+                receive_once();
+                ADD_FAILURE() << "a receive from port " << port << " with no sender left returned";
+            } catch (const csp::net::peer_error& e) {
+                EXPECT_EQ(e.peer(), 1);
+                EXPECT_NE(std::string(e.what()).find("node 1 of job 'leave-select' has left"), std::string::npos)
+                    << e.what();
+                EXPECT_NE(std::string(e.what()).find("no node of the job is left that could send to port " +
+                                                     std::to_string(port) + " of node 0"),
+                          std::string::npos)
+                    << e.what();
+            }
+        };
+        const auto both = [&] { csp::select(csp::net::input(first, x), csp::net::input(second, y)); };
+        expect_left(1, both);
+        expect_left(1, both);  // port 1 stays failed
+        expect_left(1, [&] { (void)first.receive<int>(); });
+        EXPECT_EQ(csp::select(csp::net::input(first, x).when(false), csp::net::input(second, y)), 1u);
+        EXPECT_EQ(y, 7);
+        expect_left(2, [&] { csp::select(csp::net::input(first, x).when(false), csp::net::input(second, y)); });
+        expect_left(2, [&] { csp::select(csp::net::input(second, y), csp::timeout(10s)); });
+        expect_left(2, [&] { (void)second.receive<int>(); });
+        EXPECT_EQ(x, 0);
+        // A port opened now has no sender either.
+        auto later = self.open(3);
+        expect_left(3, [&] { (void)later.receive<int>(); });
+    });
+}
+
 // Regression: a peer that ended before any link to it existed was never
 // noticed, though the nameserver saw its registration end: a receive
 // waiting for its first message hung.
