@@ -222,10 +222,12 @@ void small_set(C& comm) {
     const double x = 1.0;
     const std::string chosen = table_choice(comm, "allreduce", 8, false);
     report(comm, "allreduce", chosen.c_str(), 8, time_per_op(comm, k, [&] { cc::allreduce(comm, x, cc::sum{}); }));
-    report(comm, "allreduce", "butterfly", 8, time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, x, cc::sum{}); }));
+    report(comm, "allreduce", "butterfly", 8,
+           time_per_op(comm, k, [&] { cc::allreduce_butterfly(comm, x, cc::sum{}); }));
     report(comm, "allreduce", "reduce_broadcast", 8,
            time_per_op(comm, k, [&] { cc::allreduce_reduce_broadcast(comm, x, cc::sum{}); }));
-    report(comm, "allreduce", "host_memory", 8, time_per_op(comm, k, [&] { cc::allreduce_host_memory(comm, x, cc::sum{}); }));
+    report(comm, "allreduce", "host_memory", 8,
+           time_per_op(comm, k, [&] { cc::allreduce_host_memory(comm, x, cc::sum{}); }));
 }
 
 // A hybrid job: the table's flat allreduce over all ranks, and the
@@ -254,7 +256,8 @@ void hosts_set(cc::net_communicator& comm, int k) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         const int n = iterations_for(bytes);
         const std::string chosen = table_choice(comm, "allreduce", bytes, true);
-        report(comm, "allreduce", chosen.c_str(), bytes, time_per_op(comm, n, [&] { cc::allreduce(comm, v, cc::sum{}); }));
+        report(comm, "allreduce", chosen.c_str(), bytes,
+               time_per_op(comm, n, [&] { cc::allreduce(comm, v, cc::sum{}); }));
         report(comm, "allreduce", "hierarchical", bytes,
                time_per_op(comm, n, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));
         // Its steps inside the hosts (every host at once), by the table at
@@ -336,7 +339,9 @@ void figure5(C& comm) {
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "net";
     const bool fig5 = mode == "figure5";
-    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net") : mode == "small" || mode == "broadcast" || mode == "allreduce" || mode == "scan" ? "net" : mode;
+    const std::string where = fig5 ? (argc > 2 ? argv[2] : "net")
+                              : mode == "small" || mode == "broadcast" || mode == "allreduce" || mode == "scan" ? "net"
+                                                                                                                : mode;
     try {
         if (where == "local") {
             const int n = fig5 ? 4 : (argc > 2 ? std::atoi(argv[2]) : 8);
@@ -382,12 +387,14 @@ int main(int argc, char** argv) {
                     else if (mode == "broadcast") broadcast_set(comm);
                     else if (mode == "scan" && argc > 2) {
                         const std::size_t bytes = std::strtoull(argv[2], nullptr, 10);
-                        scan_of(comm, bytes, argc > 3 ? std::atoi(argv[3]) : scan_iterations_for(bytes), argc > 4 ? argv[4] : "");
+                        scan_of(comm, bytes, argc > 3 ? std::atoi(argv[3]) : scan_iterations_for(bytes),
+                                argc > 4 ? argv[4] : "");
                     }
                     else if (mode == "scan") scan_set(comm);
                     else if (mode == "allreduce") {
                         const std::size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 65536;
-                        allreduce_of(comm, bytes, argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes), argc > 4 ? argv[4] : "");
+                        allreduce_of(comm, bytes, argc > 3 ? std::atoi(argv[3]) : iterations_for(bytes),
+                                     argc > 4 ? argv[4] : "");
                     }
                     else standard_set(comm);
                     cc::barrier(comm);

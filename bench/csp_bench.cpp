@@ -484,10 +484,31 @@ BENCHMARK(run_stacks_csp)->Name("fresh_stacks/csp_unguarded")->Args({0, 1})->Use
 BENCHMARK(fresh_stacks_boost_fiber)->Name("fresh_stacks/boost_fiber")->UseRealTime();
 BENCHMARK(run_stacks_csp)->Name("reused_stacks/csp")->Args({1, 0})->UseRealTime();
 BENCHMARK(farm)->Name("farm/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK(pipeline)->Name("pipeline/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK_CAPTURE(priority_latency, idle, 1, false)->Name("priority_latency/idle/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
-BENCHMARK_CAPTURE(priority_latency, busy_prioritised, 100, true)->Name("priority_latency/busy_prioritised/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
-BENCHMARK_CAPTURE(priority_latency, busy_equal, 100, false)->Name("priority_latency/busy_equal/threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime();
+BENCHMARK(pipeline)
+    ->Name("pipeline/threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK_CAPTURE(priority_latency, idle, 1, false)
+    ->Name("priority_latency/idle/threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(priority_latency, busy_prioritised, 100, true)
+    ->Name("priority_latency/busy_prioritised/threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(priority_latency, busy_equal, 100, false)
+    ->Name("priority_latency/busy_equal/threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime();
 BENCHMARK(million_processes)->Name("million_processes")->Arg(1'000'000)->Iterations(1)->UseRealTime();
 
 int main(int argc, char** argv) {
@@ -499,8 +520,16 @@ int main(int argc, char** argv) {
     // On machines with more cores, the CPU-bound networks also run on up to
     // nproc workers (1 and 2 are registered above).
     for (unsigned t = 4; t <= usable_cpus(); t *= 2) {
-        benchmark::RegisterBenchmark("farm/threads", farm)->Arg(t)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-        benchmark::RegisterBenchmark("pipeline/threads", pipeline)->Arg(t)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+        benchmark::RegisterBenchmark("farm/threads", farm)
+            ->Arg(t)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->Iterations(3);
+        benchmark::RegisterBenchmark("pipeline/threads", pipeline)
+            ->Arg(t)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->Iterations(3);
     }
     // The million-process run takes a few GiB and many seconds: only on request.
     bool filtered = false;

@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
                             pass, width, exchanges, split ? "split" : "exchange", us, landed, received);
         }
         std::fflush(stdout);
-        if (cc::allreduce(comm, status, cc::maximum{}) != 0 && rank == 0) std::fprintf(stderr, "halo_rank: WRONG ghosts\n");
+        if (cc::allreduce(comm, status, cc::maximum{}) != 0 && rank == 0)
+            std::fprintf(stderr, "halo_rank: WRONG ghosts\n");
     });
     return status;
 }

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     std::vector<double> top(width), bottom(width), above(width), below(width);
     int wrong = 0;
     auto check = [&](int e) {
-        if ((up != MPI_PROC_NULL && above[0] != -(up * 1e6 + e)) || (down != MPI_PROC_NULL && below[0] != down * 1e6 + e))
+        if ((up != MPI_PROC_NULL && above[0] != -(up * 1e6 + e)) ||
+            (down != MPI_PROC_NULL && below[0] != down * 1e6 + e))
             wrong = 1;
     };
 

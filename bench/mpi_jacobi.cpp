@@ -86,9 +86,10 @@ int main(int argc, char** argv) {
         for (const auto& v : variants) {
             const double ms = run(v, rows, cols, steps);
             if (r == 0)
-                std::printf("{\"variant\":\"%s\",\"pass\":%d,\"ranks\":%d,\"rows_per_rank\":%d,\"cols\":%d,\"steps\":%d,"
-                            "\"ms\":%.3f,\"us_per_step\":%.2f}\n",
-                            v.c_str(), pass, p, rows, cols, steps, ms, 1000.0 * ms / std::max(1, steps));
+                std::printf(
+                    "{\"variant\":\"%s\",\"pass\":%d,\"ranks\":%d,\"rows_per_rank\":%d,\"cols\":%d,\"steps\":%d,"
+                    "\"ms\":%.3f,\"us_per_step\":%.2f}\n",
+                    v.c_str(), pass, p, rows, cols, steps, ms, 1000.0 * ms / std::max(1, steps));
         }
     MPI_Finalize();
     return 0;

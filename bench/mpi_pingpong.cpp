@@ -36,7 +36,8 @@ double stream_mb_per_s(int rank, int iterations, int buffers) {
     constexpr int batch = 16;
     constexpr int message = 1 << 20;
     std::vector<char> buf(message, 'x');
-    std::vector<std::vector<char>> into(rank == 0 ? 0 : static_cast<std::size_t>(buffers), std::vector<char>(message, 'y'));
+    std::vector<std::vector<char>> into(rank == 0 ? 0 : static_cast<std::size_t>(buffers),
+                                        std::vector<char>(message, 'y'));
     char ack = 0;
     auto one = [&] {
         if (rank == 0) {

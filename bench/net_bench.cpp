@@ -366,11 +366,15 @@ int main(int argc, char** argv) {
     }
     for (std::size_t bytes : {std::size_t{8}, std::size_t{1024}}) {
         const std::string n = bytes == 8 ? "rtt_8B" : "rtt_1KiB";
-        benchmark::RegisterBenchmark((n + "/tcp").c_str(), [=](benchmark::State& s) { rtt_csp(s, "tcp", bytes, n + "/tcp"); })
-            ->MinTime(0.5)->UseRealTime();
+        benchmark::RegisterBenchmark((n + "/tcp").c_str(),
+                                     [=](benchmark::State& s) { rtt_csp(s, "tcp", bytes, n + "/tcp"); })
+            ->MinTime(0.5)
+            ->UseRealTime();
 #if CSP_BENCH_WITH_UCX
-        benchmark::RegisterBenchmark((n + "/ucx").c_str(), [=](benchmark::State& s) { rtt_csp(s, "ucx", bytes, n + "/ucx"); })
-            ->MinTime(0.5)->UseRealTime();
+        benchmark::RegisterBenchmark((n + "/ucx").c_str(),
+                                     [=](benchmark::State& s) { rtt_csp(s, "ucx", bytes, n + "/ucx"); })
+            ->MinTime(0.5)
+            ->UseRealTime();
 #endif
         benchmark::RegisterBenchmark((n + "/raw_tcp_blocking").c_str(),
                                      [=](benchmark::State& s) { rtt_raw(s, bytes, false, n + "/raw_tcp_blocking"); })

@@ -96,7 +96,8 @@ struct allgather_ring_fn {
             // touched again before the settle.
             using E = typename T::value_type;
             net::loans book;
-            if (n > 1) detail::send_elements(comm, next, t, std::span<const E>(all[static_cast<std::size_t>(me)]), book);
+            if (n > 1)
+                detail::send_elements(comm, next, t, std::span<const E>(all[static_cast<std::size_t>(me)]), book);
             for (int k = 0; k < n - 1; ++k) {
                 auto& in = all[static_cast<std::size_t>(((me - k - 1) % n + n) % n)];
                 auto keep = [&in](std::span<const E> got) { in.assign(got.begin(), got.end()); };
@@ -145,7 +146,8 @@ struct allgather_host_memory_fn {
                 std::vector<T> all(static_cast<std::size_t>(n));
                 if (all_fit) {
                     for (int q = 0; q < n; ++q)
-                        if (q != me) all[static_cast<std::size_t>(q)] = detail::value_from_part<T>(board->part_of(m, q));
+                        if (q != me)
+                            all[static_cast<std::size_t>(q)] = detail::value_from_part<T>(board->part_of(m, q));
                     all[static_cast<std::size_t>(me)] = std::move(value);
                     return all;
                 }
@@ -155,7 +157,8 @@ struct allgather_host_memory_fn {
                         if (q != me) all[static_cast<std::size_t>(q)].resize(board->part_of(m, q).bytes / sizeof(E));
                     all[static_cast<std::size_t>(me)] = std::move(value);
                     const tag u = comm.next_tag(s);
-                    if (host_board* large = comm.large_board_on_host(s, u)) return in_chunks(comm, *large, u, std::move(all));
+                    if (host_board* large = comm.large_board_on_host(s, u))
+                        return in_chunks(comm, *large, u, std::move(all));
                     value = std::move(all[static_cast<std::size_t>(me)]);
                 }
             }

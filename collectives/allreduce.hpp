@@ -213,8 +213,9 @@ struct allreduce_rabenseifner_fn {
                 int l = v;  // the window's low end, from block v (what halving leaves), as doubling grows it
                 for (int d = 1, s = 1 + rounds; d < p2; d *= 2, ++s) {
                     const int plo = l ^ d, phi = plo + d;
-                    landed.push_back(detail::land(comm, rank_of(v ^ d), t.step(static_cast<std::uint8_t>(s)),
-                                                  std::span<E>(value.data() + edge(plo), static_cast<std::size_t>(edge(phi) - edge(plo)))));
+                    landed.push_back(detail::land(
+                        comm, rank_of(v ^ d), t.step(static_cast<std::uint8_t>(s)),
+                        std::span<E>(value.data() + edge(plo), static_cast<std::size_t>(edge(phi) - edge(plo)))));
                     l = std::min(l, plo);
                 }
             }
@@ -443,7 +444,8 @@ private:
                 for (std::size_t q = 0; q < n; ++q) {
                     if (q == me) continue;
                     const auto [lo, hi] = block(last_count, q);
-                    std::copy(part(last, q) + lo, part(last, q) + hi, value.begin() + static_cast<std::ptrdiff_t>(last_first + lo));
+                    std::copy(part(last, q) + lo, part(last, q) + hi,
+                              value.begin() + static_cast<std::ptrdiff_t>(last_first + lo));
                 }
             }
             last = m;
@@ -468,8 +470,9 @@ struct reduce_host_memory_fn {
         using host = allreduce_host_memory_fn;
         if constexpr (detail::host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
             topology::check(comm.rank(), comm.size(), root);
-            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value),
-                                                          {.root = root, .op = detail::op_id<Op>()})) {
+            if (const auto meeting =
+                    detail::meet_on_host(comm, s, info, host_board::type_of<T>(), detail::bytes_of(value),
+                                         {.root = root, .op = detail::op_id<Op>()})) {
                 const auto [board, m] = *meeting;
                 const bool is_root = comm.rank() == root;
                 if (detail::all_fit<T>(*board, m, comm.rank(), info)) {

@@ -22,8 +22,8 @@ struct alltoall_parallel_fn {
     template <class C, class T>
     std::vector<T> operator()(C& comm, std::vector<T> values, stream s = {}) const {
         if (values.size() != static_cast<std::size_t>(comm.size()))
-            throw usage_error("alltoall: rank " + std::to_string(comm.rank()) + " gave " + std::to_string(values.size()) +
-                              " values for " + std::to_string(comm.size()) + " ranks");
+            throw usage_error("alltoall: rank " + std::to_string(comm.rank()) + " gave " +
+                              std::to_string(values.size()) + " values for " + std::to_string(comm.size()) + " ranks");
         const tag t = detail::begin_call(comm, info, s);
         const auto others = detail::all_but(comm, comm.rank());
         for (int r : others) comm.send(r, t, std::move(values[static_cast<std::size_t>(r)]));

@@ -168,7 +168,8 @@ struct broadcast_host_memory_fn {
             topology::check(comm.rank(), comm.size(), root);
             const bool is_root = comm.rank() == root;
             const auto bytes = is_root ? detail::bytes_of(value) : std::span<const std::byte>{};
-            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<T>(), bytes, {.root = root})) {
+            if (const auto meeting =
+                    detail::meet_on_host(comm, s, info, host_board::type_of<T>(), bytes, {.root = root})) {
                 const auto [board, m] = *meeting;
                 detail::refuse_other_args(info, *board, m);
                 for (int q = 0; q < board->size(); ++q)

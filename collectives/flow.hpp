@@ -132,7 +132,8 @@ public:
 private:
     static const csp::channel<T>& find(const std::map<int, csp::channel<T>>& m, int rank, const char* role) {
         auto it = m.find(rank);
-        if (it == m.end()) throw usage_error("rank " + std::to_string(rank) + " is not a " + role + " of this reduction");
+        if (it == m.end())
+            throw usage_error("rank " + std::to_string(rank) + " is not a " + role + " of this reduction");
         return it->second;
     }
 

@@ -33,7 +33,8 @@ namespace detail {
 // Both gathers: the non-roots send; the root collects the others' values in
 // rank order with receive(comm, others, tag) and puts its own in its place.
 template <class C, class T, class Receive>
-std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, const algorithm_info& info, Receive receive) {
+std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, const algorithm_info& info,
+                                          Receive receive) {
     topology::check(comm.rank(), comm.size(), root);
     const tag t = begin_call(comm, info, s);
     if (comm.rank() != root) {

@@ -237,7 +237,13 @@ bool host_board::take_sleeper(std::uint64_t m, int q) noexcept {
 
 host_board::part host_board::part_of(std::uint64_t m, int q) const noexcept {
     const part_head& h = head(m, q);
-    return {h.type, h.fits != 0, h.call, h.sequence, {h.root, h.op, h.blocks}, h.bytes, reinterpret_cast<const std::byte*>(&h) + line};
+    return {h.type,
+            h.fits != 0,
+            h.call,
+            h.sequence,
+            {h.root, h.op, h.blocks},
+            h.bytes,
+            reinterpret_cast<const std::byte*>(&h) + line};
 }
 
 std::byte* host_board::own_part(std::uint64_t m) noexcept {

@@ -81,8 +81,8 @@ public:
             for (std::size_t i = 0; i < ranks_.size(); ++i)
                 if (const auto line = ranks_[i].box.unclaimed_report(); !line.empty())
                     net::log_line("csp.net " + node_->job() + "/" + std::to_string(node_->rank()) + ": rank " +
-                                  std::to_string(first_rank(node_->rank()) + static_cast<int>(i)) + " of a hybrid job: " +
-                                  line);
+                                  std::to_string(first_rank(node_->rank()) + static_cast<int>(i)) +
+                                  " of a hybrid job: " + line);
         } catch (const std::exception&) {
             // Out of memory while closing: nothing more to say.
         }

@@ -12,7 +12,9 @@ std::size_t checked_size(int size) {
 }  // namespace
 
 local_group::local_group(int size)
-    : boxes_(checked_size(size)), counters_(static_cast<std::size_t>(size)), contexts_(static_cast<std::size_t>(size)) {}
+    : boxes_(checked_size(size)),
+      counters_(static_cast<std::size_t>(size)),
+      contexts_(static_cast<std::size_t>(size)) {}
 
 local_group::~local_group() = default;
 
@@ -46,7 +48,8 @@ mailbox<std::any>::envelope local_communicator::take(int from, tag t) const {
     }();
     if (rec) {
         rec->message(model::direction::receive, m.source, rank_, model_id(t));
-        if (from == any_source) rec->note("a receive from any rank is recorded as the sender it got in the recorded run");
+        if (from == any_source)
+            rec->note("a receive from any rank is recorded as the sender it got in the recorded run");
     }
     return m;
 }

@@ -126,7 +126,8 @@ std::size_t sendrecv(C& comm, std::span<const E> out, int to, std::span<E> in, i
         if (to == comm.rank() && from == to) {  // to itself: copied across, no message
             if (out.size() > in.size())
                 throw usage_error("sendrecv: " + std::to_string(out.size()) + " elements from rank " +
-                                  std::to_string(from) + " (itself) do not fit a buffer of " + std::to_string(in.size()));
+                                  std::to_string(from) + " (itself) do not fit a buffer of " +
+                                  std::to_string(in.size()));
             if (!out.empty() && out.data() != in.data()) std::copy(out.begin(), out.end(), in.begin());
             return out.size();
         }
@@ -244,9 +245,9 @@ public:
             landing_ = false;
             for (std::size_t i = 0; i < neighbours_.size(); ++i) {
                 if (neighbours_[i] == no_rank) continue;
-                const std::size_t got =
-                    to_self(i) ? copy_from_self(i)
-                               : receive_into(*comm_, neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]);
+                const std::size_t got = to_self(i) ? copy_from_self(i)
+                                                   : receive_into(*comm_, neighbours_[i],
+                                                                  tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]);
                 if (got != in_[i].size())
                     throw usage_error("neighbour_exchange: rank " + std::to_string(neighbours_[i]) + " sent " +
                                       std::to_string(got) + " elements for a buffer of " +
@@ -330,7 +331,8 @@ private:
             // length known only at run time is a call to memmove per
             // element, which took a third of a 2-D exchange's time.
             if (fp.length == 1) {
-                for (std::size_t b = 0; b < fp.count; ++b) to[tp.offset + b * tp.stride] = from[fp.offset + b * fp.stride];
+                for (std::size_t b = 0; b < fp.count; ++b)
+                    to[tp.offset + b * tp.stride] = from[fp.offset + b * fp.stride];
                 return;
             }
             for (std::size_t b = 0; b < fp.count; ++b)
@@ -361,7 +363,8 @@ private:
         const T* pa = a + p.offset;
         const T* qb = b + q.offset;
         const std::less<const T*> before;
-        if (!before(pa, qb + (q.count - 1) * q.stride + q.length) || !before(qb, pa + (p.count - 1) * p.stride + p.length))
+        if (!before(pa, qb + (q.count - 1) * q.stride + q.length) ||
+            !before(qb, pa + (p.count - 1) * p.stride + p.length))
             return false;
         if (p.count <= 1 || q.count <= 1 || p.stride != q.stride) return true;
         // Both spans lie in one array here. p's blocks start r elements
@@ -375,8 +378,9 @@ private:
     void check(int group_size) const {
         const std::size_t n = neighbours_.size();
         if (n % 2 != 0 || n > 254)
-            throw usage_error("neighbour_exchange: neighbours come in (before, after) pairs, at most 127 of them; got " +
-                              std::to_string(n));
+            throw usage_error(
+                "neighbour_exchange: neighbours come in (before, after) pairs, at most 127 of them; got " +
+                std::to_string(n));
         if (out_.size() != n || in_.size() != n)
             throw usage_error("neighbour_exchange: " + std::to_string(n) + " neighbours but " +
                               std::to_string(out_.size()) + " send and " + std::to_string(in_.size()) +
@@ -413,8 +417,8 @@ private:
             expected_next_.clear();
             for (std::size_t i = 0; i < neighbours_.size(); ++i)
                 if (neighbours_[i] != no_rank)
-                    expected_next_.push_back(
-                        comm_->expect(neighbours_[i], next_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i].size_bytes()));
+                    expected_next_.push_back(comm_->expect(neighbours_[i], next_.step(static_cast<std::uint8_t>(i ^ 1)),
+                                                           in_[i].size_bytes()));
         } else {
             tag_ = comm_->next_tag(stream_);
         }
@@ -517,7 +521,8 @@ private:
             landings_.clear();
             for (std::size_t i = 0; i < neighbours_.size(); ++i)
                 if (neighbours_[i] != no_rank)
-                    landings_.push_back(comm_->land(neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]));
+                    landings_.push_back(
+                        comm_->land(neighbours_[i], tag_.step(static_cast<std::uint8_t>(i ^ 1)), in_[i]));
             expected_now_.clear();  // after the landings: a held row was fetched into its buffer
         }
     }

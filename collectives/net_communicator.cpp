@@ -21,7 +21,9 @@ net::node& with_a_size(net::node& n) {
 }  // namespace
 
 net_communicator::net_communicator(net::node& n, net::port_id port)
-    : node_(&with_a_size(n)), port_id_(port), claim_(n.claim(port, "net_communicator", net::departures::each, inbox_)) {}
+    : node_(&with_a_size(n)),
+      port_id_(port),
+      claim_(n.claim(port, "net_communicator", net::departures::each, inbox_)) {}
 
 net_communicator::~net_communicator() {
     try {

@@ -171,7 +171,8 @@ struct reduce_binomial_fn {
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
-        return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::sequential, info);
+        return detail::reduce_binomial_tree(comm, std::move(value), op, root, s, detail::child_receive::sequential,
+                                            info);
     }
 };
 inline constexpr guarded_algorithm<reduce_binomial_fn> reduce_binomial{};

@@ -77,7 +77,8 @@ inline std::vector<std::size_t> block_offsets(const std::vector<std::size_t>& co
 template <class V>
 V block_of(const V& v, const std::vector<std::size_t>& offsets, int b) {
     const auto i = static_cast<std::size_t>(b);
-    return V(v.begin() + static_cast<std::ptrdiff_t>(offsets[i]), v.begin() + static_cast<std::ptrdiff_t>(offsets[i + 1]));
+    return V(v.begin() + static_cast<std::ptrdiff_t>(offsets[i]),
+             v.begin() + static_cast<std::ptrdiff_t>(offsets[i + 1]));
 }
 
 [[noreturn]] inline void wrong_block_length(int from, std::size_t block, std::size_t got, std::size_t due) {
@@ -175,7 +176,8 @@ struct reduce_scatter_ring_fn {
                 detail::wrong_block_length(prev, static_cast<std::size_t>(b), running.size(),
                                            counts[static_cast<std::size_t>(b)]);
             if constexpr (requires { op.fold_into(running, values.begin()); })
-                op.fold_into(running, values.begin() + static_cast<std::ptrdiff_t>(offsets[static_cast<std::size_t>(b)]));
+                op.fold_into(running,
+                             values.begin() + static_cast<std::ptrdiff_t>(offsets[static_cast<std::size_t>(b)]));
             else
                 running = op(running, detail::block_of(values, offsets, b));
         }
@@ -191,9 +193,9 @@ struct reduce_scatter_host_memory_fn {
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
         if constexpr (detail::element_vector<V> && requires(tag t) { comm.board_on_host(s, t); }) {
             const auto offsets = detail::block_offsets(counts, values.size(), comm.size());
-            if (const auto meeting = detail::meet_on_host(comm, s, info, host_board::type_of<V>(),
-                                                          detail::bytes_of(values),
-                                                          {.op = detail::op_id<Op>(), .blocks = detail::blocks_id(counts)})) {
+            if (const auto meeting =
+                    detail::meet_on_host(comm, s, info, host_board::type_of<V>(), detail::bytes_of(values),
+                                         {.op = detail::op_id<Op>(), .blocks = detail::blocks_id(counts)})) {
                 const auto [board, m] = *meeting;
                 if (detail::all_fit<V>(*board, m, comm.rank(), info))
                     return fold_block<V>(*board, m, offsets, comm.rank(), op);
@@ -269,7 +271,8 @@ private:
                 const auto [lo, hi] = slice(me, j - 1);
                 const E* const own = values.data() + offsets[me] + lo;
                 auto from = [&](std::size_t q) -> const E* {
-                    return q == me ? own : reinterpret_cast<const E*>(board.part_of(last, static_cast<int>(q)).data) + at[me];
+                    return q == me ? own
+                                   : reinterpret_cast<const E*>(board.part_of(last, static_cast<int>(q)).data) + at[me];
                 };
                 std::span<E> acc(out.data() + lo, hi - lo);
                 std::copy(from(0), from(0) + acc.size(), acc.begin());

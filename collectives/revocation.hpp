@@ -233,8 +233,9 @@ template <class Algorithm>
 struct guarded_algorithm : Algorithm {
     template <class C, class... Args>
     decltype(auto) operator()(C& comm, Args&&... args) const {
-        return detail::guarded(comm, detail::stream_among(args...), Algorithm::info.collective,
-                               [&]() -> decltype(auto) { return Algorithm::operator()(comm, std::forward<Args>(args)...); });
+        return detail::guarded(
+            comm, detail::stream_among(args...), Algorithm::info.collective,
+            [&]() -> decltype(auto) { return Algorithm::operator()(comm, std::forward<Args>(args)...); });
     }
 };
 }  // namespace csp::collectives

@@ -94,7 +94,8 @@ template <class C, class T, class Op>
 std::optional<std::optional<T>> exclusive_on_host(C& comm, const T& value, const Op& op, stream s,
                                                   const algorithm_info& info) {
     if constexpr (host_board_value<T> && requires(tag t) { comm.board_on_host(s, t); }) {
-        const auto meeting = meet_on_host(comm, s, info, host_board::type_of<T>(), bytes_of(value), {.op = op_id<Op>()});
+        const auto meeting =
+            meet_on_host(comm, s, info, host_board::type_of<T>(), bytes_of(value), {.op = op_id<Op>()});
         if (!meeting) return std::nullopt;
         const auto [board, m] = *meeting;
         const int me = comm.rank();

@@ -54,12 +54,11 @@ struct scatter_parallel_fn {
 
     template <class C, class T>
     T operator()(C& comm, std::vector<T> values, int root = 0, stream s = {}) const {
-        return detail::scatter_with(comm, std::move(values), root, s, info,
-                                    [root](C& c, std::vector<T>& v, tag t) {
-                                        csp::par_for(v.size(), [&](std::size_t r) {
-                                            if (static_cast<int>(r) != root) c.send(static_cast<int>(r), t, std::move(v[r]));
-                                        });
-                                    });
+        return detail::scatter_with(comm, std::move(values), root, s, info, [root](C& c, std::vector<T>& v, tag t) {
+            csp::par_for(v.size(), [&](std::size_t r) {
+                if (static_cast<int>(r) != root) c.send(static_cast<int>(r), t, std::move(v[r]));
+            });
+        });
     }
 };
 inline constexpr guarded_algorithm<scatter_parallel_fn> scatter_parallel{};

@@ -76,13 +76,16 @@ void selection::no_algorithm(const request& r) {
 }
 
 void selection::print_table(std::ostream& os) const {
-    os << "collective      algorithm           ranks     bytes               level     op                       ranks share memory\n";
+    os << "collective      algorithm           ranks     bytes               level     op                       ranks "
+          "share memory\n";
     for (const auto& rule : default_rules) {
         std::ostringstream ranks, bytes;
         ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
         bytes << (rule.min_bytes == 0 ? std::string("any") : ">= " + std::to_string(rule.min_bytes));
         if (rule.below_bytes != std::numeric_limits<std::size_t>::max()) bytes << ", < " << rule.below_bytes;
-        const char* level = rule.level == link_level::host ? "host" : rule.level == link_level::network ? "network" : "any";
+        const char* level = rule.level == link_level::host      ? "host"
+                            : rule.level == link_level::network ? "network"
+                                                                : "any";
         const auto a = *find(rule.collective, rule.algorithm);
         const std::string op = a.needs_commuting_op && a.needs_elementwise ? "commuting, element-wise"
                                : a.needs_commuting_op                      ? "commuting"

@@ -188,8 +188,9 @@ class shared final : private detail::shared_slot_owner {
     static_assert(detail::fusible_op<Op>,
                   "shared<T, Op>: Op must be a built-in op or a type with static constexpr bool fusible = true and "
                   "commutes = true");
-    static_assert(detail::shareable_value<T>,
-                  "shared<T, Op>: T must be a trivially copyable value (not a pointer or bool) or a std::vector of them");
+    static_assert(
+        detail::shareable_value<T>,
+        "shared<T, Op>: T must be a trivially copyable value (not a pointer or bool) or a std::vector of them");
 
 public:
     using value_type = T;

@@ -117,7 +117,9 @@ public:
           size_(comm.size()),
           options_(options),
           lock_(detail::group_lock::needed_here()) {
-        reduce_ = [&comm, s](detail::block b, const detail::fused_op& op) { return allreduce(comm, std::move(b), op, s); };
+        reduce_ = [&comm, s](detail::block b, const detail::fused_op& op) {
+            return allreduce(comm, std::move(b), op, s);
+        };
         if constexpr (requires(std::size_t n) { comm.record_fusion(n, n); })
             record_ = [&comm](std::size_t updates, std::size_t slots) { comm.record_fusion(updates, slots); };
     }

@@ -79,7 +79,9 @@ public:
 
     constexpr std::uint64_t bits() const noexcept { return bits_; }
     constexpr std::uint32_t stream_id() const noexcept { return static_cast<std::uint32_t>(bits_ >> stream_shift); }
-    constexpr std::uint8_t call() const noexcept { return static_cast<std::uint8_t>((bits_ & call_mask) >> call_shift); }
+    constexpr std::uint8_t call() const noexcept {
+        return static_cast<std::uint8_t>((bits_ & call_mask) >> call_shift);
+    }
     constexpr std::uint32_t sequence() const noexcept { return static_cast<std::uint32_t>(bits_ >> 8); }
     constexpr std::uint8_t phase() const noexcept { return static_cast<std::uint8_t>(bits_); }
 

@@ -51,7 +51,8 @@ schedule aspen_schedule(const std::vector<int>& P, const std::vector<int>& R) {
     auto check_set = [](const std::vector<int>& v, const char* what) {
         std::set<int> seen;
         for (int x : v) {
-            if (x < 0) throw usage_error(std::string("Aspen reduce: negative rank ") + std::to_string(x) + " in " + what);
+            if (x < 0)
+                throw usage_error(std::string("Aspen reduce: negative rank ") + std::to_string(x) + " in " + what);
             if (!seen.insert(x).second)
                 throw usage_error(std::string("Aspen reduce: rank ") + std::to_string(x) + " appears twice in " + what);
         }

@@ -168,7 +168,8 @@ struct holds<T> : std::bool_constant<!sent_as_bytes<T>::value && aggregate_holds
 template <class E, std::size_t N> struct holds<E[N]> : std::bool_constant<holds_address_v<E>> {};
 template <class E, std::size_t N> struct holds<std::array<E, N>> : std::bool_constant<holds_address_v<E>> {};
 template <class E> struct holds<std::optional<E>> : std::bool_constant<holds_address_v<E>> {};
-template <class A, class B> struct holds<std::pair<A, B>> : std::bool_constant<holds_address_v<A> || holds_address_v<B>> {};
+template <class A, class B>
+struct holds<std::pair<A, B>> : std::bool_constant<holds_address_v<A> || holds_address_v<B>> {};
 template <class... E> struct holds<std::tuple<E...>> : std::bool_constant<(holds_address_v<E> || ...)> {};
 
 }  // namespace detail::address_fields
@@ -177,12 +178,13 @@ template <class... E> struct holds<std::tuple<E...>> : std::bool_constant<(holds
 // read from a message) when they carry an address.
 template <class T>
 constexpr void check_bytes_travel() {
-    static_assert(!holds_address_v<T>,
-                  "csp: this struct holds a pointer, a reference or a view (std::span, std::string_view) among its fields: "
-                  "sent as its bytes, it would carry an address that means nothing to the receiver. Send the "
-                  "data it points to (hold it in a std::vector and give the struct a serialize function), or, "
-                  "if the address is only a token the receiver hands back, declare it: template <> struct "
-                  "csp::sent_as_bytes<T> : std::true_type {};");
+    static_assert(
+        !holds_address_v<T>,
+        "csp: this struct holds a pointer, a reference or a view (std::span, std::string_view) among its fields: "
+        "sent as its bytes, it would carry an address that means nothing to the receiver. Send the "
+        "data it points to (hold it in a std::vector and give the struct a serialize function), or, "
+        "if the address is only a token the receiver hands back, declare it: template <> struct "
+        "csp::sent_as_bytes<T> : std::true_type {};");
 }
 
 }  // namespace csp

@@ -53,7 +53,9 @@ public:
 private:
     static constexpr std::size_t local_capacity = 8;
     static_assert(std::is_trivially_destructible_v<wait_node>);
-    void* address(std::size_t i) { return heap_ ? static_cast<void*>(&heap_[i]) : static_cast<void*>(local_ + i * sizeof(wait_node)); }
+    void* address(std::size_t i) {
+        return heap_ ? static_cast<void*>(&heap_[i]) : static_cast<void*>(local_ + i * sizeof(wait_node));
+    }
 
     alignas(wait_node) unsigned char local_[local_capacity * sizeof(wait_node)];
     std::unique_ptr<wait_node[]> heap_;

@@ -29,13 +29,13 @@ struct variable {
 };
 
 inline constexpr std::array<variable, 24> variables{{
-    {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll",
-     "the IO scheduler's multiplexer"},
+    {"CSP_IO_BACKEND", "csp::io::scheduler_options", "poll (default) | epoll", "the IO scheduler's multiplexer"},
     {"CSP_IO_SPIN_US", "csp::io::scheduler_options", "0..1000000 (default 50)",
      "microseconds an idle worker polls without blocking before it sleeps in poll"},
     {"CSP_RANK", "csp::net::node_options", "0..size-1",
      "this node's rank (else SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK)"},
-    {"CSP_SIZE", "csp::net::node_options", "1 or more", "nodes in the job (else SLURM_NTASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE)"},
+    {"CSP_SIZE", "csp::net::node_options", "1 or more",
+     "nodes in the job (else SLURM_NTASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE)"},
     {"CSP_JOB", "csp::net::node_options", "1-200 of [A-Za-z0-9._-]", "the job's name (else slurm-<job>.<step>)"},
     {"CSP_NAMESERVER", "csp::net::node_options", "host:port", "where the job's nameserver listens"},
     {"CSP_TOKEN", "csp::net::node_options", "up to 1024 bytes, no newline",
@@ -54,16 +54,21 @@ inline constexpr std::array<variable, 24> variables{{
     {"CSP_UCX_EXPECTED_HOLD_US", "csp::net::node_options", "0..60000000 (default 1000)",
      "microseconds a large UCX message announced by expect() waits for its landing before it is received as usual"},
     {"CSP_KEEP_FREED_MEMORY", "csp::net::node_options", "0 or 1 (default 1)",
-     "1: large message buffers come from the heap and freed memory is kept for reuse (glibc's mmap and trim thresholds)"},
+     "1: large message buffers come from the heap and freed memory is kept for reuse (glibc's mmap and trim "
+     "thresholds)"},
     {"CSP_LOCAL_SIZE", "csp::net::node_options", "ranks (default: OMPI_COMM_WORLD_LOCAL_SIZE, else unknown)",
-     "how many ranks of the job run on this host (csp-launch sets it); more than its CPUs: idle UCX spins yield at once"},
-    {"CSP_LOCAL_CPUS", "csp::net::node_options", "CPUs (default: this process's affinity mask, else the hardware threads)",
-     "how many CPUs the job's ranks on this host may use (csp-launch sets it to its own); fewer than CSP_LOCAL_SIZE: oversubscribed"},
+     "how many ranks of the job run on this host (csp-launch sets it); more than its CPUs: idle UCX spins yield at "
+     "once"},
+    {"CSP_LOCAL_CPUS", "csp::net::node_options",
+     "CPUs (default: this process's affinity mask, else the hardware threads)",
+     "how many CPUs the job's ranks on this host may use (csp-launch sets it to its own); fewer than CSP_LOCAL_SIZE: "
+     "oversubscribed"},
     {"CSP_TRACE", "csp::net::node_options", "a file name",
      "the node records a timeline of its run and writes it there when it closes (csp-launch --trace sets it per node); "
      "a file it cannot create is a `usage_error` when the node is made"},
     {"CSP_LAUNCHER_FD", "csp::net::node_options", "fd:inode (csp-launch sets it)",
-     "the read end of a pipe whose writer is the node's launcher: at its end (the launcher died) the node's process gets SIGTERM"},
+     "the read end of a pipe whose writer is the node's launcher: at its end (the launcher died) the node's process "
+     "gets SIGTERM"},
     {"CSP_DEADLOCK_PROBE_MS", "csp::net::nameserver", "0..3600000 (default 500)",
      "how often the nameserver probes its jobs for a job-wide deadlock; 0: never"},
     {"CSP_COLLECTIVES", "csp::collectives::selection", "collective=algorithm,...",
@@ -71,7 +76,8 @@ inline constexpr std::array<variable, 24> variables{{
     {"CSP_HOST", "csp::collectives::this_host", "any name (default: the machine's host name)",
      "the host a rank says it is on, for the two-level collectives (collectives/hierarchy.hpp)"},
     {"CSP_SHARED_CHECK", "csp::collectives::shared_options", "0 or 1 (default 0)",
-     "1: every force point of shared variables reduces, even with nothing pending, so a rank that skipped an update is reported"},
+     "1: every force point of shared variables reduces, even with nothing pending, so a rank that skipped an update is "
+     "reported"},
 }};
 
 // The variable's text, or nothing if it is unset or empty.

@@ -185,7 +185,8 @@ auto await_idle_moment(std::chrono::milliseconds patience, Answer answer) -> dec
 
 detail::runtime_core* runtime_of_caller(const char* what) {
     detail::process_record* self = detail::current_process();
-    if (self == nullptr) throw usage_error(std::string(what) + " must be called from a process of a running csp::runtime");
+    if (self == nullptr)
+        throw usage_error(std::string(what) + " must be called from a process of a running csp::runtime");
     return self->runtime();
 }
 

@@ -59,7 +59,8 @@ inline constexpr bool is_address_v = std::is_pointer_v<std::remove_cvref_t<T>> |
 
 // The type a send of a T delivers: T itself, or the owning type of a view.
 template <class T>
-using sent_type_t = std::conditional_t<is_view_v<T>, typename owning<std::remove_cvref_t<T>>::type, std::remove_cvref_t<T>>;
+using sent_type_t =
+    std::conditional_t<is_view_v<T>, typename owning<std::remove_cvref_t<T>>::type, std::remove_cvref_t<T>>;
 
 // Refuse, at compile time, a T that cannot travel (sent) or be delivered
 // (received).

@@ -18,7 +18,8 @@ namespace csp {
 
 namespace {
 
-static_assert(std::is_trivially_copyable_v<boost::fibers::waker> && std::is_trivially_destructible_v<boost::fibers::waker>);
+static_assert(std::is_trivially_copyable_v<boost::fibers::waker> &&
+              std::is_trivially_destructible_v<boost::fibers::waker>);
 
 const boost::fibers::waker& waker_in(const unsigned char* storage) noexcept {
     return *std::launder(reinterpret_cast<const boost::fibers::waker*>(storage));

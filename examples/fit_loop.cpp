@@ -47,7 +47,8 @@ int main(int argc, char** argv) try {
                 local[0] += r * x * x, local[1] += r * x, local[2] += r, local[3] += r * r;
             }
             const auto total = csp::collectives::allreduce(comm, local, csp::collectives::sum{});
-            for (int k = 0; k < 3; ++k) coef[static_cast<std::size_t>(k)] -= rate * total[static_cast<std::size_t>(k)] / samples;
+            for (int k = 0; k < 3; ++k)
+                coef[static_cast<std::size_t>(k)] -= rate * total[static_cast<std::size_t>(k)] / samples;
             error = total[3] / samples;
             if (first_error < 0) first_error = error;
         }

@@ -109,7 +109,8 @@ int main(int argc, char** argv) try {
         const auto& result = t;
 
         // Rank 0 gathers every rank's rows and checks them against one node's run.
-        std::vector<double> mine(result.begin() + static_cast<long>(n), result.begin() + static_cast<long>((rows + 1) * n));
+        std::vector<double> mine(result.begin() + static_cast<long>(n),
+                                 result.begin() + static_cast<long>((rows + 1) * n));
         auto all = cc::gather(comm, std::move(mine), 0);
         if (rank == 0) {
             std::vector<double> plate;

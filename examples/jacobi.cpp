@@ -318,11 +318,12 @@ int main(int argc, char** argv) try {
                 for (int r = 1; r < p; ++r) (void)comm.template receive<grid>(r, t);
             }
             if (comm.rank() == 0) {
-                std::printf("{\"variant\":\"%s\",\"pass\":%d,\"ranks\":%d,\"rows_per_rank\":%d,\"cols\":%d,\"steps\":%d,"
-                            "\"blocks_per_rank\":%d,\"ms\":%.3f,\"us_per_step\":%.2f,\"checked\":%s}\n",
-                            v.c_str(), pass, p, c.rows, c.cols, c.steps, v == "graph" ? c.blocks : 1, slowest,
-                            1000.0 * slowest / std::max(1, c.steps),
-                            !c.check || v == "ideal" ? "null" : (same ? "true" : "false"));
+                std::printf(
+                    "{\"variant\":\"%s\",\"pass\":%d,\"ranks\":%d,\"rows_per_rank\":%d,\"cols\":%d,\"steps\":%d,"
+                    "\"blocks_per_rank\":%d,\"ms\":%.3f,\"us_per_step\":%.2f,\"checked\":%s}\n",
+                    v.c_str(), pass, p, c.rows, c.cols, c.steps, v == "graph" ? c.blocks : 1, slowest,
+                    1000.0 * slowest / std::max(1, c.steps),
+                    !c.check || v == "ideal" ? "null" : (same ? "true" : "false"));
                 std::fflush(stdout);
             }
         }

@@ -100,13 +100,15 @@ grid_shape shape_of(C& comm, const config& c) {
 matrix a_panel(const grid_shape& g, int p, int r0, int rows) {
     matrix m(static_cast<std::size_t>(rows) * g.nb);
     for (int r = 0; r < rows; ++r)
-        for (int k = 0; k < g.nb; ++k) m[static_cast<std::size_t>(r) * g.nb + k] = a_at(g.i * g.n + r0 + r, p * g.nb + k);
+        for (int k = 0; k < g.nb; ++k)
+            m[static_cast<std::size_t>(r) * g.nb + k] = a_at(g.i * g.n + r0 + r, p * g.nb + k);
     return m;
 }
 matrix b_panel(const grid_shape& g, int p, int c0, int cols) {
     matrix m(static_cast<std::size_t>(g.nb) * cols);
     for (int k = 0; k < g.nb; ++k)
-        for (int c = 0; c < cols; ++c) m[static_cast<std::size_t>(k) * cols + c] = b_at(p * g.nb + k, g.j * g.n + c0 + c);
+        for (int c = 0; c < cols; ++c)
+            m[static_cast<std::size_t>(k) * cols + c] = b_at(p * g.nb + k, g.j * g.n + c0 + c);
     return m;
 }
 
@@ -126,7 +128,8 @@ block_result run_block(Comm& comm, const config& c, bool exchange, bool early) {
     // ideal's panels are made before the clock starts, as the others' first ones
     std::vector<matrix> own_a, own_b;
     if (!exchange)
-        for (int t = 0; t < g.k; ++t) own_a.push_back(a_panel(g, g.panel(t), 0, g.n)), own_b.push_back(b_panel(g, g.panel(t), 0, g.n));
+        for (int t = 0; t < g.k; ++t)
+            own_a.push_back(a_panel(g, g.panel(t), 0, g.n)), own_b.push_back(b_panel(g, g.panel(t), 0, g.n));
     std::vector<matrix> first_a, first_b;
     for (int t = 0; t < std::min(lag, g.k); ++t)
         first_a.push_back(a_panel(g, g.panel(t), 0, g.n)), first_b.push_back(b_panel(g, g.panel(t), 0, g.n));
@@ -184,10 +187,14 @@ block_result run_graph(Comm& comm, const config& c, const std::string& queue, co
                 const int rank = rank_of(t), r = static_cast<int>(t / tt % tt), col = static_cast<int>(t % tt);
                 const grid_shape s = shape_at(rank);
                 df::task_edges e;
-                e.inputs.push_back(col > 0 ? df::input{id(rank, r, col - 1), 0} : df::input{id(s.right(), r, tt - 1), lag});
-                e.inputs.push_back(r > 0 ? df::input{id(rank, r - 1, col), 0} : df::input{id(s.below(), tt - 1, col), lag});
-                e.outputs.push_back(col < tt - 1 ? df::output{id(rank, r, col + 1), 0} : df::output{id(s.left(), r, 0), lag});
-                e.outputs.push_back(r < tt - 1 ? df::output{id(rank, r + 1, col), 0} : df::output{id(s.above(), 0, col), lag});
+                e.inputs.push_back(col > 0 ? df::input{id(rank, r, col - 1), 0}
+                                           : df::input{id(s.right(), r, tt - 1), lag});
+                e.inputs.push_back(r > 0 ? df::input{id(rank, r - 1, col), 0}
+                                         : df::input{id(s.below(), tt - 1, col), lag});
+                e.outputs.push_back(col < tt - 1 ? df::output{id(rank, r, col + 1), 0}
+                                                 : df::output{id(s.left(), r, 0), lag});
+                e.outputs.push_back(r < tt - 1 ? df::output{id(rank, r + 1, col), 0}
+                                               : df::output{id(s.above(), 0, col), lag});
                 return e;
             },
         .body =
@@ -199,12 +206,15 @@ block_result run_graph(Comm& comm, const config& c, const std::string& queue, co
             },
         // The panels a rank starts with, those of its first `panels` steps,
         // made before the clock starts (as bsp's are).
-        .initial = [&](df::task_id to, std::size_t input, int step) {
-            return std::move(first.at({to, input, step}));
-        },
-        .name = [tt](df::task_id t) {
-            return "tile " + std::to_string(t / (tt * tt)) + "." + std::to_string(t / tt % tt) + "." + std::to_string(t % tt);
-        },
+        .initial =
+            [&](df::task_id to, std::size_t input, int step) {
+                return std::move(first.at({to, input, step}));
+            },
+        .name =
+            [tt](df::task_id t) {
+                return "tile " + std::to_string(t / (tt * tt)) + "." + std::to_string(t / tt % tt) + "." +
+                       std::to_string(t % tt);
+            },
     };
     if (priority == "older") graph.priority = df::older_first;
     df::run_options o{.workers = c.workers};
@@ -219,8 +229,8 @@ block_result run_graph(Comm& comm, const config& c, const std::string& queue, co
     for (int r = 0; r < tt; ++r)
         for (int col = 0; col < tt; ++col)
             for (int x = 0; x < tn; ++x)
-                std::copy_n(tiles[static_cast<std::size_t>(r) * tt + col].data() + static_cast<std::ptrdiff_t>(x) * tn, tn,
-                            out.data() + (static_cast<std::ptrdiff_t>(r) * tn + x) * g.n + col * tn);
+                std::copy_n(tiles[static_cast<std::size_t>(r) * tt + col].data() + static_cast<std::ptrdiff_t>(x) * tn,
+                            tn, out.data() + (static_cast<std::ptrdiff_t>(r) * tn + x) * g.n + col * tn);
     return {std::move(out), ms};
 }
 
@@ -272,11 +282,15 @@ int main(int argc, char** argv) try {
     std::vector<version> versions;
     if (c.variant == "all") versions = {{"bsp"}, {"overlap"}, {"graph", c.queue, c.priority}, {"ideal"}};
     else if (c.variant == "priorities")
-        versions = {{"graph", "fifo", "none"}, {"graph", "fifo", "older"}, {"graph", "newest", "none"}, {"graph", "newest", "older"}};
+        versions = {{"graph", "fifo", "none"},
+                    {"graph", "fifo", "older"},
+                    {"graph", "newest", "none"},
+                    {"graph", "newest", "older"}};
     else if (c.variant == "graph") versions = {{"graph", c.queue, c.priority}};
     else if (c.variant == "bsp" || c.variant == "overlap" || c.variant == "ideal") versions = {{c.variant}};
     else {
-        std::fprintf(stderr, "mmult: unknown variant '%s' (bsp, overlap, graph, ideal, all or priorities)\n", c.variant.c_str());
+        std::fprintf(stderr, "mmult: unknown variant '%s' (bsp, overlap, graph, ideal, all or priorities)\n",
+                     c.variant.c_str());
         return 2;
     }
     bool right = true, bad_shape = false;
@@ -285,7 +299,8 @@ int main(int argc, char** argv) try {
         if (q * q != comm.size() || c.n % (q * c.panels) != 0 || (c.n / q) % c.tiles != 0 || (q == 1 && c.tiles < 2) ||
             c.panels < 1 || c.tiles < 1) {
             if (comm.rank() == 0)
-                std::fprintf(stderr, "mmult: needs a square number of ranks (not %d), N (%d) a multiple of ranks per side "
+                std::fprintf(stderr,
+                             "mmult: needs a square number of ranks (not %d), N (%d) a multiple of ranks per side "
                              "x panels (%d), the block a multiple of tiles (%d), and 2 tiles or more on one rank\n",
                              comm.size(), c.n, c.panels, c.tiles);
             bad_shape = true;
@@ -314,11 +329,12 @@ int main(int argc, char** argv) try {
                             }
                     }
                     if (!same) right = false;
-                    std::printf("{\"variant\":\"%s\",\"queue\":\"%s\",\"priority\":\"%s\",\"pass\":%d,\"ranks\":%d,\"n\":%d,"
-                                "\"panels\":%d,\"tiles\":%d,\"ms\":%.3f,\"checked\":%s}\n",
-                                v.name.c_str(), v.queue.c_str(), v.priority.c_str(), pass, comm.size(), c.n, c.panels,
-                                v.name == "graph" ? c.tiles : 1, slowest,
-                                !c.check || v.name == "ideal" ? "null" : (same ? "true" : "false"));
+                    std::printf(
+                        "{\"variant\":\"%s\",\"queue\":\"%s\",\"priority\":\"%s\",\"pass\":%d,\"ranks\":%d,\"n\":%d,"
+                        "\"panels\":%d,\"tiles\":%d,\"ms\":%.3f,\"checked\":%s}\n",
+                        v.name.c_str(), v.queue.c_str(), v.priority.c_str(), pass, comm.size(), c.n, c.panels,
+                        v.name == "graph" ? c.tiles : 1, slowest,
+                        !c.check || v.name == "ideal" ? "null" : (same ? "true" : "false"));
                     std::fflush(stdout);
                 }
             }

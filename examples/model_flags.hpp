@@ -55,7 +55,8 @@ public:
             *target = argv[++i];
             // Found now, not after a long run (which then says it again if
             // the file cannot be written in the end).
-            if (!std::ofstream(per_node(*target))) throw std::invalid_argument(a + ": cannot write " + per_node(*target));
+            if (!std::ofstream(per_node(*target)))
+                throw std::invalid_argument(a + ": cannot write " + per_node(*target));
         }
         argc = out;
         argv[argc] = nullptr;
@@ -108,7 +109,8 @@ private:
         rec_.reset();
         if (launched_rank() >= 0)
             net.notes.push_back("recorded in one node of a job: messages to and from other nodes are not modelled");
-        if (!cspm_.empty()) write(cspm_, failed, [&](std::ostream& os) { csp::model::write_cspm(os, net, {title, {}}); });
+        if (!cspm_.empty())
+            write(cspm_, failed, [&](std::ostream& os) { csp::model::write_cspm(os, net, {title, {}}); });
         if (!promela_.empty())
             write(promela_, failed, [&](std::ostream& os) { csp::model::write_promela(os, net, title); });
         if (!dot_.empty()) write(dot_, failed, [&](std::ostream& os) { csp::model::write_dot(os, net, title); });

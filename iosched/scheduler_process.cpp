@@ -31,7 +31,8 @@ void scheduler::start() {
 
 void scheduler::send(request r) {
     std::lock_guard lk(send_lock_);
-    if (stopped_) throw io_error(r.fd, io_error::condition::stopped, "the IO scheduler has stopped (its runtime ended)");
+    if (stopped_)
+        throw io_error(r.fd, io_error::condition::stopped, "the IO scheduler has stopped (its runtime ended)");
     out_.write(std::move(r));  // unbounded buffer: never suspends under the lock
 }
 

@@ -20,7 +20,8 @@ void close(const scheduler_handle& s, int fd) {
     if (answer.what == readiness::status::stopped)
         throw io_error(fd, io_error::condition::stopped, "the IO scheduler has stopped (its runtime ended)");
     if (answer.error != 0)
-        throw io_error(fd, io_error::condition::invalid_fd, std::string("csp::io::close: ") + std::strerror(answer.error));
+        throw io_error(fd, io_error::condition::invalid_fd,
+                       std::string("csp::io::close: ") + std::strerror(answer.error));
 }
 
 }  // namespace csp::io

@@ -70,7 +70,8 @@ watch::~watch() {
 }
 
 std::string watch::describe() const {
-    return "waiting for fd " + std::to_string(fd_) + (in_ == interest::read ? " to become readable" : " to become writable");
+    return "waiting for fd " + std::to_string(fd_) +
+           (in_ == interest::read ? " to become readable" : " to become writable");
 }
 
 void watch::arm() {

@@ -12,7 +12,8 @@ endpoint endpoint::parse(const std::string& text) {
         throw usage_error("'" + text + "' is not an address of the form host:port");
     endpoint e;
     e.host = text.substr(0, colon);
-    if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']') e.host = e.host.substr(1, e.host.size() - 2);
+    if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']')
+        e.host = e.host.substr(1, e.host.size() - 2);
     try {
         const unsigned long p = std::stoul(text.substr(colon + 1));
         if (p > 65535) throw std::out_of_range("port");

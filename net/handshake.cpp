@@ -86,7 +86,8 @@ void run_greeter(std::shared_ptr<node_core> core, unique_fd fd, std::string from
     // Answers refuse(reason), best effort: the stranger may be gone already.
     auto answer_refusal = [&](const std::string& reason) {
         try {
-            write_frame(fd.get(), header::refuse, core->rank, reason, clock::now() + std::chrono::milliseconds(200), what);
+            write_frame(fd.get(), header::refuse, core->rank, reason, clock::now() + std::chrono::milliseconds(200),
+                        what);
         } catch (...) {
         }
     };
@@ -202,7 +203,8 @@ void run_connector(std::shared_ptr<node_core> core, int peer) {
         ctx.acceptor_rank = static_cast<std::uint32_t>(peer);
         ctx.connector_nonce = fresh_nonce();
         ctx.connector_limits = core->limits();
-        const std::string hello = bytes_of(ctx.connector_nonce) + limits_bytes(ctx.connector_limits) + core->options.job;
+        const std::string hello =
+            bytes_of(ctx.connector_nonce) + limits_bytes(ctx.connector_limits) + core->options.job;
         write_frame(fd.get(), header::hello, core->rank, hello, deadline, what, stop);
         // The token is only ever used to check the acceptor's proof and to
         // make ours, which commits to the acceptor's nonce: whoever answered

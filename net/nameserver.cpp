@@ -90,7 +90,8 @@ void tell_all(detail::tell_list& tell) {
 // false if `w` is not one. Malformed answers are ignored: the wave they
 // belong to never completes, and the next one starts over.
 bool answer_waves(registry& reg, const std::string& line, const std::vector<std::string>& w,
-                  const std::vector<std::pair<std::string, int>>& mine, const std::function<void(const std::string&)>& found) {
+                  const std::vector<std::pair<std::string, int>>& mine,
+                  const std::function<void(const std::string&)>& found) {
     if (w.empty() || (w[0] != "QUIET" && w[0] != "BLOCKED" && w[0] != "DESCRIBED" && w[0] != "STATE" &&
                       w[0] != "STATED" && w[0] != "FINAL"))
         return false;
@@ -259,9 +260,8 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
             const std::string from = "fd " + std::to_string(fd.get());
             strangers.add(fd.get());
             clients.spawn(csp::proc("nameserver client",
-                                    [&reg, &strangers, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop, &found] {
-                                        serve_client(reg, strangers, std::move(*fd), from, stop, found);
-                                    }));
+                                    [&reg, &strangers, fd = std::make_shared<unique_fd>(std::move(fd)), from, stop,
+                                     &found] { serve_client(reg, strangers, std::move(*fd), from, stop, found); }));
         },
         exhaustion_policy{[&] { return strangers.shed_oldest(); },
                           [](const std::string& what) { log_line("csp.net nameserver: " + what); }});

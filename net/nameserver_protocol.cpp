@@ -20,7 +20,8 @@ std::optional<std::string> line_connection::read_line(clock::time_point deadline
             if (!line.empty() && line.back() == '\r') line.pop_back();
             return line;
         }
-        if (buf_.size() > max_line) throw net_error(what_ + ": line longer than " + std::to_string(max_line) + " bytes");
+        if (buf_.size() > max_line)
+            throw net_error(what_ + ": line longer than " + std::to_string(max_line) + " bytes");
         char chunk[512];
         const ssize_t n = ::read(fd_.get(), chunk, sizeof chunk);
         if (n > 0) {

@@ -74,7 +74,8 @@ public:
             // registration costs O(log n) amortised.
             rank = j.first_free;
             for (auto it = j.nodes.lower_bound(rank); it != j.nodes.end() && it->first == rank; ++it) ++rank;
-            if (rank >= max_job_size) return fail("job '" + job + "' is full (" + std::to_string(max_job_size) + " nodes)");
+            if (rank >= max_job_size)
+                return fail("job '" + job + "' is full (" + std::to_string(max_job_size) + " nodes)");
         }
         if (j.size != 0 && rank >= j.size)
             return fail(j.nodes.size() >= static_cast<std::size_t>(j.size) && w[2] == "-1"
@@ -232,7 +233,8 @@ public:
         std::lock_guard lk(lock_);
         auto j = jobs_.find(job);
         if (j == jobs_.end() || j->second.status.id != id || j->second.status.done.count(rank)) return;
-        if (j->second.status.lines[rank].size() < max_status_lines) j->second.status.lines[rank].push_back(std::move(text));
+        if (j->second.status.lines[rank].size() < max_status_lines)
+            j->second.status.lines[rank].push_back(std::move(text));
     }
     void stated(const std::string& job, int rank, std::uint64_t id) {
         std::lock_guard lk(lock_);

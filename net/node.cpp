@@ -60,7 +60,8 @@ int launcher_pipe(const std::string& text) {
     if (std::sscanf(text.c_str(), "%d:%llu%c", &fd, &inode, &end) != 2 || fd < 0)
         throw usage_error("CSP_LAUNCHER_FD=\"" + text + "\" is not valid: it must be fd:inode (csp-launch sets it)");
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || static_cast<unsigned long long>(st.st_ino) != inode) return -1;
+    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || static_cast<unsigned long long>(st.st_ino) != inode)
+        return -1;
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     return fd;
 }
@@ -199,7 +200,8 @@ node::node(node_options o) {
             throw usage_error("a node without a nameserver needs rank, size and a peers table of `size` addresses "
                               "(set CSP_NAMESERVER, run under csp-launch, or set none of them for a job of one)");
     } else if (o.size > 0 && o.rank >= o.size) {
-        throw usage_error("node_options::rank " + std::to_string(o.rank) + " is not below size " + std::to_string(o.size));
+        throw usage_error("node_options::rank " + std::to_string(o.rank) + " is not below size " +
+                          std::to_string(o.size));
     }
 
     if (o.window == 0) throw usage_error("node_options::window must be at least 1 byte");
@@ -355,7 +357,8 @@ port node::open(port_id id, departures heard) {
 
 void node::reserve(port_id id, const std::string& owner, departures heard) {
     if (closed_)
-        throw usage_error(owner + ": " + port_text(id) + " of a closed node (" + core_->name() + ") can receive nothing");
+        throw usage_error(owner + ": " + port_text(id) + " of a closed node (" + core_->name() +
+                          ") can receive nothing");
     std::lock_guard lk(core_->lock);
     if (auto it = core_->claimed.find(id); it != core_->claimed.end())
         throw usage_error(owner + ": " + port_text(id) + " of node " + std::to_string(core_->rank) +

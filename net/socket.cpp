@@ -166,8 +166,8 @@ void read_exact(int fd, void* buf, std::size_t n, clock::time_point deadline, co
         if (r > 0) {
             got += static_cast<std::size_t>(r);
         } else if (r == 0) {
-            const std::string why =
-                what + ": connection closed after " + std::to_string(got) + " of " + std::to_string(n) + " expected bytes";
+            const std::string why = what + ": connection closed after " + std::to_string(got) + " of " +
+                                    std::to_string(n) + " expected bytes";
             if (got == 0) throw closed_before_data(why);
             throw net_error(why);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {

@@ -137,11 +137,13 @@ public:
         : core_(std::move(core)), entry_(std::move(entry)), in_(core_->to_switch.reader()) {}
 
     void run(unique_fd listener) {
-        spawn_daemon(group_, "net.listener", [this, core = core_, l = std::make_shared<unique_fd>(std::move(listener))] {
-            run_listener(core, std::move(*l), group_);
-        });
+        spawn_daemon(group_, "net.listener",
+                     [this, core = core_, l = std::make_shared<unique_fd>(std::move(listener))] {
+                         run_listener(core, std::move(*l), group_);
+                     });
         if (core_->options.launcher_fd >= 0)
-            spawn_daemon(group_, "net.launcher", [core = core_, fd = core_->options.launcher_fd] { watch_launcher(core, fd); });
+            spawn_daemon(group_, "net.launcher",
+                         [core = core_, fd = core_->options.launcher_fd] { watch_launcher(core, fd); });
         if (entry_.connection)
             spawn_daemon(group_, "net.registration",
                          [core = core_, fd = entry_.connection.get(), unread = entry_.unread] {
@@ -226,7 +228,8 @@ private:
             l.await_crossing(deadline_after(core_->options.connect_timeout));
         } else if (r.left) {
             left_before_link(l);
-        } else if (r.retryable && !closing_ && clock::now() < deadline_after(l.first_attempt(), core_->options.liveness_timeout)) {
+        } else if (r.retryable && !closing_ &&
+                   clock::now() < deadline_after(l.first_attempt(), core_->options.liveness_timeout)) {
             // A stall is not a death: the queue is kept and the set-up tried
             // again, 100 ms later at first, doubling up to 5 s. A peer whose
             // process is gone ends this through the nameserver (peer_gone).
@@ -422,8 +425,8 @@ private:
         set_departed(l);
         core_->unsent.fetch_add(unsent, std::memory_order_relaxed);
         const auto unsent_note = [&] {
-            return std::to_string(unsent) + (unsent == 1 ? " queued message to it was" : " queued messages to it were") +
-                   " not sent";
+            return std::to_string(unsent) +
+                   (unsent == 1 ? " queued message to it was" : " queued messages to it were") + " not sent";
         };
         if (left || (queued > 0 && unsent == 0)) {
             if (unsent != 0) core_->fault(why + ": " + unsent_note());

@@ -107,8 +107,9 @@ void run_tcp_outbound(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             if (n < 0) {
                 if (errno == EINTR) continue;
                 if (errno != EAGAIN && errno != EWOULDBLOCK)
-                    throw net_error(errno == EPIPE || errno == ECONNRESET ? connection_lost(errno)
-                                                                          : "writing to the connection: " + error_text(errno));
+                    throw net_error(errno == EPIPE || errno == ECONNRESET
+                                        ? connection_lost(errno)
+                                        : "writing to the connection: " + error_text(errno));
                 if (!writable) writable.emplace(fd, csp::io::interest::write);
                 writable->wait();
                 continue;

@@ -170,7 +170,8 @@ private:
                 by = carried_by::ucx;
 #endif
             } else if (core->options.transport == transport_kind::ucx) {
-                throw net_error(core->peer_name(peer) + " offers TCP only, and this node requires UCX (CSP_TRANSPORT=ucx)");
+                throw net_error(core->peer_name(peer) +
+                                " offers TCP only, and this node requires UCX (CSP_TRANSPORT=ucx)");
             } else {
                 by = carried_by::tcp;
             }
@@ -201,8 +202,10 @@ private:
         int by = static_cast<int>(carried_by::failed);
         try {
             if (first) write_frame(fd, first->head, first->body.data(), *core, peer);
-            write_frame(fd, header::transports(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(offer.size())),
-                        offer.data(), *core, peer);
+            write_frame(
+                fd,
+                header::transports(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(offer.size())),
+                offer.data(), *core, peer);
             bool ignored;
             if (csp::select(csp::input(decided, by), csp::input(interrupted, ignored)) == 1)
                 by = static_cast<int>(carried_by::failed);

@@ -166,7 +166,8 @@ std::optional<message> hand_out(node_core& core, ucx_look& look, port_id wanted 
                         // switch again, which refuses them once the
                         // departure is recorded.
                         core.ucx->close_direct(peer);
-                        tell(core, peer, {true, std::string(reinterpret_cast<const char*>(f.body.data()), f.body.size())});
+                        tell(core, peer,
+                             {true, std::string(reinterpret_cast<const char*>(f.body.data()), f.body.size())});
                         break;
                     default: break;  // ucx_worker lets no other frame through
                 }
@@ -297,8 +298,9 @@ void run_ucx_progress(std::shared_ptr<node_core> core) {
             // A held frame waits for its landing at most the hold limit:
             // look again as for a send in flight.
             const bool idle = w.in_flight() == 0 && w.held() == 0;
-            const std::size_t woke = csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored),
-                                                 csp::timeout(idle ? armed_sleep : in_flight_poll));
+            const std::size_t woke =
+                csp::select(events.ready(ev), csp::input(poked, ignored), csp::input(stop, ignored),
+                            csp::timeout(idle ? armed_sleep : in_flight_poll));
             if (woke == 2) return;
             unprompted = idle && woke == 3;
             looks = looks_per_clock_read - 1;  // after a sleep, the next look reads the clock
@@ -444,7 +446,8 @@ void run_ucx_liveness(std::shared_ptr<node_core> core, int peer, int fd, csp::re
             }
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
             if (n > 0) {
-                end.reason = "bytes on the connection of a UCX link, which carries none after its set-up but the end marker";
+                end.reason =
+                    "bytes on the connection of a UCX link, which carries none after its set-up but the end marker";
             } else if (n < 0) {
                 end.reason = connection_lost(errno);
             } else if (!goodbye && flushed) {

@@ -516,11 +516,12 @@ bool ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
     const std::size_t payload_bytes = whole ? length - std::min(length, header::size) : length;
     try {
         if (head_bytes < header::size)
-            throw frame_error("a UCX message with " + std::to_string(head_bytes) + " header bytes, shorter than a frame header");
+            throw frame_error("a UCX message with " + std::to_string(head_bytes) +
+                              " header bytes, shorter than a frame header");
         const header h = header::decode(head, ps->max_frame);
         if (h.length != payload_bytes)
-            throw frame_error("frame header says " + std::to_string(h.length) + " payload bytes, the UCX message holds " +
-                              std::to_string(payload_bytes));
+            throw frame_error("frame header says " + std::to_string(h.length) +
+                              " payload bytes, the UCX message holds " + std::to_string(payload_bytes));
         if (h.op != opcode::data && h.op != opcode::goodbye && h.op != opcode::credit && h.op != opcode::ask_credit)
             throw frame_error(std::string("unexpected ") + describe(h.op) + " frame over UCX");
         if (!rndv) {
@@ -538,7 +539,8 @@ bool ucx_worker::arrived(const void* user_header, std::size_t header_length, voi
             // must not let go of held frames (nor wait behind them) when a
             // stream of expected frames meets the peer's window.
             if (ps->pending.empty() || h.op == opcode::credit || h.op == opcode::ask_credit) {
-                arrived_.emplace_back(peer, frame{h, h.length ? payload::adopt(std::move(block), at, h.length) : payload{}});
+                arrived_.emplace_back(peer,
+                                      frame{h, h.length ? payload::adopt(std::move(block), at, h.length) : payload{}});
             } else {
                 auto r = std::make_unique<receive>();
                 r->head = h;

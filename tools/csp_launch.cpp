@@ -344,7 +344,8 @@ int main(int argc, char** argv) {
             const std::string v = value();
             const auto count = whole_number(v);
             if (!count) usage(a + " needs a number, not '" + v + "'");
-            if (*count < 1 || *count > 1'000'000) usage(a + " N: the number of nodes, from 1 to 1000000 (not " + v + ")");
+            if (*count < 1 || *count > 1'000'000)
+                usage(a + " N: the number of nodes, from 1 to 1000000 (not " + v + ")");
             n = static_cast<int>(*count);
         } else if (a == "--job") {
             job = value();
@@ -453,7 +454,8 @@ int main(int argc, char** argv) {
     // killed by SIGKILL, which it cannot pass on, leaves no node behind.
     int lifeline[2] = {-1, -1};
     struct stat lifeline_st {};
-    if (::pipe(lifeline) == 0 && ::fcntl(lifeline[1], F_SETFD, FD_CLOEXEC) == 0 && ::fstat(lifeline[0], &lifeline_st) == 0)
+    if (::pipe(lifeline) == 0 && ::fcntl(lifeline[1], F_SETFD, FD_CLOEXEC) == 0 &&
+        ::fstat(lifeline[0], &lifeline_st) == 0)
         common.push_back("CSP_LAUNCHER_FD=" + std::to_string(lifeline[0]) + ":" +
                          std::to_string(static_cast<unsigned long long>(lifeline_st.st_ino)));
 

@@ -25,8 +25,8 @@ namespace csp::collectives::detail {
 // a pointer, a view, or a struct holding one, whose bytes would carry it)
 // and vectors of plain elements.
 template <class T>
-concept host_board_value = element_vector<T> || (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T> &&
-                                                 !holds_address_v<T>);
+concept host_board_value = element_vector<T> ||
+    (std::is_trivially_copyable_v<T>&& std::is_default_constructible_v<T> && !holds_address_v<T>);
 
 template <class T>
 std::span<const std::byte> bytes_of(const T& v) {
@@ -98,7 +98,8 @@ std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info
 // different ops.
 inline void refuse_other_args(const algorithm_info& info, const host_board& board, std::uint64_t m) {
     const call_args first = board.part_of(m, 0).args;
-    for (int q = 1; q < board.size(); ++q) refuse_other_args(info.collective, info.name, first, q, board.part_of(m, q).args);
+    for (int q = 1; q < board.size(); ++q)
+        refuse_other_args(info.collective, info.name, first, q, board.part_of(m, q).args);
 }
 
 // Whether every rank's value of meeting m is in its part. Values of
@@ -118,9 +119,9 @@ bool all_fit(const host_board& board, std::uint64_t m, int me, const algorithm_i
         refuse_other_call(info, mine, q, p);  // meet_on_host checked one neighbour; every part is read here
         refuse_other_args(info.collective, info.name, first, q, p.args);
         if (p.type != mine.type)
-            throw agreed_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
-                              " passed a value of another type than rank " + std::to_string(me) + "'s " +
-                              csp::type_name<T>());
+            throw agreed_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " +
+                               std::to_string(q) + " passed a value of another type than rank " + std::to_string(me) +
+                               "'s " + csp::type_name<T>());
         check_same_length<agreed_error>(mine.bytes / unit, p.bytes / unit);
         fit = fit && p.fits;
     }

@@ -14,7 +14,8 @@ std::string channel_base::label() const {
 
 void channel_base::taken_into_this_runtime() noexcept {
     const process_record* p = current_process();
-    note_runtime(p != nullptr ? static_cast<const void*>(p->runtime()) : static_cast<const void*>(runtime_of_this_thread));
+    note_runtime(p != nullptr ? static_cast<const void*>(p->runtime())
+                              : static_cast<const void*>(runtime_of_this_thread));
 }
 
 void channel_base::note_runtime(const void* rt) noexcept {

@@ -102,7 +102,9 @@ struct record_hook final : boost::fibers::fiber_properties {
 static_assert(sizeof(record_hook) <= process_record::hook_size && alignof(record_hook) <= alignof(void*),
               "process_record::hook_size is too small for this Boost's fiber_properties");
 
-inline record_hook* hook_of(process_record* rec) noexcept { return std::launder(reinterpret_cast<record_hook*>(rec->hook)); }
+inline record_hook* hook_of(process_record* rec) noexcept {
+    return std::launder(reinterpret_cast<record_hook*>(rec->hook));
+}
 
 // The record of the process running on `ctx`, or nullptr.
 inline process_record* record_of(const context* ctx) noexcept {

@@ -127,7 +127,9 @@ bool runtime_core::find_deadlock(std::vector<waiter*>& to_wake) {
         report += "\n";
     }
     const std::size_t blocked = registered_ - daemons_;
-    report.append("(").append(std::to_string(blocked)).append(blocked == 1 ? " blocked process)" : " blocked processes)");
+    report.append("(")
+        .append(std::to_string(blocked))
+        .append(blocked == 1 ? " blocked process)" : " blocked processes)");
     report_ = std::move(report);
 
     const std::size_t before = to_wake.size();

@@ -53,7 +53,8 @@ private:
         auto next = [&](std::size_t k) { return k + 1 < runs.size() ? def(k + 1, runs) : end; };
         head_ = started_[p_] ? "go." + me_ + " -> " : "";
         // The first straight chunk is P<i> itself; otherwise P<i> leads to run 0.
-        if (runs.empty() || runs[0].times > 1) os << name_ << " = " << head_ << (runs.empty() ? end : def(0, runs)) << '\n';
+        if (runs.empty() || runs[0].times > 1)
+            os << name_ << " = " << head_ << (runs.empty() ? end : def(0, runs)) << '\n';
         for (std::size_t k = 0; k < runs.size(); ++k) {
             const run& r = runs[k];
             if (r.times == 1) {
@@ -61,8 +62,8 @@ private:
                 for (std::size_t b = r.begin; b < r.end; b += max_chain) {
                     const std::size_t e = std::min(r.end, b + max_chain);
                     const std::string rest = e < r.end ? chunk_name(k, e - r.begin) : next(k);
-                    os << chunk_name(k, b - r.begin) << " = " << (k == 0 && b == r.begin ? head_ : "") << chain(b, e, rest)
-                       << '\n';
+                    os << chunk_name(k, b - r.begin) << " = " << (k == 0 && b == r.begin ? head_ : "")
+                       << chain(b, e, rest) << '\n';
                 }
             } else {
                 const std::string loop = name_ + "_" + std::to_string(k);

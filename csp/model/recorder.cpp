@@ -34,7 +34,8 @@ network recorder::take() {
             if (use.unbounded)
                 net_.channels[use.model].capacity =
                     std::max<std::size_t>(1, net_.count(use.model, direction::send));
-        for (auto& [key, c] : messages_) net_.channels[c].capacity = std::max<std::size_t>(1, net_.count(c, direction::send));
+        for (auto& [key, c] : messages_)
+            net_.channels[c].capacity = std::max<std::size_t>(1, net_.count(c, direction::send));
         resolve_barriers();
         net_.notes.push_back("values are not recorded: a communication is its channel and direction");
     }
@@ -136,7 +137,8 @@ void recorder::on_event(const csp::event& e) {
                                    proc.body.back().dir == offered[taken].dir;
         if (channels_only && last_is_taken) {
             proc.body.pop_back();
-            if (offered.size() == 1) proc.body.push_back({step::kind::communicate, offered[0].channel, offered[0].dir, {}});
+            if (offered.size() == 1)
+                proc.body.push_back({step::kind::communicate, offered[0].channel, offered[0].dir, {}});
             else net_.choice(l->model, std::move(offered), taken);
         } else {
             proc.alternation_recorded_as_taken = true;

@@ -12,7 +12,8 @@ void json_string(std::ostream& os, const std::string& s) {
     os << '"';
     for (char c : s) {
         if (c == '"' || c == '\\') os << '\\' << c;
-        else if (static_cast<unsigned char>(c) < 0x20) os << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(c) << std::dec;
+        else if (static_cast<unsigned char>(c) < 0x20)
+            os << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(c) << std::dec;
         else os << c;
     }
     os << '"';
@@ -174,16 +175,17 @@ void timeline::write(std::ostream& os) {
     for (int pid : {1, 2}) {
         sep();
         os << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << pid << ", \"args\": {\"name\": ";
-        json_string(os, pid == 1 ? (node.empty() ? "processes" : node) : (node.empty() ? "library" : node + ": library"));
+        json_string(os,
+                    pid == 1 ? (node.empty() ? "processes" : node) : (node.empty() ? "library" : node + ": library"));
         os << "}}";
         sep();
-        os << "{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " << pid << ", \"args\": {\"sort_index\": " << pid
-           << "}}";
+        os << "{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " << pid
+           << ", \"args\": {\"sort_index\": " << pid << "}}";
     }
     for (std::size_t i = 0; i < tracks_.size(); ++i) {
         sep();
-        os << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << (tracks_[i].library ? 2 : 1) << ", \"tid\": " << i
-           << ", \"args\": {\"name\": ";
+        os << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << (tracks_[i].library ? 2 : 1)
+           << ", \"tid\": " << i << ", \"args\": {\"name\": ";
         json_string(os, tracks_[i].name);
         os << "}}";
     }

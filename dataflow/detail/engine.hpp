@@ -195,7 +195,8 @@ inline std::string verdict(const std::vector<graph_summary>& all) {
         if (!all[r].refused.empty()) refusing.push_back(static_cast<int>(r));
     if (!refusing.empty()) {
         const int r = refusing.front();
-        std::string v = "task graph refused at rank " + std::to_string(r) + ": " + all[static_cast<std::size_t>(r)].refused;
+        std::string v =
+            "task graph refused at rank " + std::to_string(r) + ": " + all[static_cast<std::size_t>(r)].refused;
         if (refusing.size() > 1) v += " (refused at " + rank_list(refusing) + ")";
         return v;
     }
@@ -434,8 +435,9 @@ private:
                     for (auto p = at; p != path.end(); ++p)
                         cycle += (p == at ? name(p->first) + " takes an input from " : ", which takes one from ") +
                                  name(std::next(p) == path.end() ? from : std::next(p)->first);
-                    throw usage_error("task graph: lag-0 edges form a cycle, so none of its tasks can start a step: " +
-                                      cycle + " (inside a step the graph must be acyclic: give one of these edges a lag)");
+                    throw usage_error(
+                        "task graph: lag-0 edges form a cycle, so none of its tasks can start a step: " + cycle +
+                        " (inside a step the graph must be acyclic: give one of these edges a lag)");
                 }
             }
         }
@@ -454,7 +456,8 @@ private:
             v = comm_.template receive<std::string>(0, tag_.step(2));
         } else {
             std::vector<graph_summary> all{std::move(mine)};
-            for (int r = 1; r < comm_.size(); ++r) all.push_back(comm_.template receive<graph_summary>(r, tag_.step(1)));
+            for (int r = 1; r < comm_.size(); ++r)
+                all.push_back(comm_.template receive<graph_summary>(r, tag_.step(1)));
             v = verdict(all);
             for (int r = 1; r < comm_.size(); ++r) comm_.send(r, tag_.step(2), v);
         }

@@ -285,15 +285,16 @@ struct node_core {
         std::lock_guard lk(lock);
         for (const auto& [id, entry] : ports) {
             if (opened.count(id) || claimed.count(id)) continue;
-            const std::size_t held = entry->channel.buffered(), notices = entry->notices.load(std::memory_order_relaxed);
+            const std::size_t held = entry->channel.buffered(),
+                              notices = entry->notices.load(std::memory_order_relaxed);
             const std::size_t n = held > notices ? held - notices : 0;
             if (n == 0) continue;
             std::string why = "no process opened the port (sent to the wrong port?)";
             if (auto was = released.find(id); was != released.end())
                 why = was->second + " owned the port and was done with it before " + (n == 1 ? "it" : "they") +
                       " came (a peer went on using it: one call more than this node made?)";
-            out.push_back(port_text(id) + " of node " + std::to_string(rank) + " holds " +
-                          std::to_string(n) + (n == 1 ? " message" : " messages") + " that no process can receive: " + why);
+            out.push_back(port_text(id) + " of node " + std::to_string(rank) + " holds " + std::to_string(n) +
+                          (n == 1 ? " message" : " messages") + " that no process can receive: " + why);
         }
         return out;
     }

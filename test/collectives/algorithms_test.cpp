@@ -222,7 +222,8 @@ TEST_P(sizes, reduce_scatter_put_get_and_sendrecv) {
             auto bits = [&](int r) { return grid::bits_of(r, grid::total(counts)); };
             cc::registry::reduce_scatter::for_each([&](auto a) {
                 EXPECT_EQ(a(c, longs(me), equal, cc::sum{}), grid::block(whole, equal, me)) << grid::name_of(a);
-                EXPECT_EQ(a(c, bits(me), counts, cc::bit_or{}), grid::block(*fold(0, n, bits, cc::bit_or{}), counts, me))
+                EXPECT_EQ(a(c, bits(me), counts, cc::bit_or{}),
+                          grid::block(*fold(0, n, bits, cc::bit_or{}), counts, me))
                     << grid::name_of(a);
             });
 
@@ -388,8 +389,9 @@ TEST(stapers_operations, bad_counts_and_requests_are_named_on_every_rank) {
                     a(c, c.rank(), c.rank() == 2 ? 9 : 0, cc::stream{1});
                     ADD_FAILURE() << grid::name_of(a) << " took a request for rank 9";
                 } catch (const csp::usage_error& e) {
-                    EXPECT_NE(std::string(e.what()).find("rank 2 asked for the value of rank 9, outside the group of 4"),
-                              std::string::npos)
+                    EXPECT_NE(
+                        std::string(e.what()).find("rank 2 asked for the value of rank 9, outside the group of 4"),
+                        std::string::npos)
                         << e.what();
                     ++requests_refused;
                 }

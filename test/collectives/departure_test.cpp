@@ -103,7 +103,8 @@ TEST(collective_departures, a_rank_that_makes_calls_more_hears_which_call_the_ot
     for (auto& t : ranks) t.join();
     EXPECT_EQ(results, (std::vector<double>{3.0, 3.0}));
     for (const auto& what : {receiving, sending})
-        EXPECT_EQ(what.rfind("node 1 of job 'departure-extra-call' has left (it closed its node) while this rank ", 0), 0u)
+        EXPECT_EQ(what.rfind("node 1 of job 'departure-extra-call' has left (it closed its node) while this rank ", 0),
+                  0u)
             << what;
     EXPECT_NE(receiving.find(" while this rank waited for a message from "), std::string::npos) << receiving;
     EXPECT_NE(receiving.find(" with tag (stream 0, call 1 of gather, step "), std::string::npos) << receiving;

@@ -55,7 +55,8 @@ inline std::vector<std::int64_t> numbers_of(int r, std::size_t len) {
 }
 inline std::vector<std::uint64_t> bits_of(int r, std::size_t len) {
     std::vector<std::uint64_t> v(len);
-    for (std::size_t i = 0; i < len; ++i) v[i] = (0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(r) + 1)) >> (i % 17);
+    for (std::size_t i = 0; i < len; ++i)
+        v[i] = (0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(r) + 1)) >> (i % 17);
     return v;
 }
 inline std::vector<mat2> mats_of(int r, std::size_t len) {
@@ -262,7 +263,8 @@ std::vector<std::string> check_all(C& c) {
             expect(a(c, bits(me), cc::bit_xor{}) == *fold(0, n, bits, cc::bit_xor{}), name_of(a) + " bit_xor" + sz);
         });
         cc::registry::scan::for_each([&](auto a) {
-            expect(a(c, bits(me), cc::bit_xor{}) == *fold(0, me + 1, bits, cc::bit_xor{}), name_of(a) + " bit_xor" + sz);
+            expect(a(c, bits(me), cc::bit_xor{}) == *fold(0, me + 1, bits, cc::bit_xor{}),
+                   name_of(a) + " bit_xor" + sz);
         });
     }
     cc::registry::allreduce::for_each([&](auto a) {

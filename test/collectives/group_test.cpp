@@ -188,8 +188,9 @@ TEST(hierarchy, collectives_match_the_flat_ones_for_every_layout_root_and_op) {
                     if (m) {
                         EXPECT_EQ(*m, n);
                     }
-                    EXPECT_EQ(cc::hierarchical::broadcast(h, me == root ? numbers(root) : std::vector<std::int64_t>{}, root),
-                              numbers(root));
+                    EXPECT_EQ(
+                        cc::hierarchical::broadcast(h, me == root ? numbers(root) : std::vector<std::int64_t>{}, root),
+                        numbers(root));
                 }
             }, threads);
 }

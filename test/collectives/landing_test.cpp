@@ -170,7 +170,9 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(std::size_t{16384}, std::size_t{65536})),
     [](const auto& info) {
         const auto t = std::get<0>(info.param);
-        return std::string(t == csp::net::transport_kind::tcp ? "tcp" : t == csp::net::transport_kind::ucx ? "ucx" : "auto") +
+        return std::string(t == csp::net::transport_kind::tcp   ? "tcp"
+                           : t == csp::net::transport_kind::ucx ? "ucx"
+                                                                : "auto") +
                "_" + std::to_string(std::get<1>(info.param));
     });
 
@@ -266,9 +268,10 @@ std::vector<double> numbered_row() {
 }
 
 // `send_row`, if given, is rank 1's send instead of numbered_row().
-expected_outcome expect_one(const std::string& job, std::chrono::microseconds hold, bool wait_held, bool small_behind,
-                            const std::function<void(cc::net_communicator&, cc::tag, csp::net::landing&, expected_outcome&)>& then,
-                            const std::function<void(cc::net_communicator&, cc::tag)>& send_row = {}) {
+expected_outcome expect_one(
+    const std::string& job, std::chrono::microseconds hold, bool wait_held, bool small_behind,
+    const std::function<void(cc::net_communicator&, cc::tag, csp::net::landing&, expected_outcome&)>& then,
+    const std::function<void(cc::net_communicator&, cc::tag)>& send_row = {}) {
     const auto row = numbered_row();
     expected_outcome out;
     csp::net::nameserver ns;
@@ -277,7 +280,8 @@ expected_outcome expect_one(const std::string& job, std::chrono::microseconds ho
         [&](csp::net::node& self) {
             {
                 cc::net_communicator comm(self);
-                const cc::tag t = comm.next_tag(), go = comm.next_tag(), behind = comm.next_tag(), done = comm.next_tag();
+                const cc::tag t = comm.next_tag(), go = comm.next_tag(), behind = comm.next_tag(),
+                              done = comm.next_tag();
                 if (comm.rank() == 0) {
                     csp::net::landing e = comm.expect(1, t);
                     comm.send(1, go, 1);
@@ -379,7 +383,8 @@ TEST(net_expected_landing, a_held_row_that_does_not_fit_its_landing_is_received_
     const std::vector<refused> cases{
         {"expect-other-type", [](cc::net_communicator& c, cc::tag t) { c.send(0, t, std::vector<float>(32768, 2.0f)); },
          "float"},
-        {"expect-too-long", [](cc::net_communicator& c, cc::tag t) { c.send(0, t, std::vector<double>(16384 + 3616, 3.0)); },
+        {"expect-too-long",
+         [](cc::net_communicator& c, cc::tag t) { c.send(0, t, std::vector<double>(16384 + 3616, 3.0)); },
          "does not fit"},
     };
     for (const auto& c : cases) {
@@ -546,17 +551,20 @@ TEST(net_expected_landing, landing_a_later_held_row_lets_the_held_rows_before_it
     bool was_held = false;
     std::vector<double> first(16384, -1.0), second(16384, -1.0);
     std::size_t held_after_landing = 3, landed = 0;
-    expect_rows("expect-later-first", 3, [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
-        csp::net::landing l = comm.land(1, t[1], std::span<double>(second));
-        held_after_landing = self.stats().held;  // the first let go, the second fetched, the third still held
-        EXPECT_EQ(comm.receive_into(1, t[0], std::span<double>(first)), first.size());
-        EXPECT_EQ(comm.receive_into(1, t[1], std::span<double>(second)), second.size());
-        landed = self.stats().landed;
-        std::vector<double> third(16384, -1.0);
-        csp::net::landing l3 = comm.land(1, t[2], std::span<double>(third));
-        EXPECT_EQ(comm.receive_into(1, t[2], std::span<double>(third)), third.size());
-        EXPECT_EQ(third, stream_row(2));
-    }, was_held);
+    expect_rows(
+        "expect-later-first", 3,
+        [&](csp::net::node& self, cc::net_communicator& comm, const std::vector<cc::tag>& t) {
+            csp::net::landing l = comm.land(1, t[1], std::span<double>(second));
+            held_after_landing = self.stats().held;  // the first let go, the second fetched, the third still held
+            EXPECT_EQ(comm.receive_into(1, t[0], std::span<double>(first)), first.size());
+            EXPECT_EQ(comm.receive_into(1, t[1], std::span<double>(second)), second.size());
+            landed = self.stats().landed;
+            std::vector<double> third(16384, -1.0);
+            csp::net::landing l3 = comm.land(1, t[2], std::span<double>(third));
+            EXPECT_EQ(comm.receive_into(1, t[2], std::span<double>(third)), third.size());
+            EXPECT_EQ(third, stream_row(2));
+        },
+        was_held);
     EXPECT_TRUE(was_held);
     EXPECT_EQ(held_after_landing, 1u);
     EXPECT_EQ(landed, 1u);

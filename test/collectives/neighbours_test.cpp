@@ -67,7 +67,8 @@ template <class C>
 long halo_steps(C& comm, const cc::cartesian& grid, int steps, bool split, std::size_t n = 5,
                 cc::sends how = cc::sends::copied) {
     const auto nbs = grid.neighbours(comm.rank());
-    std::vector<std::vector<double>> edges(nbs.size(), std::vector<double>(n)), ghosts(nbs.size(), std::vector<double>(n, -1));
+    std::vector<std::vector<double>> edges(nbs.size(), std::vector<double>(n)),
+        ghosts(nbs.size(), std::vector<double>(n, -1));
     std::vector<std::span<const double>> out;
     std::vector<std::span<double>> in;
     for (std::size_t i = 0; i < nbs.size(); ++i) {
@@ -122,10 +123,13 @@ TEST_P(local_halo, every_ghost_holds_the_neighbours_facing_edge_every_step) {
     for (int r = 0; r < grid.size(); ++r)
         for (int nb : grid.neighbours(r)) expected += nb == cc::no_rank ? 0 : 5 * 40;
     long checked = 0;
-    csp::run([&] {
-        auto counts = cc::run_local(grid.size(), [&](cc::local_communicator& c) { return halo_steps(c, grid, 40, split); });
-        for (long k : counts) checked += k;
-    }, {.threads = 2});
+    csp::run(
+        [&] {
+            auto counts =
+                cc::run_local(grid.size(), [&](cc::local_communicator& c) { return halo_steps(c, grid, 40, split); });
+            for (long k : counts) checked += k;
+        },
+        {.threads = 2});
     EXPECT_EQ(checked, expected);
 }
 
@@ -278,14 +282,17 @@ TEST(halo_errors, a_rank_its_own_neighbour_on_one_side_only_is_refused_not_left_
         cc::run_local(2, [](cc::local_communicator& c) {
             const int other = 1 - c.rank();
             std::vector<double> a(4), b(4);
-            for (const std::vector<int>& nbs : {std::vector<int>{c.rank(), other}, std::vector<int>{cc::no_rank, c.rank()}}) {
+            for (const std::vector<int>& nbs :
+                 {std::vector<int>{c.rank(), other}, std::vector<int>{cc::no_rank, c.rank()}}) {
                 try {
-                    cc::make_neighbour_exchange<double>(c, nbs, {a, a}, {b, b}, cc::stream{nbs[0] == c.rank() ? 2u : 3u});
+                    cc::make_neighbour_exchange<double>(c, nbs, {a, a}, {b, b},
+                                                        cc::stream{nbs[0] == c.rank() ? 2u : 3u});
                     ADD_FAILURE() << "a one-sided self neighbour was taken";
                 } catch (const csp::usage_error& e) {
-                    const std::string want = "rank " + std::to_string(c.rank()) + " is its own neighbour on side " +
-                                             (nbs[0] == c.rank() ? "0 but has rank " + std::to_string(other) + " on side 1"
-                                                                 : std::string("1 but has none on side 0"));
+                    const std::string want =
+                        "rank " + std::to_string(c.rank()) + " is its own neighbour on side " +
+                        (nbs[0] == c.rank() ? "0 but has rank " + std::to_string(other) + " on side 1"
+                                            : std::string("1 but has none on side 0"));
                     EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
                 }
             }
@@ -343,7 +350,8 @@ TEST(halo_errors, a_blocked_receive_names_its_source_and_tag_in_the_deadlock_rep
     } catch (const csp::deadlock_error& e) {
         report = e.what();
     }
-    EXPECT_NE(report.find("process 'rank 0' is blocked waiting for a message from rank 1 with tag (stream 1, call 7, step 2)"),
+    EXPECT_NE(report.find(
+                  "process 'rank 0' is blocked waiting for a message from rank 1 with tag (stream 1, call 7, step 2)"),
               std::string::npos)
         << report;
 }
@@ -392,8 +400,9 @@ TEST(halo_errors, a_row_that_could_not_be_sent_fails_the_step_at_every_rank) {
         }
         self.close();
     });
-    EXPECT_NE(rank2_error.find("rank 1's neighbour exchange (call 0 of stream 1) failed: node 0 of job 'halo-send-fails'"),
-              std::string::npos)
+    EXPECT_NE(
+        rank2_error.find("rank 1's neighbour exchange (call 0 of stream 1) failed: node 0 of job 'halo-send-fails'"),
+        std::string::npos)
         << rank2_error;
     EXPECT_LT(rank2_waited, std::chrono::milliseconds(1500));  // not when rank 1 closed, 2 s on
     for (const auto& l : log.lines())  // every fault is logged too
@@ -443,7 +452,8 @@ std::vector<double> relax_swapping(C& comm, std::size_t rows, std::size_t n, int
 std::vector<double> relaxed_alone(std::size_t rows, std::size_t n, int steps) {
     std::vector<double> out;
     csp::run([&] {
-        out = cc::run_local(1, [&](cc::local_communicator& c) { return relax_swapping(c, rows, n, steps, false, false); })[0];
+        out = cc::run_local(
+            1, [&](cc::local_communicator& c) { return relax_swapping(c, rows, n, steps, false, false); })[0];
     });
     return out;
 }
@@ -574,7 +584,8 @@ std::vector<double> relaxed_grid(std::size_t grid_rows, std::size_t grid_cols, i
     const std::size_t w = grid_cols + 2;
     std::vector<double> t((grid_rows + 2) * w);
     for (std::size_t r = 0; r < grid_rows + 2; ++r)
-        for (std::size_t c = 0; c < w; ++c) t[r * w + c] = start_value(static_cast<long>(r) - 1, static_cast<long>(c) - 1);
+        for (std::size_t c = 0; c < w; ++c)
+            t[r * w + c] = start_value(static_cast<long>(r) - 1, static_cast<long>(c) - 1);
     std::vector<double> next = t;
     for (int s = 0; s < steps; ++s) {
         if (torus) {
@@ -623,7 +634,8 @@ std::vector<double> join_tiles(const cc::cartesian& grid, const std::vector<std:
 TEST(field_halo, columns_sent_as_strided_parts_relax_a_2d_grid_as_one_array_does) {
     constexpr std::size_t rows = 3, n = 4;
     constexpr int steps = 12;
-    for (const auto& dims : {std::vector<int>{2, 2}, std::vector<int>{2, 3}, std::vector<int>{3, 1}, std::vector<int>{1, 1}})
+    for (const auto& dims :
+         {std::vector<int>{2, 2}, std::vector<int>{2, 3}, std::vector<int>{3, 1}, std::vector<int>{1, 1}})
         for (bool torus : {false, true})
             for (bool split : {false, true}) {
                 const cc::cartesian grid(dims, {torus, torus});
@@ -635,7 +647,8 @@ TEST(field_halo, columns_sent_as_strided_parts_relax_a_2d_grid_as_one_array_does
                     });
                 }, {.threads = 2});
                 EXPECT_EQ(join_tiles(grid, tiles, rows, n), relaxed_grid(py * rows, px * n, steps, torus))
-                    << dims[0] << " x " << dims[1] << (torus ? " torus" : "") << (split ? " start/finish" : " exchange");
+                    << dims[0] << " x " << dims[1] << (torus ? " torus" : "")
+                    << (split ? " start/finish" : " exchange");
             }
 }
 
@@ -751,11 +764,13 @@ TEST(field_halo, a_rank_its_own_neighbour_copies_field_parts_across_from_what_st
                 cc::traced tc(c, log);
                 for (std::size_t r = 1; r <= rows; ++r)
                     for (std::size_t col = 1; col <= n; ++col) t[r * w + col] = cell(r, col);
-                auto halo = cc::make_neighbour_exchange(
-                    tc, cc::cartesian({1, 1}, {true, true}).neighbours(0), t,
-                    {cc::row{w + 1, n}, cc::row{rows * w + 1, n}, cc::strided{w + 1, rows, 1, w}, cc::strided{w + n, rows, 1, w}},
-                    {cc::row{1, n}, cc::row{(rows + 1) * w + 1, n}, cc::strided{w, rows, 1, w}, cc::strided{w + n + 1, rows, 1, w}},
-                    {}, mode == 2 ? cc::sends::lent : cc::sends::copied);
+                auto halo =
+                    cc::make_neighbour_exchange(tc, cc::cartesian({1, 1}, {true, true}).neighbours(0), t,
+                                                {cc::row{w + 1, n}, cc::row{rows * w + 1, n},
+                                                 cc::strided{w + 1, rows, 1, w}, cc::strided{w + n, rows, 1, w}},
+                                                {cc::row{1, n}, cc::row{(rows + 1) * w + 1, n},
+                                                 cc::strided{w, rows, 1, w}, cc::strided{w + n + 1, rows, 1, w}},
+                                                {}, mode == 2 ? cc::sends::lent : cc::sends::copied);
                 if (mode == 0) {
                     halo.exchange();
                 } else {
@@ -808,10 +823,12 @@ TEST(field_halo, faces_of_a_3d_block_go_as_strided_parts_of_several_elements) {
         for (bool split : {false, true}) {
             long checked = 0;
             csp::run([&] {
-                for (long c : cc::run_local(3, [&](cc::local_communicator& c) { return faces_exchanged(c, periodic, split); }))
+                for (long c :
+                     cc::run_local(3, [&](cc::local_communicator& c) { return faces_exchanged(c, periodic, split); }))
                     checked += c;
             });
-            EXPECT_EQ(checked, (periodic ? 6 : 4) * 20L) << (periodic ? "periodic" : "bounded") << (split ? " split" : "");
+            EXPECT_EQ(checked, (periodic ? 6 : 4) * 20L)
+                << (periodic ? "periodic" : "bounded") << (split ? " split" : "");
         }
     std::atomic<long> checked{0};
     csp::net::nameserver ns;

@@ -223,7 +223,8 @@ static_assert(cc::detail::folds_from_messages<cc::net_communicator, std::vector<
 static_assert(!cc::detail::folds_from_messages<cc::net_communicator, std::vector<bool>, cc::logical_or>);
 static_assert(!cc::detail::folds_from_messages<cc::local_communicator, std::vector<double>, cc::sum>);
 static_assert(std::is_same_v<decltype(cc::detail::part_of(std::vector<double>{}, 0, 0)), std::span<const double>>);
-static_assert(std::is_same_v<decltype(cc::detail::part_of(std::pmr::vector<double>{}, 0, 0)), std::pmr::vector<double>>);
+static_assert(
+    std::is_same_v<decltype(cc::detail::part_of(std::pmr::vector<double>{}, 0, 0)), std::pmr::vector<double>>);
 
 // A block sent as a span of a vector is received as a vector of the
 // same type, holding exactly elements [lo, hi).
@@ -377,7 +378,8 @@ std::vector<std::string> lines_logged_by(auto&& f) {
 }
 
 bool any_line_has(const std::vector<std::string>& lines, const std::string& what) {
-    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(what) != std::string::npos; });
 }
 
 

@@ -269,7 +269,8 @@ int host_groups_mode(bool split_only) {
             for (std::size_t k = 0; k < big; ++k) mine[k] = long(me) * 7 + long(k);
             const auto sum = cc::hierarchical::allreduce(h, mine, cc::sum{});
             bool right = sum.size() == big;
-            for (std::size_t k = 0; right && k < big; ++k) right = sum[k] == long(n) * (n - 1) / 2 * 7 + long(n) * long(k);
+            for (std::size_t k = 0; right && k < big; ++k)
+                right = sum[k] == long(n) * (n - 1) / 2 * 7 + long(n) * long(k);
             expect(right, "a hierarchical sum of " + std::to_string(big) + " longs");
             for (int root = 0; root < n; ++root) {
                 const auto got = cc::hierarchical::broadcast(h, me == root ? mine : std::vector<long>{}, root);
@@ -373,7 +374,8 @@ int host_board_mode(const std::string& mode) {
                 const long got = cc::allreduce_host_memory(comm, long(me) * rounds + i, cc::sum{});
                 const long want = long(n) * (n - 1) / 2 * rounds + long(n) * i;
                 if (got != want) {
-                    expect(false, "round " + std::to_string(i) + ": " + std::to_string(got) + " for " + std::to_string(want));
+                    expect(false,
+                           "round " + std::to_string(i) + ": " + std::to_string(got) + " for " + std::to_string(want));
                     break;
                 }
             }
@@ -426,7 +428,8 @@ int host_board_mode(const std::string& mode) {
             {
                 const std::size_t third = chunk / 3;
                 std::vector<std::size_t> counts;
-                for (int q = 0; q < n; ++q) counts.push_back(static_cast<std::size_t>(q % 3) * third + static_cast<std::size_t>(q));
+                for (int q = 0; q < n; ++q)
+                    counts.push_back(static_cast<std::size_t>(q % 3) * third + static_cast<std::size_t>(q));
                 counts[0] += 3 * chunk + 5;
                 std::size_t first = 0, length = 0;  // where my block starts; the vector's length
                 for (int q = 0; q < n; ++q) {
@@ -440,9 +443,11 @@ int host_board_mode(const std::string& mode) {
                     slice_meetings += slices(length);
                     std::size_t bad = got.size() == counts[static_cast<std::size_t>(me)] ? got.size() : 0;
                     for (std::size_t k = 0; bad == got.size() && k < got.size(); ++k)
-                        if (got[k] != 1000.0 * n * (n - 1) / 2 + double(n) * (double((first + k) % 1000) + round)) bad = k;
+                        if (got[k] != 1000.0 * n * (n - 1) / 2 + double(n) * (double((first + k) % 1000) + round))
+                            bad = k;
                     expect(bad == got.size(), "reduce_scatter of " + std::to_string(length) + " elements, round " +
-                                                  std::to_string(round) + ": element " + std::to_string(bad) + " wrong");
+                                                  std::to_string(round) + ": element " + std::to_string(bad) +
+                                                  " wrong");
                 }
                 for (const std::size_t each : {std::size_t{3}, chunk}) {
                     const std::vector<std::size_t> even(static_cast<std::size_t>(n), each);
@@ -471,7 +476,8 @@ int host_board_mode(const std::string& mode) {
                 std::vector<int> want_big(big_length);
                 for (std::size_t k = 0; k < big_length; ++k) want_big[k] = int(k) * 7 + root;
                 const auto got = cc::broadcast_host_memory(comm, me == root ? want_big : std::vector<int>{}, root);
-                expect(got == want_big, "broadcast of " + std::to_string(big_length) + " ints from " + std::to_string(root));
+                expect(got == want_big,
+                       "broadcast of " + std::to_string(big_length) + " ints from " + std::to_string(root));
             }
             if (n > 1 && on_board) {
                 try {
@@ -489,7 +495,8 @@ int host_board_mode(const std::string& mode) {
                     try {
                         if (into) {
                             std::vector<int> buffer = buffer_in;
-                            (void)cc::broadcast_host_memory.into(comm, std::span(buffer), me == 1 ? 1 : 0, cc::stream{});
+                            (void)cc::broadcast_host_memory.into(comm, std::span(buffer), me == 1 ? 1 : 0,
+                                                                 cc::stream{});
                         } else {
                             (void)cc::broadcast_host_memory(comm, 40.5 + me, me == 1 ? 1 : 0);
                         }
@@ -529,7 +536,8 @@ int host_board_mode(const std::string& mode) {
                     std::vector<std::size_t> counts(static_cast<std::size_t>(n), each);
                     if (me == 1) ++counts[0], --counts[1];
                     try {
-                        (void)cc::reduce_scatter_host_memory(comm, std::vector<double>(each * n, 1.0), counts, cc::sum{});
+                        (void)cc::reduce_scatter_host_memory(comm, std::vector<double>(each * n, 1.0), counts,
+                                                             cc::sum{});
                         expect(false, "a reduce_scatter whose ranks pass different counts");
                     } catch (const csp::usage_error& e) {
                         expect(std::string(e.what()).find("reduce_scatter host_memory: the ranks pass different block "
@@ -550,7 +558,8 @@ int host_board_mode(const std::string& mode) {
                         std::vector<long> v(2 * chunk + 5, long(me) + id * 100 + i);
                         const auto got = cc::allreduce_host_memory(comm, v, cc::sum{}, cc::stream{id});
                         const long want = long(n) * (n - 1) / 2 + long(n) * (id * 100 + i);
-                        if (got.size() != v.size() || std::any_of(got.begin(), got.end(), [&](long x) { return x != want; }))
+                        if (got.size() != v.size() ||
+                            std::any_of(got.begin(), got.end(), [&](long x) { return x != want; }))
                             stream_wrong[id - 1] = "stream " + std::to_string(id) + ", call " + std::to_string(i);
                     }
                 };
@@ -592,15 +601,17 @@ int host_board_mode(const std::string& mode) {
                 }
                 const auto got = cc::scan_host_memory(comm, std::vector<long>(scan_chunk + 7, me + 1), concat_digits{});
                 slice_meetings += 2;
-                expect(got == std::vector<long>(scan_chunk + 7, digits_upto(me)), "scan: digits in rank order in every element");
+                expect(got == std::vector<long>(scan_chunk + 7, digits_upto(me)),
+                       "scan: digits in rank order in every element");
             }
             // Allreduce: one meeting per chunk and one more, 2 + 3 x 5 + 3;
             // reduce_scatter: one per slice; broadcast: one per chunk, 4 from
             // each root.
             if (on_board) {
                 const cc::host_board* large = comm.large_board_on_host({}, comm.next_tag());
-                expect(large != nullptr && large->meetings() == 20u + slice_meetings + 4u * std::uint64_t(n),
-                       "large board meetings: " + (large ? std::to_string(large->meetings()) : std::string("no board")));
+                expect(
+                    large != nullptr && large->meetings() == 20u + slice_meetings + 4u * std::uint64_t(n),
+                    "large board meetings: " + (large ? std::to_string(large->meetings()) : std::string("no board")));
             }
             // Lengths or types that differ: every rank throws, and the board
             // goes on. (Without a board the butterfly runs, which does not
@@ -616,13 +627,14 @@ int host_board_mode(const std::string& mode) {
                 // among others' large: every rank throws before any chunk.
                 for (const std::size_t small : {std::size_t{5000}, std::size_t{3}}) {
                     try {
-                        (void)cc::allreduce_host_memory(comm, std::vector<int>(me == n - 1 ? small : 5001, 1), cc::sum{});
+                        (void)cc::allreduce_host_memory(comm, std::vector<int>(me == n - 1 ? small : 5001, 1),
+                                                        cc::sum{});
                         expect(false, "large vectors of different lengths were reduced");
                     } catch (const csp::usage_error& e) {
-                        expect(std::string(e.what()).find("different lengths (5001 and " + std::to_string(small) + ")") !=
-                                       std::string::npos ||
-                                   std::string(e.what()).find("different lengths (" + std::to_string(small) + " and 5001)") !=
-                                       std::string::npos,
+                        expect(std::string(e.what()).find("different lengths (5001 and " + std::to_string(small) +
+                                                          ")") != std::string::npos ||
+                                   std::string(e.what()).find("different lengths (" + std::to_string(small) +
+                                                              " and 5001)") != std::string::npos,
                                e.what());
                     }
                 }
@@ -684,11 +696,14 @@ int host_board_mode(const std::string& mode) {
                     if (all.size() != std::size_t(n)) bad = std::to_string(all.size()) + " values";
                     for (int q = 0; bad.empty() && q < n; ++q) {
                         const auto& v = all[std::size_t(q)];
-                        if (v.size() != length_of(q, large)) bad = "rank " + std::to_string(q) + "'s length " + std::to_string(v.size());
+                        if (v.size() != length_of(q, large))
+                            bad = "rank " + std::to_string(q) + "'s length " + std::to_string(v.size());
                         for (std::size_t k = 0; bad.empty() && k < v.size(); ++k)
-                            if (v[k] != value_at(q, k)) bad = "rank " + std::to_string(q) + "'s element " + std::to_string(k);
+                            if (v[k] != value_at(q, k))
+                                bad = "rank " + std::to_string(q) + "'s element " + std::to_string(k);
                     }
-                    expect(bad.empty(), std::string("allgather of ") + (large ? "large" : "small") + " vectors: " + bad);
+                    expect(bad.empty(),
+                           std::string("allgather of ") + (large ? "large" : "small") + " vectors: " + bad);
                 }
                 if (n > 1 && on_board) {
                     try {
@@ -696,7 +711,8 @@ int host_board_mode(const std::string& mode) {
                         else (void)cc::allgather_host_memory(comm, 1.0);
                         expect(false, "an allgather of values of different types");
                     } catch (const csp::usage_error& e) {
-                        expect(std::string(e.what()).find("passed a value of another type") != std::string::npos, e.what());
+                        expect(std::string(e.what()).find("passed a value of another type") != std::string::npos,
+                               e.what());
                     }
                 }
             }
@@ -708,8 +724,8 @@ int host_board_mode(const std::string& mode) {
             {
                 const std::size_t chunk_ints = cc::host_board::large_shape(n).part_capacity / sizeof(int);
                 const auto fill = [](int root, std::size_t k) { return root * 1000003 + int(k % 9973); };
-                for (const std::size_t length : {std::size_t{0}, std::size_t{1}, cc::host_board::part_capacity / sizeof(int),
-                                                 3 * chunk_ints + 11}) {
+                for (const std::size_t length : {std::size_t{0}, std::size_t{1},
+                                                 cc::host_board::part_capacity / sizeof(int), 3 * chunk_ints + 11}) {
                     for (int root = 0; root < n; ++root) {
                         for (const bool by_table : {true, false}) {
                             std::vector<int> buffer(length, -1);
@@ -722,8 +738,9 @@ int host_board_mode(const std::string& mode) {
                             for (std::size_t k = 0; bad == length && k < length; ++k)
                                 if (buffer[k] != fill(root, k)) bad = k;
                             expect(bad == length, "broadcast_into of " + std::to_string(length) + " ints from " +
-                                                      std::to_string(root) + (by_table ? " by the table" : " on the board") +
-                                                      ", element " + std::to_string(bad));
+                                                      std::to_string(root) +
+                                                      (by_table ? " by the table" : " on the board") + ", element " +
+                                                      std::to_string(bad));
                         }
                     }
                 }
@@ -749,7 +766,8 @@ int host_board_mode(const std::string& mode) {
             // other rounds' lateness, is within the spin (with both ranks pinned to one core no
             // rank slept in one run of three).
             for (int i = 0; i < 20; ++i) {
-                if (me == i % n) csp::sleep_for(i < n ? std::chrono::microseconds(2000) : std::chrono::microseconds(200));
+                if (me == i % n)
+                    csp::sleep_for(i < n ? std::chrono::microseconds(2000) : std::chrono::microseconds(200));
                 const auto entered = std::chrono::steady_clock::now().time_since_epoch().count();
                 cc::barrier_host_memory(comm);
                 const auto left = std::chrono::steady_clock::now().time_since_epoch().count();

@@ -325,7 +325,8 @@ TEST(revoked_stream, a_board_meeting_whose_ranks_name_different_roots_fails_ever
 // The sibling: ranks passing different ops to one meeting each folded the
 // same slots with its own op, and returned different answers.
 TEST(revoked_stream, a_board_meeting_whose_ranks_pass_different_ops_fails_every_rank_and_leaves_the_stream_usable) {
-    const std::string what = "the ranks pass ops of different types (rank 0's and rank 2's): every rank must pass the same op";
+    const std::string what =
+        "the ranks pass ops of different types (rank 0's and rank 2's): every rank must pass the same op";
     expect_agreed_errors("allreduce: " + what, [](cc::local_communicator& c) {
         if (c.rank() == 2) (void)cc::allreduce_shared_memory(c, c.rank(), cc::maximum{});
         else (void)cc::allreduce_shared_memory(c, c.rank(), cc::sum{});

@@ -187,9 +187,11 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
     std::ostringstream os;
     s.print_table(os);
-    EXPECT_NE(os.str().find("allreduce       host_memory         any       any                 host"), std::string::npos)
+    EXPECT_NE(os.str().find("allreduce       host_memory         any       any                 host"),
+              std::string::npos)
         << os.str();
-    EXPECT_EQ(os.str().find("allreduce       butterfly           any       >= 16384            host"), std::string::npos)
+    EXPECT_EQ(os.str().find("allreduce       butterfly           any       >= 16384            host"),
+              std::string::npos)
         << os.str();
 }
 

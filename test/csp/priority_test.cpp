@@ -163,7 +163,8 @@ TEST(priority, results_do_not_depend_on_priorities) {
                             out.retire();
                         },
                         [&, in = a.reader(), out = b.writer()] {
-                            csp::this_process::set_priority(variant == 1 ? csp::priority_highest : csp::priority_normal);
+                            csp::this_process::set_priority(variant == 1 ? csp::priority_highest
+                                                                         : csp::priority_normal);
                             csp_test::read_until<csp::retired_error>(in, [&](long v) { out.write(v * v); });
                             out.retire();
                         },

@@ -182,7 +182,8 @@ TEST(process, a_thread_count_of_zero_or_past_the_limit_is_refused_with_its_value
     };
     EXPECT_EQ(refusal(0), "runtime_options::threads must be at least 1");
     EXPECT_EQ(refusal(100000), "runtime_options::threads is 100000: at most 1024 worker threads");
-    EXPECT_EQ(refusal(csp::runtime_options::max_threads + 1), "runtime_options::threads is 1025: at most 1024 worker threads");
+    EXPECT_EQ(refusal(csp::runtime_options::max_threads + 1),
+              "runtime_options::threads is 1025: at most 1024 worker threads");
     EXPECT_EQ(csp::run([] { return 7; }, {.threads = 2}), 7) << "a refusal leaves nothing behind";
 }
 
@@ -195,7 +196,8 @@ TEST(process, a_stack_size_past_one_gib_is_refused_with_its_value) {
     } catch (const csp::usage_error& e) {
         refused = e.what();
     }
-    EXPECT_EQ(refused, "runtime_options::stack_size is 4611686018427387904 bytes: at most 1073741824 (1 GiB) per process");
+    EXPECT_EQ(refused,
+              "runtime_options::stack_size is 4611686018427387904 bytes: at most 1073741824 (1 GiB) per process");
     EXPECT_EQ(csp::run([] { return 7; }, {.stack_size = csp::runtime_options::max_stack_size}), 7)
         << "the largest size allowed runs";
 }

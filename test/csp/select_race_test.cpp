@@ -53,7 +53,8 @@ void spin_until(const std::atomic<int>& flag, int value, std::size_t where) {
 constexpr int rounds = 100000;
 
 class select_race : public ::testing::TestWithParam<std::size_t> {};
-INSTANTIATE_TEST_SUITE_P(, select_race, ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{0}),
+INSTANTIATE_TEST_SUITE_P(, select_race,
+                         ::testing::Values(std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{0}),
                          [](const ::testing::TestParamInfo<std::size_t>& info) {
                              return info.param == 0 ? std::string("plain_threads")
                                                     : std::to_string(info.param) + "_threads";

@@ -263,7 +263,8 @@ TEST(net_graph_failure, a_failed_runs_messages_are_not_logged_as_calls_no_rank_m
     EXPECT_EQ(failed.load(), n);
     EXPECT_EQ(sums.load(), n * n);
     for (const auto& l : lines)
-        if (l.find("no collective call took") != std::string::npos || l.find("no process can receive") != std::string::npos)
+        if (l.find("no collective call took") != std::string::npos ||
+            l.find("no process can receive") != std::string::npos)
             ADD_FAILURE() << "logged: " << l;
 }
 
@@ -305,7 +306,8 @@ TEST(net_graph_failure, a_run_whose_agreement_failed_leaves_no_message_named_as_
         EXPECT_NE(outcome[std::size_t(r)].find("node 0 of job 'dataflow-agreement-lost' has left"), std::string::npos)
             << outcome[std::size_t(r)];
     for (const auto& l : log.lines())  // every fault is logged too
-        if (l.find("no collective call took") != std::string::npos || l.find("no process can receive") != std::string::npos)
+        if (l.find("no collective call took") != std::string::npos ||
+            l.find("no process can receive") != std::string::npos)
             ADD_FAILURE() << "logged: " << l;
 }
 

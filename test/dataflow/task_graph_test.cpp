@@ -124,8 +124,11 @@ TEST(emits, every_value_reaches_its_consumer_when_bodies_yield_between_emits) {
             }
         };
         df::run_stats st;
-        csp::run([&] { cc::run_local(1, [&](cc::local_communicator& comm) { st = df::run(comm, g, steps, {.workers = 4}); }); },
-                 {.threads = 2});
+        csp::run(
+            [&] {
+                cc::run_local(1, [&](cc::local_communicator& comm) { st = df::run(comm, g, steps, {.workers = 4}); });
+            },
+            {.threads = 2});
         ASSERT_EQ(last, stencil_reference(n, steps)) << "round " << round;
         ASSERT_EQ(st.instances, static_cast<std::uint64_t>(n) * steps);
         ASSERT_EQ(st.handed, stencil_edges(n) * (steps - 1));
@@ -241,8 +244,11 @@ TEST(shares, a_worker_whose_share_ran_out_takes_another_shares_ready_work) {
                 },
         };
         df::graph_trace trace;
-        csp::run([&] { cc::run_local(1, [&](cc::local_communicator& comm) { df::run(comm, g, 1, {.workers = 2}, &trace); }); },
-                 {.threads = threads});
+        csp::run(
+            [&] {
+                cc::run_local(1, [&](cc::local_communicator& comm) { df::run(comm, g, 1, {.workers = 2}, &trace); });
+            },
+            {.threads = threads});
         EXPECT_EQ(runs, std::vector<int>(8, 1)) << threads << " threads";
         std::set<df::task_id> on_worker_1;
         for (const auto& span : trace.tasks)
@@ -251,8 +257,9 @@ TEST(shares, a_worker_whose_share_ran_out_takes_another_shares_ready_work) {
         EXPECT_TRUE(std::any_of(on_worker_1.begin(), on_worker_1.end(), [](df::task_id id) { return id < 4; }))
             << threads << " threads: worker 1 never took share 0's work";
         ASSERT_EQ(trace.tasks.size(), 8u);
-        EXPECT_TRUE(std::is_sorted(trace.tasks.begin(), trace.tasks.end(),
-                                   [](const df::task_span& a, const df::task_span& b) { return a.start_ns < b.start_ns; }))
+        EXPECT_TRUE(
+            std::is_sorted(trace.tasks.begin(), trace.tasks.end(),
+                           [](const df::task_span& a, const df::task_span& b) { return a.start_ns < b.start_ns; }))
             << "a trace merged from several shares is in time order";
     }
 }
@@ -372,8 +379,8 @@ TEST(priorities, older_first_runs_a_lower_step_before_a_higher_one) {
                                                          {0, 2}, {1, 2}, {0, 3}, {1, 3}};
     EXPECT_EQ(two(true, false), level);
     // newest first: task 1's next step, ready last, always runs next.
-    EXPECT_EQ(two(false, true),
-              (std::vector<std::pair<df::task_id, int>>{{1, 0}, {1, 1}, {1, 2}, {1, 3}, {0, 0}, {0, 1}, {0, 2}, {0, 3}}));
+    EXPECT_EQ(two(false, true), (std::vector<std::pair<df::task_id, int>>{
+                                    {1, 0}, {1, 1}, {1, 2}, {1, 3}, {0, 0}, {0, 1}, {0, 2}, {0, 3}}));
 }
 
 // A user-supplied ready queue sees every instance once.
@@ -705,7 +712,8 @@ df::task_graph<int> one_sided_edge(std::atomic<int>& ran) {
 TEST(refused_graphs, an_edge_named_on_one_side_only) {
     std::atomic<int> ran{0};
     const auto what = errors_of_run(one_sided_edge(ran), 2, 2);
-    EXPECT_EQ(what[1], "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
+    EXPECT_EQ(what[1],
+              "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
     // Regression: rank 0 could not see the missing output and ran task 0
     // alone. The ranks now agree before anything runs.
     EXPECT_EQ(what[0], "task graph refused at rank 1: " + what[1]);
@@ -719,7 +727,8 @@ TEST(refused_graphs, without_agreement_a_rank_cannot_see_another_ranks_refusal) 
     std::atomic<int> ran{0};
     const auto what = errors_of_run(one_sided_edge(ran), 2, 2, {.agree = false});
     EXPECT_EQ(what[0], "");
-    EXPECT_EQ(what[1], "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
+    EXPECT_EQ(what[1],
+              "task graph: task 1 has an input from task 0 (lag 0) that task 0 lists 0 times among its outputs");
     EXPECT_EQ(ran.load(), 2);
 }
 

@@ -173,7 +173,8 @@ TEST_P(io_errors, an_invalid_fd_is_an_error_not_a_hang) {
         expect_io_error([] { csp::io::wait_readable(-1); }, -1, io_error::condition::invalid_fd, "POLLNVAL");
         expect_io_error([&] { csp::io::wait_writable(unused); }, unused, io_error::condition::invalid_fd,
                         "not an open file descriptor (POLLNVAL) while waiting to write");
-        expect_io_error([&] { csp::io::close(unused); }, unused, io_error::condition::invalid_fd, "Bad file descriptor");
+        expect_io_error([&] { csp::io::close(unused); }, unused, io_error::condition::invalid_fd,
+                        "Bad file descriptor");
     }, opts());
 }
 

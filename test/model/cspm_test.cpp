@@ -183,8 +183,10 @@ TEST(cspm_fold, commstime_is_written_as_four_recursive_processes) {
     EXPECT_LT(text.size(), 10u * 1024) << text;
     // Each of the four repeats its cycle, written once as a counted recursion.
     for (const char* who : {"prefix", "delta", "succ", "consumer"})
-        EXPECT_TRUE(std::regex_search(text, std::regex(std::string("-- Folded: ") + who + R"( \(P\d\): \d steps? repeated (N|N \+ \d|\d+) times)")))
-            << who << ":\n" << text;
+        EXPECT_TRUE(std::regex_search(text, std::regex(std::string("-- Folded: ") + who +
+                                                       R"( \(P\d\): \d steps? repeated (N|N \+ \d|\d+) times)")))
+            << who << ":\n"
+            << text;
     EXPECT_TRUE(std::regex_search(text, std::regex(R"(P\d_\d\(n\) = if n == 0 then .* else .* -> P\d_\d\(n - 1\))")))
         << text;
     // The consumer's 1000th read wakes delta into the run-next slot: it and
@@ -202,7 +204,9 @@ TEST(cspm_fold, commstime_is_written_as_four_recursive_processes) {
 TEST(cspm_fold, folding_keeps_every_step_in_order) {
     // prefix, a cycle of three repeated five times, a different step, a cycle of one seven times
     std::vector<model::step> body;
-    auto comm = [](std::size_t c) { return model::step{model::step::kind::communicate, c, model::direction::send, {}}; };
+    auto comm = [](std::size_t c) {
+        return model::step{model::step::kind::communicate, c, model::direction::send, {}};
+    };
     body.push_back(comm(9));
     for (int i = 0; i < 5; ++i) body.push_back(comm(1)), body.push_back(comm(2)), body.push_back(comm(3));
     body.push_back(comm(8));
@@ -263,7 +267,8 @@ model::network multiplexer() {
 TEST(cspm_fold, an_alternation_repeated_in_a_loop_is_written_as_the_choice_it_was) {
     const auto net = multiplexer();
     const std::string text = cspm_text(net, "mux");
-    EXPECT_TRUE(std::regex_search(text, std::regex(R"(P\d_\d\(n\) = if n == 0 then .* else \(c\d_[\w.]+ -> SKIP \[\] c\d_[\w.]+ -> SKIP\) ; )")))
+    EXPECT_TRUE(std::regex_search(
+        text, std::regex(R"(P\d_\d\(n\) = if n == 0 then .* else \(c\d_[\w.]+ -> SKIP \[\] c\d_[\w.]+ -> SKIP\) ; )")))
         << text;
     EXPECT_EQ(text.find(model::alternation_note), std::string::npos) << text;
     std::ostringstream pml;

@@ -37,7 +37,8 @@ class example_flags : public ::testing::TestWithParam<example_case> {};
 
 TEST_P(example_flags, write_models_that_verify_and_a_trace_that_parses) {
     const auto& ex = GetParam();
-    const fs::path dir = fs::temp_directory_path() / ("csp_example_" + std::string(ex.name) + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("csp_example_" + std::string(ex.name) + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string flags = " --export-cspm " + (dir / "m.csp").string() + " --export-promela " +
@@ -173,7 +174,8 @@ TEST(example_flags_over_tcp, csp_launch_trace_merges_the_nodes_into_one_timeline
     const auto doc = boost::json::parse(slurp(file));
     for (const auto& v : doc.at("traceEvents").as_array()) {
         const auto& e = v.as_object();
-        if (e.at("ph") == "M" && e.at("name") == "process_name") groups.insert(std::string(e.at("args").at("name").as_string()));
+        if (e.at("ph") == "M" && e.at("name") == "process_name")
+            groups.insert(std::string(e.at("args").at("name").as_string()));
         if (!e.contains("cat") || e.at("cat") != "message" || e.at("ph") == "i") continue;
         auto& side = e.at("ph") == "s" ? sends : receives;
         side[e.at("id").as_int64()] = {e.at("pid").as_int64(), e.at("ts").to_number<double>()};

@@ -121,7 +121,8 @@ TEST(spin_recorded, phases_on_a_barrier_with_a_resign_verify) {
 }
 
 TEST(spin_recorded, commstime_and_ping_verify) {
-    for (auto [name, net] : {std::pair{"commstime", model_test::commstime(3)}, std::pair{"ping", model_test::ping(3)}}) {
+    for (auto [name, net] :
+         {std::pair{"commstime", model_test::commstime(3)}, std::pair{"ping", model_test::ping(3)}}) {
         auto r = verify_with_spin(net, name);
         ASSERT_TRUE(r.ran) << r.output;
         EXPECT_EQ(r.errors, 0) << name << '\n' << r.output;

@@ -125,8 +125,11 @@ TEST(timeline, draws_messages_between_nodes_keyed_by_sender_receiver_port_tag_an
     EXPECT_EQ(p.instants.at("send to node 2 (port 0x7, tag 0xa, 16 bytes)"), 1);
     EXPECT_EQ(p.instants.at("receive from node 0 (port 0x7, tag 0x9, 24 bytes)"), 1);
     // The k-th of each (from, to, port, tag): the key the other node's end carries.
-    const std::map<std::string, std::pair<int, int>> keys = {
-        {"1.2.7.9.0", {1, 0}}, {"1.2.7.9.1", {1, 0}}, {"1.2.7.9.2", {1, 0}}, {"1.2.7.10.0", {1, 0}}, {"0.1.7.9.0", {0, 1}}};
+    const std::map<std::string, std::pair<int, int>> keys = {{"1.2.7.9.0", {1, 0}},
+                                                             {"1.2.7.9.1", {1, 0}},
+                                                             {"1.2.7.9.2", {1, 0}},
+                                                             {"1.2.7.10.0", {1, 0}},
+                                                             {"0.1.7.9.0", {0, 1}}};
     EXPECT_EQ(p.messages, keys);
 }
 
@@ -145,8 +148,11 @@ TEST(timeline, keys_a_message_with_a_sequence_by_sender_receiver_and_sequence) {
     std::ostringstream os;
     t.write(os);
     const parsed p = parse(os.str());
-    const std::map<std::string, std::pair<int, int>> keys = {
-        {"1.2.s5.0", {1, 0}}, {"1.2.s4.0", {1, 0}}, {"1.2.s5.1", {1, 0}}, {"0.1.s65535.0", {0, 1}}, {"0.1.7.9.0", {0, 1}}};
+    const std::map<std::string, std::pair<int, int>> keys = {{"1.2.s5.0", {1, 0}},
+                                                             {"1.2.s4.0", {1, 0}},
+                                                             {"1.2.s5.1", {1, 0}},
+                                                             {"0.1.s65535.0", {0, 1}},
+                                                             {"0.1.7.9.0", {0, 1}}};
     EXPECT_EQ(p.messages, keys);
 }
 

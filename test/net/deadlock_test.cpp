@@ -142,9 +142,11 @@ TEST(net_deadlock, two_nodes_receiving_from_each_other_fail_with_a_report_naming
     EXPECT_EQ(failed.load(), 2);
     for (const auto& r : reports) {
         EXPECT_NE(r.find("deadlock in job 'crossed'"), std::string::npos) << r;
-        EXPECT_NE(r.find("node 0: process 'main' is blocked reading from channel 'port 5 of node 0'"), std::string::npos)
+        EXPECT_NE(r.find("node 0: process 'main' is blocked reading from channel 'port 5 of node 0'"),
+                  std::string::npos)
             << r;
-        EXPECT_NE(r.find("node 1: process 'main' is blocked reading from channel 'port 5 of node 1'"), std::string::npos)
+        EXPECT_NE(r.find("node 1: process 'main' is blocked reading from channel 'port 5 of node 1'"),
+                  std::string::npos)
             << r;
     }
     const auto found = ns.deadlocks();
@@ -175,9 +177,11 @@ TEST(net_deadlock, nodes_waiting_for_each_other_after_one_finished_fail_with_a_r
                          "is in flight (node 2 has finished)"),
                   std::string::npos)
             << r;
-        EXPECT_NE(r.find("node 0: process 'main' is blocked reading from channel 'port 5 of node 0'"), std::string::npos)
+        EXPECT_NE(r.find("node 0: process 'main' is blocked reading from channel 'port 5 of node 0'"),
+                  std::string::npos)
             << r;
-        EXPECT_NE(r.find("node 1: process 'main' is blocked reading from channel 'port 5 of node 1'"), std::string::npos)
+        EXPECT_NE(r.find("node 1: process 'main' is blocked reading from channel 'port 5 of node 1'"),
+                  std::string::npos)
             << r;
         EXPECT_EQ(count(r, "' is blocked"), 2u) << r;
     }

@@ -185,7 +185,9 @@ TEST(net_faults, garbage_bytes_are_refused_and_logged) {
             c.send(junk);
             answer = refusal(c.read_all());
         },
-        [&](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "bad magic 0x5A5A5A5A")) << testing::PrintToString(n.faults()); },
+        [&](csp::net::node& n) {
+            EXPECT_TRUE(has_fault(n, "bad magic 0x5A5A5A5A")) << testing::PrintToString(n.faults());
+        },
         0);
     EXPECT_NE(answer.find("bad magic"), std::string::npos) << answer;
 }
@@ -472,7 +474,9 @@ TEST(net_faults, a_data_frame_where_the_transports_frame_belongs_ends_that_link_
 // one: the link fails naming the malformed frame, and the node goes on.
 TEST(net_faults, a_transports_frame_with_a_bad_ucx_address_ends_that_link_only) {
     with_stranger(
-        [](const csp::net::endpoint& at) { as_rank_2(at, frame(csp::net::opcode::transports, 2, "not an address"), false); },
+        [](const csp::net::endpoint& at) {
+            as_rank_2(at, frame(csp::net::opcode::transports, 2, "not an address"), false);
+        },
         [](csp::net::node& n) { EXPECT_TRUE(has_fault(n, "malformed transports frame")); }, 1,
         "malformed transports frame");
 }
@@ -817,7 +821,8 @@ TEST(net_faults, a_crossings_losing_hello_reaching_a_closing_winner_is_no_fault)
             } else {
                 net_test::expect_peer_error(inbox, 0, "has left");
             }
-            for (const auto& f : self.faults()) ADD_FAILURE() << "rank " << self.rank() << ", round " << round << ": " << f;
+            for (const auto& f : self.faults())
+                ADD_FAILURE() << "rank " << self.rank() << ", round " << round << ": " << f;
         });
         for (const auto& line : log.lines()) ADD_FAILURE() << "round " << round << ": " << line;
     }

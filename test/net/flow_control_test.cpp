@@ -331,7 +331,8 @@ TEST(net_flow_control, many_messages_over_the_peers_max_frame_log_one_fault_and_
     std::size_t one_by_one = 0, sums = 0;
     for (const std::string& line : log.lines()) {
         if (line.find("was not sent: over its max_frame of 1024") != std::string::npos) ++one_by_one;
-        if (line.find("99 more messages to node 1 of job 'frames-many' were not sent after the first: over its max_frame") !=
+        if (line.find(
+                "99 more messages to node 1 of job 'frames-many' were not sent after the first: over its max_frame") !=
             std::string::npos)
             ++sums;
     }

@@ -28,10 +28,12 @@ std::vector<std::byte> frame(const net::header& h, const std::string& body = {})
     return out;
 }
 std::vector<std::byte> data(std::uint32_t port, std::uint64_t tag, const std::string& body, int from = peer) {
-    return frame(net::header::data(static_cast<std::uint32_t>(from), port, tag, static_cast<std::uint32_t>(body.size())),
-                 body);
+    return frame(
+        net::header::data(static_cast<std::uint32_t>(from), port, tag, static_cast<std::uint32_t>(body.size())), body);
 }
-void append(std::vector<std::byte>& to, const std::vector<std::byte>& more) { to.insert(to.end(), more.begin(), more.end()); }
+void append(std::vector<std::byte>& to, const std::vector<std::byte>& more) {
+    to.insert(to.end(), more.begin(), more.end());
+}
 
 // Feeds `bytes` in reads of at most `chunk` bytes (and never more than the
 // reader asks for); returns the messages.
@@ -120,7 +122,8 @@ TEST(frame_reader, goodbye_ends_the_stream_and_a_frame_after_it_is_a_fault) {
 // A goodbye may carry the job's deadlock report (frame.hpp), up to
 // max_farewell bytes, however the reads cut it; it is taken whole.
 TEST(frame_reader, a_goodbye_carries_its_farewell_however_the_reads_cut_it) {
-    for (const std::string& farewell : {std::string("deadlock in job 'j': ..."), std::string(net::header::max_farewell, 'r')}) {
+    for (const std::string& farewell :
+         {std::string("deadlock in job 'j': ..."), std::string(net::header::max_farewell, 'r')}) {
         std::vector<std::byte> stream = data(1, 1, "last");
         append(stream, frame(net::header::goodbye(peer, static_cast<std::uint32_t>(farewell.size())), farewell));
         for (std::size_t chunk : {1u, 5u, 33u, 4096u, 1u << 20}) {

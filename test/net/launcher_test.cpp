@@ -82,7 +82,8 @@ TEST(net_launcher, transport_flag_sets_each_nodes_transport) {
 // many times: each must start with its own rank and the job's variables.
 TEST(net_launcher, starting_many_nodes_never_races_the_nameserver_on_the_environment) {
     const std::string command =
-        std::string(CSP_LAUNCH).append(" -n 12 --transport tcp sh -c 'echo \"r=$CSP_RANK s=$CSP_SIZE t=$CSP_TRANSPORT\"'");
+        std::string(CSP_LAUNCH)
+            .append(" -n 12 --transport tcp sh -c 'echo \"r=$CSP_RANK s=$CSP_SIZE t=$CSP_TRANSPORT\"'");
     for (int round = 0; round < 10; ++round) {
         std::string out;
         ASSERT_EQ(run(command, out), 0) << out;
@@ -93,7 +94,8 @@ TEST(net_launcher, starting_many_nodes_never_races_the_nameserver_on_the_environ
 
 TEST(net_launcher, a_failing_node_stops_the_job_and_sets_the_exit_status) {
     std::string out;
-    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 sh -c 'if [ $CSP_RANK = 1 ]; then exit 7; fi; exec sleep 30'", out), 7)
+    EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 sh -c 'if [ $CSP_RANK = 1 ]; then exit 7; fi; exec sleep 30'", out),
+              7)
         << out;
     EXPECT_NE(out.find("rank 1 of job"), std::string::npos) << out;
     EXPECT_NE(out.find("exited with status 7"), std::string::npos) << out;
@@ -221,12 +223,14 @@ TEST(net_launcher, a_signal_to_the_launcher_stops_every_node) {
         // set -m: a background job of a script would otherwise start with
         // SIGINT ignored, which the launcher (as nohup wants) respects.
         const auto start = std::chrono::steady_clock::now();
-        EXPECT_EQ(signal_launcher(dir, "set -m\n", std::string(CSP_LAUNCH) + " -n 3 " + dir.rank("sleep 60"), 3, signal, out),
-                  0)
+        EXPECT_EQ(
+            signal_launcher(dir, "set -m\n", std::string(CSP_LAUNCH) + " -n 3 " + dir.rank("sleep 60"), 3, signal, out),
+            0)
             << signal << ": " << out;
         EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << signal << ": " << out;
         const int number = std::string(signal) == "TERM" ? SIGTERM : std::string(signal) == "INT" ? SIGINT : SIGHUP;
-        EXPECT_NE(out.find("launcher status " + std::to_string(128 + number)), std::string::npos) << signal << ": " << out;
+        EXPECT_NE(out.find("launcher status " + std::to_string(128 + number)), std::string::npos)
+            << signal << ": " << out;
         EXPECT_NE(out.find("stopping job"), std::string::npos) << signal << ": " << out;
         const auto pids = dir.pids();
         EXPECT_EQ(pids.size(), 3u) << out;
@@ -261,7 +265,8 @@ TEST(net_launcher, a_hangup_ends_nodes_that_load_ucx_at_once) {
 TEST(net_launcher, a_stop_signal_ignored_when_the_launcher_started_stays_ignored) {
     scratch dir;
     std::string out;
-    EXPECT_EQ(signal_launcher(dir, "trap '' TERM\n", std::string(CSP_LAUNCH) + " -n 2 " + dir.rank("sleep 1"), 2, "TERM", out),
+    EXPECT_EQ(signal_launcher(dir, "trap '' TERM\n", std::string(CSP_LAUNCH) + " -n 2 " + dir.rank("sleep 1"), 2,
+                              "TERM", out),
               0)
         << out;
     EXPECT_NE(out.find("launcher status 0"), std::string::npos) << out;
@@ -308,9 +313,10 @@ TEST(net_launcher, a_reader_that_goes_away_stops_the_job) {
 TEST(net_launcher, nodes_of_a_launcher_killed_by_sigkill_end_themselves) {
     scratch dir;
     std::string out;
-    EXPECT_EQ(signal_launcher(dir, "", std::string(CSP_LAUNCH) + " -n 3 " + NET_TEST_PEER + " idle " + dir.path() + "/pid", 3,
-                              "KILL", out),
-              0)
+    EXPECT_EQ(
+        signal_launcher(dir, "", std::string(CSP_LAUNCH) + " -n 3 " + NET_TEST_PEER + " idle " + dir.path() + "/pid", 3,
+                        "KILL", out),
+        0)
         << out;
     EXPECT_NE(out.find("launcher status 137"), std::string::npos) << out;
     const auto pids = dir.pids();
@@ -329,8 +335,8 @@ TEST(net_launcher, nodes_of_a_launcher_killed_by_sigkill_end_themselves) {
 TEST(net_launcher, a_job_that_cannot_start_every_node_stops_those_it_started) {
     scratch dir;
     std::string out;
-    const std::string script =
-        "ulimit -n 64\n" + std::string(CSP_LAUNCH) + " --oversubscribe -n 60 " + dir.rank("sleep 60") + "\necho \"launcher status $?\"\n";
+    const std::string script = "ulimit -n 64\n" + std::string(CSP_LAUNCH) + " --oversubscribe -n 60 " +
+                               dir.rank("sleep 60") + "\necho \"launcher status $?\"\n";
     EXPECT_EQ(run_bash(dir, script, out), 0) << out;
     EXPECT_NE(out.find("launcher status 1"), std::string::npos) << out;
     EXPECT_NE(out.find("cannot make a pipe for rank"), std::string::npos) << out;
@@ -382,7 +388,8 @@ TEST(net_launcher, bind_to_cpu_pins_each_rank_to_one_cpu_round_robin) {
         if (rank < m) first_round.insert(list);
         else EXPECT_EQ(list, cpus.at(rank - m)) << "rank " << rank << ": " << out;
     }
-    EXPECT_EQ(static_cast<int>(first_round.size()), m) << "a CPU was used twice before every CPU was used once: " << out;
+    EXPECT_EQ(static_cast<int>(first_round.size()), m)
+        << "a CPU was used twice before every CPU was used once: " << out;
 }
 
 // Without it a rank may run wherever the launcher may; a launcher held to
@@ -416,8 +423,8 @@ TEST(net_launcher, bind_to_cpu_stays_within_the_launchers_cpus) {
 TEST(net_launcher, a_job_held_to_fewer_cpus_than_ranks_knows_it_is_oversubscribed) {
     const std::vector<int> mine = cpus_of_this_process();
     std::string out;
-    EXPECT_EQ(run("taskset -c " + std::to_string(mine.front()) + " " + CSP_LAUNCH + " -n 2 sh -c 'echo \"cpus=$CSP_LOCAL_CPUS\"; exec " +
-                      NET_TEST_PEER + " oversubscribed'",
+    EXPECT_EQ(run("taskset -c " + std::to_string(mine.front()) + " " + CSP_LAUNCH +
+                      " -n 2 sh -c 'echo \"cpus=$CSP_LOCAL_CPUS\"; exec " + NET_TEST_PEER + " oversubscribed'",
                   out),
               0)
         << out;
@@ -467,9 +474,10 @@ TEST(net_launcher, a_job_wide_deadlock_is_reported_and_ends_the_job) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << out;
     EXPECT_NE(out.find("csp-launch: deadlock in job"), std::string::npos) << out;
     for (int r = 0; r < 3; ++r)
-        EXPECT_NE(out.find("node " + std::to_string(r) + ": process 'main' is blocked reading from channel 'port 3 of node " +
-                           std::to_string(r) + "'"),
-                  std::string::npos)
+        EXPECT_NE(
+            out.find("node " + std::to_string(r) + ": process 'main' is blocked reading from channel 'port 3 of node " +
+                     std::to_string(r) + "'"),
+            std::string::npos)
             << out;
     // Each node's own error, under its rank's prefix.
     for (int r = 0; r < 3; ++r) EXPECT_NE(out.find(rank_prefix(r) + "waiting for node"), std::string::npos) << out;
@@ -543,7 +551,8 @@ TEST(net_launcher, a_timeout_prints_what_every_process_of_every_node_is_doing) {
     EXPECT_EQ(run(std::string(CSP_LAUNCH) + " -n 3 --timeout 2 " + NET_TEST_PEER + " stuck", out), 124) << out;
     EXPECT_NE(out.find("still running after 2 s; stopping it. Its processes:"), std::string::npos) << out;
     for (int r = 1; r < 3; ++r)
-        EXPECT_NE(out.find("node " + std::to_string(r) + ": process 'main' is blocked reading from channel 'port 3"), std::string::npos)
+        EXPECT_NE(out.find("node " + std::to_string(r) + ": process 'main' is blocked reading from channel 'port 3"),
+                  std::string::npos)
             << out;
     // Node 0's computing process keeps its runtime from ever idling, or,
     // sampled between two slices, is ready to run; its other process waits.

@@ -81,7 +81,8 @@ TEST(net_nameserver, refusals_name_the_job_and_rank) {
             csp::net::lookup(ns.address(), "other", 0, csp::clock::now() + 50ms);
             ADD_FAILURE();
         } catch (const csp::net::nameserver_error& e) {
-            EXPECT_NE(std::string(e.what()).find("rank 0 of job 'other' is not registered"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("rank 0 of job 'other' is not registered"), std::string::npos)
+                << e.what();
         }
     });
 }
@@ -109,7 +110,9 @@ TEST(net_nameserver, nodes_joining_and_leaving_concurrently_leave_no_stale_entri
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(n));
     EXPECT_EQ(*seen.begin(), 0);
     EXPECT_EQ(*seen.rbegin(), n - 1);
-    csp::run([&] { EXPECT_EQ(csp::net::list_job(ns.address(), "churn", soon()).nodes.size(), static_cast<std::size_t>(n)); });
+    csp::run([&] {
+        EXPECT_EQ(csp::net::list_job(ns.address(), "churn", soon()).nodes.size(), static_cast<std::size_t>(n));
+    });
     looked.arrive_and_wait();
     for (auto& t : ts) t.join();
     csp::run([&] {
@@ -262,7 +265,8 @@ TEST(net_nameserver, twenty_thousand_automatic_registrations_are_fast_and_block_
             // neither side blocks writing while the other writes too.
             auto batch = [&](int first, int count, bool automatic) {
                 for (int i = 0; i < count; ++i)
-                    c.write_line("REGISTER many " + std::to_string(automatic ? -1 : first + i) + " 0 127.0.0.1 1", soon());
+                    c.write_line("REGISTER many " + std::to_string(automatic ? -1 : first + i) + " 0 127.0.0.1 1",
+                                 soon());
                 for (int i = 0; i < count; ++i) {
                     const std::string want = "OK " + std::to_string(first + i) + " 0";
                     ASSERT_EQ(c.read_line(soon()).value_or("(closed)"), want);

@@ -119,8 +119,8 @@ void all_to_all(std::chrono::milliseconds duration) {
             if (p != self.rank()) std::printf("from %d %s\n", p, report[static_cast<std::size_t>(p)].c_str());
         // For a failure's trace: how the node's links and UCX traffic went.
         const csp::net::node_stats st = self.stats();
-        std::printf("stats links %zu over_ucx %zu faults %zu sent_direct %zu taken_polling %zu late_wakeups %zu\n", st.links,
-                    st.links_over_ucx, st.faults, st.sent_direct, st.taken_polling, st.late_wakeups);
+        std::printf("stats links %zu over_ucx %zu faults %zu sent_direct %zu taken_polling %zu late_wakeups %zu\n",
+                    st.links, st.links_over_ucx, st.faults, st.sent_direct, st.taken_polling, st.late_wakeups);
         for (const std::string& f : self.faults()) std::printf("fault %s\n", f.c_str());
         std::fflush(stdout);
     });
@@ -264,7 +264,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (argc == 3 && std::string(argv[1]) == "busy") {
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::strtol(argv[2], nullptr, 10));
+        const auto until =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(std::strtol(argv[2], nullptr, 10));
         while (std::chrono::steady_clock::now() < until) {
         }
         return 0;

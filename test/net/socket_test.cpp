@@ -54,7 +54,8 @@ TEST(net_socket, a_write_to_a_peer_that_hung_up_is_closed_before_data) {
             detail::write_all(server.get(), bytes.data(), bytes.size(), csp::clock::now() + 5s, "connection from A");
             ADD_FAILURE() << "a write to a reset connection succeeded";
         } catch (const detail::closed_before_data& e) {
-            EXPECT_NE(std::string(e.what()).find("connection from A: the peer hung up ("), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("connection from A: the peer hung up ("), std::string::npos)
+                << e.what();
             EXPECT_NE(std::string(e.what()).find("before any of 64 bytes were written"), std::string::npos) << e.what();
         }
     });

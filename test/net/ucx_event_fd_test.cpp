@@ -65,7 +65,8 @@ TEST(net_ucx_event_fd, a_failed_event_fd_ends_the_nodes_ucx_links_with_the_reaso
         auto back = self.open(2);
         self.send(1, 1, std::uint64_t{7});
         csp::net::message m;
-        if (csp::select(csp::net::input(back, m), csp::timeout(30s)) == 0) reply = std::to_string(m.as<std::uint64_t>());
+        if (csp::select(csp::net::input(back, m), csp::timeout(30s)) == 0)
+            reply = std::to_string(m.as<std::uint64_t>());
         over_ucx = self.stats().links_over_ucx;
 
         csp::io::close(pipe_fds[0]);
@@ -117,7 +118,8 @@ TEST(net_ucx_event_fd, a_wakeup_the_event_fd_never_gives_only_delays_the_message
         const auto sent = std::chrono::steady_clock::now();
         self.send(1, 1, std::uint64_t{11});
         csp::net::message m;
-        if (csp::select(csp::net::input(back, m), csp::timeout(30s)) == 0) reply = std::to_string(m.as<std::uint64_t>());
+        if (csp::select(csp::net::input(back, m), csp::timeout(30s)) == 0)
+            reply = std::to_string(m.as<std::uint64_t>());
         waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
         st = self.stats();
     });
@@ -147,7 +149,8 @@ TEST(net_ucx_event_fd, a_dead_peers_messages_still_in_the_worker_arrive_before_i
 
     csp::net::nameserver ns;
     constexpr std::uint64_t n = 40;
-    const pid_t peer = net_test::spawn_node(NET_TEST_PEER, {"burst", std::to_string(n), "50", "20"}, ns, "efd-drain", 1, 2);
+    const pid_t peer =
+        net_test::spawn_node(NET_TEST_PEER, {"burst", std::to_string(n), "50", "20"}, ns, "efd-drain", 1, 2);
     std::vector<std::uint64_t> got;
     std::string error;
     std::size_t over_ucx = 0;

@@ -616,8 +616,9 @@ TEST(net_ucx, receivers_poll_only_on_a_one_thread_node_alone_in_its_runtime) {
     };
     std::vector<std::size_t> polled(2, 99);
     run_nodes(
-        ns, "ucx-two-threads", 2, [&](csp::net::node& self) { polled[static_cast<std::size_t>(self.rank())] = ping_pong(self); },
-        2, [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
+        ns, "ucx-two-threads", 2,
+        [&](csp::net::node& self) { polled[static_cast<std::size_t>(self.rank())] = ping_pong(self); }, 2,
+        [](int, csp::net::node_options& o) { o.transport = csp::net::transport_kind::ucx; });
     EXPECT_EQ(polled, (std::vector<std::size_t>{0, 0}));
 
     polled.assign(2, 99);
