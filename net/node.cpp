@@ -466,6 +466,13 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     if (body.size() > core_->options.max_frame)
         throw usage_error("send of " + std::to_string(body.size()) + " bytes: over this node's max_frame of " +
                           std::to_string(core_->options.max_frame));
+    // Into the port before send returns, as a channel write would be: a
+    // receive after it finds the message, also on a port that no other node
+    // is left to send to (port.hpp). Nothing in flight, no window.
+    if (to == core_->rank) {
+        deliver_encoded_here(to_port, tag, std::move(body), type);
+        return send_status::sent;
+    }
     if (core_->departures.load(std::memory_order_acquire) != 0) {
         std::lock_guard lk(core_->lock);
         if (auto it = core_->departed.find(to); it != core_->departed.end()) {
@@ -473,26 +480,16 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
             throw peer_error(to, it->second);
         }
     }
-    // Messages to this node itself go straight to its port: nothing in flight.
     try {
-        if (to != core_->rank && core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
+        if (core_->flow.admit(to, body.size(), wait) == detail::admission::window_full)
             return send_status::window_full;
     } catch (const peer_error&) {
         if (notice) return send_status::sent;  // the peer went while the notice waited for its window
         throw;
     }
     core_->traffic_out.fetch_add(1, std::memory_order_relaxed);
-    if (to == core_->rank) {
-        // Into the port before send returns, as a channel write would be:
-        // a receive after it finds the message, also on a port that no
-        // other node is left to send to (port.hpp).
-        core_->port_entry_of(to_port)->deliver(
-            *core_, message{core_->rank, to_port, tag, std::move(body), type, {}});
-        core_->traffic_in.fetch_add(1, std::memory_order_relaxed);
-        return send_status::sent;
-    }
     std::uint16_t sequence = 0;
-    if (to != core_->rank && csp::observed()) {
+    if (csp::observed()) {
         sequence = core_->next_sequence();
         csp::notify_message(csp::event::kind::message_sent, {core_->rank, to, to_port, tag, body.size(), sequence});
     }
@@ -502,7 +499,7 @@ send_status node::post(int to, port_id to_port, std::uint64_t tag, payload body,
     r.frame.body = std::move(body);
     r.frame.notice = notice;
 #if CSP_WITH_UCX
-    if (core_->ucx && to != core_->rank && sent_direct(*core_, to_switch_->w, r)) return send_status::sent;
+    if (core_->ucx && sent_direct(*core_, to_switch_->w, r)) return send_status::sent;
 #endif
     to_switch_->w.write(std::move(r));
     return send_status::sent;
@@ -523,6 +520,11 @@ bool receivers_poll(const node_core& core) noexcept { return core.receivers_poll
 // acquire no lock is needed to copy it.
 std::shared_ptr<const peer_error> no_sender_left(const node_core& core) noexcept {
     return core.all_departed.load(std::memory_order_acquire) ? core.no_sender_left : nullptr;
+}
+
+peer_error no_sender_error(const peer_error& last, const std::string& port_name) {
+    return peer_error(last.peer(),
+                      std::string(last.what()) + "; no node of the job is left that could send to " + port_name);
 }
 
 #if !CSP_WITH_UCX

@@ -67,8 +67,10 @@ bool message_taken(node_core& core, const message& m, bool report) noexcept;
 // (node_core::receivers_poll), and the poll (ucx_transport.hpp).
 bool receivers_poll(const node_core& core) noexcept;
 // The error of the last peer to depart once no node is left that could send
-// to this node (node_core::no_sender_left), or null while one is.
+// to this node (node_core::no_sender_left), or null while one is; and what
+// a port (`port_name`, "port 5 of node 0") then says, node.cpp.
 std::shared_ptr<const peer_error> no_sender_left(const node_core& core) noexcept;
+peer_error no_sender_error(const peer_error& last, const std::string& port_name);
 std::optional<message> poll_port(node_core& core, port_id port, const csp::channel<message>& ch);
 }  // namespace detail
 
@@ -137,22 +139,23 @@ private:
             if (std::optional<message> m = detail::poll_port(*core_, id_, channel_)) return std::move(*m);
         // Without a sender left, an empty port stays empty but for this
         // node's own sends: waiting would be for ever. A departure that
-        // comes while this process waits puts its entry in the port.
-        if (channel_.buffered() == 0) fail_if_no_sender();
+        // comes while this process waits puts its entry in the port. (The
+        // flag first: buffered() takes the channel's lock.)
+        if (const auto last = without_sender(); last && channel_.buffered() == 0) fail_without_sender(*last);
         try {
             return in_.read();
         } catch (const csp::retired_error&) {
             closed();
         }
     }
-    // Every other node of the job has departed (port.hpp, top), and the
-    // caller found the port empty.
-    bool no_sender() const noexcept { return core_ && detail::no_sender_left(*core_) != nullptr; }
-    void fail_if_no_sender() const {
-        if (!core_) return;
-        if (const auto last = detail::no_sender_left(*core_))
-            throw peer_error(last->peer(), std::string(last->what()) +
-                                               "; no node of the job is left that could send to " + channel_.name());
+    // The last departure's error once every other node of the job has
+    // departed (port.hpp, top), else null; a port found empty then throws
+    // fail_without_sender.
+    std::shared_ptr<const peer_error> without_sender() const noexcept {
+        return core_ ? detail::no_sender_left(*core_) : nullptr;
+    }
+    [[noreturn]] void fail_without_sender(const peer_error& last) const {
+        throw detail::no_sender_error(last, channel_.name());
     }
     // The node closed and its port lost its only writer (node::close): every
     // message that came was there to take first.
@@ -183,7 +186,7 @@ public:
     bool try_complete() override {
         try {
             if (!input_.try_complete()) {
-                port_->fail_if_no_sender();
+                if (const auto last = port_->without_sender()) port_->fail_without_sender(*last);
                 return false;
             }
         } catch (const csp::retired_error&) {
@@ -194,7 +197,7 @@ public:
     }
     bool enable(csp::wait_node& n) override {
         try {
-            return input_.enable(n) || port_->no_sender();
+            return input_.enable(n) || port_->without_sender() != nullptr;
         } catch (const csp::retired_error&) {
             port_->closed();
         }

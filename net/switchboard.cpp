@@ -21,6 +21,7 @@
 #include "iosched/wait.hpp"
 #include "net/handshake.hpp"
 #include "net/nameserver_protocol.hpp"
+#include "net/port.hpp"
 #include "net/link.hpp"
 #include "net/transport.hpp"
 
@@ -453,7 +454,6 @@ private:
     void announce_departure(const link& l) {
         struct told {
             std::shared_ptr<port_entry> entry;
-            port_id id;
             bool last_sender;  // told only because no node is left that could send to it
         };
         std::vector<told> ports;
@@ -462,18 +462,14 @@ private:
             const bool no_sender_left = core_->size > 0 && core_->departed.size() >= std::size_t(core_->size - 1);
             for (auto& [id, entry] : core_->ports) {
                 const bool each = core_->every_departure.count(id) != 0;
-                if (no_sender_left || each) ports.push_back({entry, id, !each});
+                if (no_sender_left || each) ports.push_back({entry, !each});
             }
         }
-        for (auto& [entry, id, last_sender] : ports) {
-            if (!last_sender) {
+        for (auto& [entry, last_sender] : ports) {
+            if (last_sender)
+                tell(*entry, l, std::make_shared<const peer_error>(no_sender_error(*l.error(), entry->channel.name())));
+            else
                 tell(*entry, l);
-                continue;
-            }
-            std::string why = l.error()->what();
-            why += "; no node of the job is left that could send to " + port_text(id) +
-                   " of node " + std::to_string(core_->rank);
-            tell(*entry, l, std::make_shared<const peer_error>(l.peer(), why));
         }
     }
 
