@@ -16,7 +16,7 @@ void idle_protocol::attach(idle_thread& t) {
     attached_.push_back(&t);
 }
 
-bool idle_protocol::spin(idle_thread& self, time_point until) {
+bool idle_protocol::spin(idle_thread& self, time_point until, bool expecting) {
     const time_point start = std::chrono::steady_clock::now();
     const time_point spin_until = std::min(until, start + tuning::idle_spin);
     const time_point expecting_until = std::min(until, start + tuning::idle_spin_expecting);
@@ -28,7 +28,7 @@ bool idle_protocol::spin(idle_thread& self, time_point until) {
         }
         if (i % tuning::idle_spin_clock_every == 0) {
             const time_point now = std::chrono::steady_clock::now();
-            if (now >= spin_until && (now >= expecting_until || !self.work_expected())) {
+            if (now >= spin_until && (!expecting || now >= expecting_until || !self.work_expected())) {
                 spinners_.fetch_sub(1);
                 return false;
             }
@@ -40,12 +40,21 @@ bool idle_protocol::spin(idle_thread& self, time_point until) {
 }
 
 void idle_protocol::idle(idle_thread& self, time_point until) {
-    if (threads_ > 1 && spin(self, until)) {
+    // Lazy if the last call ended in a wake-up for nothing and the thread has
+    // run nothing since.
+    const bool lazy = self.woken_for_nothing_ == self.runs();
+    self.woken_for_nothing_ = sleep_once(self, until, lazy) ? self.runs() : ~std::uint64_t{0};
+}
+
+bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const bool lazy) {
+    // After a wake-up for nothing the spin is short: the work this thread
+    // expects is the kind it was just woken for and could not take.
+    if (threads_ > 1 && spin(self, until, !lazy)) {
         self.notified_.store(false, std::memory_order_relaxed);
         // Other work may have been queued while wake-ups were held back for
         // this spinner: pass one on (a no-op unless someone sleeps).
         work_added();
-        return;
+        return false;
     }
     std::unique_lock lk(mutex_);
     // Announce, then look (the no-lost-wake-up argument in the header).
@@ -59,9 +68,11 @@ void idle_protocol::idle(idle_thread& self, time_point until) {
         self.notified_.store(false, std::memory_order_relaxed);
         sleepers_.fetch_sub(1);
         waking_.store(false);  // this thread looks for work next
+        return false;
     };
     if (self.notified_.load(std::memory_order_relaxed) || self.has_work()) return leave();
     const std::uint64_t seen = epoch_;
+    std::uint64_t seen_work = work_epoch_;
 
     bool all_idle = sleepers_.load() == threads_;
     for (const idle_thread* t : attached_) all_idle = all_idle && !t->notified_.load(std::memory_order_relaxed);
@@ -72,10 +83,10 @@ void idle_protocol::idle(idle_thread& self, time_point until) {
         leave();
         lk.unlock();
         for (waiter* w : to_wake) w->wake();
-        return;
+        return false;
     }
 
-    until = std::min(until, self.sleep_limit());
+    time_point limit = std::min(until, self.sleep_limit());
     if (idle_poller* p = rt_->idle_poller(); p && polling_ == nullptr) {
         polling_ = &self;
         poller_ = p;
@@ -84,9 +95,10 @@ void idle_protocol::idle(idle_thread& self, time_point until) {
             poller_woken_ = false;
             poll_left_ = false;
             lk.unlock();
-            polled = p->poll_until(until);
+            polled = p->poll_until(limit);
             lk.lock();
-            if (polled || epoch_ != seen || self.notified_.load(std::memory_order_relaxed)) break;
+            if (polled || epoch_ != seen || work_epoch_ != seen_work || self.notified_.load(std::memory_order_relaxed))
+                break;
             // The poll did not run (its owner was busy: the IO scheduler not
             // parked yet). A thread that went to sleep meanwhile left the
             // poll to this one; if the owner parked after this attempt
@@ -98,14 +110,50 @@ void idle_protocol::idle(idle_thread& self, time_point until) {
         polling_ = nullptr;
         poller_ = nullptr;
         // A poll that did not run falls through to the condition variable.
-        if (polled || epoch_ != seen || self.notified_.load(std::memory_order_relaxed)) return leave();
+        if (polled || epoch_ != seen || work_epoch_ != seen_work || self.notified_.load(std::memory_order_relaxed))
+            return leave();
     } else if (p) {
         poll_left_ = true;
     }
-    auto woken = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
-    if (until == time_point::max()) cv_.wait(lk, woken);
-    else cv_.wait_until(lk, until, woken);
+    auto notified = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
+    auto woken = [&] { return notified() || work_epoch_ != seen_work; };
+    auto sleep = [&](auto& cv, auto&& pred) {
+        if (limit == time_point::max()) cv.wait(lk, pred);
+        else cv.wait_until(lk, limit, pred);
+    };
+    // A lazy sleeper looks once per sleep_limit() (tuning::busy_watch) while
+    // another thread holds work, and sleeps as any other once none does.
+    if (lazy && limit != until) {
+        lazy_sleepers_.fetch_add(1);
+        // A wake-up on its way may have been meant for this thread, which no
+        // longer hears them: let the next one go to another.
+        waking_.store(false);
+        for (;;) {
+            sleep(lazy_cv_, notified);
+            if (notified() || std::chrono::steady_clock::now() >= until || self.has_work()) break;
+            limit = std::min(until, self.sleep_limit());
+            if (limit != until) continue;
+            // Announce as an eager sleeper, then look (as above, with
+            // lazy_sleepers_ in place of sleepers_).
+            lazy_sleepers_.fetch_sub(1);
+            waking_.store(false);
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+            if (!self.has_work()) {
+                seen_work = work_epoch_;
+                sleep(cv_, woken);
+            }
+            return leave();
+        }
+        lazy_sleepers_.fetch_sub(1);
+        return leave();
+    }
+    sleep(cv_, woken);
+    // Woken by work_added for work this thread finds it cannot take (its
+    // owner ran it, or it is not stealable yet): the next call spins a
+    // little, then sleeps lazily (header).
+    const bool for_nothing = !notified() && work_epoch_ != seen_work && !self.has_work();
     leave();
+    return for_nothing;
 }
 
 void idle_protocol::notify(idle_thread& t) {
@@ -116,18 +164,21 @@ void idle_protocol::notify(idle_thread& t) {
         p = poll_to_wake_locked(polling_ == &t);
     }
     cv_.notify_all();
+    lazy_cv_.notify_all();
     if (p) p->wake();
 }
 
 void idle_protocol::work_added() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    // Lazy sleepers are counted in sleepers_ too: the difference may be read
+    // torn, but a sleeper that counts as lazy sleeps a bounded time.
+    if (sleepers_.load(std::memory_order_relaxed) == lazy_sleepers_.load(std::memory_order_relaxed)) return;
     if (spinners_.load(std::memory_order_relaxed) != 0) return;
     if (waking_.exchange(true)) return;
     idle_poller* p;
     {
         std::lock_guard lk(mutex_);
-        ++epoch_;
+        ++work_epoch_;
         p = poll_to_wake_locked(true);
     }
     cv_.notify_one();
@@ -142,6 +193,7 @@ void idle_protocol::wake_all() {
         p = poll_to_wake_locked(true);
     }
     cv_.notify_all();
+    lazy_cv_.notify_all();
     if (p) p->wake();
 }
 

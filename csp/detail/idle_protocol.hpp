@@ -36,6 +36,19 @@
 // attempting thread, finding its attempt failed and someone left behind,
 // tries again instead of sleeping.
 //
+// Lazy sleepers. A thread woken by work_added() that finds nothing it may
+// take (the work's owner ran it first, or it is not stealable yet) stops
+// taking such wake-ups: it sleeps on lazy_cv_, which only notify() and
+// wake_all() signal, and looks once per tuning::busy_watch while another
+// thread holds work. Without this, an idle worker beside one busy with a
+// ping-pong is woken for each process the busy one queues and runs again a
+// moment later: a futex wake-up on the busy thread's side, then a spin that
+// reads the lines it writes, thousands of times a second (Commstime on two
+// threads: 80-170 ns per communication, against 65-80 with the idle worker
+// asleep). Work a lazy sleeper could take waits at most busy_watch; once
+// nobody holds work it sleeps as any sleeper (leaving lazy_sleepers_, then
+// a last look, the argument above).
+//
 // Deadlock. The last thread to become a sleeper, with no notification
 // pending, holds the only moment when no fiber of the runtime runs (every
 // other thread is in idle() and cannot leave it while mutex_ is held): it
@@ -66,6 +79,10 @@ public:
     virtual std::chrono::steady_clock::time_point sleep_limit() noexcept {
         return std::chrono::steady_clock::time_point::max();
     }
+    // How many fibers this thread has run so far (any count that grows when
+    // it runs one): idle() tells by it whether the thread ran anything since
+    // its last wake-up for nothing.
+    virtual std::uint64_t runs() const noexcept { return 0; }
 
 protected:
     ~idle_thread() = default;
@@ -74,6 +91,9 @@ private:
     friend class idle_protocol;
     // Set under the protocol's mutex; read without it while spinning.
     std::atomic<bool> notified_{false};
+    // runs() when idle() last returned from a wake-up for nothing (only this
+    // thread reads and writes it); ~0 otherwise.
+    std::uint64_t woken_for_nothing_ = ~std::uint64_t{0};
 };
 
 class idle_protocol {
@@ -107,16 +127,24 @@ private:
         poller_woken_ = true;
         return poller_;
     }
-    // Looks for work until `until` or the spin's end; true if it found some.
-    bool spin(idle_thread& self, std::chrono::steady_clock::time_point until);
+    // Looks for work until `until` or the spin's end (tuning::idle_spin, up
+    // to idle_spin_expecting if `expecting` and work is expected); true if
+    // it found some.
+    bool spin(idle_thread& self, std::chrono::steady_clock::time_point until, bool expecting);
+    // idle()'s spin and sleep, lazily if `lazy`; true if a wake-up for work
+    // found nothing this thread may take.
+    bool sleep_once(idle_thread& self, std::chrono::steady_clock::time_point until, bool lazy);
 
     const std::size_t threads_;
     runtime_core* const rt_;
     std::mutex mutex_;
     std::vector<idle_thread*> attached_;  // under mutex_
     std::condition_variable cv_;
-    std::uint64_t epoch_ = 0;         // bumped by work_added and wake_all
+    std::condition_variable lazy_cv_;  // lazy sleepers wait here
+    std::uint64_t epoch_ = 0;          // bumped by wake_all
+    std::uint64_t work_epoch_ = 0;     // bumped by work_added
     std::atomic<std::size_t> sleepers_{0};
+    std::atomic<std::size_t> lazy_sleepers_{0};  // of sleepers_: not woken by work_added
     std::atomic<std::size_t> spinners_{0};  // threads in spin()
     // A wake-up from work_added() is on its way and its sleeper has not left
     // idle() yet: it will look for work, so further work_added() calls need

@@ -420,6 +420,8 @@ time_point worker_policy::sleep_limit() noexcept {
     return std::chrono::steady_clock::now() + tuning::busy_watch;
 }
 
+std::uint64_t worker_policy::runs() const noexcept { return this_thread_turn.picks; }
+
 void worker_policy::suspend_until(time_point const& t) noexcept { pool_->idle().idle(*this, t); }
 
 void worker_policy::notify() noexcept {

@@ -292,6 +292,7 @@ private:
         return has_ready_fibers() || pool_->stealable_level(this) >= 0;
     }
     bool work_expected() const noexcept override { return pool_->young_work(this); }
+    std::uint64_t runs() const noexcept override;  // asked on the worker's own thread
     std::chrono::steady_clock::time_point sleep_limit() noexcept override;
     // `yielding`: this pick is for a process that yields.
     boost::fibers::context* take_local(bool yielding) noexcept;

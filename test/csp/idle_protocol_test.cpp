@@ -159,3 +159,110 @@ TEST(idle_protocol, a_thread_left_out_of_a_poll_that_could_not_run_is_not_left_w
     tb.join();
     rt.set_idle_poller(nullptr);
 }
+
+namespace {
+
+// A worker beside another that holds work (sleep_limit() is finite) and
+// that finds nothing to take until `work` is set.
+struct beside_busy_thread : csp::detail::idle_thread {
+    std::atomic<bool> work{false};
+    std::atomic<bool> others_hold_work{true};
+    bool has_work() const noexcept override { return work.load(); }
+    steady::time_point sleep_limit() noexcept override {
+        return others_hold_work.load() ? steady::now() + 1ms : steady::time_point::max();
+    }
+};
+
+// Calls work_added() every millisecond until `t` has returned from the
+// idle() it runs: the wake-up it takes to return.
+void wake_until_returned(idle_protocol& idle, std::thread& t, std::atomic<bool>& returned) {
+    const auto until = steady::now() + 10s;
+    while (!returned.load() && steady::now() < until) {
+        idle.work_added();
+        std::this_thread::sleep_for(1ms);
+    }
+    t.join();
+}
+
+}  // namespace
+
+// Regression for the wake-up storm of an idle worker beside one running a
+// ping-pong (Commstime on two threads): the busy worker queued a process it
+// ran again a moment later, woke the idle one each time (a futex call on its
+// side), and the woken one spun over the busy one's queue and slept again,
+// thousands of times a second. A thread woken for work it cannot take now
+// sleeps lazily: further work_added() calls leave it asleep, and it looks
+// by itself while others hold work.
+TEST(idle_protocol, a_thread_woken_for_work_it_cannot_take_is_not_woken_for_more_but_looks_by_itself) {
+    idle_protocol idle(2, &no_processes);
+    beside_busy_thread self;
+    idle.attach(self);
+    const auto deadline = steady::now() + 20s;
+    std::atomic<bool> returned{false};
+    std::thread first([&] { idle.idle(self, deadline), returned = true; });
+    wake_until_returned(idle, first, returned);
+    ASSERT_TRUE(returned.load()) << "work_added() did not wake an eager sleeper";
+
+    returned = false;
+    std::thread second([&] { idle.idle(self, deadline), returned = true; });
+    for (int i = 0; i < 100; ++i) {
+        idle.work_added();
+        std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_FALSE(returned.load()) << "a lazy sleeper was woken for work it could not take";
+    const auto set = steady::now();
+    self.work = true;  // work it may take: it finds it at its next look
+    second.join();
+    EXPECT_LT(steady::now() - set, 5s);
+    EXPECT_LT(steady::now(), deadline);
+
+    // Having found work, it is an eager sleeper again.
+    self.work = false;
+    returned = false;
+    std::thread third([&] { idle.idle(self, deadline), returned = true; });
+    wake_until_returned(idle, third, returned);
+    EXPECT_TRUE(returned.load());
+}
+
+// A lazy sleeper whose neighbours no longer hold work sleeps as any other:
+// work_added() wakes it. Also when a wake-up was on its way to it as it
+// turned lazy (sent from its last look, before it counted as lazy): that
+// wake-up, lost on the way, must not hold back the next one.
+TEST(idle_protocol, a_lazy_sleeper_hears_work_added_once_nobody_holds_work) {
+    idle_protocol idle(2, &no_processes);
+    struct racing_thread final : beside_busy_thread {
+        idle_protocol* idle = nullptr;
+        std::atomic<bool> race{false};
+        std::future<void> adder;
+        // Asked under the protocol's lock after the last look, before the
+        // thread counts as lazy: the adder sees an eager sleeper.
+        steady::time_point sleep_limit() noexcept override {
+            if (race.load() && !adder.valid()) {
+                adder = std::async(std::launch::async, [p = idle] { p->work_added(); });
+                adder.wait_for(200ms);  // it waits for the lock this thread holds
+            }
+            return beside_busy_thread::sleep_limit();
+        }
+    } self;
+    self.idle = &idle;
+    idle.attach(self);
+    const auto deadline = steady::now() + 20s;
+    std::atomic<bool> returned{false};
+    std::thread first([&] { idle.idle(self, deadline), returned = true; });
+    wake_until_returned(idle, first, returned);
+    ASSERT_TRUE(returned.load());
+
+    returned = false;
+    self.race = true;
+    std::thread second([&] { idle.idle(self, deadline), returned = true; });
+    std::this_thread::sleep_for(300ms);  // lazy by now, the adder done
+    EXPECT_FALSE(returned.load());
+    self.others_hold_work = false;  // its next look makes it an eager sleeper
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(returned.load());
+    const auto woken = steady::now();
+    wake_until_returned(idle, second, returned);
+    EXPECT_TRUE(returned.load());
+    EXPECT_LT(steady::now() - woken, 5s) << "the wake-up lost to the lazy turn held back the next one";
+    self.adder.get();
+}
