@@ -87,6 +87,44 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
     }
 
     time_point limit = std::min(until, self.sleep_limit());
+    auto notified = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
+    auto woken = [&] { return notified() || work_epoch_ != seen_work; };
+    // A lazy sleeper (header) looks once per sleep_limit() (busy_watch) while
+    // another thread holds work; once none does, it becomes an eager sleeper
+    // again: announced, then a last look, as above with lazy_sleepers_ in
+    // place of sleepers_. Returns whether it found work in that look.
+    bool lazy_now = lazy && limit != until;
+    if (lazy_now) {
+        lazy_sleepers_.fetch_add(1);
+        // A wake-up on its way may have been meant for this thread, which no
+        // longer hears them: let the next one go to another.
+        waking_.store(false);
+    }
+    auto turn_eager = [&] {
+        lazy_now = false;
+        lazy_sleepers_.fetch_sub(1);
+        waking_.store(false);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        seen_work = work_epoch_;
+        return self.has_work();
+    };
+    // Whether a lazy sleeper whose sleep or poll ran out should go on
+    // sleeping lazily (with `limit` renewed): nothing for it yet.
+    auto stay_lazy = [&] {
+        if (notified() || std::chrono::steady_clock::now() >= until || self.has_work()) return false;
+        limit = std::min(until, self.sleep_limit());
+        return limit != until || !turn_eager();
+    };
+    // How this call ends: true if the thread was woken for work and found
+    // none it may take, or is a lazy sleeper with nothing to do yet (the
+    // next call sleeps lazily at once, after a short spin).
+    auto end = [&] {
+        const bool for_nothing =
+            !notified() && (lazy_now || work_epoch_ != seen_work) && !self.has_work();
+        if (lazy_now) lazy_sleepers_.fetch_sub(1);
+        leave();
+        return for_nothing;
+    };
     if (idle_poller* p = rt_->idle_poller(); p && polling_ == nullptr) {
         polling_ = &self;
         poller_ = p;
@@ -97,8 +135,8 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
             lk.unlock();
             polled = p->poll_until(limit);
             lk.lock();
-            if (polled || epoch_ != seen || work_epoch_ != seen_work || self.notified_.load(std::memory_order_relaxed))
-                break;
+            if (polled && lazy_now && stay_lazy()) continue;
+            if (polled || woken()) break;
             // The poll did not run (its owner was busy: the IO scheduler not
             // parked yet). A thread that went to sleep meanwhile left the
             // poll to this one; if the owner parked after this attempt
@@ -110,50 +148,23 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
         polling_ = nullptr;
         poller_ = nullptr;
         // A poll that did not run falls through to the condition variable.
-        if (polled || epoch_ != seen || work_epoch_ != seen_work || self.notified_.load(std::memory_order_relaxed))
-            return leave();
+        if (polled || woken()) return end();
     } else if (p) {
         poll_left_ = true;
     }
-    auto notified = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
-    auto woken = [&] { return notified() || work_epoch_ != seen_work; };
     auto sleep = [&](auto& cv, auto&& pred) {
         if (limit == time_point::max()) cv.wait(lk, pred);
         else cv.wait_until(lk, limit, pred);
     };
-    // A lazy sleeper looks once per sleep_limit() (tuning::busy_watch) while
-    // another thread holds work, and sleeps as any other once none does.
-    if (lazy && limit != until) {
-        lazy_sleepers_.fetch_add(1);
-        // A wake-up on its way may have been meant for this thread, which no
-        // longer hears them: let the next one go to another.
-        waking_.store(false);
-        for (;;) {
-            sleep(lazy_cv_, notified);
-            if (notified() || std::chrono::steady_clock::now() >= until || self.has_work()) break;
-            limit = std::min(until, self.sleep_limit());
-            if (limit != until) continue;
-            // Announce as an eager sleeper, then look (as above, with
-            // lazy_sleepers_ in place of sleepers_).
-            lazy_sleepers_.fetch_sub(1);
-            waking_.store(false);
-            std::atomic_thread_fence(std::memory_order_seq_cst);
-            if (!self.has_work()) {
-                seen_work = work_epoch_;
-                sleep(cv_, woken);
-            }
-            return leave();
-        }
-        lazy_sleepers_.fetch_sub(1);
-        return leave();
+    while (lazy_now) {
+        sleep(lazy_cv_, notified);
+        if (!stay_lazy()) return end();
     }
     sleep(cv_, woken);
     // Woken by work_added for work this thread finds it cannot take (its
     // owner ran it, or it is not stealable yet): the next call spins a
     // little, then sleeps lazily (header).
-    const bool for_nothing = !notified() && work_epoch_ != seen_work && !self.has_work();
-    leave();
-    return for_nothing;
+    return end();
 }
 
 void idle_protocol::notify(idle_thread& t) {

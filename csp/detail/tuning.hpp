@@ -88,7 +88,7 @@ inline constexpr std::chrono::microseconds run_next_steal_delay{5};
 
 // A worker that goes to sleep while another holds ready work (in its queue
 // or run-next slot) sleeps at most this long, then looks whether that work
-// still waits. Waking a sleeper for every queued process would cost a
+// still waits; a lazy sleeper (idle_protocol.hpp) relies on these looks alone. Waking a sleeper for every queued process would cost a
 // thread wake-up (several us on the waker's side) per message of a busy
 // network; this costs the sleeper one timer wake-up per interval while
 // another worker is busy, and a fiber stuck behind a long-running process
