@@ -90,9 +90,7 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
     auto notified = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
     auto woken = [&] { return notified() || work_epoch_ != seen_work; };
     // A lazy sleeper (header) looks once per sleep_limit() (busy_watch) while
-    // another thread holds work; once none does, it becomes an eager sleeper
-    // again: announced, then a last look, as above with lazy_sleepers_ in
-    // place of sleepers_. Returns whether it found work in that look.
+    // another thread holds work.
     bool lazy_now = lazy && limit != until;
     if (lazy_now) {
         lazy_sleepers_.fetch_add(1);
@@ -100,6 +98,9 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
         // longer hears them: let the next one go to another.
         waking_.store(false);
     }
+    // Once no other thread holds work, a lazy sleeper becomes an eager one:
+    // announced, then a last look, as above with lazy_sleepers_ in place of
+    // sleepers_. Returns whether that look found work.
     auto turn_eager = [&] {
         lazy_now = false;
         lazy_sleepers_.fetch_sub(1);
