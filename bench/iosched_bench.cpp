@@ -9,6 +9,15 @@
 //                                 that never become ready; the ratio
 //                                 pseudo-benchmarks report the growth
 //                                 against 0 idle fds
+//   iosched_commstime/csp_2_threads  Commstime on two worker threads while a
+//                                 process waits on an fd that never becomes
+//                                 ready: the idle worker waits in the
+//                                 scheduler's poll (ns_per_comm, and
+//                                 pipe_wakes_per_s, the writes to the
+//                                 scheduler's self-pipe the busy worker made
+//                                 to wake it; csp_bench's
+//                                 commstime/csp_2_threads is the same
+//                                 without the fd)
 // Counter: us_per_roundtrip.
 #include <fcntl.h>
 #include <poll.h>
@@ -151,8 +160,56 @@ void pingpong_raw_poll(benchmark::State& state, int idle, const std::string& nam
     report(state, name, std::chrono::duration<double, std::nano>(clock_type::now() - start).count());
 }
 
+void commstime_beside_an_fd(benchmark::State& state) {
+    socket_pair never_ready;
+    csp::channel<long> a, b, c, d;
+    double ns = 0;
+    csp::io::scheduler_stats before{}, after{};
+    try {
+        csp::run(
+            [&] {
+                csp::par(
+                    [fd = never_ready.fd[0]] {
+                        try {
+                            csp::io::wait_readable(fd);
+                        } catch (const csp::io::io_error&) {  // the scheduler stopped
+                        }
+                    },
+                    [in = c.reader(), out = a.writer()] {
+                        out.write(0);
+                        for (;;) out.write(in.read());
+                    },
+                    [in = a.reader(), cons = d.writer(), succ = b.writer()] {
+                        for (;;) {
+                            const long v = in.read();
+                            cons.write(v);
+                            succ.write(v);
+                        }
+                    },
+                    [in = b.reader(), out = c.writer()] {
+                        for (;;) out.write(in.read() + 1);
+                    },
+                    [&, in = d.reader()] {
+                        csp::sleep_for(std::chrono::milliseconds(5));  // the fd is armed by now
+                        before = csp::io::this_scheduler().stats();
+                        const auto start = clock_type::now();
+                        for (auto _ : state) benchmark::DoNotOptimize(in.read());
+                        ns = std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
+                        after = csp::io::this_scheduler().stats();
+                        send_byte(never_ready.fd[1]);  // ends the wait
+                        a.poison(), b.poison(), c.poison(), d.poison();
+                    });
+            },
+            {.threads = 2});
+    } catch (const csp::poisoned_error&) {
+    }
+    state.counters["ns_per_comm"] = ns / (static_cast<double>(state.iterations()) * 4);
+    state.counters["pipe_wakes_per_s"] = static_cast<double>(after.pipe_wakes - before.pipe_wakes) / (ns / 1e9);
+}
+
 }  // namespace
 
+BENCHMARK(commstime_beside_an_fd)->Name("iosched_commstime/csp_2_threads")->UseRealTime();
 BENCHMARK_CAPTURE(pingpong_csp, csp, csp::io::backend_kind::poll, 0, "pingpong/csp")
     ->Name("iosched_pingpong/csp")->UseRealTime();
 BENCHMARK_CAPTURE(pingpong_csp, csp_epoll, csp::io::backend_kind::epoll, 0, "pingpong/csp_epoll")
