@@ -42,6 +42,7 @@
 #include <benchmark/benchmark.h>
 #include <boost/fiber/all.hpp>
 
+#include "bench/commstime_network.hpp"
 #include "bench/peer_ratio.hpp"
 #include "csp/csp.hpp"
 
@@ -66,35 +67,18 @@ double elapsed_ns(clock_type::time_point since) {
     return std::chrono::duration<double, std::nano>(clock_type::now() - since).count();
 }
 
-// Prefix(0) -> Delta -> Succ -> Prefix, Delta writing first to the consumer,
-// then to Succ. One benchmark iteration is one loop: four communications.
+// Commstime (bench/commstime_network.hpp): one benchmark iteration is one
+// loop of the ring, four communications.
 void commstime_csp(benchmark::State& state, std::size_t threads) {
-    csp::channel<long> a, b, c, d;
     double ns = 0;
     try {
         csp::run(
             [&] {
-                csp::par(
-                    [in = c.reader(), out = a.writer()] {
-                        out.write(0);
-                        for (;;) out.write(in.read());
-                    },
-                    [in = a.reader(), cons = d.writer(), succ = b.writer()] {
-                        for (;;) {
-                            const long v = in.read();
-                            cons.write(v);
-                            succ.write(v);
-                        }
-                    },
-                    [in = b.reader(), out = c.writer()] {
-                        for (;;) out.write(in.read() + 1);
-                    },
-                    [&, in = d.reader()] {
-                        const auto start = clock_type::now();
-                        for (auto _ : state) benchmark::DoNotOptimize(in.read());
-                        ns = elapsed_ns(start);
-                        a.poison(), b.poison(), c.poison(), d.poison();
-                    });
+                bench::commstime_network([&](const csp::reader<long>& in) {
+                    const auto start = clock_type::now();
+                    for (auto _ : state) benchmark::DoNotOptimize(in.read());
+                    ns = elapsed_ns(start);
+                });
             },
             {.threads = threads});
     } catch (const csp::poisoned_error&) {

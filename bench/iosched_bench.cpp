@@ -32,6 +32,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/commstime_network.hpp"
 #include "bench/peer_ratio.hpp"
 #include "csp/csp.hpp"
 #include "iosched/iosched.hpp"
@@ -162,34 +163,13 @@ void pingpong_raw_poll(benchmark::State& state, int idle, const std::string& nam
 
 void commstime_beside_an_fd(benchmark::State& state) {
     socket_pair never_ready;
-    csp::channel<long> a, b, c, d;
     double ns = 0;
     csp::io::scheduler_stats before{}, after{};
     try {
         csp::run(
             [&] {
-                csp::par(
-                    [fd = never_ready.fd[0]] {
-                        try {
-                            csp::io::wait_readable(fd);
-                        } catch (const csp::io::io_error&) {  // the scheduler stopped
-                        }
-                    },
-                    [in = c.reader(), out = a.writer()] {
-                        out.write(0);
-                        for (;;) out.write(in.read());
-                    },
-                    [in = a.reader(), cons = d.writer(), succ = b.writer()] {
-                        for (;;) {
-                            const long v = in.read();
-                            cons.write(v);
-                            succ.write(v);
-                        }
-                    },
-                    [in = b.reader(), out = c.writer()] {
-                        for (;;) out.write(in.read() + 1);
-                    },
-                    [&, in = d.reader()] {
+                bench::commstime_network(
+                    [&](const csp::reader<long>& in) {
                         csp::sleep_for(std::chrono::milliseconds(5));  // the fd is armed by now
                         before = csp::io::this_scheduler().stats();
                         const auto start = clock_type::now();
@@ -197,7 +177,12 @@ void commstime_beside_an_fd(benchmark::State& state) {
                         ns = std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
                         after = csp::io::this_scheduler().stats();
                         send_byte(never_ready.fd[1]);  // ends the wait
-                        a.poison(), b.poison(), c.poison(), d.poison();
+                    },
+                    [fd = never_ready.fd[0]] {
+                        try {
+                            csp::io::wait_readable(fd);
+                        } catch (const csp::io::io_error&) {  // the scheduler stopped
+                        }
                     });
             },
             {.threads = 2});

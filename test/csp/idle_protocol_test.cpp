@@ -184,6 +184,15 @@ void wake_until_returned(idle_protocol& idle, std::thread& t, std::atomic<bool>&
     t.join();
 }
 
+// One idle() of `self` woken by work_added() for work it cannot take: its
+// next idle() sleeps lazily. False if work_added() did not wake it.
+bool wake_for_nothing(idle_protocol& idle, beside_busy_thread& self, steady::time_point deadline) {
+    std::atomic<bool> returned{false};
+    std::thread t([&] { idle.idle(self, deadline), returned = true; });
+    wake_until_returned(idle, t, returned);
+    return returned.load();
+}
+
 }  // namespace
 
 // Regression for the wake-up storm of an idle worker beside one running a
@@ -198,12 +207,9 @@ TEST(idle_protocol, a_thread_woken_for_work_it_cannot_take_is_not_woken_for_more
     beside_busy_thread self;
     idle.attach(self);
     const auto deadline = steady::now() + 20s;
-    std::atomic<bool> returned{false};
-    std::thread first([&] { idle.idle(self, deadline), returned = true; });
-    wake_until_returned(idle, first, returned);
-    ASSERT_TRUE(returned.load()) << "work_added() did not wake an eager sleeper";
+    ASSERT_TRUE(wake_for_nothing(idle, self, deadline)) << "work_added() did not wake an eager sleeper";
 
-    returned = false;
+    std::atomic<bool> returned{false};
     std::thread second([&] { idle.idle(self, deadline), returned = true; });
     for (int i = 0; i < 100; ++i) {
         idle.work_added();
@@ -247,12 +253,9 @@ TEST(idle_protocol, a_lazy_sleeper_hears_work_added_once_nobody_holds_work) {
     self.idle = &idle;
     idle.attach(self);
     const auto deadline = steady::now() + 20s;
-    std::atomic<bool> returned{false};
-    std::thread first([&] { idle.idle(self, deadline), returned = true; });
-    wake_until_returned(idle, first, returned);
-    ASSERT_TRUE(returned.load());
+    ASSERT_TRUE(wake_for_nothing(idle, self, deadline));
 
-    returned = false;
+    std::atomic<bool> returned{false};
     self.race = true;
     std::thread second([&] { idle.idle(self, deadline), returned = true; });
     std::this_thread::sleep_for(300ms);  // lazy by now, the adder done
@@ -299,12 +302,9 @@ TEST(idle_protocol, a_poller_woken_for_work_it_cannot_take_is_not_woken_for_more
     beside_busy_thread self;
     idle.attach(self);
     const auto deadline = steady::now() + 20s;
-    std::atomic<bool> returned{false};
-    std::thread first([&] { idle.idle(self, deadline), returned = true; });
-    wake_until_returned(idle, first, returned);
-    ASSERT_TRUE(returned.load());
+    ASSERT_TRUE(wake_for_nothing(idle, self, deadline));
 
-    returned = false;
+    std::atomic<bool> returned{false};
     std::thread second([&] { idle.idle(self, deadline), returned = true; });
     std::this_thread::sleep_for(20ms);
     const int wakes_before = [&] {
