@@ -24,6 +24,9 @@
 //   priority_latency/{idle,busy_prioritised,busy_equal}/threads:N
 //                                           wake-up latency of a process while
 //                                           100 others compute
+//   par_after_ring/threads:2                a par of two 100 us branches right
+//                                           after a ring ran on one worker:
+//                                           par_us (median), branch_us
 //   million_processes                       peak RSS per blocked process
 //                                           (only with --benchmark_filter=million)
 #include <sched.h>
@@ -453,6 +456,54 @@ void priority_latency(benchmark::State& state, std::size_t busy, bool prioritise
     state.counters["p90_us"] = waits[samples * 9 / 10] / 1000.0;
 }
 
+// A par of two branches of about 100 us of arithmetic each, started as soon
+// as Commstime's ring has run 500 loops (2,000 messages) on one worker, the
+// other idle after wake-ups for work it could not take. par_us: the par's
+// median time over 200 rounds; branch_us: one branch's time alone. On two
+// workers the par takes about branch_us, on one twice that. Go's peer:
+// bench/go/core_ops.go -bench par_after_ring.
+void par_after_ring(benchmark::State& state) {
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    const std::uint64_t iters = iterations_for(100);
+    constexpr std::size_t rounds = 200;
+    constexpr long loops = 500;
+    std::vector<double> pars, alone;
+    auto median = [](std::vector<double>& v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    for (auto _ : state) {
+        pars.clear();
+        alone.clear();
+        for (std::size_t r = 0; r < 20; ++r) {
+            const auto start = clock_type::now();
+            benchmark::DoNotOptimize(compute(r, iters));
+            alone.push_back(elapsed_ns(start) / 1000.0);
+        }
+        long loops_run = 0;
+        csp::run(
+            [&] {
+                for (std::size_t r = 0; r < rounds; ++r) {
+                    try {
+                        bench::commstime_network([&](const csp::reader<long>& in) {
+                            for (long i = 0; i < loops; ++i) loops_run += in.read() >= 0;
+                        });
+                    } catch (const csp::poisoned_error&) {
+                    }
+                    const auto start = clock_type::now();
+                    std::uint64_t x = 0, y = 0;
+                    csp::par([&] { x = compute(r, iters); }, [&] { y = compute(r + 1, iters); });
+                    pars.push_back(elapsed_ns(start) / 1000.0);
+                    benchmark::DoNotOptimize(x + y);
+                }
+            },
+            {.threads = threads});
+        if (loops_run != static_cast<long>(rounds) * loops) state.SkipWithError("the ring lost messages");
+    }
+    state.counters["par_us"] = median(pars);
+    state.counters["branch_us"] = median(alone);
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(commstime_csp, csp, 1)->Name("commstime/csp")->UseRealTime();
@@ -493,6 +544,7 @@ BENCHMARK_CAPTURE(priority_latency, busy_equal, 100, false)
     ->Arg(2)
     ->Iterations(1)
     ->UseRealTime();
+BENCHMARK(par_after_ring)->Name("par_after_ring/threads")->Arg(2)->Iterations(1)->UseRealTime();
 BENCHMARK(million_processes)->Name("million_processes")->Arg(1'000'000)->Iterations(1)->UseRealTime();
 
 int main(int argc, char** argv) {

@@ -16,9 +16,15 @@
 //                          running, the mean and the 90th percentile of
 //                          400 samples, or -loops (priority_latency/idle
 //                          with B=1, busy_equal with B=100)
+//   -bench par_after_ring  Commstime's ring runs 500 loops, then two
+//                          goroutines compute about 100 us each and are
+//                          waited for; 200 rounds: the median ns of the
+//                          two, and "branch_ns", one computation alone
+//                          (csp_bench's par_after_ring; run with
+//                          GOMAXPROCS=2)
 //
 // Prints one JSON object: {"bench": b, "n": n, "gomaxprocs": N, "ns": x}
-// (latency adds "p90_ns").
+// (latency adds "p90_ns", par_after_ring "branch_ns").
 // Run with GOMAXPROCS set by the caller (bench/runtime_vs_go: 1, beside
 // csp_bench's rows on one worker thread).
 package main
@@ -135,6 +141,72 @@ func iterationsFor(us float64) uint64 {
 	return uint64(us * n / (float64(time.Since(start).Nanoseconds()) / 1000))
 }
 
+// ring runs Commstime's network (prefix, delta, succ, a consumer) for
+// `loops` loops and returns once all four goroutines ended.
+func ring(loops int) {
+	a, b, c, d := make(chan int64), make(chan int64), make(chan int64), make(chan int64)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // prefix
+		defer wg.Done()
+		a <- 0
+		for i := 1; i < loops; i++ {
+			a <- <-c
+		}
+	}()
+	go func() { // delta
+		defer wg.Done()
+		for i := 0; i < loops; i++ {
+			v := <-a
+			d <- v
+			b <- v
+		}
+	}()
+	go func() { // succ
+		defer wg.Done()
+		for i := 0; i < loops; i++ {
+			v := <-b
+			if i+1 < loops {
+				c <- v + 1
+			}
+		}
+	}()
+	for i := 0; i < loops; i++ {
+		sink += uint64(<-d)
+	}
+	wg.Wait()
+}
+
+// parAfterRing returns the median ns of two ~100 us computations run in
+// parallel right after a ring, over `rounds`, and one computation's alone.
+func parAfterRing(rounds int) (float64, float64) {
+	iters := iterationsFor(100)
+	median := func(v []float64) float64 {
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	alone := make([]float64, 20)
+	for i := range alone {
+		start := time.Now()
+		sink += compute(uint64(i), iters)
+		alone[i] = float64(time.Since(start).Nanoseconds())
+	}
+	pars := make([]float64, rounds)
+	for r := range pars {
+		ring(500)
+		start := time.Now()
+		var x, y uint64
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { x = compute(uint64(r), iters); wg.Done() }()
+		go func() { y = compute(uint64(r+1), iters); wg.Done() }()
+		wg.Wait()
+		pars[r] = float64(time.Since(start).Nanoseconds())
+		sink += x + y
+	}
+	return median(pars), median(alone)
+}
+
 // latency returns the mean and the 90th percentile, in ns, of `samples`
 // waits from a send to its receiver running, while `busy` goroutines
 // compute in 5 us slices.
@@ -178,7 +250,7 @@ func latency(busy, samples int) (float64, float64) {
 }
 
 func main() {
-	bench := flag.String("bench", "select", "select, buffered or spawn")
+	bench := flag.String("bench", "select", "select, buffered, spawn, latency or par_after_ring")
 	n := flag.Int("n", 2, "channels in the select: 2 or 8")
 	loops := flag.Int("loops", 2000000, "operations timed")
 	flag.Parse()
@@ -206,13 +278,18 @@ func main() {
 			}
 		})
 		ns, p90 = latency(*n, samples)
+	case "par_after_ring":
+		ns, p90 = parAfterRing(200)
 	default:
-		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered, spawn or latency")
+		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered, spawn, latency or par_after_ring")
 		os.Exit(2)
 	}
 	out := map[string]interface{}{"bench": *bench, "n": *n, "gomaxprocs": runtime.GOMAXPROCS(0), "ns": ns}
 	if *bench == "latency" {
 		out["p90_ns"] = p90
+	}
+	if *bench == "par_after_ring" {
+		out["branch_ns"] = p90
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
 }

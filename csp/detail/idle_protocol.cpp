@@ -52,8 +52,9 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
     if (threads_ > 1 && spin(self, until, !lazy)) {
         self.notified_.store(false, std::memory_order_relaxed);
         // Other work may have been queued while wake-ups were held back for
-        // this spinner: pass one on (a no-op unless someone sleeps).
-        work_added();
+        // this spinner, new work too: pass one on (a no-op unless someone
+        // sleeps).
+        work_added(work::added);
         return false;
     }
     std::unique_lock lk(mutex_);
@@ -90,8 +91,10 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
     auto notified = [&] { return epoch_ != seen || self.notified_.load(std::memory_order_relaxed); };
     auto woken = [&] { return notified() || work_epoch_ != seen_work; };
     // A lazy sleeper (header) looks once per sleep_limit() (busy_watch) while
-    // another thread holds work.
+    // another thread holds work, and wakes for new work.
     bool lazy_now = lazy && limit != until;
+    const std::uint64_t seen_added = added_epoch_;
+    auto lazy_woken = [&] { return notified() || added_epoch_ != seen_added; };
     if (lazy_now) {
         lazy_sleepers_.fetch_add(1);
         // A wake-up on its way may have been meant for this thread, which no
@@ -112,7 +115,7 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
     // Whether a lazy sleeper whose sleep or poll ran out should go on
     // sleeping lazily (with `limit` renewed): nothing for it yet.
     auto stay_lazy = [&] {
-        if (notified() || std::chrono::steady_clock::now() >= until || self.has_work()) return false;
+        if (lazy_woken() || std::chrono::steady_clock::now() >= until || self.has_work()) return false;
         limit = std::min(until, self.sleep_limit());
         return limit != until || !turn_eager();
     };
@@ -158,7 +161,7 @@ bool idle_protocol::sleep_once(idle_thread& self, const time_point until, const 
         else cv.wait_until(lk, limit, pred);
     };
     while (lazy_now) {
-        sleep(lazy_cv_, notified);
+        sleep(lazy_cv_, lazy_woken);
         if (!stay_lazy()) return end();
     }
     sleep(cv_, woken);
@@ -180,20 +183,27 @@ void idle_protocol::notify(idle_thread& t) {
     if (p) p->wake();
 }
 
-void idle_protocol::work_added() {
+void idle_protocol::work_added(const work w) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // Lazy sleepers are counted in sleepers_ too: the difference may be read
     // torn, but a sleeper that counts as lazy sleeps a bounded time.
-    if (sleepers_.load(std::memory_order_relaxed) == lazy_sleepers_.load(std::memory_order_relaxed)) return;
+    const std::size_t sleepers = sleepers_.load(std::memory_order_relaxed);
+    const std::size_t eager = sleepers - lazy_sleepers_.load(std::memory_order_relaxed);
+    if (w == work::requeued ? eager == 0 : sleepers == 0) return;
     if (spinners_.load(std::memory_order_relaxed) != 0) return;
     if (waking_.exchange(true)) return;
     idle_poller* p;
     {
         std::lock_guard lk(mutex_);
         ++work_epoch_;
+        if (w == work::added) ++added_epoch_;
         p = poll_to_wake_locked(true);
     }
-    cv_.notify_one();
+    if (eager != 0) cv_.notify_one();
+    // New work wakes a lazy sleeper as well, even if an eager one was
+    // counted: that one may have turned lazy since (it counts itself lazy
+    // under mutex_, after this thread's read).
+    if (w == work::added) lazy_cv_.notify_one();
     if (p) p->wake();
 }
 

@@ -38,9 +38,9 @@
 //
 // Lazy sleepers. A thread woken by work_added() that finds nothing it may
 // take (the work's owner ran it first, or it is not stealable yet) stops
-// taking such wake-ups until it has run something: it sleeps on lazy_cv_,
-// which only notify() and wake_all() signal (the polling thread polls
-// without work_added() waking the poll), and looks once per
+// taking wake-ups for requeued work until it has run something: it sleeps
+// on lazy_cv_, which notify(), wake_all() and new work signal (the polling
+// thread polls without a requeue waking the poll), and looks once per
 // tuning::busy_watch while another thread holds work. Without this, an idle
 // worker beside one busy with a ping-pong is woken for each process the
 // busy one queues and runs again a moment later: a futex wake-up (or a
@@ -48,9 +48,15 @@
 // that reads the lines it writes, thousands of times a second (Commstime on
 // two threads: 73-170 ns per communication, against 61-68 with lazy
 // sleepers; with an fd armed in the IO scheduler 88-99 against 76-82).
-// Work a lazy sleeper could take waits at most busy_watch; once nobody
-// holds work it sleeps as any sleeper (leaving lazy_sleepers_, then a last
-// look, the argument above).
+// Requeued work a lazy sleeper could take waits at most busy_watch; new
+// work (a process that has not run yet) wakes it as any sleeper, since a
+// par that starts right after a ring's messages would otherwise run its
+// branches on one worker for up to busy_watch (two 90 us branches took
+// 174-177 us instead of 94-96). Once nobody holds work a lazy sleeper
+// sleeps as any sleeper (leaving lazy_sleepers_, then a last look, the
+// argument above). An adder of new work that counted a sleeper as eager
+// signals lazy_cv_ too, after it bumped added_epoch_ under mutex_: that
+// sleeper may have turned lazy since, under mutex_, and then sees the bump.
 //
 // Deadlock. The last thread to become a sleeper, with no notification
 // pending, holds the only moment when no fiber of the runtime runs (every
@@ -115,10 +121,22 @@ public:
     // dispatcher soon. The flag persists, so a notify just before `t` goes
     // idle is not lost.
     void notify(idle_thread& t);
+    // What queued work is to a sleeper that might take it.
+    enum class work {
+        // A process its worker will probably run again in a moment: one its
+        // run-next slot displaced (a ring of processes on one worker queues
+        // one per message), or one woken by a timer or yielding. Lazy
+        // sleepers do not hear of it.
+        requeued,
+        // A process that has not run yet, or one woken from outside the
+        // runtime's workers: more work than the runtime had. Every sleeper
+        // hears of it.
+        added,
+    };
     // Work that any thread may take was queued. Cheap when nobody sleeps or
     // some thread is spinning for work already (it will find this): at most
     // one thread is woken per spinner that gives up (Go's wake throttling).
-    void work_added();
+    void work_added(work w);
     // Every thread looks again (the poller changed, or a runtime hook).
     void wake_all();
 
@@ -146,6 +164,7 @@ private:
     std::condition_variable lazy_cv_;  // lazy sleepers wait here
     std::uint64_t epoch_ = 0;          // bumped by wake_all
     std::uint64_t work_epoch_ = 0;     // bumped by work_added
+    std::uint64_t added_epoch_ = 0;    // bumped by work_added(work::added)
     std::atomic<std::size_t> sleepers_{0};
     std::atomic<std::size_t> lazy_sleepers_{0};  // of sleepers_: not woken by work_added
     std::atomic<std::size_t> spinners_{0};  // threads in spin()

@@ -205,7 +205,7 @@ void worker_pool::attach(std::size_t idx, worker_policy* w) {
 
 void worker_pool::inject(context* ctx, int level) noexcept {
     injected_.push(ctx, level);
-    idle_.work_added();
+    idle_.work_added(idle_protocol::work::added);
 }
 
 namespace {
@@ -314,14 +314,16 @@ void worker_policy::awakened(context* ctx) noexcept {
     } else if (fiber::is_pinned(ctx)) {
         main_ = ctx;  // a thread has one main context; it never leaves its thread
     } else {
+        // A process without a record has not run yet: a new one.
+        const bool added = fiber::record_of(ctx) == nullptr;
         fiber::detach_from_its_thread(ctx);
-        queue(ctx);
+        queue(ctx, added ? idle_protocol::work::added : idle_protocol::work::requeued);
     }
 }
 
-void worker_policy::queue(context* ctx) noexcept {
+void worker_policy::queue(context* ctx, idle_protocol::work w) noexcept {
     queue_.push(ctx, priority_of(ctx));
-    pool_->idle().work_added();
+    pool_->idle().work_added(w);
 }
 
 void worker_policy::run_next(context* ctx) noexcept {

@@ -296,7 +296,8 @@ private:
     std::chrono::steady_clock::time_point sleep_limit() noexcept override;
     // `yielding`: this pick is for a process that yields.
     boost::fibers::context* take_local(bool yielding) noexcept;
-    void queue(boost::fibers::context* ctx) noexcept;
+    void queue(boost::fibers::context* ctx,
+               idle_protocol::work w = idle_protocol::work::requeued) noexcept;
 
     worker_pool* pool_;
     std::size_t idx_;

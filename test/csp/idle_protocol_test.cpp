@@ -13,6 +13,7 @@
 #include "csp/detail/idle_protocol.hpp"
 
 using csp::detail::idle_protocol;
+using work = idle_protocol::work;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
@@ -38,7 +39,7 @@ TEST(idle_protocol, a_sleeper_hears_work_added_just_after_its_last_look) {
         // while the sleeper still holds the protocol's lock.
         bool has_work() const noexcept override {
             if (!producer.valid()) {
-                producer = std::async(std::launch::async, [p = idle] { p->work_added(); });
+                producer = std::async(std::launch::async, [p = idle] { p->work_added(work::requeued); });
                 // The producer either finishes (it saw no sleeper) or waits
                 // for the lock the sleeper holds until it sleeps.
                 producer.wait_for(200ms);
@@ -83,7 +84,7 @@ TEST(idle_protocol, wake_all_and_work_added_wake_sleepers_of_a_pool) {
         while (woke.load() < 2 && steady::now() < deadline) {
             std::this_thread::sleep_for(1ms);
             if (round % 2) idle.wake_all();
-            else idle.work_added();
+            else idle.work_added(work::requeued);
         }
         ta.join();
         tb.join();
@@ -167,18 +168,21 @@ namespace {
 struct beside_busy_thread : csp::detail::idle_thread {
     std::atomic<bool> work{false};
     std::atomic<bool> others_hold_work{true};
+    // How often it looks by itself while others hold work.
+    steady::duration watch = 1ms;
     bool has_work() const noexcept override { return work.load(); }
     steady::time_point sleep_limit() noexcept override {
-        return others_hold_work.load() ? steady::now() + 1ms : steady::time_point::max();
+        return others_hold_work.load() ? steady::now() + watch : steady::time_point::max();
     }
 };
 
 // Calls work_added() every millisecond until `t` has returned from the
 // idle() it runs: the wake-up it takes to return.
-void wake_until_returned(idle_protocol& idle, std::thread& t, std::atomic<bool>& returned) {
+void wake_until_returned(idle_protocol& idle, std::thread& t, std::atomic<bool>& returned,
+                         work w = work::requeued) {
     const auto until = steady::now() + 10s;
     while (!returned.load() && steady::now() < until) {
-        idle.work_added();
+        idle.work_added(w);
         std::this_thread::sleep_for(1ms);
     }
     t.join();
@@ -212,7 +216,7 @@ TEST(idle_protocol, a_thread_woken_for_work_it_cannot_take_is_not_woken_for_more
     std::atomic<bool> returned{false};
     std::thread second([&] { idle.idle(self, deadline), returned = true; });
     for (int i = 0; i < 100; ++i) {
-        idle.work_added();
+        idle.work_added(work::requeued);
         std::this_thread::sleep_for(1ms);
     }
     EXPECT_FALSE(returned.load()) << "a lazy sleeper was woken for work it could not take";
@@ -230,6 +234,66 @@ TEST(idle_protocol, a_thread_woken_for_work_it_cannot_take_is_not_woken_for_more
     EXPECT_TRUE(returned.load());
 }
 
+// Regression for a par started right after a ring of processes on one
+// worker: the other worker, lazy after wake-ups for the ring's requeued
+// processes, did not hear of the par's branches, and both ran on one worker
+// (two branches of 90 us took 174-177 us; 94-96 before lazy sleepers). A
+// new process wakes a lazy sleeper; it does not wait for the sleeper's own
+// look (here 30 s away).
+TEST(idle_protocol, a_lazy_sleeper_is_woken_for_a_new_process) {
+    idle_protocol idle(2, &no_processes);
+    beside_busy_thread self;
+    idle.attach(self);
+    const auto deadline = steady::now() + 60s;
+    ASSERT_TRUE(wake_for_nothing(idle, self, deadline));
+    self.watch = 30s;
+
+    std::atomic<bool> returned{false};
+    std::thread second([&] { idle.idle(self, deadline), returned = true; });
+    for (int i = 0; i < 20; ++i) {
+        idle.work_added(work::requeued);
+        std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_FALSE(returned.load()) << "a lazy sleeper was woken for requeued work";
+    const auto added = steady::now();
+    wake_until_returned(idle, second, returned, work::added);
+    EXPECT_TRUE(returned.load());
+    EXPECT_LT(steady::now() - added, 10s) << "new work waited for the lazy sleeper's own look";
+}
+
+// The adder of new work reads the sleepers' counts before it takes the
+// protocol's lock; a sleeper it counted as eager may turn lazy before the
+// adder gets the lock. It still hears of the work: the adder signals lazy
+// sleepers too.
+TEST(idle_protocol, new_work_reaches_a_sleeper_that_turned_lazy_after_the_adder_counted_it) {
+    idle_protocol idle(2, &no_processes);
+    struct racing_thread final : beside_busy_thread {
+        idle_protocol* idle = nullptr;
+        std::atomic<bool> race{false};
+        std::future<void> adder;
+        // Asked under the protocol's lock after the last look, before the
+        // thread counts as lazy: the adder counts an eager sleeper, then
+        // waits for the lock.
+        steady::time_point sleep_limit() noexcept override {
+            if (race.load() && !adder.valid()) {
+                adder = std::async(std::launch::async, [p = idle] { p->work_added(work::added); });
+                adder.wait_for(200ms);
+            }
+            return beside_busy_thread::sleep_limit();
+        }
+    } self;
+    self.idle = &idle;
+    idle.attach(self);
+    const auto deadline = steady::now() + 60s;
+    ASSERT_TRUE(wake_for_nothing(idle, self, deadline));
+    self.watch = 30s;
+    self.race = true;
+    const auto start = steady::now();
+    idle.idle(self, deadline);
+    EXPECT_LT(steady::now() - start, 10s) << "new work sent while the sleeper turned lazy was not heard";
+    self.adder.get();
+}
+
 // A lazy sleeper whose neighbours no longer hold work sleeps as any other:
 // work_added() wakes it. Also when a wake-up was on its way to it as it
 // turned lazy (sent from its last look, before it counted as lazy): that
@@ -244,7 +308,7 @@ TEST(idle_protocol, a_lazy_sleeper_hears_work_added_once_nobody_holds_work) {
         // thread counts as lazy: the adder sees an eager sleeper.
         steady::time_point sleep_limit() noexcept override {
             if (race.load() && !adder.valid()) {
-                adder = std::async(std::launch::async, [p = idle] { p->work_added(); });
+                adder = std::async(std::launch::async, [p = idle] { p->work_added(work::requeued); });
                 adder.wait_for(200ms);  // it waits for the lock this thread holds
             }
             return beside_busy_thread::sleep_limit();
@@ -312,7 +376,7 @@ TEST(idle_protocol, a_poller_woken_for_work_it_cannot_take_is_not_woken_for_more
         return poller.wakes;
     }();
     for (int i = 0; i < 100; ++i) {
-        idle.work_added();
+        idle.work_added(work::requeued);
         std::this_thread::sleep_for(1ms);
     }
     EXPECT_FALSE(returned.load()) << "a lazy poller was woken for work it could not take";
@@ -323,5 +387,18 @@ TEST(idle_protocol, a_poller_woken_for_work_it_cannot_take_is_not_woken_for_more
     self.work = true;
     second.join();
     EXPECT_LT(steady::now(), deadline);
+
+    // New work wakes a lazy poller's poll (the par after a ring, on a node).
+    self.work = false;
+    ASSERT_TRUE(wake_for_nothing(idle, self, deadline));
+    self.watch = 30s;
+    returned = false;
+    std::thread third([&] { idle.idle(self, deadline), returned = true; });
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(returned.load());
+    const auto added = steady::now();
+    wake_until_returned(idle, third, returned, work::added);
+    EXPECT_TRUE(returned.load());
+    EXPECT_LT(steady::now() - added, 10s) << "new work waited for the lazy poller's own look";
     rt.set_idle_poller(nullptr);
 }
