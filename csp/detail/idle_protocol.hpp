@@ -166,7 +166,7 @@ private:
     std::uint64_t work_epoch_ = 0;     // bumped by work_added
     std::uint64_t added_epoch_ = 0;    // bumped by work_added(work::added)
     std::atomic<std::size_t> sleepers_{0};
-    std::atomic<std::size_t> lazy_sleepers_{0};  // of sleepers_: not woken by work_added
+    std::atomic<std::size_t> lazy_sleepers_{0};  // of sleepers_: not woken by requeued work
     std::atomic<std::size_t> spinners_{0};  // threads in spin()
     // A wake-up from work_added() is on its way and its sleeper has not left
     // idle() yet: it will look for work, so further work_added() calls need
