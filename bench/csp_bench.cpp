@@ -21,6 +21,8 @@
 //                                           arithmetic per job): seconds per
 //                                           run; farm/speedup, pipeline/speedup
 //                                           = 1 thread / the most threads
+//   producer_consumer/threads:N             a producer and a consumer, each
+//                                           about 50 us of arithmetic per item
 //   priority_latency/{idle,busy_prioritised,busy_equal}/threads:N
 //                                           wake-up latency of a process while
 //                                           100 others compute
@@ -413,6 +415,37 @@ void pipeline(benchmark::State& state) {
     state.counters["nproc"] = static_cast<double>(usable_cpus());
 }
 
+// A producer that computes each item (about 50 us) and writes it to a
+// consumer that computes with it as long: the smallest program that should
+// use two cores. The consumer, woken by the write, waits in the producer's
+// worker's run-next slot while the producer computes the next item, until
+// the other worker takes it. Go's peer: bench/go/core_ops.go -bench
+// producer_consumer.
+void producer_consumer(benchmark::State& state) {
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    constexpr std::size_t items = 1000;
+    const std::uint64_t iters = iterations_for(50);
+    for (auto _ : state) {
+        csp::channel<std::uint64_t> link;
+        std::uint64_t sum = 0;
+        std::size_t consumed = 0;
+        csp::run(
+            [&] {
+                csp::par(
+                    [&, out = link.writer()] {
+                        for (std::size_t j = 0; j < items; ++j) out.write(compute(j, iters));
+                    },
+                    [&, in = link.reader()] {
+                        for (std::size_t j = 0; j < items; ++j, ++consumed) sum += compute(in.read(), iters);
+                    });
+            },
+            {.threads = threads});
+        if (consumed != items) state.SkipWithError("lost items");
+        benchmark::DoNotOptimize(sum);
+    }
+    state.counters["nproc"] = static_cast<double>(usable_cpus());
+}
+
 // A process waits for timestamps written by the first of `busy` processes,
 // which all compute in 5 us slices and yield between them. Reports the mean
 // and the 90th percentile of the time from the write to the reader running.
@@ -521,6 +554,13 @@ BENCHMARK(run_stacks_csp)->Name("reused_stacks/csp")->Args({1, 0})->UseRealTime(
 BENCHMARK(farm)->Name("farm/threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(pipeline)
     ->Name("pipeline/threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK(producer_consumer)
+    ->Name("producer_consumer/threads")
     ->Arg(1)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)

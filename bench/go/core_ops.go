@@ -22,6 +22,11 @@
 //                          two, and "branch_ns", one computation alone
 //                          (csp_bench's par_after_ring; run with
 //                          GOMAXPROCS=2)
+//   -bench producer_consumer
+//                          a goroutine computes 1,000 items of about 50 us
+//                          each and sends them to one that computes as long
+//                          with each: ns per run (csp_bench's
+//                          producer_consumer; GOMAXPROCS 1 and 2)
 //
 // Prints one JSON object: {"bench": b, "n": n, "gomaxprocs": N, "ns": x}
 // (latency adds "p90_ns", par_after_ring "branch_ns").
@@ -207,6 +212,29 @@ func parAfterRing(rounds int) (float64, float64) {
 	return median(pars), median(alone)
 }
 
+// producerConsumer returns the ns of one run of 1,000 items.
+func producerConsumer() float64 {
+	iters := iterationsFor(50)
+	const items = 1000
+	link := make(chan uint64)
+	done := make(chan uint64)
+	start := time.Now()
+	go func() {
+		for j := uint64(0); j < items; j++ {
+			link <- compute(j, iters)
+		}
+	}()
+	go func() {
+		var s uint64
+		for j := 0; j < items; j++ {
+			s += compute(<-link, iters)
+		}
+		done <- s
+	}()
+	sink += <-done
+	return float64(time.Since(start).Nanoseconds())
+}
+
 // latency returns the mean and the 90th percentile, in ns, of `samples`
 // waits from a send to its receiver running, while `busy` goroutines
 // compute in 5 us slices.
@@ -250,7 +278,7 @@ func latency(busy, samples int) (float64, float64) {
 }
 
 func main() {
-	bench := flag.String("bench", "select", "select, buffered, spawn, latency or par_after_ring")
+	bench := flag.String("bench", "select", "select, buffered, spawn, latency, par_after_ring or producer_consumer")
 	n := flag.Int("n", 2, "channels in the select: 2 or 8")
 	loops := flag.Int("loops", 2000000, "operations timed")
 	flag.Parse()
@@ -280,8 +308,10 @@ func main() {
 		ns, p90 = latency(*n, samples)
 	case "par_after_ring":
 		ns, p90 = parAfterRing(200)
+	case "producer_consumer":
+		ns = producerConsumer()
 	default:
-		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered, spawn, latency or par_after_ring")
+		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered, spawn, latency, par_after_ring or producer_consumer")
 		os.Exit(2)
 	}
 	out := map[string]interface{}{"bench": *bench, "n": *n, "gomaxprocs": runtime.GOMAXPROCS(0), "ns": ns}

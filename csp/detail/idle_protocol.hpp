@@ -137,6 +137,16 @@ public:
     // some thread is spinning for work already (it will find this): at most
     // one thread is woken per spinner that gives up (Go's wake throttling).
     void work_added(work w);
+    // Work that its owner may run itself was made ready (a run-next slot
+    // filled): wakes an eager sleeper to watch it, as work_added(requeued)
+    // does, but looks first without a fence, so that a thread busy with a
+    // ring of processes pays two relaxed loads per message. A wake-up missed
+    // here loses nothing: the owner runs the work at its next pick.
+    void work_held() {
+        if (sleepers_.load(std::memory_order_relaxed) == lazy_sleepers_.load(std::memory_order_relaxed)) return;
+        if (spinners_.load(std::memory_order_relaxed) != 0 || waking_.load(std::memory_order_relaxed)) return;
+        work_added(work::requeued);
+    }
     // Every thread looks again (the poller changed, or a runtime hook).
     void wake_all();
 

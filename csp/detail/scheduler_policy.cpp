@@ -257,27 +257,28 @@ context* worker_pool::steal_for(worker_policy* thief) noexcept {
         if (best_stealable(thief, victim, now) < 0) break;
         if (context* ctx = victim ? victim->steal() : take_injected()) return ctx;
     }
-    // A run-next slot, last: only a process that sat there since the thief's
-    // previous look, at least tuning::run_next_steal_delay ago, while its
-    // owner scheduled nothing (it runs one long process), and only once the
-    // owner's queue is empty.
+    // A run-next slot, last.
+    if (!run_next_stealable(thief)) return nullptr;
+    const auto s = std::exchange(thief->sighting, {});
+    return s.owner->steal_run_next(s.ctx, s.picks);
+}
+
+bool worker_pool::run_next_stealable(const worker_policy* thief) const noexcept {
     auto& seen = thief->sighting;
     if (seen.owner == nullptr) {
         sight_run_next(thief);
-        return nullptr;
+        return false;
     }
-    worker_policy* owner = seen.owner;
-    if (owner->queued_level() >= 0) return nullptr;
+    const worker_policy* owner = seen.owner;
+    if (owner->queued_level() >= 0) return false;  // its queue goes first
     if (owner->peek_run_next() != seen.ctx || owner->picks() != seen.picks) {
         sight_run_next(thief);
-        return nullptr;
+        return false;
     }
-    if (std::chrono::steady_clock::now() - seen.when < tuning::run_next_steal_delay) return nullptr;
-    const auto s = std::exchange(seen, {});
-    return owner->steal_run_next(s.ctx, s.picks);
+    return std::chrono::steady_clock::now() - seen.when >= tuning::run_next_steal_delay;
 }
 
-void worker_pool::sight_run_next(worker_policy* thief) const noexcept {
+void worker_pool::sight_run_next(const worker_policy* thief) const noexcept {
     auto& seen = thief->sighting;
     seen = {};
     for_each_other(thief, [&](worker_policy* w) {
@@ -331,6 +332,7 @@ void worker_policy::run_next(context* ctx) noexcept {
     // the slot a thief may take it, run it to its end and free its record.
     next_level_ = priority_of(ctx);
     if (context* displaced = next_.exchange(ctx, std::memory_order_acq_rel)) queue(displaced);
+    else pool_->idle().work_held();
 }
 
 context* worker_policy::steal_run_next(context* seen, unsigned picks) noexcept {

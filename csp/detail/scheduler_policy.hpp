@@ -25,7 +25,9 @@
 //     oldest first, once that queue has held work for a moment
 //     (queue_look.hpp: a fiber waited, or the queue never ran dry); a
 //     run-next slot only when its owner has not scheduled anything for a
-//     while (it runs one long process).
+//     while (it runs one long process: a producer computing its next item
+//     while the consumer it woke waits in the slot). Filling an empty slot
+//     wakes an eager sleeper to watch it (idle_protocol::work_held).
 //   - a yield with nothing else ready on its worker goes on at once, as on
 //     one thread (lone_yield): it is no work for anyone else to take.
 //   - queuing work wakes a sleeping worker only when no worker is already
@@ -209,8 +211,13 @@ public:
     boost::fibers::context* steal_for(worker_policy* thief) noexcept;
     // Whether some other worker holds a process in its run-next slot.
     bool run_next_held(const worker_policy* self) const noexcept;
-    // Notes every run-next slot `thief` sees now, for steal_for's next look.
-    void sight_run_next(worker_policy* thief) const noexcept;
+    // Notes the first run-next slot `thief` sees now, for its next look.
+    void sight_run_next(const worker_policy* thief) const noexcept;
+    // Whether `thief` may take the run-next process it sighted: the same
+    // process sat there since that look, at least tuning::run_next_steal_delay
+    // ago, while its owner picked nothing (it runs one long process) and had
+    // nothing queued. Otherwise sights anew.
+    bool run_next_stealable(const worker_policy* thief) const noexcept;
 
 private:
     // Calls f(w) for every attached worker other than `self`.
@@ -279,19 +286,26 @@ public:
     const shared_ready_queue& stealable_queue() const noexcept { return queue_; }
     std::size_t index() const noexcept { return idx_; }
 
-    // What this worker last saw of another's run-next slot (steal_for).
+    // What this worker last saw of another's run-next slot
+    // (run_next_stealable).
     struct run_next_sighting {
         worker_policy* owner = nullptr;
         boost::fibers::context* ctx = nullptr;
         unsigned picks = 0;
         std::chrono::steady_clock::time_point when{};
-    } sighting;
+    };
+    mutable run_next_sighting sighting;
 
 private:
     bool has_work() const noexcept override {
-        return has_ready_fibers() || pool_->stealable_level(this) >= 0;
+        return has_ready_fibers() || pool_->stealable_level(this) >= 0 || pool_->run_next_stealable(this);
     }
-    bool work_expected() const noexcept override { return pool_->young_work(this); }
+    // Queued work not stealable yet, or a run-next process: its owner may
+    // keep running the process that woke it (a producer computing its next
+    // item while the consumer it woke waits in the slot).
+    bool work_expected() const noexcept override {
+        return pool_->young_work(this) || pool_->run_next_held(this);
+    }
     std::uint64_t runs() const noexcept override;  // asked on the worker's own thread
     std::chrono::steady_clock::time_point sleep_limit() noexcept override;
     // `yielding`: this pick is for a process that yields.
@@ -317,8 +331,9 @@ private:
     // next_ is not empty it holds that process.
     int next_level_ = priority_normal;
 
-    // Written by the owner on every pick and by wakers; read by thieves only
-    // when they are about to sleep (run_next_held, steal_for).
+    // Written by the owner on every pick and by wakers; read by thieves as
+    // they look for work (run_next_stealable), which a thread woken for
+    // nothing stops doing but once per tuning::busy_watch (idle_protocol.hpp).
     alignas(64) std::atomic<boost::fibers::context*> next_{nullptr};
     std::atomic<unsigned> picks_{0};
     // Stealable: every fiber here is detached from this thread.

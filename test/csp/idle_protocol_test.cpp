@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "csp/detail/idle_protocol.hpp"
 
@@ -189,11 +190,16 @@ void wake_until_returned(idle_protocol& idle, std::thread& t, std::atomic<bool>&
 }
 
 // One idle() of `self` woken by work_added() for work it cannot take: its
-// next idle() sleeps lazily. False if work_added() did not wake it.
+// next idle() sleeps lazily. False if work_added() did not wake it. Its own
+// look is put off meanwhile: an idle() that ends by its look, not by the
+// wake-up, is no wake-up for nothing, and the next one would not be lazy
+// (which a loaded machine made happen with the 1 ms look).
 bool wake_for_nothing(idle_protocol& idle, beside_busy_thread& self, steady::time_point deadline) {
+    const auto watch = std::exchange(self.watch, std::chrono::hours(1));
     std::atomic<bool> returned{false};
     std::thread t([&] { idle.idle(self, deadline), returned = true; });
     wake_until_returned(idle, t, returned);
+    self.watch = watch;
     return returned.load();
 }
 
