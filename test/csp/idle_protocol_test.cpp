@@ -189,6 +189,15 @@ void wake_until_returned(idle_protocol& idle, std::thread& t, std::atomic<bool>&
     t.join();
 }
 
+// `n` calls of work_added(requeued), a millisecond apart: what a lazy
+// sleeper must sleep through.
+void requeue(idle_protocol& idle, int n) {
+    for (int i = 0; i < n; ++i) {
+        idle.work_added(work::requeued);
+        std::this_thread::sleep_for(1ms);
+    }
+}
+
 // One idle() of `self` woken by work_added() for work it cannot take: its
 // next idle() sleeps lazily. False if work_added() did not wake it. Its own
 // look is put off meanwhile: an idle() that ends by its look, not by the
@@ -202,6 +211,26 @@ bool wake_for_nothing(idle_protocol& idle, beside_busy_thread& self, steady::tim
     self.watch = watch;
     return returned.load();
 }
+
+// A thread beside a busy one whose sleep, once `race` is set, races a
+// work_added(kind) from another thread: sleep_limit() is asked under the
+// protocol's lock after the last look, before the thread counts as lazy, so
+// the adder counts an eager sleeper, then waits for the lock this thread
+// holds.
+struct racing_thread final : beside_busy_thread {
+    racing_thread(idle_protocol& idle, idle_protocol::work kind) : idle(idle), kind(kind) { idle.attach(*this); }
+    idle_protocol& idle;
+    const idle_protocol::work kind;
+    std::atomic<bool> race{false};
+    std::future<void> adder;
+    steady::time_point sleep_limit() noexcept override {
+        if (race.load() && !adder.valid()) {
+            adder = std::async(std::launch::async, [this] { idle.work_added(kind); });
+            adder.wait_for(200ms);
+        }
+        return beside_busy_thread::sleep_limit();
+    }
+};
 
 }  // namespace
 
@@ -221,10 +250,7 @@ TEST(idle_protocol, a_thread_woken_for_work_it_cannot_take_is_not_woken_for_more
 
     std::atomic<bool> returned{false};
     std::thread second([&] { idle.idle(self, deadline), returned = true; });
-    for (int i = 0; i < 100; ++i) {
-        idle.work_added(work::requeued);
-        std::this_thread::sleep_for(1ms);
-    }
+    requeue(idle, 100);
     EXPECT_FALSE(returned.load()) << "a lazy sleeper was woken for work it could not take";
     const auto set = steady::now();
     self.work = true;  // work it may take: it finds it at its next look
@@ -256,10 +282,7 @@ TEST(idle_protocol, a_lazy_sleeper_is_woken_for_a_new_process) {
 
     std::atomic<bool> returned{false};
     std::thread second([&] { idle.idle(self, deadline), returned = true; });
-    for (int i = 0; i < 20; ++i) {
-        idle.work_added(work::requeued);
-        std::this_thread::sleep_for(1ms);
-    }
+    requeue(idle, 20);
     EXPECT_FALSE(returned.load()) << "a lazy sleeper was woken for requeued work";
     const auto added = steady::now();
     wake_until_returned(idle, second, returned, work::added);
@@ -273,23 +296,7 @@ TEST(idle_protocol, a_lazy_sleeper_is_woken_for_a_new_process) {
 // sleepers too.
 TEST(idle_protocol, new_work_reaches_a_sleeper_that_turned_lazy_after_the_adder_counted_it) {
     idle_protocol idle(2, &no_processes);
-    struct racing_thread final : beside_busy_thread {
-        idle_protocol* idle = nullptr;
-        std::atomic<bool> race{false};
-        std::future<void> adder;
-        // Asked under the protocol's lock after the last look, before the
-        // thread counts as lazy: the adder counts an eager sleeper, then
-        // waits for the lock.
-        steady::time_point sleep_limit() noexcept override {
-            if (race.load() && !adder.valid()) {
-                adder = std::async(std::launch::async, [p = idle] { p->work_added(work::added); });
-                adder.wait_for(200ms);
-            }
-            return beside_busy_thread::sleep_limit();
-        }
-    } self;
-    self.idle = &idle;
-    idle.attach(self);
+    racing_thread self(idle, work::added);
     const auto deadline = steady::now() + 60s;
     ASSERT_TRUE(wake_for_nothing(idle, self, deadline));
     self.watch = 30s;
@@ -306,22 +313,7 @@ TEST(idle_protocol, new_work_reaches_a_sleeper_that_turned_lazy_after_the_adder_
 // wake-up, lost on the way, must not hold back the next one.
 TEST(idle_protocol, a_lazy_sleeper_hears_work_added_once_nobody_holds_work) {
     idle_protocol idle(2, &no_processes);
-    struct racing_thread final : beside_busy_thread {
-        idle_protocol* idle = nullptr;
-        std::atomic<bool> race{false};
-        std::future<void> adder;
-        // Asked under the protocol's lock after the last look, before the
-        // thread counts as lazy: the adder sees an eager sleeper.
-        steady::time_point sleep_limit() noexcept override {
-            if (race.load() && !adder.valid()) {
-                adder = std::async(std::launch::async, [p = idle] { p->work_added(work::requeued); });
-                adder.wait_for(200ms);  // it waits for the lock this thread holds
-            }
-            return beside_busy_thread::sleep_limit();
-        }
-    } self;
-    self.idle = &idle;
-    idle.attach(self);
+    racing_thread self(idle, work::requeued);
     const auto deadline = steady::now() + 20s;
     ASSERT_TRUE(wake_for_nothing(idle, self, deadline));
 
@@ -381,10 +373,7 @@ TEST(idle_protocol, a_poller_woken_for_work_it_cannot_take_is_not_woken_for_more
         std::lock_guard lk(poller.m);
         return poller.wakes;
     }();
-    for (int i = 0; i < 100; ++i) {
-        idle.work_added(work::requeued);
-        std::this_thread::sleep_for(1ms);
-    }
+    requeue(idle, 100);
     EXPECT_FALSE(returned.load()) << "a lazy poller was woken for work it could not take";
     {
         std::lock_guard lk(poller.m);
