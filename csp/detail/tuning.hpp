@@ -83,12 +83,16 @@ inline constexpr unsigned run_next_streak = 16;
 // An idle worker steals a process from another's run-next slot only if it
 // saw it there this long ago and the owner scheduled nothing since: the
 // owner is running one long process. Sooner would break up a ping-pong
-// (each pick is tens of nanoseconds); Go waits about 3 us.
+// (each pick is tens of nanoseconds); Go waits about 3 us. Longer (15 or
+// 25 us) did not keep two fine-grained pipeline stages from changing
+// workers at every item, and lost most of what two coarse ones gain
+// (docs/performance.md, a producer and a consumer on two cores).
 inline constexpr std::chrono::microseconds run_next_steal_delay{5};
 
 // A worker that goes to sleep while another holds ready work (in its queue
 // or run-next slot) sleeps at most this long, then looks whether that work
-// still waits; a lazy sleeper (idle_protocol.hpp) relies on these looks alone. Waking a sleeper for every queued process would cost a
+// still waits; a lazy sleeper (idle_protocol.hpp) relies on these looks for
+// all but new processes. Waking a sleeper for every queued process would cost a
 // thread wake-up (several us on the waker's side) per message of a busy
 // network; this costs the sleeper one timer wake-up per interval while
 // another worker is busy, and a fiber stuck behind a long-running process
