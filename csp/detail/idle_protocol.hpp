@@ -128,9 +128,10 @@ public:
         // one per message), or one woken by a timer or yielding. Lazy
         // sleepers do not hear of it.
         requeued,
-        // A process that has not run yet, or one woken from outside the
-        // runtime's workers: more work than the runtime had. Every sleeper
-        // hears of it.
+        // A process that has not run yet, one woken from outside the
+        // runtime's workers, or one sent back to the worker it ran on beside
+        // its waker (scheduler_policy.cpp, hand_off): work the waker's
+        // worker will not run in a moment. Every sleeper hears of it.
         added,
     };
     // Work that any thread may take was queued. Cheap when nobody sleeps or

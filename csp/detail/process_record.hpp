@@ -15,6 +15,7 @@ class wait_note;
 namespace csp::detail {
 
 class runtime_core;
+class worker_policy;
 
 // What the runtime knows about one running process. It is attached to the
 // process's fiber through Boost.Fiber "properties" (its `hook`, made and read
@@ -87,6 +88,16 @@ public:
     // Set by the waker; published with the process (a queue's lock or the
     // run-next exchange) and cleared by the worker that claims it.
     bool handed_off = false;
+    // Where the last hand-off came from and went (scheduler_policy.cpp,
+    // hand_off): the waker's worker (null for a waker outside the workers),
+    // the worker that claimed the process, and whether they differed: the
+    // process then ran beside its waker, not after it, and its next
+    // hand-off returns it to the worker it ran on if that one is idle.
+    // Written by the waker and the claimer while the process does not run,
+    // published as `handed_off` is.
+    worker_policy* woken_on = nullptr;
+    worker_policy* ran_on = nullptr;
+    bool apart = false;
 
     // Highest address of this process's own frames (sanitizer support).
     void* stack_top = nullptr;

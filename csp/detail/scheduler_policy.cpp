@@ -43,7 +43,11 @@ bool claim(context* ctx) noexcept {
     auto& park_lock = fiber::hook_of(rec)->park_lock;
     if (!park_lock.try_lock()) return false;  // still suspending
     const bool parked = std::exchange(rec->parked, false);
-    if (parked) rec->handed_off = false;
+    if (parked) {
+        rec->handed_off = false;
+        rec->ran_on = this_thread_worker;
+        rec->apart = rec->woken_on != nullptr && rec->woken_on != rec->ran_on;
+    }
     park_lock.unlock();
     return parked;
 }
@@ -100,11 +104,25 @@ bool lone_yield() noexcept {
 
 // ---- hand-off (handoff.hpp) ----------------------------------------------------
 
+// A process that ran apart from its waker last time (another worker took it
+// from the waker's worker while the waker ran on: a consumer computing with
+// one item while its producer computes the next) goes back to the worker it
+// ran on if that one is idle, so that a pair which computes side by side
+// stays on two cores instead of waiting tuning::run_next_steal_delay in the
+// waker's slot for a thief at every item. If that worker takes other work
+// first or sleeps on, the waker's worker steals the process once idle, and
+// the pair is one worker's again.
 void hand_off(context* ctx, process_record* rec) noexcept {
     rec->handed_off = true;
     worker_policy* w = this_thread_worker;
-    if (w != nullptr && w->runtime() == rec->runtime()) w->run_next(ctx);
-    else rec->runtime()->workers()->inject(ctx, priority_of(ctx));
+    if (w == nullptr || w->runtime() != rec->runtime()) {
+        rec->woken_on = nullptr;
+        rec->runtime()->workers()->inject(ctx, priority_of(ctx));
+        return;
+    }
+    rec->woken_on = w;
+    if (rec->apart && rec->ran_on != w && rec->ran_on->idle()) rec->ran_on->take_back(ctx);
+    else w->run_next(ctx);
 }
 
 // ---- single thread ----------------------------------------------------------
@@ -260,7 +278,9 @@ context* worker_pool::steal_for(worker_policy* thief) noexcept {
     // A run-next slot, last.
     if (!run_next_stealable(thief)) return nullptr;
     const auto s = std::exchange(thief->sighting, {});
-    return s.owner->steal_run_next(s.ctx, s.picks);
+    context* ctx = s.owner->steal_run_next(s.ctx, s.picks);
+    if (ctx != nullptr) run_next_steals_.fetch_add(1, std::memory_order_relaxed);
+    return ctx;
 }
 
 bool worker_pool::run_next_stealable(const worker_policy* thief) const noexcept {
@@ -326,6 +346,8 @@ void worker_policy::queue(context* ctx, idle_protocol::work w) noexcept {
     queue_.push(ctx, priority_of(ctx));
     pool_->idle().work_added(w);
 }
+
+void worker_policy::take_back(context* ctx) noexcept { queue(ctx, idle_protocol::work::added); }
 
 void worker_policy::run_next(context* ctx) noexcept {
     // The level is read now, while the process cannot run: once it sits in
@@ -426,7 +448,11 @@ time_point worker_policy::sleep_limit() noexcept {
 
 std::uint64_t worker_policy::runs() const noexcept { return this_thread_turn.picks; }
 
-void worker_policy::suspend_until(time_point const& t) noexcept { pool_->idle().idle(*this, t); }
+void worker_policy::suspend_until(time_point const& t) noexcept {
+    idle_.store(true, std::memory_order_relaxed);
+    pool_->idle().idle(*this, t);
+    idle_.store(false, std::memory_order_relaxed);
+}
 
 void worker_policy::notify() noexcept {
     woken_remotely_.store(true, std::memory_order_relaxed);

@@ -218,6 +218,9 @@ public:
     // ago, while its owner picked nothing (it runs one long process) and had
     // nothing queued. Otherwise sights anew.
     bool run_next_stealable(const worker_policy* thief) const noexcept;
+    // Processes taken from a run-next slot by another worker, ever: each one
+    // waited there tuning::run_next_steal_delay while its waker ran on.
+    std::uint64_t run_next_steals() const noexcept { return run_next_steals_.load(std::memory_order_relaxed); }
 
 private:
     // Calls f(w) for every attached worker other than `self`.
@@ -245,6 +248,7 @@ private:
     std::vector<boost::fibers::algo::algorithm::ptr_t> owners_;
     shared_ready_queue injected_;
     idle_protocol idle_;
+    std::atomic<std::uint64_t> run_next_steals_{0};
 };
 
 // One worker of a multi-thread runtime (the policy in the header comment).
@@ -269,6 +273,13 @@ public:
     bool lone_yield() noexcept;
     // Handoff.hpp step 2 on this worker's own thread.
     void run_next(boost::fibers::context* ctx) noexcept;
+    // Handoff.hpp step 2 from another worker's thread, for a process that
+    // last ran here apart from its waker: queued here, where this worker
+    // looks first and its waker's worker may steal it.
+    void take_back(boost::fibers::context* ctx) noexcept;
+    // Whether this worker has nothing to run (it spins or sleeps in the idle
+    // protocol); a snapshot.
+    bool idle() const noexcept { return idle_.load(std::memory_order_relaxed); }
 
     // For thieves.
     int queued_level() const noexcept { return queue_.top_level(); }
@@ -336,6 +347,7 @@ private:
     // nothing stops doing but once per tuning::busy_watch (idle_protocol.hpp).
     alignas(64) std::atomic<boost::fibers::context*> next_{nullptr};
     std::atomic<unsigned> picks_{0};
+    std::atomic<bool> idle_{false};  // in suspend_until (idle())
     // Stealable: every fiber here is detached from this thread.
     alignas(64) shared_ready_queue queue_;
 };

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "csp/detail/fiber_internals.hpp"
+#include "csp/detail/scheduler_policy.hpp"
 #include "helpers.hpp"
 
 namespace {
@@ -16,7 +18,7 @@ using namespace std::chrono_literals;
 // the compiler may otherwise reuse an earlier answer.
 __attribute__((noinline, noipa)) std::thread::id current_thread() { return std::this_thread::get_id(); }
 
-void spin_for(std::chrono::milliseconds d) {
+void spin_for(std::chrono::microseconds d) {
     const auto until = std::chrono::steady_clock::now() + d;
     while (std::chrono::steady_clock::now() < until) {
     }
@@ -448,4 +450,52 @@ TEST(run_next, a_process_woken_by_one_that_runs_on_is_taken_by_a_sleeping_worker
         },
         {.threads = 2});
     EXPECT_EQ(taken, rounds);
+}
+
+// Regression for two stages of a fine-grained pipeline changing workers at
+// every item (10 us a stage on two threads: 16.5-17 us an item, where one
+// worker takes 20 and two could take 10): the consumer, woken by the
+// producer's write, waited in the producer's worker's run-next slot for
+// tuning::run_next_steal_delay, was taken by the idle worker, ran there
+// beside the producer, and went back to the slot at the next write. A
+// process that another worker took from its waker's worker now goes back to
+// the worker it ran on (if idle) at its next wake-up. Here the producer
+// computes three times as long as the consumer, without yielding: after the
+// consumer's first move, no item should wait in a run-next slot for a thief.
+TEST(run_next, a_process_that_ran_beside_its_waker_goes_back_to_its_worker) {
+    constexpr int items = 30;
+    std::uint64_t steals_before = 0, steals_after = 0;
+    int consumed = 0;
+    csp_test::run_watched(
+        [&] {
+            const auto* pool =
+                csp::detail::fiber::record_of(boost::fibers::context::active())->runtime()->workers();
+            csp::channel<int> link;
+            csp::par(
+                [&, out = link.writer()] {
+                    spin_for(1ms);
+                    out.write(0);  // the consumer's first move
+                    spin_for(1ms);
+                    steals_before = pool->run_next_steals();
+                    for (int i = 1; i < items; ++i) {
+                        spin_for(300us);
+                        out.write(i);
+                    }
+                    spin_for(1ms);  // until the consumer has taken the last
+                    steals_after = pool->run_next_steals();
+                },
+                [&, in = link.reader()] {
+                    for (int i = 0; i < items; ++i) {
+                        EXPECT_EQ(in.read(), i);
+                        spin_for(100us);
+                        ++consumed;
+                    }
+                });
+        },
+        {.threads = 2});
+    EXPECT_EQ(consumed, items);
+    // A worker descheduled by the host may leave an item in the slot now and
+    // then; on the build before every item waited there.
+    EXPECT_LE(steals_after - steals_before, static_cast<std::uint64_t>(items / 5))
+        << "items the consumer took from the producer's run-next slot";
 }
