@@ -23,6 +23,8 @@
 //                                           = 1 thread / the most threads
 //   producer_consumer/threads:N             a producer and a consumer, each
 //                                           about 50 us of arithmetic per item
+//   producer_consumer_grain/us:U/threads:N  the same pair at U us a stage (2:
+//                                           2.5 us): us_per_item
 //   priority_latency/{idle,busy_prioritised,busy_equal}/threads:N
 //                                           wake-up latency of a process while
 //                                           100 others compute
@@ -446,6 +448,40 @@ void producer_consumer(benchmark::State& state) {
     state.counters["nproc"] = static_cast<double>(usable_cpus());
 }
 
+// The same pair with less arithmetic per item: range(0) us a stage (2
+// means 2.5 us), on range(1) threads; us_per_item reports the cost of one item. Below about
+// 5 us a stage one worker doing both is the best two can do; above, the
+// pair should run on two cores. Go's peer: core_ops.go -bench
+// producer_consumer -us N.
+void producer_consumer_grain(benchmark::State& state) {
+    const double us = state.range(0) == 2 ? 2.5 : static_cast<double>(state.range(0));
+    const auto threads = static_cast<std::size_t>(state.range(1));
+    const std::size_t items = static_cast<std::size_t>(50'000 / us);
+    const std::uint64_t iters = iterations_for(us);
+    double total_us = 0;
+    for (auto _ : state) {
+        csp::channel<std::uint64_t> link;
+        std::uint64_t sum = 0;
+        std::size_t consumed = 0;
+        const auto start = clock_type::now();
+        csp::run(
+            [&] {
+                csp::par(
+                    [&, out = link.writer()] {
+                        for (std::size_t j = 0; j < items; ++j) out.write(compute(j, iters));
+                    },
+                    [&, in = link.reader()] {
+                        for (std::size_t j = 0; j < items; ++j, ++consumed) sum += compute(in.read(), iters);
+                    });
+            },
+            {.threads = threads});
+        total_us += elapsed_ns(start) / 1000.0;
+        if (consumed != items) state.SkipWithError("lost items");
+        benchmark::DoNotOptimize(sum);
+    }
+    state.counters["us_per_item"] = total_us / static_cast<double>(state.iterations() * items);
+}
+
 // A process waits for timestamps written by the first of `busy` processes,
 // which all compute in 5 us slices and yield between them. Reports the mean
 // and the 90th percentile of the time from the write to the reader running.
@@ -563,6 +599,12 @@ BENCHMARK(producer_consumer)
     ->Name("producer_consumer/threads")
     ->Arg(1)
     ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK(producer_consumer_grain)
+    ->Name("producer_consumer_grain/us/threads")
+    ->ArgsProduct({{2, 5, 10, 20}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);

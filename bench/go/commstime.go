@@ -1,7 +1,9 @@
 // Commstime in Go, the peer of bench/csp_bench's commstime rows: Prefix(0)
 // -> Delta -> Succ -> Prefix, Delta writing first to the consumer, then to
 // Succ, all on unbuffered channels. Prints one JSON object:
-//   {"gomaxprocs": N, "ns_per_comm": x}
+//
+//	{"gomaxprocs": N, "ns_per_comm": x}
+//
 // Run with GOMAXPROCS set by the caller (bench/runtime_vs_go).
 package main
 

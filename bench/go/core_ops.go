@@ -1,35 +1,39 @@
 // Go's side of bench/csp_bench's single-operation rows, one per run:
 //
-//   -bench select -n 2|8   a select over n channels of which only the last
-//                          has a sender (one goroutine writing forever): ns
-//                          per select, each one communication (select/2,
-//                          select/8)
-//   -bench buffered        one goroutine sends into a channel of 64 slots
-//                          and receives back, so nothing ever waits: ns per
-//                          send + receive (buffered/csp)
-//   -bench spawn           start one goroutine and wait for it (a
-//                          sync.WaitGroup): ns per goroutine (spawn/csp)
-//   -bench latency -n B    B goroutines compute in 5 us slices and call
-//                          runtime.Gosched between them; the first sends a
-//                          timestamp every fourth slice to a goroutine that
-//                          waits for it: ns from the send to the receiver
-//                          running, the mean and the 90th percentile of
-//                          400 samples, or -loops (priority_latency/idle
-//                          with B=1, busy_equal with B=100)
-//   -bench par_after_ring  Commstime's ring runs 500 loops, then two
-//                          goroutines compute about 100 us each and are
-//                          waited for; 200 rounds: the median ns of the
-//                          two, and "branch_ns", one computation alone
-//                          (csp_bench's par_after_ring; run with
-//                          GOMAXPROCS=2)
-//   -bench producer_consumer
-//                          a goroutine computes 1,000 items of about 50 us
-//                          each and sends them to one that computes as long
-//                          with each: ns per run (csp_bench's
-//                          producer_consumer; GOMAXPROCS 1 and 2)
+//	-bench select -n 2|8   a select over n channels of which only the last
+//	                       has a sender (one goroutine writing forever): ns
+//	                       per select, each one communication (select/2,
+//	                       select/8)
+//	-bench buffered        one goroutine sends into a channel of 64 slots
+//	                       and receives back, so nothing ever waits: ns per
+//	                       send + receive (buffered/csp)
+//	-bench spawn           start one goroutine and wait for it (a
+//	                       sync.WaitGroup): ns per goroutine (spawn/csp)
+//	-bench latency -n B    B goroutines compute in 5 us slices and call
+//	                       runtime.Gosched between them; the first sends a
+//	                       timestamp every fourth slice to a goroutine that
+//	                       waits for it: ns from the send to the receiver
+//	                       running, the mean and the 90th percentile of
+//	                       400 samples, or -loops (priority_latency/idle
+//	                       with B=1, busy_equal with B=100)
+//	-bench par_after_ring  Commstime's ring runs 500 loops, then two
+//	                       goroutines compute about 100 us each and are
+//	                       waited for; 200 rounds: the median ns of the
+//	                       two, and "branch_ns", one computation alone
+//	                       (csp_bench's par_after_ring; run with
+//	                       GOMAXPROCS=2)
+//	-bench producer_consumer
+//	                       a goroutine computes 1,000 items of about 50 us
+//	                       each and sends them to one that computes as long
+//	                       with each: ns per run (csp_bench's
+//	                       producer_consumer; GOMAXPROCS 1 and 2)
+//	-bench producer_consumer -us U
+//	                       the same pair at U us a stage, 50,000 / U items
+//	                       (csp_bench's producer_consumer_grain)
 //
 // Prints one JSON object: {"bench": b, "n": n, "gomaxprocs": N, "ns": x}
-// (latency adds "p90_ns", par_after_ring "branch_ns").
+// (latency adds "p90_ns", par_after_ring "branch_ns", producer_consumer
+// with -us other than 50 "us_per_item").
 // Run with GOMAXPROCS set by the caller (bench/runtime_vs_go: 1, beside
 // csp_bench's rows on one worker thread).
 package main
@@ -213,14 +217,13 @@ func parAfterRing(rounds int) (float64, float64) {
 }
 
 // producerConsumer returns the ns of one run of 1,000 items.
-func producerConsumer() float64 {
-	iters := iterationsFor(50)
-	const items = 1000
+func producerConsumer(us float64, items int) float64 {
+	iters := iterationsFor(us)
 	link := make(chan uint64)
 	done := make(chan uint64)
 	start := time.Now()
 	go func() {
-		for j := uint64(0); j < items; j++ {
+		for j := uint64(0); j < uint64(items); j++ {
 			link <- compute(j, iters)
 		}
 	}()
@@ -281,8 +284,9 @@ func main() {
 	bench := flag.String("bench", "select", "select, buffered, spawn, latency, par_after_ring or producer_consumer")
 	n := flag.Int("n", 2, "channels in the select: 2 or 8")
 	loops := flag.Int("loops", 2000000, "operations timed")
+	us := flag.Float64("us", 50, "producer_consumer: microseconds of arithmetic per item and stage")
 	flag.Parse()
-	var ns, p90 float64
+	var ns, p90, perItem float64
 	switch *bench {
 	case "select":
 		if *n != 2 && *n != 8 {
@@ -309,7 +313,18 @@ func main() {
 	case "par_after_ring":
 		ns, p90 = parAfterRing(200)
 	case "producer_consumer":
-		ns = producerConsumer()
+		if *us <= 0 {
+			fmt.Fprintln(os.Stderr, "core_ops: -us (arithmetic per item and stage) must be positive")
+			os.Exit(2)
+		}
+		items := 1000 // csp_bench's producer_consumer at 50 us
+		if *us != 50 {
+			items = int(50000 / *us) // and its producer_consumer_grain
+		}
+		ns = producerConsumer(*us, items)
+		if *us != 50 {
+			perItem = ns / float64(items) / 1000
+		}
 	default:
 		fmt.Fprintln(os.Stderr, "core_ops: -bench must be select, buffered, spawn, latency, par_after_ring or producer_consumer")
 		os.Exit(2)
@@ -320,6 +335,9 @@ func main() {
 	}
 	if *bench == "par_after_ring" {
 		out["branch_ns"] = p90
+	}
+	if perItem > 0 {
+		out["us_per_item"] = perItem
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
 }
