@@ -28,6 +28,10 @@
 //     while (it runs one long process: a producer computing its next item
 //     while the consumer it woke waits in the slot). Filling an empty slot
 //     wakes an eager sleeper to watch it (idle_protocol::work_held).
+//   - a process that another worker claimed (it ran beside its waker, not
+//     after it) goes back at its next hand-off to the worker it ran on, if
+//     that one is idle (take_back), so that a pair computing side by side
+//     does not wait in the waker's slot for a thief at every item.
 //   - a yield with nothing else ready on its worker goes on at once, as on
 //     one thread (lone_yield): it is no work for anyone else to take.
 //   - queuing work wakes a sleeping worker only when no worker is already
