@@ -417,67 +417,56 @@ void pipeline(benchmark::State& state) {
     state.counters["nproc"] = static_cast<double>(usable_cpus());
 }
 
+// One run of the pair: `items` items of `iters` iterations each way on
+// `threads` workers. False if the consumer did not get every item.
+bool run_producer_consumer(std::size_t threads, std::size_t items, std::uint64_t iters) {
+    csp::channel<std::uint64_t> link;
+    std::uint64_t sum = 0;
+    std::size_t consumed = 0;
+    csp::run(
+        [&] {
+            csp::par(
+                [&, out = link.writer()] {
+                    for (std::size_t j = 0; j < items; ++j) out.write(compute(j, iters));
+                },
+                [&, in = link.reader()] {
+                    for (std::size_t j = 0; j < items; ++j, ++consumed) sum += compute(in.read(), iters);
+                });
+        },
+        {.threads = threads});
+    benchmark::DoNotOptimize(sum);
+    return consumed == items;
+}
+
 // A producer that computes each item (about 50 us) and writes it to a
 // consumer that computes with it as long: the smallest program that should
 // use two cores. The consumer, woken by the write, waits in the producer's
 // worker's run-next slot while the producer computes the next item, until
-// the other worker takes it. Go's peer: bench/go/core_ops.go -bench
-// producer_consumer.
+// the other worker takes it; later items go straight to that worker. Go's
+// peer: bench/go/core_ops.go -bench producer_consumer.
 void producer_consumer(benchmark::State& state) {
     const auto threads = static_cast<std::size_t>(state.range(0));
-    constexpr std::size_t items = 1000;
     const std::uint64_t iters = iterations_for(50);
-    for (auto _ : state) {
-        csp::channel<std::uint64_t> link;
-        std::uint64_t sum = 0;
-        std::size_t consumed = 0;
-        csp::run(
-            [&] {
-                csp::par(
-                    [&, out = link.writer()] {
-                        for (std::size_t j = 0; j < items; ++j) out.write(compute(j, iters));
-                    },
-                    [&, in = link.reader()] {
-                        for (std::size_t j = 0; j < items; ++j, ++consumed) sum += compute(in.read(), iters);
-                    });
-            },
-            {.threads = threads});
-        if (consumed != items) state.SkipWithError("lost items");
-        benchmark::DoNotOptimize(sum);
-    }
+    for (auto _ : state)
+        if (!run_producer_consumer(threads, 1000, iters)) state.SkipWithError("lost items");
     state.counters["nproc"] = static_cast<double>(usable_cpus());
 }
 
 // The same pair with less arithmetic per item: range(0) us a stage (2
-// means 2.5 us), on range(1) threads; us_per_item reports the cost of one item. Below about
-// 5 us a stage one worker doing both is the best two can do; above, the
-// pair should run on two cores. Go's peer: core_ops.go -bench
-// producer_consumer -us N.
+// means 2.5 us), on range(1) threads; us_per_item reports the cost of one
+// item. Below about 5 us a stage one worker doing both is the best two can
+// do; above, the pair should run on two cores. Go's peer: core_ops.go
+// -bench producer_consumer -us N.
 void producer_consumer_grain(benchmark::State& state) {
     const double us = state.range(0) == 2 ? 2.5 : static_cast<double>(state.range(0));
     const auto threads = static_cast<std::size_t>(state.range(1));
-    const std::size_t items = static_cast<std::size_t>(50'000 / us);
+    const auto items = static_cast<std::size_t>(50'000 / us);
     const std::uint64_t iters = iterations_for(us);
     double total_us = 0;
     for (auto _ : state) {
-        csp::channel<std::uint64_t> link;
-        std::uint64_t sum = 0;
-        std::size_t consumed = 0;
         const auto start = clock_type::now();
-        csp::run(
-            [&] {
-                csp::par(
-                    [&, out = link.writer()] {
-                        for (std::size_t j = 0; j < items; ++j) out.write(compute(j, iters));
-                    },
-                    [&, in = link.reader()] {
-                        for (std::size_t j = 0; j < items; ++j, ++consumed) sum += compute(in.read(), iters);
-                    });
-            },
-            {.threads = threads});
+        if (!run_producer_consumer(threads, items, iters)) state.SkipWithError("lost items");
         total_us += elapsed_ns(start) / 1000.0;
-        if (consumed != items) state.SkipWithError("lost items");
-        benchmark::DoNotOptimize(sum);
     }
     state.counters["us_per_item"] = total_us / static_cast<double>(state.iterations() * items);
 }
