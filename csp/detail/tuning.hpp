@@ -83,10 +83,11 @@ inline constexpr unsigned run_next_streak = 16;
 // An idle worker steals a process from another's run-next slot only if it
 // saw it there this long ago and the owner scheduled nothing since: the
 // owner is running one long process. Sooner would break up a ping-pong
-// (each pick is tens of nanoseconds); Go waits about 3 us. Longer (15 or
-// 25 us) did not keep two fine-grained pipeline stages from changing
-// workers at every item, and lost most of what two coarse ones gain
-// (docs/performance.md, a producer and a consumer on two cores).
+// (each pick is tens of nanoseconds); Go waits about 3 us. A pair that
+// computes side by side pays it once: a process taken from a slot goes
+// back to its worker at its next wake-up (hand_off). Longer (15 or 25 us)
+// lost most of what two coarse stages gain (docs/performance.md, a
+// producer and a consumer on two cores).
 inline constexpr std::chrono::microseconds run_next_steal_delay{5};
 
 // A worker that goes to sleep while another holds ready work (in its queue
