@@ -89,15 +89,14 @@ public:
     // run-next exchange) and cleared by the worker that claims it.
     bool handed_off = false;
     // Where the last hand-off came from and went (scheduler_policy.cpp,
-    // hand_off): the waker's worker (null for a waker outside the workers),
-    // the worker that claimed the process, and whether they differed: the
-    // process then ran beside its waker, not after it, and its next
-    // hand-off returns it to the worker it ran on if that one is idle.
-    // Written by the waker and the claimer while the process does not run,
-    // published as `handed_off` is.
+    // hand_off): the waker's worker (null for a waker outside the workers)
+    // and the worker that claimed the process. If they differ, the process
+    // ran beside its waker, not after it, and its next hand-off returns it
+    // to the worker it ran on if that one is idle. Written by the waker and
+    // the claimer while the process does not run, published as `handed_off`
+    // is.
     worker_policy* woken_on = nullptr;
     worker_policy* ran_on = nullptr;
-    bool apart = false;
 
     // Highest address of this process's own frames (sanitizer support).
     void* stack_top = nullptr;

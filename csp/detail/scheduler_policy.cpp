@@ -46,7 +46,6 @@ bool claim(context* ctx) noexcept {
     if (parked) {
         rec->handed_off = false;
         rec->ran_on = this_thread_worker;
-        rec->apart = rec->woken_on != nullptr && rec->woken_on != rec->ran_on;
     }
     park_lock.unlock();
     return parked;
@@ -120,8 +119,9 @@ void hand_off(context* ctx, process_record* rec) noexcept {
         rec->runtime()->workers()->inject(ctx, priority_of(ctx));
         return;
     }
+    const bool ran_apart = rec->woken_on != nullptr && rec->woken_on != rec->ran_on;
     rec->woken_on = w;
-    if (rec->apart && rec->ran_on != w && rec->ran_on->idle()) rec->ran_on->take_back(ctx);
+    if (ran_apart && rec->ran_on != w && rec->ran_on->idle()) rec->ran_on->take_back(ctx);
     else w->run_next(ctx);
 }
 
