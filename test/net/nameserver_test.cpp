@@ -248,8 +248,7 @@ TEST(net_nameserver, automatic_ranks_fill_the_lowest_gap) {
             r.push_back(csp::net::register_node(ns.address(), "gaps", -1, 0, {"127.0.0.1", 1000}, soon()));
         for (int i = 0; i < 5; ++i) EXPECT_EQ(r[static_cast<std::size_t>(i)].rank, i);
         r[1].connection.reset();  // rank 1 leaves
-        for (int tries = 0; tries < 500 && csp::net::list_job(ns.address(), "gaps", soon()).nodes.size() != 4; ++tries)
-            csp::select(csp::timeout(std::chrono::milliseconds(2)));
+        (void)listing_with(ns.address(), "gaps", 4);  // until the nameserver saw it go
         auto again = csp::net::register_node(ns.address(), "gaps", -1, 0, {"127.0.0.1", 1001}, soon());
         auto next = csp::net::register_node(ns.address(), "gaps", -1, 0, {"127.0.0.1", 1002}, soon());
         EXPECT_EQ(again.rank, 1);
@@ -358,10 +357,7 @@ TEST(net_nameserver, a_rank_that_registers_after_every_other_left_hears_that_the
             return c;
         };
         // Waits until the nameserver has seen every registration of `job` end.
-        auto until_empty = [&](const std::string& job) {
-            for (int tries = 0; tries < 1000 && !csp::net::list_job(ns.address(), job, soon()).nodes.empty(); ++tries)
-                csp::select(csp::timeout(std::chrono::milliseconds(2)));
-        };
+        auto until_empty = [&](const std::string& job) { (void)listing_with(ns.address(), job, 0); };
         join("slow", 0, 3).reset();
         join("slow", 1, 3).reset();
         until_empty("slow");
@@ -394,8 +390,7 @@ TEST(net_nameserver, a_lookup_of_a_rank_that_ended_is_answered_at_once) {
     csp::run([&] {
         auto stays = csp::net::register_node(ns.address(), "ended", 0, 2, {"127.0.0.1", 1000}, soon());
         csp::net::register_node(ns.address(), "ended", 1, 2, {"127.0.0.1", 1001}, soon()).connection.reset();
-        for (int tries = 0; tries < 500 && csp::net::list_job(ns.address(), "ended", soon()).nodes.size() != 1; ++tries)
-            csp::select(csp::timeout(std::chrono::milliseconds(2)));
+        (void)listing_with(ns.address(), "ended", 1);  // until the nameserver saw it end
         const auto asked = std::chrono::steady_clock::now();
         EXPECT_EQ(ask_raw(ns, "LOOKUP ended 1 60000"), "ENDED 1");
         EXPECT_THROW(csp::net::lookup(ns.address(), "ended", 1, csp::clock::now() + 60s), csp::net::rank_ended_error);
