@@ -23,8 +23,9 @@
 //                                           = 1 thread / the most threads
 //   producer_consumer/threads:N             a producer and a consumer, each
 //                                           about 50 us of arithmetic per item
-//   producer_consumer_grain/us:U/threads:N  the same pair at U us a stage (2:
-//                                           2.5 us): us_per_item
+//   producer_consumer_grain/tenth_us/threads/T/N
+//                                           the same pair at T/10 us a
+//                                           stage: us_per_item
 //   priority_latency/{idle,busy_prioritised,busy_equal}/threads:N
 //                                           wake-up latency of a process while
 //                                           100 others compute
@@ -452,13 +453,13 @@ void producer_consumer(benchmark::State& state) {
     state.counters["nproc"] = static_cast<double>(usable_cpus());
 }
 
-// The same pair with less arithmetic per item: range(0) us a stage (2
-// means 2.5 us), on range(1) threads; us_per_item reports the cost of one
+// The same pair with less arithmetic per item: range(0) tenths of a
+// microsecond a stage, on range(1) threads; us_per_item reports the cost of one
 // item. Below about 5 us a stage one worker doing both is the best two can
 // do; above, the pair should run on two cores. Go's peer: core_ops.go
 // -bench producer_consumer -us N.
 void producer_consumer_grain(benchmark::State& state) {
-    const double us = state.range(0) == 2 ? 2.5 : static_cast<double>(state.range(0));
+    const double us = static_cast<double>(state.range(0)) / 10;
     const auto threads = static_cast<std::size_t>(state.range(1));
     const auto items = static_cast<std::size_t>(50'000 / us);
     const std::uint64_t iters = iterations_for(us);
@@ -592,8 +593,8 @@ BENCHMARK(producer_consumer)
     ->UseRealTime()
     ->Iterations(3);
 BENCHMARK(producer_consumer_grain)
-    ->Name("producer_consumer_grain/us/threads")
-    ->ArgsProduct({{2, 5, 10, 20}, {1, 2}})
+    ->Name("producer_consumer_grain/tenth_us/threads")
+    ->ArgsProduct({{25, 50, 100, 200}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
