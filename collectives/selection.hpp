@@ -63,7 +63,7 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // number of rounds, and large values favour the tree too. With one rank
 // per core or host the butterfly's fewer rounds should win beyond 4 ranks:
 // measure, then set CSP_COLLECTIVES=allreduce=butterfly.
-inline constexpr std::array<selection_rule, 47> default_rules{{
+inline constexpr std::array<selection_rule, 50> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -145,6 +145,28 @@ inline constexpr std::array<selection_rule, 47> default_rules{{
     // Rabenseifner's 25.6-27.4 (OpenMPI 29.2-32.2), at 128 KiB 41-45
     // against 45-53; at 256 KiB 74-82 against 69-75, at 512 KiB even.
     {"allreduce", "butterfly", 2, 64 * 1024, link_level::any, 256 * 1024},
+    // Three and four ranks below 96 KiB: the butterfly's two exchanges of
+    // the whole vector (8 messages at 4 ranks) beat Rabenseifner's four of
+    // halves and quarters (16) when the ranks outnumber the cores. TCP, 4
+    // ranks on 2 cores, host_allreduce_vs_mpi 2026-12-06, medians of 6-8
+    // alternating pairs in five runs: at 64 KiB 189 / 162 / 228 / 234 /
+    // 286 us against Rabenseifner's 238 / 167 / 246 / 252 / 269 (OpenMPI
+    // 245 / 225 / 353 / 309 / 270); at 96 KiB 347 against 278, at 128 KiB
+    // 418 against 324.
+    {"allreduce", "butterfly", 4, 64 * 1024, link_level::any, 96 * 1024},
+    // Eight ranks and more, below 128 KiB: the tree's 2(n-1) whole messages
+    // beat Rabenseifner's 2n log2 n pieces when the ranks outnumber the
+    // cores (each piece waits for its partner to be scheduled). Over TCP
+    // with 8 ranks on 2 cores (TRANSPORT=tcp bench/host_allreduce_vs_mpi,
+    // medians of 6 alternating pairs, two runs 2026-12-06): at 64 KiB
+    // reduce_broadcast 649 / 762 us against Rabenseifner's 758 / 932
+    // (OpenMPI 792 / 955; medians of 8 pairs 2026-12-03: 0.74x OpenMPI
+    // against 0.87x); at 128 KiB even (1,045 against 888), at 256 KiB
+    // and 1 MiB Rabenseifner's (1,243 against 1,485; 3,210 against
+    // 4,381). At 6 ranks Rabenseifner's led at 64 KiB (430 against 481 us,
+    // the butterfly 468).
+    {"allreduce", "rabenseifner", 7, 64 * 1024},
+    {"allreduce", "reduce_broadcast", any_size, 64 * 1024, link_level::any, 128 * 1024},
     {"allreduce", "rabenseifner", any_size, 64 * 1024},
     {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
     {"allreduce", "butterfly", 4},

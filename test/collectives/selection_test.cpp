@@ -1,6 +1,7 @@
 // Algorithm selection: the table, forcing by name, the fallback, printing.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "collectives/collectives.hpp"
@@ -38,7 +39,7 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"reduce", 4, 1 << 20, false, true}), "pipeline");  // a vector, an element-wise op
     EXPECT_EQ(s.choose({"allreduce", 4, 8, true}), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true}), "butterfly");
     // Two ranks: one exchange of the whole value from 64 KiB to below 256 KiB.
     EXPECT_EQ(s.choose({"allreduce", 2, 65536, true}), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 2, 65536, true, true}), "butterfly");
@@ -46,7 +47,15 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"allreduce", 2, 256 * 1024, true, true}), "rabenseifner");
     // Rabenseifner from 64 KiB, for vectors with an element-wise op that commutes.
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true}), "rabenseifner");
-    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true, true}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 4, 96 * 1024, true, true}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 7, 65536, true, true}), "rabenseifner");
+    // Four ranks: the butterfly's two whole exchanges below 96 KiB.
+    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true, true}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 3, 96 * 1024 - 1, true, true}), "butterfly");
+    // From 8 ranks the tree below 128 KiB (more ranks than cores).
+    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 16, 128 * 1024 - 1, true, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 8, 128 * 1024, true, true}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, false}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, false, true}), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allgather", 8, 65536, true}), "ring");
@@ -138,7 +147,8 @@ TEST(selection, unknown_names_are_refused_with_the_choices) {
 
 // The level column: processes of one host over shared memory meet on the
 // host board at every size (allreduce; barrier), where a network takes the
-// tree from 8 ranks, and Rabenseifner's from 64 KiB.
+// tree from 8 ranks (below 128 KiB), the butterfly at 4 (below 96 KiB), and
+// Rabenseifner's above.
 TEST(selection, the_table_chooses_by_link_level) {
     auto& s = cc::selection::global();
     using cc::link_level;
@@ -148,7 +158,9 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 32 * 1024, true, false, false, link_level::network}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true, false, link_level::network}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true, false, link_level::network}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true, true, false, link_level::network}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 4, 1 << 20, true, true, false, link_level::network}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, true, link_level::host}), "shared_memory");
     EXPECT_EQ(s.choose({"broadcast", 2, 0, true, true, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"broadcast", 2, 0, true, false, false, link_level::host}), "flat");  // not a vector
@@ -282,4 +294,20 @@ TEST(selection, every_collective_by_plain_name) {
             EXPECT_EQ(cc::exscan(c, 1, cc::sum{}).value_or(0), me);
         });
     });
+}
+
+// The README's printed table had lost the scan and exscan rules for two
+// ranks on a host board: it is the table print_table() prints, line for line.
+TEST(selection, readme_table_is_the_printed_table) {
+    std::ostringstream os;
+    cc::selection::global().print_table(os);
+    std::ifstream in(CSP_SOURCE_DIR "/README.md");
+    ASSERT_TRUE(in) << "README.md not found under " << CSP_SOURCE_DIR;
+    const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string header = "collective      algorithm";
+    const auto begin = readme.find(header);
+    ASSERT_NE(begin, std::string::npos) << "the README shows no selection table";
+    const auto end = readme.find("```", begin);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_EQ(readme.substr(begin, end - begin), os.str());
 }
