@@ -60,9 +60,11 @@ inline constexpr int any_size = std::numeric_limits<int>::max();
 // follow bench/collectives_vs_mpi on a 2-core host running up to 8 ranks:
 // with more ranks than cores the total number of messages (2(n-1) for
 // reduce_broadcast, about n log2 n for the butterfly) costs more than the
-// number of rounds, and large values favour the tree too. With one rank
-// per core or host the butterfly's fewer rounds should win beyond 4 ranks:
-// measure, then set CSP_COLLECTIVES=allreduce=butterfly.
+// number of rounds, and large values favour the tree too; from 64 KiB the
+// same holds below 96 KiB at 4 ranks and below 128 KiB from 8. With one
+// rank per core or host the butterfly's fewer rounds should win beyond 4
+// ranks, and Rabenseifner's fewer bytes from 64 KiB: measure, then set
+// CSP_COLLECTIVES=allreduce=butterfly (or =rabenseifner for large vectors).
 inline constexpr std::array<selection_rule, 50> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
