@@ -154,7 +154,8 @@ inline constexpr std::array<selection_rule, 50> default_rules{{
     // alternating pairs in five runs: at 64 KiB 189 / 162 / 228 / 234 /
     // 286 us against Rabenseifner's 238 / 167 / 246 / 252 / 269 (OpenMPI
     // 245 / 225 / 353 / 309 / 270); at 96 KiB 347 against 278, at 128 KiB
-    // 418 against 324.
+    // 418 against 324. Three ranks were not measured: they follow four,
+    // both algorithms first folding the extra rank in.
     {"allreduce", "butterfly", 4, 64 * 1024, link_level::any, 96 * 1024},
     // Eight ranks and more, below 128 KiB: the tree's 2(n-1) whole messages
     // beat Rabenseifner's 2n log2 n pieces when the ranks outnumber the
