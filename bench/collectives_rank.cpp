@@ -91,7 +91,7 @@ void report(C& comm, const char* collective, const char* algorithm, std::size_t 
 template <class C>
 std::string table_choice(C& comm, const char* collective, std::size_t bytes, bool elementwise) {
     return "table:" + std::string(cc::selection::global().choose(
-                          {collective, comm.size(), bytes, true, elementwise, false, cc::detail::link_level_of(comm)}));
+                          cc::detail::request_of(comm, collective, bytes, true, elementwise)));
 }
 
 // Allreduce of `bytes` (a vector of doubles): the table's choice and every
@@ -238,7 +238,7 @@ void hybrid_set(cc::hybrid_communicator& c) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         const int k = iterations_for(bytes);
         const std::string chosen =
-            "hybrid_table:" + std::string(cc::selection::global().choose({"allreduce", c.size(), bytes, true, true}));
+            "hybrid_table:" + std::string(cc::selection::global().choose(cc::detail::request_of(c, "allreduce", bytes, true, true)));
         report(c, "allreduce", chosen.c_str(), bytes, time_per_op(c, k, [&] { cc::allreduce(c, v, cc::sum{}); }));
         report(c, "allreduce", "hybrid_hierarchical", bytes,
                time_per_op(c, k, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));
@@ -283,7 +283,7 @@ void local_set(cc::local_communicator& c) {
     constexpr int k = 20000;
     const double x = 1.0;
     const std::string chosen =
-        "table:" + std::string(cc::selection::global().choose({"allreduce", c.size(), 8, true, false, true}));
+        "table:" + std::string(cc::selection::global().choose(cc::detail::request_of(c, "allreduce", 8, true, false)));
     report(c, "allreduce", chosen.c_str(), 8, time_per_op(c, k, [&] { cc::allreduce(c, x, cc::sum{}); }));
     report(c, "allreduce", "butterfly", 8, time_per_op(c, k, [&] { cc::allreduce_butterfly(c, x, cc::sum{}); }));
     report(c, "allreduce", "reduce_broadcast", 8,

@@ -35,14 +35,23 @@
 namespace csp::collectives {
 
 namespace detail {
+// What a call of `collective` on comm asks the table: its group size, the
+// value's bytes and op, and where the ranks are (shared memory, the host
+// level, a crowded job), each known alike at every rank.
+template <class C>
+selection::request request_of(const C& comm, std::string_view collective, std::size_t bytes = 0,
+                              bool commuting = true, bool elementwise = false) {
+    return {collective,          comm.size(),         bytes, commuting, elementwise,
+            shares_memory(comm), link_level_of(comm), crowded_of(comm)};
+}
+
 // The algorithm of `List` (a registry list) the table chooses for this call.
 template <class List, class C>
 std::string_view choose(const C& comm, std::size_t bytes = 0, bool commuting = true, bool elementwise = false) {
     static constexpr std::string_view collective = List::infos[0].collective;
     static constexpr rule_range rules = rules_of(collective);
     static_assert(rules.first < rules.last, "a collective without a rule in the selection table");
-    return selection::global().choose(
-        {collective, comm.size(), bytes, commuting, elementwise, shares_memory(comm), link_level_of(comm)}, rules);
+    return selection::global().choose(request_of(comm, collective, bytes, commuting, elementwise), rules);
 }
 }  // namespace detail
 

@@ -174,6 +174,12 @@ public:
     {
         return parent_->host_oversubscribed();
     }
+    // The parent's job (selection.hpp): the same at every member.
+    bool job_oversubscribed() const
+        requires requires(const C& c) { c.job_oversubscribed(); }
+    {
+        return parent_->job_oversubscribed();
+    }
     void log_line(const std::string& line) const
         requires detail::has_host_boards<C>
     {

@@ -92,6 +92,8 @@ public:
     // threads, and where a board that cannot be made is reported.
     bool host_links_share_memory() const { return node_->host_links_share_memory(); }
     bool host_oversubscribed() const { return node_->host_oversubscribed(); }
+    // The whole job is on this host and outnumbers its CPUs (selection.hpp).
+    bool job_oversubscribed() const { return node_->job_oversubscribed(); }
     void log_line(const std::string& line) const;
 
     // A value kept by the caller (an lvalue) is encoded from where it is,

@@ -76,23 +76,28 @@ void selection::no_algorithm(const request& r) {
 }
 
 void selection::print_table(std::ostream& os) const {
-    os << "collective      algorithm           ranks     bytes               level     op                       ranks "
-          "share memory\n";
+    os << "collective      algorithm           ranks     bytes               level     job        op                       "
+          "ranks share memory\n";
     for (const auto& rule : default_rules) {
         std::ostringstream ranks, bytes;
         ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
-        bytes << (rule.min_bytes == 0 ? std::string("any") : ">= " + std::to_string(rule.min_bytes));
-        if (rule.below_bytes != std::numeric_limits<std::size_t>::max()) bytes << ", < " << rule.below_bytes;
+        const bool below = rule.below_bytes != no_limit;
+        if (rule.min_bytes != 0) bytes << ">= " << rule.min_bytes << (below ? ", " : "");
+        else if (!below) bytes << "any";
+        if (below) bytes << "< " << rule.below_bytes;
         const char* level = rule.level == link_level::host      ? "host"
                             : rule.level == link_level::network ? "network"
                                                                 : "any";
+        const char* job = rule.crowd == crowding::crowded     ? "crowded"
+                          : rule.crowd == crowding::uncrowded ? "uncrowded"
+                                                              : "any";
         const auto a = *find(rule.collective, rule.algorithm);
         const std::string op = a.needs_commuting_op && a.needs_elementwise ? "commuting, element-wise"
                                : a.needs_commuting_op                      ? "commuting"
                                : a.needs_elementwise                       ? "element-wise"
                                                                            : "any";
         os << pad(rule.collective, 16) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 20)
-           << pad(level, 10) << (a.needs_shared_memory ? pad(op, 25) + "yes" : op) << '\n';
+           << pad(level, 10) << pad(job, 11) << (a.needs_shared_memory ? pad(op, 25) + "yes" : op) << '\n';
     }
     std::lock_guard lk(lock_);
     for (const auto& [c, a] : forced_) os << "forced: " << c << " = " << a << '\n';

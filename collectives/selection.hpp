@@ -45,6 +45,15 @@ namespace csp::collectives {
 // host). Ranks of one address space are told apart by shares_memory.
 enum class link_level : std::uint8_t { any, host, network };
 
+// Whether the job's ranks outnumber the CPUs they run on (crowded) or are
+// not known to (uncrowded: a job over several hosts, or one whose placement
+// its launcher did not give). With more ranks than cores a message waits
+// until its receiver is scheduled, so the total number of messages costs
+// more than the number of rounds; with a core per rank the rounds count.
+// Known alike at every rank (net::node::job_oversubscribed), as a rule's
+// choice must be.
+enum class crowding : std::uint8_t { any, crowded, uncrowded };
+
 struct selection_rule {
     std::string_view collective;
     std::string_view algorithm;
@@ -52,20 +61,25 @@ struct selection_rule {
     std::size_t min_bytes = 0;
     link_level level = link_level::any;  // any: whatever the communicator's
     std::size_t below_bytes = std::numeric_limits<std::size_t>::max();  // admits only calls of fewer bytes
+    crowding crowd = crowding::any;
 };
 
 inline constexpr int any_size = std::numeric_limits<int>::max();
+inline constexpr std::size_t no_limit = std::numeric_limits<std::size_t>::max();
 
-// The default table; first admitting, usable rule wins. The allreduce rules
-// follow bench/collectives_vs_mpi on a 2-core host running up to 8 ranks:
-// with more ranks than cores the total number of messages (2(n-1) for
+// The default table; first admitting, usable rule wins. Most rules were
+// measured on a 2-core host running up to 8 ranks, where the ranks
+// outnumber the cores: then the total number of messages (2(n-1) for
 // reduce_broadcast, about n log2 n for the butterfly) costs more than the
 // number of rounds, and large values favour the tree too; from 64 KiB the
-// same holds below 96 KiB at 4 ranks and below 128 KiB from 8. With one
-// rank per core or host the butterfly's fewer rounds should win beyond 4
-// ranks, and Rabenseifner's fewer bytes from 64 KiB: measure, then set
-// CSP_COLLECTIVES=allreduce=butterfly (or =rabenseifner for large vectors).
-inline constexpr std::array<selection_rule, 50> default_rules{{
+// same holds below 96 KiB at 4 ranks and below 128 KiB from 8. Those rules
+// say crowding::crowded, and apply only to a job known to be crowded (every
+// rank on one host, more of them than its CPUs: csp-launch on a laptop).
+// Elsewhere (a core per rank, or a job over several hosts) fewer rounds
+// win: the butterfly and dissemination, as MPICH chooses them; those rules
+// were measured at two ranks only, the most this machine has a core for.
+// To tune for another machine: measure, then set CSP_COLLECTIVES.
+inline constexpr std::array<selection_rule, 51> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -139,14 +153,20 @@ inline constexpr std::array<selection_rule, 50> default_rules{{
     // the tree's 2,407 at 8 (OpenMPI 276 and 1,060); at 1 MiB 14.4 and 20.1
     // ms against the ring's 28.6 and 50.1. (The ring had replaced the tree
     // from 1 MiB: 2.2-3.0 ms against 5.8 at 2 ranks, 22.0 against 27.1 at 8.)
-    // Two ranks, vectors from 64 KiB up to the TCP reader's buffer: the
-    // butterfly's one exchange of the whole vector beats Rabenseifner's two
-    // of halves (received vectors below 256 KiB are not copied out of the
-    // read buffer, net/frame_reader.hpp). Over TCP (collectives_rank
-    // allreduce, 2026-12-01, three runs) at 64 KiB 22.8-24.5 us against
-    // Rabenseifner's 25.6-27.4 (OpenMPI 29.2-32.2), at 128 KiB 41-45
-    // against 45-53; at 256 KiB 74-82 against 69-75, at 512 KiB even.
-    {"allreduce", "butterfly", 2, 64 * 1024, link_level::any, 256 * 1024},
+    // Two ranks, up to the TCP reader's buffer: the butterfly's one
+    // exchange of the whole value: as few messages as the tree (two), in
+    // one round instead of two, crowded or not; from 64 KiB it beats
+    // Rabenseifner's two exchanges of halves (received vectors below
+    // 256 KiB are not copied out of the read buffer, net/frame_reader.hpp).
+    // Over TCP (collectives_rank allreduce, 2026-12-01, three runs) at 64 KiB
+    // 22.8-24.5 us against Rabenseifner's 25.6-27.4 (OpenMPI 29.2-32.2), at
+    // 128 KiB 41-45 against 45-53; at 256 KiB 74-82 against 69-75, at
+    // 512 KiB even. Below 64 KiB (TRANSPORT=tcp RANKS=2 bench/
+    // host_allreduce_vs_mpi, medians of 6 pairs, 2026-12-06): 16 / 32 KiB
+    // 22.5-25.0 / 23.5-29.5 us against the tree's 40.2-42.0 / 41.0-46.6
+    // (OpenMPI 42.3-43.4 / 50.9-58.7); both ranks held to one CPU 28.5 /
+    // 35.8 against 51.7 / 54.1, 8 B 23.8 against 46.8.
+    {"allreduce", "butterfly", 2, 0, link_level::any, 256 * 1024},
     // Three and four ranks below 96 KiB: the butterfly's two exchanges of
     // the whole vector (8 messages at 4 ranks) beat Rabenseifner's four of
     // halves and quarters (16) when the ranks outnumber the cores. TCP, 4
@@ -156,7 +176,7 @@ inline constexpr std::array<selection_rule, 50> default_rules{{
     // 245 / 225 / 353 / 309 / 270); at 96 KiB 347 against 278, at 128 KiB
     // 418 against 324. Three ranks were not measured: they follow four,
     // both algorithms first folding the extra rank in.
-    {"allreduce", "butterfly", 4, 64 * 1024, link_level::any, 96 * 1024},
+    {"allreduce", "butterfly", 4, 64 * 1024, link_level::any, 96 * 1024, crowding::crowded},
     // Eight ranks and more, below 128 KiB: the tree's 2(n-1) whole messages
     // beat Rabenseifner's 2n log2 n pieces when the ranks outnumber the
     // cores (each piece waits for its partner to be scheduled). Over TCP
@@ -169,11 +189,22 @@ inline constexpr std::array<selection_rule, 50> default_rules{{
     // 4,381). At 6 ranks Rabenseifner's led at 64 KiB (430 against 481 us,
     // the butterfly 468).
     {"allreduce", "rabenseifner", 7, 64 * 1024},
-    {"allreduce", "reduce_broadcast", any_size, 64 * 1024, link_level::any, 128 * 1024},
+    {"allreduce", "reduce_broadcast", any_size, 64 * 1024, link_level::any, 128 * 1024, crowding::crowded},
     {"allreduce", "rabenseifner", any_size, 64 * 1024},
-    {"allreduce", "reduce_broadcast", any_size, 16 * 1024},
-    {"allreduce", "butterfly", 4},
-    {"allreduce", "reduce_broadcast"},
+    // Up to four ranks below 128 KiB, whatever the op: the butterfly, also
+    // when crowded (4 ranks on 2 cores, TCP, medians of 6 pairs 2026-12-06:
+    // 16 / 32 KiB 74 / 113 us against the tree's 125 / 122; at 8 ranks the
+    // two were even, 301 / 385 against 314 / 361; 64-128 KiB above).
+    {"allreduce", "butterfly", 4, 0, link_level::any, 128 * 1024},
+    // More ranks, crowded: the tree's 2(n-1) messages at every size
+    // Rabenseifner's does not take.
+    {"allreduce", "reduce_broadcast", any_size, 0, link_level::any, no_limit, crowding::crowded},
+    // A core per rank (or a job not known to be crowded): the butterfly's
+    // log2 n rounds, each rank busy in every one, where the tree takes
+    // 2 log2 n with most ranks idle. MPICH makes the same choice (recursive
+    // doubling) below Rabenseifner's sizes. Not measured beyond two ranks:
+    // this 2-core machine has no core per rank for more.
+    {"allreduce", "butterfly"},
     {"barrier", "shared_memory"},
     {"barrier", "host_memory", any_size, 0, link_level::host},
     // Over TCP on this 2-core host (collectives_rank net beside OpenMPI's
@@ -184,8 +215,11 @@ inline constexpr std::array<selection_rule, 50> default_rules{{
     // 102-116 (its 2 log2 n rounds cost more than they save when 8
     // processes share 2 cores) and dissemination's 105-131 (OpenMPI 114-129).
     {"barrier", "dissemination", 2},
-    {"barrier", "flat_parallel", 8},
-    {"barrier", "binomial"},
+    {"barrier", "flat_parallel", 8, 0, link_level::any, no_limit, crowding::crowded},
+    {"barrier", "binomial", any_size, 0, link_level::any, no_limit, crowding::crowded},
+    // A core per rank: dissemination's log2 n rounds of one message each,
+    // MPICH's default at every size (measured here at two ranks only).
+    {"barrier", "dissemination"},
     {"gather", "parallel"},
     // Processes of one host: the host board at every size and group size
     // (bench/collectives_rank over UCX, 2026-11-29, one run: 8 B / 64 KiB /
@@ -220,13 +254,14 @@ inline constexpr std::array<selection_rule, 50> default_rules{{
     // before), where at 3 ranks the chain takes 0.45-1.26 and the board
     // 1.64-2.20. Two ranks sharing one core (taskset) reverse it: the
     // board 1.5-1.9, the chain 0.56-1.07 (a meeting needs both to run each
-    // call, a chain runs ahead): with two ranks per core, force the chain.
-    {"scan", "host_memory", 2, 0, link_level::host},
+    // call, a chain runs ahead): so the board's rule at 2 ranks holds only
+    // where the job is not crowded, and two ranks on one CPU take the chain.
+    {"scan", "host_memory", 2, 0, link_level::host, no_limit, crowding::uncrowded},
     {"scan", "host_memory", any_size, 64 * 1024, link_level::host},
     {"scan", "pipeline", any_size, 0, link_level::host},
     {"scan", "pipeline", 4},
     {"scan", "recursive_doubling"},
-    {"exscan", "host_memory", 2, 0, link_level::host},
+    {"exscan", "host_memory", 2, 0, link_level::host, no_limit, crowding::uncrowded},
     {"exscan", "host_memory", any_size, 64 * 1024, link_level::host},
     {"exscan", "pipeline", any_size, 0, link_level::host},
     {"exscan", "pipeline", 4},
@@ -305,6 +340,7 @@ public:
         bool elementwise = false;  // a vector, and an op that acts element by element
         bool shared_memory = false;  // the ranks share one address space (shared_board.hpp)
         link_level level = link_level::network;  // where the messages go (link_level_of)
+        bool crowded = false;  // the job's ranks outnumber their CPUs (crowded_of)
     };
 
     static selection& global();
@@ -336,6 +372,7 @@ public:
             const selection_rule& rule = default_rules[i];
             if (r.ranks > rule.max_ranks || r.bytes < rule.min_bytes || r.bytes >= rule.below_bytes) continue;
             if (rule.level != link_level::any && rule.level != r.level) continue;
+            if (rule.crowd != crowding::any && (rule.crowd == crowding::crowded) != r.crowded) continue;
             const algorithm_info& a = registry::every_algorithm[detail::rule_algorithms[i]];
             if (usable(a, r)) return a.name;
         }
@@ -368,6 +405,14 @@ template <class C>
 link_level link_level_of(const C& comm) {
     if constexpr (requires { comm.link_level(); }) return comm.link_level();
     else return link_level::network;
+}
+
+// Whether `comm`'s job is known to have more ranks than CPUs: its own
+// answer (job_oversubscribed()), else no.
+template <class C>
+bool crowded_of(const C& comm) {
+    if constexpr (requires { comm.job_oversubscribed(); }) return comm.job_oversubscribed();
+    else return false;
 }
 
 template <class T> struct is_std_vector : std::false_type {};

@@ -91,6 +91,11 @@ public:
     {
         return inner_->link_level();
     }
+    bool job_oversubscribed() const
+        requires requires(const C& c) { c.job_oversubscribed(); }
+    {
+        return inner_->job_oversubscribed();
+    }
     bool receives_through_io() const
         requires requires(const C& c) { c.receives_through_io(); }
     {

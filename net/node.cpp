@@ -245,6 +245,10 @@ bool node::host_links_share_memory() const noexcept { return core_->ucx != nullp
 
 bool node::host_oversubscribed() const noexcept { return core_->options.oversubscribed(); }
 
+bool node::job_oversubscribed() const noexcept {
+    return core_->size > 1 && core_->options.local_size >= core_->size && core_->options.oversubscribed();
+}
+
 bool node::receives_through_io() const noexcept {
     return core_->ucx == nullptr || core_->links_over_tcp.load(std::memory_order_relaxed) != 0 ||
            core_->links_over_ucx.load(std::memory_order_relaxed) == 0;

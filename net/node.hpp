@@ -116,6 +116,13 @@ public:
     // threads (node_options::oversubscribed): then a waiting rank gives up
     // its core at every look.
     bool host_oversubscribed() const noexcept;
+    // Whether every rank of the job runs on this host (local_size) and they
+    // outnumber its CPUs: the same answer at every rank where the launcher
+    // gave them all the same CSP_LOCAL_SIZE and CSP_LOCAL_CPUS, as
+    // csp-launch does. A job over several hosts, or one whose placement is
+    // unknown, is not: only a job wholly here is known alike everywhere.
+    // The collectives' table (selection.hpp) keys rules on it.
+    bool job_oversubscribed() const noexcept;
     // Whether a message to this node may come over a TCP link, which the IO
     // scheduler's poll takes in (so a process that computes for long should
     // call csp::yield_to_io() between steps); false once every link is over

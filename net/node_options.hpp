@@ -127,7 +127,9 @@ struct node_options {
     // progress gives its core to the host's other processes at every look
     // instead of keeping it for a few microseconds first: a rank that spins
     // on a core another rank needs delays the very message it waits for
-    // (Open MPI turns on mpi_yield_when_idle by the same rule).
+    // (Open MPI turns on mpi_yield_when_idle by the same rule). With every
+    // rank of the job here, the collectives' table also takes its crowded
+    // rules (node::job_oversubscribed).
     int local_size = 0;
     // How many CPUs the job's ranks on this host may use; 0: this process's
     // CPU affinity mask says (what taskset, a cpuset, a container or a batch

@@ -3,7 +3,9 @@
 // With the argument "allreduce-forever" it runs allreduces until it is
 // killed (the departure tests kill it). With "shared" it checks shared
 // reduction variables instead of the grid and prints "shared ok";
-// "shared-forever" updates and reads one until it is killed.
+// "shared-forever" updates and reads one until it is killed. "choices"
+// prints what the selection table ran here for a barrier and an allreduce
+// of 32 KiB: "choices <rank> crowded=<0|1> <algorithm> <algorithm>".
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include "collectives/hybrid_communicator.hpp"
 #include "collectives/net_communicator.hpp"
 #include "collectives/shared.hpp"
+#include "collectives/trace.hpp"
 #include "csp/runtime.hpp"
 #include "grid.hpp"
 
@@ -889,6 +892,22 @@ int main(int argc, char** argv) {
                 x += 1;
                 (void)x.get();
             }
+        });
+        return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "choices") {
+        csp::run([] {
+            csp::net::node self;
+            cc::net_communicator comm(self);
+            cc::trace_log log;
+            cc::traced tc(comm, log);
+            cc::barrier(tc);
+            (void)cc::allreduce(tc, std::vector<double>(4096, 1.0), cc::sum{});
+            std::string line = "choices " + std::to_string(comm.rank()) +
+                               " crowded=" + std::to_string(comm.job_oversubscribed() ? 1 : 0);
+            for (const auto& a : log.algorithms()) line += " " + a;
+            std::printf("%s\n", line.c_str());
+            std::fflush(stdout);
         });
         return 0;
     }

@@ -1,6 +1,8 @@
 // The grid over the network: one OS process per rank under csp-launch.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -47,6 +49,27 @@ TEST_P(net_grid, every_algorithm_and_root_over_tcp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks, net_grid, ::testing::Values(1, 2, 3, 5));
+
+// The table keys some rules on whether the job's ranks outnumber their CPUs
+// (selection.hpp, crowding): csp-launch tells every node alike, so a job
+// held to one CPU takes the crowded rules at every rank, and a job with a
+// CPU per rank the others. A barrier of 5 and an allreduce of 32 KiB differ
+// (over TCP: processes of one host over UCX meet on the host board).
+TEST(net_grid_selection, a_job_on_fewer_cpus_than_ranks_takes_the_crowded_rules) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    ASSERT_EQ(::sched_getaffinity(0, sizeof mask, &mask), 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &mask)) ++first;
+    auto held = launch(5, "CSP_TRANSPORT=tcp taskset -c " + std::to_string(first), "choices");
+    EXPECT_EQ(held.status, 0) << held.output;
+    EXPECT_EQ(count(held.output, "crowded=1 barrier flat_parallel allreduce reduce_broadcast"), 5u) << held.output;
+    if (CPU_COUNT(&mask) >= 2) {
+        auto spread = launch(2, "CSP_TRANSPORT=tcp", "choices");
+        EXPECT_EQ(spread.status, 0) << spread.output;
+        EXPECT_EQ(count(spread.output, "crowded=0 barrier dissemination allreduce butterfly"), 2u) << spread.output;
+    }
+}
 
 TEST(net_grid_selection, the_environment_forces_an_algorithm_in_every_rank) {
     auto r = launch(3, "CSP_COLLECTIVES=allreduce=reduce_broadcast,barrier=flat_sequential");

@@ -27,6 +27,12 @@ std::vector<std::string> algorithms_run(int n, const std::function<void(cc::trac
     return {all.begin(), all.begin() + std::min<std::ptrdiff_t>(1, static_cast<std::ptrdiff_t>(all.size()))};
 }
 
+// The request of a job whose ranks outnumber their CPUs (selection.hpp).
+cc::selection::request crowded(cc::selection::request r) {
+    r.crowded = true;
+    return r;
+}
+
 }  // namespace
 
 TEST(selection, the_table_chooses_by_group_and_message_size) {
@@ -37,9 +43,9 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"reduce", 16, 8, false}), "binomial_parallel");  // arrival needs commuting
     EXPECT_EQ(s.choose({"reduce", 16, 1 << 20, false}), "chain");
     EXPECT_EQ(s.choose({"reduce", 4, 1 << 20, false, true}), "pipeline");  // a vector, an element-wise op
-    EXPECT_EQ(s.choose({"allreduce", 4, 8, true}), "butterfly");
-    EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true}), "butterfly");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 4, 8, true})), "butterfly");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 8, true})), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 4, 65536, true})), "butterfly");
     // Two ranks: one exchange of the whole value from 64 KiB to below 256 KiB.
     EXPECT_EQ(s.choose({"allreduce", 2, 65536, true}), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 2, 65536, true, true}), "butterfly");
@@ -50,14 +56,15 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"allreduce", 4, 96 * 1024, true, true}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 7, 65536, true, true}), "rabenseifner");
     // Four ranks: the butterfly's two whole exchanges below 96 KiB.
-    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true, true}), "butterfly");
-    EXPECT_EQ(s.choose({"allreduce", 3, 96 * 1024 - 1, true, true}), "butterfly");
-    // From 8 ranks the tree below 128 KiB (more ranks than cores).
-    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 16, 128 * 1024 - 1, true, true}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 8, 128 * 1024, true, true}), "rabenseifner");
-    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, false}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, false, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 4, 65536, true, true})), "butterfly");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 3, 96 * 1024 - 1, true, true})), "butterfly");
+    // From 8 ranks the tree below 128 KiB (more ranks than cores), and for
+    // values Rabenseifner's cannot take from 16 KiB.
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 65536, true, true})), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 16, 128 * 1024 - 1, true, true})), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 128 * 1024, true, true})), "rabenseifner");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 1 << 20, true, false})), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 1 << 20, false, true})), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allgather", 8, 65536, true}), "ring");
     EXPECT_EQ(s.choose({"allgather", 8, 1024, true}), "gather_broadcast");
     EXPECT_EQ(s.choose({"reduce_scatter", 4, 65536, true}), "ring");
@@ -70,12 +77,51 @@ TEST(selection, the_table_chooses_by_group_and_message_size) {
     EXPECT_EQ(s.choose({"reduce", 16, 8, false, false, true}), "shared_memory");
     EXPECT_EQ(s.choose({"broadcast", 3, 8, true, false, true}), "shared_memory");
     EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, true}), "shared_memory");
-    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, false}), "flat_parallel");
-    // Barriers over a network: one crossing at 2 ranks, rank 0 gathering up
-    // to 8, the tree beyond.
+    EXPECT_EQ(s.choose(crowded({"barrier", 3, 0, true, false, false})), "flat_parallel");
+    // Barriers over a network with more ranks than cores: one crossing at 2
+    // ranks, rank 0 gathering up to 8, the tree beyond.
     EXPECT_EQ(s.choose({"barrier", 2, 0, true, false, false}), "dissemination");
-    EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false}), "flat_parallel");
-    EXPECT_EQ(s.choose({"barrier", 9, 0, true, false, false}), "binomial");
+    EXPECT_EQ(s.choose(crowded({"barrier", 8, 0, true, false, false})), "flat_parallel");
+    EXPECT_EQ(s.choose(crowded({"barrier", 9, 0, true, false, false})), "binomial");
+}
+
+// A job not known to be crowded (a core per rank, or several hosts) takes
+// the algorithms of fewer rounds where the crowded rules took fewer
+// messages; the rules measured without crowding (two ranks) hold for both.
+TEST(selection, a_job_with_a_core_per_rank_takes_fewer_rounds) {
+    auto& s = cc::selection::global();
+    // Small values: the butterfly at every group size.
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 64, 8, false}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 8, 32 * 1024, true, true}), "butterfly");
+    // Values Rabenseifner's cannot take (one not element-wise, an op that
+    // does not commute): the butterfly at any size.
+    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, false}), "butterfly");
+    EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, false, true}), "butterfly");
+    // Rabenseifner's from 64 KiB wherever the crowded rules took whole values.
+    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true, true}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 3, 96 * 1024 - 1, true, true}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true}), "rabenseifner");
+    EXPECT_EQ(s.choose({"allreduce", 16, 128 * 1024 - 1, true, true}), "rabenseifner");
+    // Two ranks: measured on this 2-core machine, the same either way.
+    for (bool c : {false, true}) {
+        cc::selection::request r{"allreduce", 2, 65536, true, true};
+        r.crowded = c;
+        EXPECT_EQ(s.choose(r), "butterfly") << c;
+        r.bytes = 256 * 1024;
+        EXPECT_EQ(s.choose(r), "rabenseifner") << c;
+    }
+    // Barriers: dissemination at every size.
+    EXPECT_EQ(s.choose({"barrier", 3, 0, true, false, false}), "dissemination");
+    EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false}), "dissemination");
+    EXPECT_EQ(s.choose({"barrier", 100, 0, true, false, false}), "dissemination");
+    // Scans of two processes of one host: the board where each has a core,
+    // the chain where they share one (below the board's 64 KiB rule).
+    using cc::link_level;
+    EXPECT_EQ(s.choose({"scan", 2, 8, true, false, false, link_level::host}), "host_memory");
+    EXPECT_EQ(s.choose(crowded({"scan", 2, 8, true, false, false, link_level::host})), "pipeline");
+    EXPECT_EQ(s.choose(crowded({"exscan", 2, 8, true, false, false, link_level::host})), "pipeline");
+    EXPECT_EQ(s.choose(crowded({"scan", 2, 65536, true, false, false, link_level::host})), "host_memory");
 }
 
 TEST(selection, forcing_by_name_runs_that_algorithm) {
@@ -146,20 +192,20 @@ TEST(selection, unknown_names_are_refused_with_the_choices) {
 }
 
 // The level column: processes of one host over shared memory meet on the
-// host board at every size (allreduce; barrier), where a network takes the
-// tree from 8 ranks (below 128 KiB), the butterfly at 4 (below 96 KiB), and
-// Rabenseifner's above.
+// host board at every size (allreduce; barrier), where a crowded network
+// takes the tree from 8 ranks (below 128 KiB), the butterfly at 4 (below
+// 96 KiB), and Rabenseifner's above.
 TEST(selection, the_table_chooses_by_link_level) {
     auto& s = cc::selection::global();
     using cc::link_level;
-    EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, false, link_level::network}), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 8, true, false, false, link_level::network})), "reduce_broadcast");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024 - 1, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true, false, link_level::host}), "host_memory");
-    EXPECT_EQ(s.choose({"allreduce", 8, 32 * 1024, true, false, false, link_level::network}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 8, 65536, true, true, false, link_level::network}), "reduce_broadcast");
-    EXPECT_EQ(s.choose({"allreduce", 4, 65536, true, true, false, link_level::network}), "butterfly");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 32 * 1024, true, false, false, link_level::network})), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 65536, true, true, false, link_level::network})), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 4, 65536, true, true, false, link_level::network})), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 4, 1 << 20, true, true, false, link_level::network}), "rabenseifner");
     EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, true, link_level::host}), "shared_memory");
     EXPECT_EQ(s.choose({"broadcast", 2, 0, true, true, false, link_level::host}), "host_memory");
@@ -194,9 +240,9 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"reduce", 8, 65536, true, true, false, link_level::network}), "chain");
     EXPECT_EQ(s.choose({"allgather", 2, 1 << 20, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allgather", 8, 1 << 20, true, false, false, link_level::network}), "ring");
-    EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::network}), "flat_parallel");
+    EXPECT_EQ(s.choose({"barrier", 8, 0, true, false, false, link_level::network, true}), "flat_parallel");
     // A communicator that does not say is a network.
-    EXPECT_EQ(s.choose({"allreduce", 8, 8, true}), "reduce_broadcast");
+    EXPECT_EQ(s.choose({"allreduce", 8, 8, true, false, false, link_level::network, true}), "reduce_broadcast");
     std::ostringstream os;
     s.print_table(os);
     EXPECT_NE(os.str().find("allreduce       host_memory         any       any                 host"),
