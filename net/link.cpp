@@ -52,7 +52,7 @@ void link::await_crossing(clock::time_point until) {
 
 void link::up(std::unique_ptr<transport> t, std::shared_ptr<node_core> core, csp::process_group& group,
               std::optional<outgoing> first) {
-    if (state_ != link_state::connecting && state_ != link_state::handshaking) illegal("up");
+    if ((state_ != link_state::connecting && state_ != link_state::handshaking) || running_ > 0) illegal("up");
     state_ = link_state::up;
     deadline_ = clock::time_point::max();
     retry_at_ = clock::time_point::max();
@@ -60,10 +60,15 @@ void link::up(std::unique_ptr<transport> t, std::shared_ptr<node_core> core, csp
     running_ = transport_->start(link_start{std::move(core), peer_, group, queue_.reader(), std::move(first)});
 }
 
+void link::abandon() {
+    if ((state_ != link_state::up && state_ != link_state::draining) || error_) illegal("an abandoned connection");
+    state_ = link_state::connecting;
+}
+
 void link::post(outgoing f) {
     if (error_ || (state_ != link_state::connecting && state_ != link_state::handshaking && state_ != link_state::up))
         illegal("a send");
-    if (f.notice && !transport_) ++notices_;
+    if (f.notice) ++notices_;
     out_.write(std::move(f));
 }
 
@@ -127,6 +132,10 @@ void link::process_exited() {
         // the peer's goodbye.
         if (!error_) illegal("the end of its transport without the peer's goodbye");
         state_ = link_state::closed;
+    } else if (state_ == link_state::connecting || state_ == link_state::handshaking) {
+        // The abandoned transport is gone; the queue waits for the next one.
+        transport_.reset();
+        return;
     } else if (state_ != link_state::lost) {
         illegal("the end of its transport");
     }

@@ -8,6 +8,7 @@
 //   await_crossing   connecting, handshaking    handshaking, until deadline()
 //   retry_later      connecting, handshaking    connecting, a new connector at retry_at()
 //   up               connecting, handshaking    up
+//   abandon          up, draining               connecting (retiring until its last exit)
 //   drain            up, draining               draining (goodbye queued once)
 //   peer_left        up, draining               draining
 //   last exit        draining                   closed
@@ -26,6 +27,13 @@
 // A connection accepted from the peer enters up from connecting as well (the
 // link is made then). closed and lost are final: a node talks to one
 // incarnation of each peer.
+//
+// abandon: an accepted connection ended before the peer's first frame (its
+// connector had timed out; link_down::abandoned). The peer never used it,
+// so the link is as before the connection came: connecting, its queue
+// whole. The abandoned transport's processes are still exiting (retiring());
+// no other transport may start until they have, since both would hold the
+// peer's slot (its UCX endpoint, its news channel).
 //
 // Invariants
 //  1. error() is set exactly once, when the peer leaves (its goodbye) or the
@@ -68,7 +76,9 @@ public:
     std::size_t queued() const { return queue_.buffered(); }
     // Of those, notices (node::send_notice) queued while no transport has
     // read the queue yet; 0 once the link came up.
-    std::size_t notices_queued() const noexcept { return transport_ ? 0 : notices_; }
+    std::size_t notices_queued() const noexcept {
+        return state_ == link_state::connecting || state_ == link_state::handshaking ? notices_ : 0;
+    }
     // When a handshaking link waiting for the peer's crossing connection gives up.
     clock::time_point deadline() const noexcept { return deadline_; }
     // When a link whose set-up failed for a reason that may pass starts its
@@ -78,6 +88,16 @@ public:
     int attempts() const noexcept { return attempts_; }
     const transport* carrier() const noexcept { return transport_.get(); }
     bool connector_running() const noexcept { return connector_; }
+    // An abandoned transport's processes have not all exited yet.
+    bool retiring() const noexcept {
+        return (state_ == link_state::connecting || state_ == link_state::handshaking) && running_ > 0;
+    }
+    // Connecting with no attempt of ours under way: no connector, none
+    // scheduled. A link the peer's connection made, and the peer then
+    // abandoned, rests here until a send or the peer's next connection.
+    bool idle() const noexcept {
+        return state_ == link_state::connecting && !connector_ && retry_at_ == clock::time_point::max();
+    }
     bool goodbye_sent() const noexcept { return goodbye_sent_; }
     bool settled() const noexcept {
         return (state_ == link_state::closed || state_ == link_state::lost) && running_ == 0 && !connector_;
@@ -97,6 +117,11 @@ public:
     // sending `first` before anything queued.
     void up(std::unique_ptr<transport> t, std::shared_ptr<node_core> core, csp::process_group& group,
             std::optional<outgoing> first);
+    // The accepted connection that carried the link ended before the
+    // peer's first frame: back to connecting, the queue kept (see above;
+    // a goodbye queued by a closing node stays queued, and goes out on the
+    // next connection).
+    void abandon();
     // Queues a data frame (invariant 2): connecting, handshaking or up, and
     // no error yet.
     void post(outgoing f);
@@ -134,7 +159,7 @@ private:
     clock::time_point retry_at_ = clock::time_point::max();
     clock::time_point first_attempt_{};
     int attempts_ = 0;
-    std::size_t notices_ = 0;  // notices posted before the link came up
+    std::size_t notices_ = 0;  // notices posted; all still queued until a transport reads the queue
     int running_ = 0;          // of the transport's processes
     bool connector_ = false;   // a connector is running
     bool goodbye_sent_ = false;

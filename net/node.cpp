@@ -601,7 +601,8 @@ node_stats node::stats() const {
             core_->links_accepted.load(std::memory_order_relaxed), core_->duplicates.load(std::memory_order_relaxed),
             faults, core_->sent_direct.load(std::memory_order_relaxed), queued, queue_full, landed, held,
             core_->taken_polling.load(std::memory_order_relaxed), core_->late_wakeups.load(std::memory_order_relaxed),
-            core_->leftovers.load(std::memory_order_relaxed), core_->unsent.load(std::memory_order_relaxed)};
+            core_->leftovers.load(std::memory_order_relaxed), core_->unsent.load(std::memory_order_relaxed),
+            core_->abandoned.load(std::memory_order_relaxed)};
 }
 
 // A message from `from` comes over one link, TCP or UCX: the landing is

@@ -90,6 +90,10 @@ struct node_stats {
     // the peer's max_frame once it was known. Each link's first such
     // message is logged as a fault; the rest are counted here.
     std::size_t unsent = 0;
+    // Connections this node accepted and welcomed that the peer gave up on
+    // before its first frame (its connector timed out during a stall of
+    // this node): the link waited for the peer's next one, losing nothing.
+    std::size_t abandoned = 0;
 };
 
 class sink_claim;

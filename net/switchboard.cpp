@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_set>
+#include <vector>
 
 #include "csp/alt.hpp"
 #include "csp/deadline_after.hpp"
@@ -159,7 +161,7 @@ public:
                 if (finished()) break;
                 continue;
             }
-            std::visit([this](auto& m) { handle(m); }, msg);
+            dispatch(std::move(msg));
             if (finished()) break;
         }
         // Connections still in their handshake are ended only now: until the
@@ -192,6 +194,30 @@ private:
 
     // --- inputs -----------------------------------------------------------
 
+    // An input that could bring up a link whose abandoned transport is still
+    // exiting (link::retiring) waits until that transport's last exit or the
+    // link's loss, in arrival order: two transports of one peer never run
+    // at once.
+    void dispatch(switch_input msg) {
+        const auto held = [&](int peer) {
+            const auto it = links_.find(peer);
+            if (it == links_.end() || !it->second->retiring()) return false;
+            held_.push_back({peer, std::move(msg)});
+            return true;
+        };
+        if (const auto* h = std::get_if<incoming_hello>(&msg); h && held(h->peer)) return;
+        if (const auto* r = std::get_if<connect_result>(&msg); r && held(r->peer)) return;
+        std::visit([this](auto& m) { handle(m); }, msg);
+        if (held_.empty()) return;
+        std::vector<held_input> ready;
+        std::erase_if(held_, [&](held_input& h) {
+            if (links_.at(h.peer)->retiring()) return false;
+            ready.push_back(std::move(h));
+            return true;
+        });
+        for (auto& h : ready) dispatch(std::move(h.msg));
+    }
+
     // Sends to this node itself never come here: node::post delivers them.
     void handle(send_request& r) {
         // Links are never erased, so a peer without one has never departed.
@@ -201,6 +227,7 @@ private:
             start_connector(*it->second);
         }
         link& l = *it->second;
+        if (l.idle()) start_connector(l);  // the peer abandoned its connection (link::abandon)
         const auto not_sent = [&](const std::string& why) {
             core_->not_sent(r.to, unsent_reason::link_ended,
                             "a message to " + port_text(r.frame.head.port) + " of " + core_->peer_name(r.to) +
@@ -263,13 +290,20 @@ private:
         // ended cleanly (both goodbyes passed), is still only the losing half
         // of a crossing. A lost link is not: a peer declared lost does not
         // come back.
-        const bool crossing_we_win = l && l->state() != link_state::lost && core_->rank < h.peer;
+        // Only a connection of ours under way wins: a link between
+        // attempts (a retry pending, or idle) takes the peer's, for the
+        // peer would otherwise wait for a connection not coming before
+        // our next attempt.
+        const bool between_attempts = l && l->state() == link_state::connecting && !l->connector_running();
+        const bool crossing_we_win =
+            l && l->state() != link_state::lost && !between_attempts && core_->rank < h.peer;
         // A closing node still takes the connection of a peer it has
         // messages queued for and no link to yet (ours lost a crossing to a
         // lower rank, or is being retried): that link must come up to
         // deliver them and say goodbye. Anyone else is refused.
         const bool still_wanted = l && !l->error() &&
-                                  (l->state() == link_state::connecting || l->state() == link_state::handshaking);
+                                  (l->state() == link_state::connecting || l->state() == link_state::handshaking) &&
+                                  !(l->idle() && l->queued() == 0);
         if (crossing_we_win) {
             verdict = duplicate_reason;
             core_->duplicates.fetch_add(1, std::memory_order_relaxed);
@@ -294,7 +328,18 @@ private:
 
     void handle(link_down& d) {
         link& l = *links_.at(d.peer);
-        if (!d.clean) {
+        if (d.abandoned && gone_.count(d.peer) != 0) {
+            // The nameserver said the peer is gone while this connection
+            // was up: it will not come back.
+            fail(l, "its registration with the nameserver ended (it left, died or was killed)");
+        } else if (d.abandoned && (l.state() == link_state::up || l.state() == link_state::draining) &&
+                   !l.error()) {
+            // Not a death: the peer's connector gave up on this connection
+            // and will make another (or its death comes from the
+            // nameserver, or the liveness timeout). See transport.cpp.
+            l.abandon();
+            core_->abandoned.fetch_add(1, std::memory_order_relaxed);
+        } else if (!d.clean) {
             fail(l, d.reason);
         } else if (l.state() != link_state::lost && !l.error()) {
             // A peer that leaves with the job's deadlock report may have left
@@ -317,8 +362,14 @@ private:
 
     void handle(link_process_exited& e) {
         link& l = *links_.at(e.peer);
+        const bool was_retiring = l.retiring();
         l.process_exited();
         if (!l.carrier()) core_->links_up.fetch_sub(1, std::memory_order_relaxed);
+        // A link left with frames queued and nothing under way once its
+        // abandoned transport is gone sets itself up: the peer, which may
+        // have nothing to send, need not come back. A closing node waits
+        // for the peer's next connection instead, until its linger.
+        if (was_retiring && !l.retiring() && l.idle() && l.queued() > 0 && !closing_) start_connector(l);
     }
 
     // The nameserver says the peer's registration ended. A link that is up
@@ -328,6 +379,7 @@ private:
     // nameserver cannot tell), which is announced as a departure (port.hpp).
     void handle(peer_gone& g) {
         if (g.peer == core_->rank || g.peer < 0 || (core_->size > 0 && g.peer >= core_->size)) return;
+        gone_.insert(g.peer);
         const std::string why = "its registration with the nameserver ended (it left, died or was killed)";
         auto it = links_.find(g.peer);
         if (it == links_.end()) {
@@ -338,7 +390,12 @@ private:
             return;
         }
         link& l = *it->second;
-        if (l.state() == link_state::connecting || l.state() == link_state::handshaking) fail(l, why);
+        if (l.idle() && l.queued() == 0) {
+            // Only the peer's abandoned connection ever made it: as above.
+            end_link(l, core_->peer_name(g.peer) + " is gone: " + why + " before any link to it was in use", true);
+        } else if (l.state() == link_state::connecting || l.state() == link_state::handshaking) {
+            fail(l, why);
+        }
     }
 
     void handle(job_deadlock& j) { take_deadlock_report(std::move(j.report)); }
@@ -527,7 +584,14 @@ private:
                     start_connector(*l);
                 }
             } else if (now >= l->deadline()) {
-                fail(*l, "its connection to this node never arrived");
+                // The peer's crossing connection did not come within one
+                // attempt's time: it may be stalled, like a connect that
+                // timed out, so the link tries again within the liveness
+                // timeout (and the peer, between its attempts, takes ours).
+                if (!closing_ && now < deadline_after(l->first_attempt(), core_->options.liveness_timeout))
+                    l->retry_later(now);
+                else
+                    fail(*l, "its connection to this node never arrived");
             } else if (closing_ && now >= linger_until_ && !l->settled()) {
                 if (!fail(*l, "it did not finish closing within " + std::to_string(core_->options.linger.count()) +
                                   " ms"))
@@ -551,6 +615,12 @@ private:
     csp::reader<switch_input> in_;
     csp::process_group group_;
     std::unordered_map<int, std::unique_ptr<link>> links_;
+    struct held_input {
+        int peer;
+        switch_input msg;
+    };
+    std::vector<held_input> held_;  // dispatch: waiting for an abandoned transport's exit
+    std::unordered_set<int> gone_;  // peers whose registration ended (peer_gone)
     bool closing_ = false;
     std::shared_ptr<const std::string> deadlock_report_;  // take_deadlock_report
     clock::time_point linger_until_ = clock::time_point::max();

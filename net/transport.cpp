@@ -12,6 +12,7 @@
 #include "csp/deadline_after.hpp"
 #include "csp/timer.hpp"
 #include "net/errors.hpp"
+#include "net/socket.hpp"
 #include "net/tcp_transport.hpp"
 #if CSP_WITH_UCX
 #include "net/ucx_transport.hpp"
@@ -63,11 +64,21 @@ std::string decode_offer(const std::string& payload) {
 }
 
 // The peer's `transports` frame, the first after the handshake (frame.hpp).
+// closed_before_data if the connection ended (or was reset) before its first
+// byte.
 std::string read_offer(const node_core& core, int peer, int fd) {
     const auto deadline = deadline_after(core.options.liveness_timeout);
     const std::string what = "the transports frame of " + core.peer_name(peer);
     std::array<std::byte, header::size> raw;
-    read_exact(fd, raw.data(), raw.size(), deadline, what);
+    try {
+        read_exact(fd, raw.data(), raw.size(), deadline, what);
+    } catch (const csp::io::io_error& e) {
+        // A reset can also come as the wait's error rather than the read's.
+        const int error = e.system_error();
+        if (e.cond() == csp::io::io_error::condition::hangup || error == ECONNRESET || error == EPIPE)
+            throw closed_before_data(what + ": " + connection_lost(e));
+        throw;
+    }
     const header h = header::decode(raw.data(), max_offer);
     if (h.op != opcode::transports)
         throw frame_error(std::string("expected the transports frame after the handshake, got a ") + describe(h.op) +
@@ -94,6 +105,15 @@ void write_frame(int fd, const header& h, const void* body, const node_core& cor
 // outbound side through `decided`; each side's own offer is its first frame
 // (after the welcome, on an accepted link), so neither waits for the other
 // before sending it.
+//
+// The connector commits to a link when it reads the welcome, the acceptor
+// when it reads the connector's offer, which the connector sends only
+// after. A connector that timed out in between (this node stalled while its
+// welcome was on the way) hangs up without a frame: on an accepted link, an
+// end before the offer is that abandoned attempt, reported as such
+// (link_down::abandoned) rather than as the peer's death. Nothing of the
+// link's queue has been read by then: the outbound side waits for the
+// decision before it takes anything from it.
 class link_transport final : public transport {
 public:
     explicit link_transport(unique_fd connection) : fd_(std::move(connection)) {}
@@ -133,8 +153,9 @@ public:
         const std::string peer_name = std::to_string(s.peer);
         s.group.spawn(csp::proc("net.inbound." + peer_name,
                                 [this, core = s.core, peer = s.peer, fd, own_offer = !offer.empty(),
-                                 news = std::move(news), decided = decided_.writer()]() mutable {
-                                    inbound(std::move(core), peer, fd, own_offer, std::move(news), decided);
+                                 accepted = s.first.has_value(), news = std::move(news),
+                                 decided = decided_.writer()]() mutable {
+                                    inbound(std::move(core), peer, fd, own_offer, accepted, std::move(news), decided);
                                 }),
                       csp::process_kind::daemon);
         s.group.spawn(csp::proc("net.outbound." + peer_name,
@@ -156,13 +177,19 @@ public:
 private:
     // The transport outlives both processes (transport.hpp), so they may use
     // its members.
-    void inbound(std::shared_ptr<node_core> core, int peer, int fd, bool own_offer, csp::reader<ucx_tidings> news,
-                 csp::writer<int> decided) {
+    void inbound(std::shared_ptr<node_core> core, int peer, int fd, bool own_offer, bool accepted,
+                 csp::reader<ucx_tidings> news, csp::writer<int> decided) {
         std::string peer_offer;
         carried_by by = carried_by::failed;
         std::string failure;
+        bool abandoned = false;
         try {
-            peer_offer = read_offer(*core, peer, fd);
+            try {
+                peer_offer = read_offer(*core, peer, fd);
+            } catch (const closed_before_data&) {
+                abandoned = accepted;
+                throw;
+            }
             if (own_offer && !peer_offer.empty()) {
 #if CSP_WITH_UCX
                 ucx_->connect(peer, peer_offer);
@@ -178,6 +205,12 @@ private:
         } catch (const std::exception& e) {
             failure = e.what();
         }
+        if (by == carried_by::failed) {
+            // Our offer goes out before the link ends, whatever this side
+            // decided: a connection that ends after it is the peer's to call
+            // a failure, and only one that ends before it an abandoned attempt.
+            (void)offered_.reader().read();
+        }
         carrier_.store(static_cast<int>(by), std::memory_order_release);
         decided.write(static_cast<int>(by));
         if (by == carried_by::tcp) {
@@ -192,7 +225,7 @@ private:
 #endif
         (void)news;
         auto to_switch = core->to_switch.writer();
-        to_switch.write(link_down{peer, false, failure});
+        to_switch.write(link_down{peer, false, failure, {}, abandoned});
         to_switch.write(link_process_exited{peer});
     }
 
@@ -201,11 +234,17 @@ private:
                   csp::reader<bool> interrupted) {
         int by = static_cast<int>(carried_by::failed);
         try {
-            if (first) write_frame(fd, first->head, first->body.data(), *core, peer);
-            write_frame(
-                fd,
-                header::transports(static_cast<std::uint32_t>(core->rank), static_cast<std::uint32_t>(offer.size())),
-                offer.data(), *core, peer);
+            try {
+                if (first) write_frame(fd, first->head, first->body.data(), *core, peer);
+                write_frame(fd,
+                            header::transports(static_cast<std::uint32_t>(core->rank),
+                                               static_cast<std::uint32_t>(offer.size())),
+                            offer.data(), *core, peer);
+            } catch (const std::exception&) {
+                offered_.writer().write(false);
+                throw;
+            }
+            offered_.writer().write(true);
             bool ignored;
             if (csp::select(csp::input(decided, by), csp::input(interrupted, ignored)) == 1)
                 by = static_cast<int>(carried_by::failed);
@@ -229,15 +268,19 @@ private:
     // Completes the new endpoint's wire-up with the peer (a flush), while
     // both nodes are known to progress their workers: a node that sends and
     // then blocks its thread must not leave its first frames waiting for a
-    // wire-up only its own progress can finish.
+    // wire-up only its own progress can finish. Both sides are committed to
+    // the link by now, so a peer stalled meanwhile is waited for as long as
+    // a stall is (liveness_timeout), not one attempt's connect_timeout.
     void wire_up(node_core& core, int peer) {
         csp::channel<bool> flushed("ucx wire-up with node " + std::to_string(peer), csp::buffer::fifo(1));
         ucx_->flush(peer, [out = flushed.writer()](bool ok) { out.write(ok); });
         bool ok = false, ignored;
         const int got = csp::select(csp::input(flushed.reader(), ok), csp::input(interrupted_.reader(), ignored),
-                                    csp::timeout(core.options.connect_timeout));
+                                    csp::timeout(core.options.liveness_timeout));
         if (got == 1) throw net_error("the link was closed during its UCX wire-up");
-        if (got == 2) throw net_error("UCX wire-up with " + core.peer_name(peer) + " took longer than connect_timeout");
+        if (got == 2)
+            throw net_error("UCX wire-up with " + core.peer_name(peer) + " took longer than the liveness timeout of " +
+                            std::to_string(core.options.liveness_timeout.count()) + " ms");
         if (!ok) throw net_error("UCX could not reach " + core.peer_name(peer) + " at the address it offered");
     }
 #endif
@@ -245,6 +288,7 @@ private:
     unique_fd fd_;
     int peer_ = -1;
     csp::channel<int> decided_{"transport decision", csp::buffer::fifo(1)};
+    csp::channel<bool> offered_{"transport offer sent", csp::buffer::fifo(1)};  // or failed to
     csp::channel<bool> interrupted_{"transport interrupted"};
     std::atomic<int> carrier_{static_cast<int>(carried_by::failed)};
 #if CSP_WITH_UCX

@@ -7,7 +7,9 @@
 // with the switch, whatever the medium:
 //   - each reports the link's end at most once, as link_down: clean when the
 //     peer's goodbye arrived, otherwise with the reason, in words a user can
-//     act on;
+//     act on; abandoned when an accepted connection ended before the peer
+//     sent anything after the welcome (its connector gave up on it), which
+//     is allowed only while nothing of the queue has been read;
 //   - an outgoing frame with control::goodbye (its header and payload made
 //     by link::drain) is sent after every frame queued before it, and ends
 //     the sending side;

@@ -70,6 +70,11 @@ struct link_down {  // from an inbound or outbound process
     bool clean;          // the peer said goodbye
     std::string reason;
     std::string farewell{};  // clean: the goodbye's payload (frame.hpp), the job's deadlock report or empty
+    // Not clean, and not a failure either: an accepted connection ended
+    // before the peer's first frame after the welcome, so the peer's
+    // connector had given up on it (it timed out in a stall) and never
+    // used it. Reported before any frame of the link's queue was read.
+    bool abandoned = false;
 };
 struct link_process_exited {
     int peer;
@@ -251,6 +256,7 @@ struct node_core {
     std::atomic<std::size_t> links_made{0};      // by connecting
     std::atomic<std::size_t> links_accepted{0};  // by accepting
     std::atomic<std::size_t> duplicates{0};      // connections refused as the losing half of a crossing
+    std::atomic<std::size_t> abandoned{0};       // accepted connections the peer gave up on before using them
     std::atomic<std::size_t> sent_direct{0};     // data frames that bypassed the switch
     std::atomic<std::size_t> taken_polling{0};   // messages a polling receiver took from the worker (poll_port)
     std::atomic<std::size_t> late_wakeups{0};    // node_stats::late_wakeups

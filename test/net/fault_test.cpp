@@ -462,6 +462,219 @@ void as_rank_2(const csp::net::endpoint& at, const std::vector<std::byte>& after
     c.send(after);
 }
 
+// Regression: a node that stalled while a peer's connector waited for its
+// welcome accepted that connection once it resumed, after the connector had
+// timed out and hung up; the end before the peer's transports frame read as
+// the peer's death, so the node declared the peer lost and refused its next
+// connection. Now an accepted connection that ends before the peer's first
+// frame is an abandoned attempt: the link waits for the peer's next
+// connection, with no fault and no error at any port. Rank 2 abandons two
+// connections after its proof (one closed after reading the welcome, one
+// reset before), then makes a third and leaves over it with a goodbye.
+TEST(net_faults, a_connection_abandoned_after_the_handshake_is_no_loss_and_the_next_one_is_taken) {
+    using namespace csp::net::detail;
+    std::vector<std::byte> answer_to_goodbye;
+    bool third_welcomed = false;
+    const auto handshake = [](raw_client& c) {
+        handshake_context ctx{};
+        c.send(hello(ctx));
+        if (!read_challenge(c, ctx, "secret")) return false;
+        c.send(proof_frame(prove(role::connector, "secret", ctx)));
+        return true;
+    };
+    const auto welcomed = [](raw_client& c) {
+        const auto welcome = c.read_exactly(csp::net::header::size);
+        return welcome.size() == csp::net::header::size &&
+               csp::net::header::decode(welcome.data(), 4096).op == csp::net::opcode::welcome;
+    };
+    const auto stranger = [&](const csp::net::endpoint& at) {
+        {
+            raw_client c(at);
+            ASSERT_TRUE(handshake(c));
+            ASSERT_TRUE(welcomed(c));
+            read_transports(c);
+            c.finish_sending();  // the node reads end of file where the transports frame belongs
+            EXPECT_TRUE(c.read_all().empty());  // and sends nothing more
+        }
+        {
+            raw_client c(at);
+            ASSERT_TRUE(handshake(c));
+            c.reset();
+        }
+        raw_client c(at);
+        ASSERT_TRUE(handshake(c));
+        third_welcomed = welcomed(c);
+        read_transports(c);
+        c.send(frame(csp::net::opcode::transports, 2, ""));
+        c.send(frame(csp::net::opcode::goodbye, 2, ""));
+        c.finish_sending();
+        answer_to_goodbye = c.read_all();
+    };
+    with_stranger(
+        [&](const csp::net::endpoint& at) {
+            try {
+                stranger(at);
+            } catch (const std::exception& e) {  // a refusal where a frame of the handshake belongs
+                ADD_FAILURE() << "rank 2's connections were not answered as a peer's: " << e.what();
+            }
+        },
+        [](csp::net::node& n) {
+            EXPECT_EQ(n.stats().abandoned, 2u);
+            for (const std::string& f : n.faults()) EXPECT_EQ(f.find("node 2"), std::string::npos) << f;
+        },
+        0);
+    EXPECT_TRUE(third_welcomed);
+    ASSERT_EQ(answer_to_goodbye.size(), csp::net::header::size);
+    EXPECT_EQ(csp::net::header::decode(answer_to_goodbye.data(), 4096).op, csp::net::opcode::goodbye);
+}
+
+// Regression: a node whose link to a higher rank was between two attempts
+// (the last one failed, the next one minutes of backoff away) refused that
+// rank's own connection as the losing half of a crossing, so the higher rank
+// waited for a connection that was not coming and failed the link after one
+// connect_timeout. Now only an attempt under way wins a crossing. Rank 1 is
+// registered at a port that refuses, so node 0's attempts fail at once and
+// it is between attempts nearly all the time; rank 1's connection, tried
+// again after each "duplicate" as a higher rank does, must be taken, and
+// carry the message node 0 queued for it.
+TEST(net_faults, a_node_between_two_attempts_takes_the_higher_ranks_connection) {
+    using namespace csp::net::detail;
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    {  // a port nothing listens on: connects to it are refused
+        const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+        ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        socklen_t len = sizeof a;
+        ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+        ::close(s);
+    }
+    raw_client registration(ns.address());  // rank 1's, held open
+    const std::string line = "REGISTER faults 1 2 127.0.0.1 " + std::to_string(ntohs(a.sin_port)) + "\n";
+    registration.send(std::vector<std::byte>(reinterpret_cast<const std::byte*>(line.data()),
+                                             reinterpret_cast<const std::byte*>(line.data()) + line.size()));
+    const auto ok = registration.read_exactly(7);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(ok.data()), ok.size()), "OK 1 2\n");
+    std::promise<csp::net::endpoint> node0;
+    int duplicates = 0;
+    bool taken = false;
+    csp::net::header first{};
+    std::thread rank1([&, at = node0.get_future()]() mutable {
+        const csp::net::endpoint to = at.get();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // node 0 has failed a few attempts
+        for (int attempt = 0; attempt < 40 && !taken; ++attempt) {
+            raw_client c(to);
+            handshake_context ctx{};
+            c.send(hello(ctx, 1));
+            ASSERT_TRUE(read_challenge(c, ctx, "secret"));
+            c.send(proof_frame(prove(role::connector, "secret", ctx), 1));
+            // The switch decides after the proof: a welcome, or a refusal.
+            const auto answer = c.read_exactly(csp::net::header::size);
+            ASSERT_EQ(answer.size(), csp::net::header::size);
+            if (csp::net::header::decode(answer.data(), 4096).op != csp::net::opcode::welcome) {
+                ++duplicates;  // try again, as the switch of a higher rank does
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                continue;
+            }
+            taken = true;
+            read_transports(c);
+            c.send(frame(csp::net::opcode::transports, 1, ""));
+            const auto head = c.read_exactly(csp::net::header::size);
+            ASSERT_EQ(head.size(), csp::net::header::size);
+            first = csp::net::header::decode(head.data(), 1 << 20);
+            c.read_exactly(first.length);
+            c.send(frame(csp::net::opcode::goodbye, 1, ""));
+            c.finish_sending();
+            c.read_all();
+        }
+    });
+    try {
+        run_ranks(ns, "faults", 2, {0}, [&](csp::net::node& self) {
+            node0.set_value(self.address());
+            auto inbox = self.open(1);
+            self.send(1, 1, 42);
+            net_test::expect_peer_error(inbox, 1, "has left");
+        }, 1, [](int, csp::net::node_options& o) { o.liveness_timeout = std::chrono::seconds(5); });
+    } catch (...) {
+        rank1.join();
+        throw;
+    }
+    rank1.join();
+    EXPECT_TRUE(taken) << duplicates << " connections refused as the losing half of a crossing";
+    EXPECT_EQ(first.op, csp::net::opcode::data);
+    EXPECT_EQ(first.port, 1u);
+}
+
+// Regression: a higher rank whose connection lost a crossing waited one
+// connect_timeout for the lower rank's, then declared the lower rank lost,
+// though a stall there is no more a death than a connect that timed out.
+// Now it tries again until the liveness timeout. Rank 0 here answers every
+// hello with "duplicate" and never connects back.
+TEST(net_faults, a_lost_crossing_whose_winner_never_comes_is_retried_until_the_liveness_timeout) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener, 16), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+    raw_client registration(ns.address());  // rank 0's, held open
+    const std::string line = "REGISTER faults 0 2 127.0.0.1 " + std::to_string(ntohs(a.sin_port)) + "\n";
+    registration.send(std::vector<std::byte>(reinterpret_cast<const std::byte*>(line.data()),
+                                             reinterpret_cast<const std::byte*>(line.data()) + line.size()));
+    const auto ok = registration.read_exactly(7);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(ok.data()), ok.size()), "OK 0 2\n");
+    std::atomic<bool> done{false};
+    std::atomic<int> hellos{0};
+    std::thread rank0([&] {
+        while (!done.load()) {
+            const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd < 0) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                continue;
+            }
+            std::byte head[csp::net::header::size];
+            if (::recv(fd, head, sizeof head, MSG_WAITALL) == static_cast<ssize_t>(sizeof head)) {
+                std::string body(csp::net::header::decode(head, 4096).length, '\0');
+                ::recv(fd, body.data(), body.size(), MSG_WAITALL);
+                const auto refusal = frame(csp::net::opcode::refuse, 0, "duplicate");
+                ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL);
+                ++hellos;
+            }
+            ::close(fd);
+        }
+    });
+    std::chrono::steady_clock::duration took{};
+    try {
+        run_ranks(ns, "faults", 2, {1}, [&](csp::net::node& self) {
+            auto inbox = self.open(1);
+            const auto start = std::chrono::steady_clock::now();
+            self.send(0, 1, 42);
+            net_test::expect_peer_error(inbox, 0, "its connection to this node never arrived");
+            took = std::chrono::steady_clock::now() - start;
+        }, 1, [](int, csp::net::node_options& o) {
+            o.connect_timeout = std::chrono::milliseconds(200);
+            o.liveness_timeout = std::chrono::milliseconds(1500);
+        });
+    } catch (...) {
+        done = true;
+        rank0.join();
+        ::close(listener);
+        throw;
+    }
+    done = true;
+    rank0.join();
+    ::close(listener);
+    EXPECT_GE(hellos.load(), 3);  // tried again after each wait
+    EXPECT_GE(took, std::chrono::milliseconds(1500));
+    EXPECT_LT(took, std::chrono::seconds(10));
+}
+
 // A frame where the transports frame must come names what came instead, and
 // ends that link only.
 TEST(net_faults, a_data_frame_where_the_transports_frame_belongs_ends_that_link_only) {

@@ -206,3 +206,66 @@ TEST(link, transitions_outside_the_table_throw_naming_peer_event_and_state) {
         EXPECT_THROW(l.process_exited(), std::logic_error);
     });
 }
+
+// An accepted connection the peer gave up on before its first frame
+// (link_down::abandoned): the link goes back to connecting with its queue
+// whole, and no transport comes up until the abandoned one has exited.
+TEST(link, an_abandoned_link_keeps_its_queue_and_takes_a_transport_only_after_the_last_exit) {
+    with_link([](peer_link& l, auto bring_up, int& interrupts, csp::reader<outgoing>& queue, auto&) {
+        outgoing notice = data_frame(3);
+        notice.notice = true;
+        l.post(data_frame(1));
+        l.post(std::move(notice));
+        outgoing welcome;
+        welcome.head = net::header::welcome(self, 0);
+        bring_up(std::move(welcome));
+        EXPECT_EQ(l.notices_queued(), 0u);  // up: the transport may have read them
+        l.post(data_frame(2));
+        l.abandon();
+        EXPECT_EQ(l.state(), link_state::connecting);
+        EXPECT_TRUE(l.retiring());
+        EXPECT_TRUE(l.idle());  // nothing of ours under way
+        EXPECT_EQ(l.queued(), 3u);
+        EXPECT_EQ(l.notices_queued(), 1u);  // none was read: the notice is still the peer's to get
+        EXPECT_EQ(interrupts, 0);           // its processes are ending by themselves
+        EXPECT_THROW(bring_up(), std::logic_error);
+        l.process_exited();
+        EXPECT_TRUE(l.retiring());
+        l.process_exited();
+        EXPECT_FALSE(l.retiring());
+        EXPECT_EQ(l.carrier(), nullptr);
+        EXPECT_EQ(l.queued(), 3u);  // kept for the next transport
+        EXPECT_FALSE(l.settled());
+        bring_up();
+        const auto frames = drain_queue(queue);
+        ASSERT_EQ(frames.size(), 3u);
+        EXPECT_EQ(frames[0].head.port, 1u);
+        EXPECT_EQ(frames[1].head.port, 3u);
+        EXPECT_EQ(frames[2].head.port, 2u);
+    });
+}
+
+TEST(link, a_link_lost_while_its_abandoned_transport_exits_drops_its_queue_and_settles_after) {
+    with_link([](peer_link& l, auto bring_up, int&, auto&, auto&) {
+        bring_up();
+        l.post(data_frame(1));
+        l.abandon();
+        ASSERT_TRUE(l.lose("lost node 4: its registration with the nameserver ended"));
+        EXPECT_EQ(l.state(), link_state::lost);
+        EXPECT_FALSE(l.retiring());
+        EXPECT_EQ(l.queued(), 0u);
+        EXPECT_FALSE(l.settled());
+        l.process_exited();
+        l.process_exited();
+        EXPECT_TRUE(l.settled());
+    });
+}
+
+TEST(link, only_a_carrying_link_without_an_error_can_be_abandoned) {
+    with_link([](peer_link& l, auto bring_up, int&, auto&, auto&) {
+        EXPECT_THROW(l.abandon(), std::logic_error);  // connecting: no connection to abandon
+        bring_up();
+        l.peer_left(self, "node 4 has left");
+        EXPECT_THROW(l.abandon(), std::logic_error);  // it spoke: the connection was used
+    });
+}
