@@ -1,9 +1,12 @@
 // Process priorities: the order in which ready processes run, on one thread
 // and on several; never what they compute.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <string>
 #include <vector>
 
 #include "csp/detail/fiber_internals.hpp"
@@ -22,6 +25,13 @@ void spin_for(std::chrono::microseconds d) {
     const auto until = std::chrono::steady_clock::now() + d;
     while (std::chrono::steady_clock::now() < until) {
     }
+}
+
+// How often the host has taken a CPU from a thread of this process so far.
+long involuntary_switches() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return u.ru_nivcsw;
 }
 
 // Two processes of a two-thread runtime that make sure they run on
@@ -464,38 +474,62 @@ TEST(run_next, a_process_woken_by_one_that_runs_on_is_taken_by_a_sleeping_worker
 // consumer's first move, no item should wait in a run-next slot for a thief.
 TEST(run_next, a_process_that_ran_beside_its_waker_goes_back_to_its_worker) {
     constexpr int items = 30;
-    std::uint64_t steals_before = 0, steals_after = 0;
-    int consumed = 0;
-    csp_test::run_watched(
-        [&] {
-            const auto* pool =
-                csp::detail::fiber::record_of(boost::fibers::context::active())->runtime()->workers();
-            csp::channel<int> link;
-            csp::par(
-                [&, out = link.writer()] {
-                    spin_for(1ms);
-                    out.write(0);  // the consumer's first move
-                    spin_for(1ms);
-                    steals_before = pool->run_next_steals();
-                    for (int i = 1; i < items; ++i) {
-                        spin_for(300us);
-                        out.write(i);
-                    }
-                    spin_for(1ms);  // until the consumer has taken the last
-                    steals_after = pool->run_next_steals();
-                },
-                [&, in = link.reader()] {
-                    for (int i = 0; i < items; ++i) {
-                        EXPECT_EQ(in.read(), i);
-                        spin_for(100us);
-                        ++consumed;
-                    }
-                });
-        },
-        {.threads = 2});
-    EXPECT_EQ(consumed, items);
-    // A worker descheduled by the host may leave an item in the slot now and
-    // then; on the build before every item waited there.
-    EXPECT_LE(steals_after - steals_before, static_cast<std::uint64_t>(items / 5))
-        << "items the consumer took from the producer's run-next slot";
+    // One round: the steals from run-next slots after the consumer's first
+    // move, and the host's preemptions of this process meanwhile.
+    struct round {
+        std::uint64_t steals;
+        long preempted;
+    };
+    const auto measure = [&] {
+        std::uint64_t steals_before = 0, steals_after = 0;
+        long preempted_before = 0, preempted_after = 0;
+        int consumed = 0;
+        csp_test::run_watched(
+            [&] {
+                const auto* pool =
+                    csp::detail::fiber::record_of(boost::fibers::context::active())->runtime()->workers();
+                csp::channel<int> link;
+                csp::par(
+                    [&, out = link.writer()] {
+                        spin_for(1ms);
+                        out.write(0);  // the consumer's first move
+                        spin_for(1ms);
+                        steals_before = pool->run_next_steals();
+                        preempted_before = involuntary_switches();
+                        for (int i = 1; i < items; ++i) {
+                            spin_for(300us);
+                            out.write(i);
+                        }
+                        spin_for(1ms);  // until the consumer has taken the last
+                        steals_after = pool->run_next_steals();
+                        preempted_after = involuntary_switches();
+                    },
+                    [&, in = link.reader()] {
+                        for (int i = 0; i < items; ++i) {
+                            EXPECT_EQ(in.read(), i);
+                            spin_for(100us);
+                            ++consumed;
+                        }
+                    });
+            },
+            {.threads = 2});
+        EXPECT_EQ(consumed, items);
+        return round{steals_after - steals_before, preempted_after - preempted_before};
+    };
+    // On the build before, every item waited in the slot for a thief, in
+    // every round. Now an item waits there only when the host took a
+    // worker's CPU at the wrong moment (the consumer still running when the
+    // producer wrote, the roles swap for that item), which a loaded host
+    // (the sanitizer build beside another test) does now and then: a round
+    // with at most items/5 steals shows the behaviour, and three rounds
+    // without one are the regression, not chance.
+    std::vector<round> rounds;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        rounds.push_back(measure());
+        if (rounds.back().steals <= static_cast<std::uint64_t>(items / 5)) return;
+    }
+    std::string seen;
+    for (const round& r : rounds)
+        seen += " " + std::to_string(r.steals) + " (host preemptions " + std::to_string(r.preempted) + ")";
+    ADD_FAILURE() << "items the consumer took from the producer's run-next slot, by round:" << seen;
 }
