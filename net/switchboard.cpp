@@ -440,8 +440,15 @@ private:
         closing_ = true;
         done_ = std::move(c.done);
         linger_until_ = deadline_after(core_->options.linger);
-        for (auto& [peer, l] : links_)
-            if (l->state() == link_state::up) l->drain(static_cast<std::uint32_t>(core_->rank), farewell_for(peer));
+        for (auto& [peer, l] : links_) {
+            if (l->state() == link_state::up) {
+                l->drain(static_cast<std::uint32_t>(core_->rank), farewell_for(peer));
+            } else if (l->idle() && l->queued() == 0) {
+                // Only the peer's abandoned connection ever made this link:
+                // nothing to deliver and no goodbye owed, as with no link.
+                l->lose("this node closed before its link to " + core_->peer_name(peer) + " was in use");
+            }
+        }
     }
 
     // --- links ------------------------------------------------------------

@@ -554,6 +554,49 @@ TEST(net_faults, a_connection_abandoned_after_the_handshake_is_no_loss_and_the_n
     EXPECT_EQ(csp::net::header::decode(answer_to_goodbye.data(), 4096).op, csp::net::opcode::goodbye);
 }
 
+// Regression: a node left with a link only an abandoned connection ever
+// made (the peer did not come back) waited out its whole linger at close
+// for that link to settle, and then logged the peer as lost. It closes at
+// once now, with no fault: there was nothing to deliver and no goodbye owed.
+TEST(net_faults, a_node_whose_peer_abandoned_its_only_connection_closes_promptly_without_a_fault) {
+    using namespace csp::net::detail;
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    std::promise<csp::net::endpoint> node0;
+    std::thread stranger([at = node0.get_future()]() mutable {
+        raw_client c(at.get());
+        handshake_context ctx{};
+        c.send(hello(ctx));
+        ASSERT_TRUE(read_challenge(c, ctx, "secret"));
+        c.send(proof_frame(prove(role::connector, "secret", ctx)));
+        c.read_exactly(csp::net::header::size);  // the welcome
+        read_transports(c);
+        c.finish_sending();
+        c.read_all();
+    });
+    std::vector<std::string> faults;
+    std::chrono::steady_clock::duration closing{};
+    try {
+        run_ranks(ns, "faults", 3, {0}, [&](csp::net::node& self) {
+            node0.set_value(self.address());
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (self.stats().abandoned == 0 && std::chrono::steady_clock::now() < until)
+                csp::sleep_for(std::chrono::milliseconds(5));
+            EXPECT_EQ(self.stats().abandoned, 1u);
+            const auto start = std::chrono::steady_clock::now();
+            self.close();
+            closing = std::chrono::steady_clock::now() - start;
+            faults = self.faults();
+        });
+    } catch (...) {
+        stranger.join();
+        throw;
+    }
+    stranger.join();
+    EXPECT_LT(closing, std::chrono::seconds(2));  // the linger is 10 s
+    for (const std::string& f : faults) EXPECT_EQ(f.find("node 2"), std::string::npos) << f;
+}
+
 // Regression: a node whose link to a higher rank was between two attempts
 // (the last one failed, the next one minutes of backoff away) refused that
 // rank's own connection as the losing half of a crossing, so the higher rank
@@ -941,7 +984,7 @@ TEST(net_faults, a_peer_stalled_during_link_setup_gets_every_queued_message_once
     constexpr std::uint64_t n = 100000;
     const pid_t pid = spawn_receiver(ns, "stalled", n);
     ::kill(pid, SIGSTOP);
-    std::thread resume([pid] {
+    std::jthread resume([pid] {  // joined also when the node below throws
         std::this_thread::sleep_for(std::chrono::seconds(3));
         ::kill(pid, SIGCONT);
     });
