@@ -9,6 +9,11 @@
 //      connector -> proof(Pc)                                 or hangs up
 //   4. acceptor checks Pc, then asks the switch
 //      acceptor  -> welcome                                   or refuse, close
+//   5. each side -> transports (transport.cpp); the connector's goes only
+//      after it read the welcome, so the acceptor counts the link as made
+//      when that frame comes: a connector that timed out before the
+//      welcome reached it hangs up without one (an abandoned attempt, not
+//      the peer's death)
 //
 // Pa and Pc are HMACs keyed with the token over the job, both ranks, both
 // nonces, both limits (max_frame and window, frame.hpp) and the prover's
