@@ -30,6 +30,10 @@
 namespace csp::net::detail {
 namespace {
 
+// Why a peer the nameserver said is gone (peer_gone) is lost: the
+// nameserver cannot tell a departure from a death.
+constexpr const char* gone_reason = "its registration with the nameserver ended (it left, died or was killed)";
+
 // Every process of a node's network side is a daemon: waiting for the
 // network is its job, and the node's user processes are the program.
 template <class F>
@@ -256,8 +260,7 @@ private:
             l.await_crossing(deadline_after(core_->options.connect_timeout));
         } else if (r.left) {
             left_before_link(l);
-        } else if (r.retryable && !closing_ &&
-                   clock::now() < deadline_after(l.first_attempt(), core_->options.liveness_timeout)) {
+        } else if (r.retryable && may_retry(l, clock::now())) {
             // A stall is not a death: the queue is kept and the set-up tried
             // again, 100 ms later at first, doubling up to 5 s. A peer whose
             // process is gone ends this through the nameserver (peer_gone).
@@ -269,7 +272,7 @@ private:
                              " ms, keeping " + std::to_string(l.queued()) + " queued messages");
             l.retry_later(clock::now() + pause);
         } else {
-            fail(l, r.retryable && !closing_
+            fail(l, r.retryable && !past_linger()
                         ? "no link could be set up within the liveness timeout of " +
                               std::to_string(core_->options.liveness_timeout.count()) + " ms (" +
                               std::to_string(l.attempts()) + " attempts; the last: " + r.error + ")"
@@ -331,7 +334,7 @@ private:
         if (d.abandoned && gone_.count(d.peer) != 0) {
             // The nameserver said the peer is gone while this connection
             // was up: it will not come back.
-            fail(l, "its registration with the nameserver ended (it left, died or was killed)");
+            fail(l, gone_reason);
         } else if (d.abandoned && (l.state() == link_state::up || l.state() == link_state::draining) &&
                    !l.error()) {
             // Not a death: the peer's connector gave up on this connection
@@ -367,9 +370,9 @@ private:
         if (!l.carrier()) core_->links_up.fetch_sub(1, std::memory_order_relaxed);
         // A link left with frames queued and nothing under way once its
         // abandoned transport is gone sets itself up: the peer, which may
-        // have nothing to send, need not come back. A closing node waits
-        // for the peer's next connection instead, until its linger.
-        if (was_retiring && !l.retiring() && l.idle() && l.queued() > 0 && !closing_) start_connector(l);
+        // have nothing to send, need not come back (a closing node too,
+        // within its linger).
+        if (was_retiring && !l.retiring() && l.idle() && l.queued() > 0 && !past_linger()) start_connector(l);
     }
 
     // The nameserver says the peer's registration ended. A link that is up
@@ -380,11 +383,10 @@ private:
     void handle(peer_gone& g) {
         if (g.peer == core_->rank || g.peer < 0 || (core_->size > 0 && g.peer >= core_->size)) return;
         gone_.insert(g.peer);
-        const std::string why = "its registration with the nameserver ended (it left, died or was killed)";
         auto it = links_.find(g.peer);
         if (it == links_.end()) {
             link& l = *links_.emplace(g.peer, std::make_unique<link>(g.peer)).first->second;
-            l.lose(core_->peer_name(g.peer) + " is gone: " + why + " before any link to it existed");
+            l.lose(core_->peer_name(g.peer) + " is gone: " + gone_reason + " before any link to it existed");
             set_departed(l);
             announce_departure(l);
             return;
@@ -392,9 +394,10 @@ private:
         link& l = *it->second;
         if (l.idle() && l.queued() == 0) {
             // Only the peer's abandoned connection ever made it: as above.
-            end_link(l, core_->peer_name(g.peer) + " is gone: " + why + " before any link to it was in use", true);
+            end_link(l, core_->peer_name(g.peer) + " is gone: " + gone_reason + " before any link to it was in use",
+                     true);
         } else if (l.state() == link_state::connecting || l.state() == link_state::handshaking) {
-            fail(l, why);
+            fail(l, gone_reason);
         }
     }
 
@@ -585,7 +588,7 @@ private:
         const auto now = clock::now();
         for (auto& [peer, l] : links_) {
             if (now >= l->retry_at() && l->state() == link_state::connecting && !l->connector_running()) {
-                if (closing_) {
+                if (past_linger()) {
                     fail(*l, "the node closed while the link was being set up");
                 } else {
                     start_connector(*l);
@@ -595,7 +598,7 @@ private:
                 // attempt's time: it may be stalled, like a connect that
                 // timed out, so the link tries again within the liveness
                 // timeout (and the peer, between its attempts, takes ours).
-                if (!closing_ && now < deadline_after(l->first_attempt(), core_->options.liveness_timeout))
+                if (may_retry(*l, now))
                     l->retry_later(now);
                 else
                     fail(*l, "its connection to this node never arrived");
@@ -608,9 +611,20 @@ private:
         // Forced; look again in a while rather than spin on a passed deadline.
         if (closing_ && now >= linger_until_) {
             core_->give_up.poison();  // connectors still waiting end now
+            linger_over_ = true;
             linger_until_ = now + std::chrono::seconds(1);
         }
     }
+
+    // A link being set up is tried again within the liveness timeout,
+    // counted from its first attempt; while the node closes, also within the
+    // linger: close() completes the links it has messages queued on.
+    bool may_retry(const link& l, clock::time_point now) const {
+        return now < deadline_after(l.first_attempt(), core_->options.liveness_timeout) &&
+               (!closing_ || now < linger_until_);
+    }
+
+    bool past_linger() const { return closing_ && (linger_over_ || clock::now() >= linger_until_); }
 
     bool finished() const {
         if (!closing_) return false;
@@ -629,6 +643,7 @@ private:
     std::vector<held_input> held_;  // dispatch: waiting for an abandoned transport's exit
     std::unordered_set<int> gone_;  // peers whose registration ended (peer_gone)
     bool closing_ = false;
+    bool linger_over_ = false;  // close(): the linger ran out (linger_until_ then paces the checks)
     std::shared_ptr<const std::string> deadlock_report_;  // take_deadlock_report
     clock::time_point linger_until_ = clock::time_point::max();
     csp::writer<bool> done_;

@@ -1003,6 +1003,39 @@ TEST(net_faults, a_peer_stalled_during_link_setup_gets_every_queued_message_once
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// Regression: a node that closed while the link to a stalled peer was being
+// set up failed the link at the first attempt that timed out, so the queued
+// messages were lost and close() logged the peer as lost. Now close()
+// completes the link within its linger, retrying as an open node does.
+TEST(net_faults, a_node_closing_while_a_stalled_peers_link_is_set_up_delivers_within_its_linger) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    constexpr std::uint64_t n = 1000;
+    const pid_t pid =
+        net_test::spawn_ready_node(NET_TEST_PEER, {"count", std::to_string(n)}, ns, "closing-stalled", 1, 2);
+    ::kill(pid, SIGSTOP);
+    std::jthread resume([pid] {  // joined also when the node below throws
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        ::kill(pid, SIGCONT);
+    });
+    auto o = net_test::options_for(ns, "closing-stalled", 0, 2);
+    o.connect_timeout = std::chrono::milliseconds(300);  // several attempts time out during the stall
+    o.linger = std::chrono::seconds(8);
+    csp::run([&] {
+        csp::net::node self(o);
+        for (std::uint64_t i = 0; i < n; ++i) self.send(1, 1, i);
+        const auto start = std::chrono::steady_clock::now();
+        self.close();
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(7));
+        EXPECT_FALSE(has_fault(self, "lost node 1")) << testing::PrintToString(self.faults());
+        EXPECT_TRUE(has_fault(self, "retrying for up to")) << testing::PrintToString(self.faults());
+    });
+    resume.join();
+    int status = -1;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
 // ... but a peer that stays stalled past the liveness timeout is lost.
 TEST(net_faults, a_peer_stalled_past_the_liveness_timeout_is_lost) {
     csp::net::nameserver ns;

@@ -145,6 +145,24 @@ int main(int argc, char** argv) {
         });
         return 0;
     }
+    if (argc == 3 && std::string(argv[1]) == "count") {
+        // Receives `n` numbers and answers nothing: the exit status says
+        // whether each came, in order (0), one was out of order (1), or the
+        // link ended first (2).
+        const std::uint64_t n = std::strtoull(argv[2], nullptr, 10);
+        int status = 0;
+        csp::run([n, &status] {
+            csp::net::node self;
+            auto inbox = open_and_say_ready(self);
+            try {
+                for (std::uint64_t i = 0; i < n && status == 0; ++i)
+                    if (inbox.receive<std::uint64_t>() != i) status = 1;
+            } catch (const csp::net::peer_error&) {
+                status = 2;
+            }
+        });
+        return status;
+    }
     if (argc == 2 && std::string(argv[1]) == "oversubscribed") {
         const csp::net::node_options o = csp::net::node_options::from_environment();
         std::printf("oversubscribed %d %d\n", o.rank, o.oversubscribed() ? 1 : 0);
