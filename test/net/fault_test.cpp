@@ -975,6 +975,16 @@ pid_t spawn_receiver(const csp::net::nameserver& ns, const std::string& job, std
     return net_test::spawn_ready_node(NET_TEST_PEER, {"receive", std::to_string(n)}, ns, job, 1, 2);
 }
 
+// Stops process `pid` now and resumes it `after` from now, in a thread the
+// caller keeps: it joins (and so resumes the peer) also when a test fails.
+std::jthread stall(pid_t pid, std::chrono::milliseconds after) {
+    ::kill(pid, SIGSTOP);
+    return std::jthread([pid, after] {
+        std::this_thread::sleep_for(after);
+        ::kill(pid, SIGCONT);
+    });
+}
+
 // Regression: a peer stalled (SIGSTOP) while its link was being set up was
 // cut off for good when the connect timed out, and every queued message to
 // it was dropped. Now the set-up is retried with backoff and the queue kept.
@@ -983,11 +993,7 @@ TEST(net_faults, a_peer_stalled_during_link_setup_gets_every_queued_message_once
     net_test::captured_log log;
     constexpr std::uint64_t n = 100000;
     const pid_t pid = spawn_receiver(ns, "stalled", n);
-    ::kill(pid, SIGSTOP);
-    std::jthread resume([pid] {  // joined also when the node below throws
-        std::this_thread::sleep_for(std::chrono::seconds(3));
-        ::kill(pid, SIGCONT);
-    });
+    std::jthread resume = stall(pid, std::chrono::seconds(3));
     auto o = net_test::options_for(ns, "stalled", 0, 2);
     o.connect_timeout = std::chrono::milliseconds(500);  // several attempts time out during the stall
     csp::run([&] {
@@ -1013,11 +1019,7 @@ TEST(net_faults, a_node_closing_while_a_stalled_peers_link_is_set_up_delivers_wi
     constexpr std::uint64_t n = 1000;
     const pid_t pid =
         net_test::spawn_ready_node(NET_TEST_PEER, {"count", std::to_string(n)}, ns, "closing-stalled", 1, 2);
-    ::kill(pid, SIGSTOP);
-    std::jthread resume([pid] {  // joined also when the node below throws
-        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-        ::kill(pid, SIGCONT);
-    });
+    std::jthread resume = stall(pid, std::chrono::milliseconds(1500));
     auto o = net_test::options_for(ns, "closing-stalled", 0, 2);
     o.connect_timeout = std::chrono::milliseconds(300);  // several attempts time out during the stall
     o.linger = std::chrono::seconds(8);
