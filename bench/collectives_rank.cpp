@@ -96,17 +96,29 @@ std::string table_choice(C& comm, const char* collective, std::size_t bytes, boo
 
 // Allreduce of `bytes` (a vector of doubles): the table's choice and every
 // algorithm, or only the algorithm named `only`.
+// Each call's result goes into one vector the loop keeps, as MPI's receive
+// buffer: the input is copied into it (as MPI_Allreduce copies its send
+// buffer into its receive buffer) and the call takes it by move, so the
+// loop allocates nothing of its own. A vector made afresh for every call
+// paid page faults (docs/performance.md, "Where the first calls go")
+// whenever small allocations had split the heap's free chunk under it.
 template <class C>
 void allreduce_of(C& comm, std::size_t bytes, int iterations, const std::string& only) {
     std::vector<double> v(std::max<std::size_t>(bytes / sizeof(double), 1), 1.0);
+    std::vector<double> result(v);
     const std::string chosen = table_choice(comm, "allreduce", bytes, true);
     if (only.empty())
-        report(comm, "allreduce", chosen.c_str(), bytes,
-               time_per_op(comm, iterations, [&] { cc::allreduce(comm, v, cc::sum{}); }));
+        report(comm, "allreduce", chosen.c_str(), bytes, time_per_op(comm, iterations, [&] {
+                   result.assign(v.begin(), v.end());
+                   result = cc::allreduce(comm, std::move(result), cc::sum{});
+               }));
     cc::registry::allreduce::for_each([&](auto algorithm) {
         if (!only.empty() && algorithm.info.name != only) return;
         report(comm, "allreduce", std::string(algorithm.info.name).c_str(), bytes,
-               time_per_op(comm, iterations, [&] { algorithm(comm, v, cc::sum{}); }));
+               time_per_op(comm, iterations, [&] {
+                   result.assign(v.begin(), v.end());
+                   result = algorithm(comm, std::move(result), cc::sum{});
+               }));
     });
 }
 
