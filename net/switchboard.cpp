@@ -620,11 +620,12 @@ private:
     // counted from its first attempt; while the node closes, also within the
     // linger: close() completes the links it has messages queued on.
     bool may_retry(const link& l, clock::time_point now) const {
-        return now < deadline_after(l.first_attempt(), core_->options.liveness_timeout) &&
-               (!closing_ || now < linger_until_);
+        return now < deadline_after(l.first_attempt(), core_->options.liveness_timeout) && !past_linger(now);
     }
 
-    bool past_linger() const { return closing_ && (linger_over_ || clock::now() >= linger_until_); }
+    bool past_linger(clock::time_point now = clock::now()) const {
+        return closing_ && (linger_over_ || now >= linger_until_);
+    }
 
     bool finished() const {
         if (!closing_) return false;

@@ -10,14 +10,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <stop_token>
 #include <string>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "net/auth.hpp"
 #include "net/frame.hpp"
@@ -975,12 +978,16 @@ pid_t spawn_receiver(const csp::net::nameserver& ns, const std::string& job, std
     return net_test::spawn_ready_node(NET_TEST_PEER, {"receive", std::to_string(n)}, ns, job, 1, 2);
 }
 
-// Stops process `pid` now and resumes it `after` from now, in a thread the
-// caller keeps: it joins (and so resumes the peer) also when a test fails.
+// Stops process `pid` now and resumes it `after` from now, or sooner when
+// the returned thread is joined (its destructor joins it: the peer is
+// resumed also when a test fails). Join before reaping the peer.
 std::jthread stall(pid_t pid, std::chrono::milliseconds after) {
     ::kill(pid, SIGSTOP);
-    return std::jthread([pid, after] {
-        std::this_thread::sleep_for(after);
+    return std::jthread([pid, after](std::stop_token stop) {
+        std::mutex m;
+        std::condition_variable_any cv;
+        std::unique_lock lock(m);
+        cv.wait_for(lock, stop, after, [] { return false; });
         ::kill(pid, SIGCONT);
     });
 }
@@ -1036,6 +1043,34 @@ TEST(net_faults, a_node_closing_while_a_stalled_peers_link_is_set_up_delivers_wi
     int status = -1;
     ::waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// ... and one whose peer stays stalled past the linger gives that link up
+// when the linger ends, however long its liveness timeout: the retries
+// while closing stop there (the linger's deadline, moved on afterwards to
+// pace the switch's checks, does not count as more linger).
+TEST(net_faults, a_node_closing_while_its_peer_stays_stalled_gives_up_the_link_when_its_linger_ends) {
+    csp::net::nameserver ns;
+    net_test::captured_log log;
+    const pid_t pid = net_test::spawn_ready_node(NET_TEST_PEER, {"count", "1"}, ns, "closing-stalled-long", 1, 2);
+    std::jthread resume = stall(pid, std::chrono::seconds(12));
+    auto o = net_test::options_for(ns, "closing-stalled-long", 0, 2);
+    o.connect_timeout = std::chrono::milliseconds(200);
+    o.liveness_timeout = std::chrono::seconds(20);
+    o.linger = std::chrono::milliseconds(1500);
+    csp::run([&] {
+        csp::net::node self(o);
+        self.send(1, 1, std::uint64_t{0});
+        const auto start = std::chrono::steady_clock::now();
+        self.close();
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+        EXPECT_TRUE(has_fault(self, "'closing-stalled-long': it did not finish closing within 1500 ms"))
+            << testing::PrintToString(self.faults());
+    });
+    ::kill(pid, SIGKILL);
+    resume.request_stop();
+    resume.join();
+    ::waitpid(pid, nullptr, 0);
 }
 
 // ... but a peer that stays stalled past the liveness timeout is lost.
