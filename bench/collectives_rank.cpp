@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "collectives/collectives.hpp"
@@ -94,31 +95,43 @@ std::string table_choice(C& comm, const char* collective, std::size_t bytes, boo
                           cc::detail::request_of(comm, collective, bytes, true, elementwise)));
 }
 
+// A loop body for a collective that takes a vector and returns its result
+// (a vector, or an optional one: exscan's, none at rank 0): the result goes
+// into one vector the loop keeps, as MPI's loops keep their receive buffer.
+// The input is copied into it (as MPI copies its send buffer into its
+// receive buffer) and the call takes it by move, so the loop allocates
+// nothing of its own where the collective hands its buffer back. A vector
+// made afresh for every call paid page faults (docs/performance.md, "Where
+// the first calls go") whenever small allocations had split the heap's
+// free chunk under it.
+template <class F>
+auto into_kept(const std::vector<double>& input, std::vector<double>& result, F collective) {
+    return [&input, &result, collective] {
+        result.assign(input.begin(), input.end());
+        auto out = collective(std::move(result));
+        if constexpr (std::is_same_v<decltype(out), std::vector<double>>) {
+            result = std::move(out);
+        } else if (out) {
+            result = std::move(*out);
+        }
+    };
+}
+
 // Allreduce of `bytes` (a vector of doubles): the table's choice and every
 // algorithm, or only the algorithm named `only`.
-// Each call's result goes into one vector the loop keeps, as MPI's receive
-// buffer: the input is copied into it (as MPI_Allreduce copies its send
-// buffer into its receive buffer) and the call takes it by move, so the
-// loop allocates nothing of its own. A vector made afresh for every call
-// paid page faults (docs/performance.md, "Where the first calls go")
-// whenever small allocations had split the heap's free chunk under it.
 template <class C>
 void allreduce_of(C& comm, std::size_t bytes, int iterations, const std::string& only) {
     std::vector<double> v(std::max<std::size_t>(bytes / sizeof(double), 1), 1.0);
     std::vector<double> result(v);
     const std::string chosen = table_choice(comm, "allreduce", bytes, true);
+    auto table = [&](auto x) { return cc::allreduce(comm, std::move(x), cc::sum{}); };
     if (only.empty())
-        report(comm, "allreduce", chosen.c_str(), bytes, time_per_op(comm, iterations, [&] {
-                   result.assign(v.begin(), v.end());
-                   result = cc::allreduce(comm, std::move(result), cc::sum{});
-               }));
+        report(comm, "allreduce", chosen.c_str(), bytes, time_per_op(comm, iterations, into_kept(v, result, table)));
     cc::registry::allreduce::for_each([&](auto algorithm) {
         if (!only.empty() && algorithm.info.name != only) return;
         report(comm, "allreduce", std::string(algorithm.info.name).c_str(), bytes,
-               time_per_op(comm, iterations, [&] {
-                   result.assign(v.begin(), v.end());
-                   result = algorithm(comm, std::move(result), cc::sum{});
-               }));
+               time_per_op(comm, iterations,
+                           into_kept(v, result, [&](auto x) { return algorithm(comm, std::move(x), cc::sum{}); })));
     });
 }
 
@@ -199,20 +212,19 @@ void broadcast_set(C& comm) {
 template <class C>
 void scan_of(C& comm, std::size_t bytes, int iterations, const std::string& only) {
     std::vector<double> v(std::max<std::size_t>(bytes / sizeof(double), 1), 1.0);
+    std::vector<double> result(v);
     const std::string chosen = table_choice(comm, "scan", bytes, true);
+    auto table = [&](auto x) { return cc::scan(comm, std::move(x), cc::sum{}); };
     if (only.empty())
-        report(comm, "scan", chosen.c_str(), bytes,
-               time_per_op(comm, iterations, [&] { (void)cc::scan(comm, v, cc::sum{}); }));
-    cc::registry::scan::for_each([&](auto algorithm) {
+        report(comm, "scan", chosen.c_str(), bytes, time_per_op(comm, iterations, into_kept(v, result, table)));
+    auto each = [&](const char* collective, auto algorithm) {
         if (!only.empty() && algorithm.info.name != only) return;
-        report(comm, "scan", std::string(algorithm.info.name).c_str(), bytes,
-               time_per_op(comm, iterations, [&] { (void)algorithm(comm, v, cc::sum{}); }));
-    });
-    cc::registry::exscan::for_each([&](auto algorithm) {
-        if (!only.empty() && algorithm.info.name != only) return;
-        report(comm, "exscan", std::string(algorithm.info.name).c_str(), bytes,
-               time_per_op(comm, iterations, [&] { (void)algorithm(comm, v, cc::sum{}); }));
-    });
+        report(comm, collective, std::string(algorithm.info.name).c_str(), bytes,
+               time_per_op(comm, iterations,
+                           into_kept(v, result, [&](auto x) { return algorithm(comm, std::move(x), cc::sum{}); })));
+    };
+    cc::registry::scan::for_each([&](auto algorithm) { each("scan", algorithm); });
+    cc::registry::exscan::for_each([&](auto algorithm) { each("exscan", algorithm); });
 }
 
 // 2,000 scans of 8 B take a few ms at 2 ranks, too short to measure a
