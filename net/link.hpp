@@ -98,6 +98,9 @@ public:
     bool idle() const noexcept {
         return state_ == link_state::connecting && !connector_ && retry_at_ == clock::time_point::max();
     }
+    // Idle with nothing queued: only the peer's abandoned connection ever
+    // made this link; nothing to deliver and no goodbye owed, as with no link.
+    bool unused() const { return idle() && queued() == 0; }
     bool goodbye_sent() const noexcept { return goodbye_sent_; }
     bool settled() const noexcept {
         return (state_ == link_state::closed || state_ == link_state::lost) && running_ == 0 && !connector_;

@@ -306,7 +306,7 @@ private:
         // deliver them and say goodbye. Anyone else is refused.
         const bool still_wanted = l && !l->error() &&
                                   (l->state() == link_state::connecting || l->state() == link_state::handshaking) &&
-                                  !(l->idle() && l->queued() == 0);
+                                  !l->unused();
         if (crossing_we_win) {
             verdict = duplicate_reason;
             core_->duplicates.fetch_add(1, std::memory_order_relaxed);
@@ -392,7 +392,7 @@ private:
             return;
         }
         link& l = *it->second;
-        if (l.idle() && l.queued() == 0) {
+        if (l.unused()) {
             // Only the peer's abandoned connection ever made it: as above.
             end_link(l, core_->peer_name(g.peer) + " is gone: " + gone_reason + " before any link to it was in use",
                      true);
@@ -446,9 +446,7 @@ private:
         for (auto& [peer, l] : links_) {
             if (l->state() == link_state::up) {
                 l->drain(static_cast<std::uint32_t>(core_->rank), farewell_for(peer));
-            } else if (l->idle() && l->queued() == 0) {
-                // Only the peer's abandoned connection ever made this link:
-                // nothing to deliver and no goodbye owed, as with no link.
+            } else if (l->unused()) {
                 l->lose("this node closed before its link to " + core_->peer_name(peer) + " was in use");
             }
         }
