@@ -566,7 +566,7 @@ TEST(net_faults, a_node_whose_peer_abandoned_its_only_connection_closes_promptly
     csp::net::nameserver ns;
     net_test::captured_log log;
     std::promise<csp::net::endpoint> node0;
-    std::thread stranger([at = node0.get_future()]() mutable {
+    std::jthread stranger([at = node0.get_future()]() mutable {
         raw_client c(at.get());
         handshake_context ctx{};
         c.send(hello(ctx));
@@ -579,23 +579,18 @@ TEST(net_faults, a_node_whose_peer_abandoned_its_only_connection_closes_promptly
     });
     std::vector<std::string> faults;
     std::chrono::steady_clock::duration closing{};
-    try {
-        run_ranks(ns, "faults", 3, {0}, [&](csp::net::node& self) {
-            node0.set_value(self.address());
-            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-            while (self.stats().abandoned == 0 && std::chrono::steady_clock::now() < until)
-                csp::sleep_for(std::chrono::milliseconds(5));
-            EXPECT_EQ(self.stats().abandoned, 1u);
-            const auto start = std::chrono::steady_clock::now();
-            self.close();
-            closing = std::chrono::steady_clock::now() - start;
-            faults = self.faults();
-        });
-    } catch (...) {
-        stranger.join();
-        throw;
-    }
-    stranger.join();
+    run_ranks(ns, "faults", 3, {0}, [&](csp::net::node& self) {
+        node0.set_value(self.address());
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (self.stats().abandoned == 0 && std::chrono::steady_clock::now() < until)
+            csp::sleep_for(std::chrono::milliseconds(5));
+        EXPECT_EQ(self.stats().abandoned, 1u);
+        const auto start = std::chrono::steady_clock::now();
+        self.close();
+        closing = std::chrono::steady_clock::now() - start;
+        faults = self.faults();
+    });
+    stranger.join();  // it reads to the end of file the close sent (a throw above joins it too)
     EXPECT_LT(closing, std::chrono::seconds(2));  // the linger is 10 s
     for (const std::string& f : faults) EXPECT_EQ(f.find("node 2"), std::string::npos) << f;
 }
