@@ -260,15 +260,17 @@ void hybrid_set(cc::hybrid_communicator& c) {
     cc::hierarchy h(c, "node" + std::to_string(c.node()));
     for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
+        std::vector<double> result(v);
         const int k = iterations_for(bytes);
-        const std::string chosen =
-            "hybrid_table:" + std::string(cc::selection::global().choose(cc::detail::request_of(c, "allreduce", bytes, true, true)));
-        report(c, "allreduce", chosen.c_str(), bytes, time_per_op(c, k, [&] { cc::allreduce(c, v, cc::sum{}); }));
-        report(c, "allreduce", "hybrid_hierarchical", bytes,
-               time_per_op(c, k, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));
+        const std::string chosen = "hybrid_" + table_choice(c, "allreduce", bytes, true);
+        auto table = [&](auto x) { return cc::allreduce(c, std::move(x), cc::sum{}); };
+        auto two_levels = [&](auto x) { return cc::hierarchical::allreduce(h, std::move(x), cc::sum{}); };
+        auto across = [&](auto x) { return cc::hierarchical::allreduce_across(h, std::move(x), cc::sum{}); };
+        report(c, "allreduce", chosen.c_str(), bytes, time_per_op(c, k, into_kept(v, result, table)));
+        report(c, "allreduce", "hybrid_hierarchical", bytes, time_per_op(c, k, into_kept(v, result, two_levels)));
         if (h.across() != nullptr)
             report(c, "allreduce", "hybrid_hierarchical_across", bytes,
-                   time_per_op(c, k, [&] { cc::hierarchical::allreduce_across(h, v, cc::sum{}); }));
+                   time_per_op(c, k, into_kept(v, result, across)));
     }
 }
 
@@ -278,20 +280,21 @@ void hosts_set(cc::net_communicator& comm, int k) {
     cc::hierarchy h(comm, "h" + std::to_string(comm.rank() / k));
     for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
+        std::vector<double> result(v);
         const int n = iterations_for(bytes);
         const std::string chosen = table_choice(comm, "allreduce", bytes, true);
-        report(comm, "allreduce", chosen.c_str(), bytes,
-               time_per_op(comm, n, [&] { cc::allreduce(comm, v, cc::sum{}); }));
-        report(comm, "allreduce", "hierarchical", bytes,
-               time_per_op(comm, n, [&] { cc::hierarchical::allreduce(h, v, cc::sum{}); }));
+        auto table = [&](auto x) { return cc::allreduce(comm, std::move(x), cc::sum{}); };
+        auto two_levels = [&](auto x) { return cc::hierarchical::allreduce(h, std::move(x), cc::sum{}); };
+        report(comm, "allreduce", chosen.c_str(), bytes, time_per_op(comm, n, into_kept(v, result, table)));
+        report(comm, "allreduce", "hierarchical", bytes, time_per_op(comm, n, into_kept(v, result, two_levels)));
         // Its steps inside the hosts (every host at once), by the table at
         // the host groups' level.
         report(comm, "reduce", "inside_hosts", bytes,
                time_per_op(comm, n, [&] { (void)cc::reduce(h.local(), v, cc::sum{}, 0); }));
         report(comm, "broadcast", "inside_hosts", bytes,
                time_per_op(comm, n, [&] { (void)cc::broadcast(h.local(), v, 0); }));
-        report(comm, "allreduce", "inside_hosts", bytes,
-               time_per_op(comm, n, [&] { (void)cc::allreduce(h.local(), v, cc::sum{}); }));
+        auto inside = [&](auto x) { return cc::allreduce(h.local(), std::move(x), cc::sum{}); };
+        report(comm, "allreduce", "inside_hosts", bytes, time_per_op(comm, n, into_kept(v, result, inside)));
         report(comm, "reduce", "table", bytes, time_per_op(comm, n, [&] { (void)cc::reduce(comm, v, cc::sum{}, 0); }));
         report(comm, "reduce", "hierarchical", bytes,
                time_per_op(comm, n, [&] { (void)cc::hierarchical::reduce(h, v, cc::sum{}, 0); }));

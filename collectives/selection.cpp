@@ -76,8 +76,8 @@ void selection::no_algorithm(const request& r) {
 }
 
 void selection::print_table(std::ostream& os) const {
-    os << "collective      algorithm           ranks     bytes               level     job        op                       "
-          "ranks share memory\n";
+    os << "collective      algorithm           ranks     bytes               level     job        "
+          "op                       ranks share memory\n";
     for (const auto& rule : default_rules) {
         std::ostringstream ranks, bytes;
         ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));

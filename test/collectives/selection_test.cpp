@@ -203,7 +203,8 @@ TEST(selection, the_table_chooses_by_link_level) {
     EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024 - 1, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 16 * 1024, true, false, false, link_level::host}), "host_memory");
     EXPECT_EQ(s.choose({"allreduce", 8, 1 << 20, true, true, false, link_level::host}), "host_memory");
-    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 32 * 1024, true, false, false, link_level::network})), "reduce_broadcast");
+    EXPECT_EQ(s.choose(crowded({"allreduce", 8, 32 * 1024, true, false, false, link_level::network})),
+              "reduce_broadcast");
     EXPECT_EQ(s.choose(crowded({"allreduce", 8, 65536, true, true, false, link_level::network})), "reduce_broadcast");
     EXPECT_EQ(s.choose(crowded({"allreduce", 4, 65536, true, true, false, link_level::network})), "butterfly");
     EXPECT_EQ(s.choose({"allreduce", 4, 1 << 20, true, true, false, link_level::network}), "rabenseifner");
