@@ -995,12 +995,16 @@ TEST(net_faults, a_peer_stalled_during_link_setup_gets_every_queued_message_once
     net_test::captured_log log;
     constexpr std::uint64_t n = 100000;
     const pid_t pid = spawn_receiver(ns, "stalled", n);
-    std::jthread resume = stall(pid, std::chrono::seconds(3));
+    std::jthread resume;
     auto o = net_test::options_for(ns, "stalled", 0, 2);
     o.connect_timeout = std::chrono::milliseconds(500);  // several attempts time out during the stall
     csp::run([&] {
         csp::net::node self(o);
         auto answer = self.open(2);
+        // Stopped once this node is up (links are set up at the first
+        // send): the stall covers the set-up however long the node took to
+        // start on a loaded machine.
+        resume = stall(pid, std::chrono::seconds(3));
         for (std::uint64_t i = 0; i < n; ++i) self.send(1, 1, i);
         EXPECT_EQ(answer.receive<std::uint64_t>(), n);  // every one, in order
         EXPECT_TRUE(has_fault(self, "retrying for up to")) << testing::PrintToString(self.faults());
@@ -1021,12 +1025,13 @@ TEST(net_faults, a_node_closing_while_a_stalled_peers_link_is_set_up_delivers_wi
     constexpr std::uint64_t n = 1000;
     const pid_t pid =
         net_test::spawn_ready_node(NET_TEST_PEER, {"count", std::to_string(n)}, ns, "closing-stalled", 1, 2);
-    std::jthread resume = stall(pid, std::chrono::milliseconds(1500));
+    std::jthread resume;
     auto o = net_test::options_for(ns, "closing-stalled", 0, 2);
     o.connect_timeout = std::chrono::milliseconds(300);  // several attempts time out during the stall
     o.linger = std::chrono::seconds(8);
     csp::run([&] {
         csp::net::node self(o);
+        resume = stall(pid, std::chrono::milliseconds(1500));  // once this node is up, as above
         for (std::uint64_t i = 0; i < n; ++i) self.send(1, 1, i);
         const auto start = std::chrono::steady_clock::now();
         self.close();
