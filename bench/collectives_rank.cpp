@@ -254,24 +254,44 @@ void small_set(C& comm) {
            time_per_op(comm, k, [&] { cc::allreduce_host_memory(comm, x, cc::sum{}); }));
 }
 
-// A hybrid job: the table's flat allreduce over all ranks, and the
-// two-level one (the fibers of each node first, then one leader per node).
+// The algorithm the table takes for `collective` on a hybrid communicator
+// as if it had no levels of its own (two_levels.hpp).
+std::string flat_choice(cc::hybrid_communicator& c, const char* collective, std::size_t bytes, bool elementwise) {
+    auto request = cc::detail::request_of(c, collective, bytes, true, elementwise);
+    request.two_levels = false;
+    return std::string(cc::selection::global().choose(request));
+}
+
+// A hybrid job: the table's allreduce and barrier (on the job's two
+// levels), the flat algorithms the table takes without levels, and the
+// hierarchical ones by name on a hierarchy made here.
 void hybrid_set(cc::hybrid_communicator& c) {
     cc::hierarchy h(c, "node" + std::to_string(c.node()));
-    for (std::size_t bytes : {std::size_t{8}, std::size_t{65536}, std::size_t{1} << 20}) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{1024}, std::size_t{16384}, std::size_t{65536},
+                              std::size_t{262144}, std::size_t{1} << 20}) {
         std::vector<double> v(bytes / sizeof(double), 1.0);
         std::vector<double> result(v);
         const int k = iterations_for(bytes);
         const std::string chosen = "hybrid_" + table_choice(c, "allreduce", bytes, true);
+        const std::string flat = flat_choice(c, "allreduce", bytes, true);
         auto table = [&](auto x) { return cc::allreduce(c, std::move(x), cc::sum{}); };
+        auto flat_call = [&](auto x) { return cc::registry::allreduce::run(flat, c, std::move(x), cc::sum{}); };
         auto two_levels = [&](auto x) { return cc::hierarchical::allreduce(h, std::move(x), cc::sum{}); };
         auto across = [&](auto x) { return cc::hierarchical::allreduce_across(h, std::move(x), cc::sum{}); };
         report(c, "allreduce", chosen.c_str(), bytes, time_per_op(c, k, into_kept(v, result, table)));
+        report(c, "allreduce", ("hybrid_flat:" + flat).c_str(), bytes,
+               time_per_op(c, k, into_kept(v, result, flat_call)));
         report(c, "allreduce", "hybrid_hierarchical", bytes, time_per_op(c, k, into_kept(v, result, two_levels)));
         if (h.across() != nullptr)
             report(c, "allreduce", "hybrid_hierarchical_across", bytes,
                    time_per_op(c, k, into_kept(v, result, across)));
     }
+    const int k = iterations_for(8);
+    const std::string chosen = "hybrid_" + table_choice(c, "barrier", 0, false);
+    const std::string flat = flat_choice(c, "barrier", 0, false);
+    report(c, "barrier", chosen.c_str(), 0, time_per_op(c, k, [&] { cc::barrier(c); }));
+    report(c, "barrier", ("hybrid_flat:" + flat).c_str(), 0,
+           time_per_op(c, k, [&] { cc::registry::barrier::run(flat, c); }));
 }
 
 // k processes per host (see the header): the table's flat collectives over

@@ -26,6 +26,11 @@ struct algorithm_info {
     // share its memory (link_level::host, host_board.hpp); elsewhere it runs
     // a message-passing fallback, and the table does not choose it.
     bool needs_host_level = false;
+    // Runs as intended only on a communicator with two levels of its own
+    // (two_levels.hpp: a hybrid job's ranks of each node, then one leader
+    // per node); elsewhere it runs a flat fallback, and the table does not
+    // choose it.
+    bool needs_two_levels = false;
 
     // "reduce/binomial", as reports and benchmarks print it.
     std::string qualified() const { return std::string(collective) + "/" + std::string(name); }

@@ -37,21 +37,22 @@ namespace csp::collectives {
 namespace detail {
 // What a call of `collective` on comm asks the table: its group size, the
 // value's bytes and op, and where the ranks are (shared memory, the host
-// level, a crowded job), each known alike at every rank.
+// level, a crowded job, levels of its own), each known alike at every rank.
 template <class C>
 selection::request request_of(const C& comm, std::string_view collective, std::size_t bytes = 0,
-                              bool commuting = true, bool elementwise = false) {
-    return {collective,          comm.size(),         bytes, commuting, elementwise,
-            shares_memory(comm), link_level_of(comm), crowded_of(comm)};
+                              bool commuting = true, bool elementwise = false, stream s = {}) {
+    return {collective,          comm.size(),         bytes,           commuting, elementwise,
+            shares_memory(comm), link_level_of(comm), crowded_of(comm), has_two_levels(comm, s)};
 }
 
 // The algorithm of `List` (a registry list) the table chooses for this call.
 template <class List, class C>
-std::string_view choose(const C& comm, std::size_t bytes = 0, bool commuting = true, bool elementwise = false) {
+std::string_view choose(const C& comm, std::size_t bytes = 0, bool commuting = true, bool elementwise = false,
+                        stream s = {}) {
     static constexpr std::string_view collective = List::infos[0].collective;
     static constexpr rule_range rules = rules_of(collective);
     static_assert(rules.first < rules.last, "a collective without a rule in the selection table");
-    return selection::global().choose(request_of(comm, collective, bytes, commuting, elementwise), rules);
+    return selection::global().choose(request_of(comm, collective, bytes, commuting, elementwise, s), rules);
 }
 }  // namespace detail
 
@@ -106,15 +107,16 @@ template <class C, class T, class Op>
 T allreduce(C& comm, T value, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "allreduce", [&] {
         const auto a = detail::choose<registry::allreduce>(comm, detail::byte_size(value), commutes(op),
-                                                           detail::is_vector<T>::value && acts_elementwise(op));
+                                                           detail::is_vector<T>::value && acts_elementwise(op), s);
         return registry::allreduce::run(a, comm, std::move(value), op, s);
     });
 }
 
 template <class C>
 void barrier(C& comm, stream s = {}) {
-    detail::guarded(comm, s, "barrier",
-                    [&] { registry::barrier::run(detail::choose<registry::barrier>(comm), comm, s); });
+    detail::guarded(comm, s, "barrier", [&] {
+        registry::barrier::run(detail::choose<registry::barrier>(comm, 0, true, false, s), comm, s);
+    });
 }
 
 template <class C, class T>

@@ -43,6 +43,8 @@ inline constexpr int undefined = -1;  // a split colour: this rank joins no grou
 
 template <class C>
 class group;
+template <class C>
+class hierarchy;
 
 namespace detail {
 // A communicator whose groups can meet in shared memory (net_communicator,
@@ -200,6 +202,7 @@ public:
 private:
     template <class P>
     friend std::optional<group<P>> split(P& parent, int color, int key, stream s);
+    friend class hierarchy<C>;  // its groups of a layout every rank knows
 
     group(C& parent, std::vector<int> members, int context)
         : parent_(&parent), members_(std::move(members)),

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -82,6 +83,39 @@ public:
         const int each = comm.size() / hosts_;
         if (each > 1 && std::all_of(per_host.begin(), per_host.end(), [&](const auto& h) { return h.second == each; }))
             across_ = split(comm, local_->rank(), comm.rank(), s);
+    }
+
+    // The same without a message, for a communicator whose ranks all know
+    // the layout: host k holds ranks [firsts[k], firsts[k + 1]), the last
+    // entry being comm.size(). Its groups take the pool's first contexts,
+    // as a split would, so comm must hold no group yet at any rank (a hybrid
+    // job's communicator, before its body runs: two_levels.hpp).
+    hierarchy(C& comm, std::span<const int> firsts) : all_(&comm) {
+        const auto taken = comm.contexts().taken();
+        if (std::any_of(taken.begin(), taken.end(), [](std::uint64_t w) { return w != 0; }))
+            throw usage_error("hierarchy of a known layout: the communicator holds groups already");
+        hosts_ = static_cast<int>(firsts.size()) - 1;
+        const auto host = static_cast<std::size_t>(std::upper_bound(firsts.begin(), firsts.end(), comm.rank()) -
+                                                   firsts.begin() - 1);
+        const auto ranks_of = [&](std::size_t k) {
+            std::vector<int> out(static_cast<std::size_t>(firsts[k + 1] - firsts[k]));
+            std::iota(out.begin(), out.end(), firsts[k]);
+            return out;
+        };
+        // Contexts 0, 1, 2, as three splits of a communicator without
+        // groups would find them: the hosts' groups share one (they have no
+        // member in common), the leaders' and the columns' one each.
+        local_.emplace(group<C>(comm, ranks_of(host), 0));
+        local_->on_one_host();
+        if (local_->rank() == 0) leaders_.emplace(group<C>(comm, {firsts.begin(), firsts.end() - 1}, 1));
+        const int each = firsts[1] - firsts[0];
+        bool even = each > 1;
+        for (std::size_t k = 0; k + 1 < firsts.size(); ++k) even = even && firsts[k + 1] - firsts[k] == each;
+        if (even) {
+            std::vector<int> column;
+            for (std::size_t k = 0; k + 1 < firsts.size(); ++k) column.push_back(firsts[k] + local_->rank());
+            across_.emplace(group<C>(comm, std::move(column), 2));
+        }
     }
 
     C& all() const noexcept { return *all_; }
@@ -385,4 +419,16 @@ void barrier(hierarchy<C>& h, stream s = {}) {
 }
 
 }  // namespace hierarchical
+
+// The table's two-level algorithms (two_levels.hpp) find these by
+// argument-dependent lookup: that header comes before this one.
+template <class C, class T, class Op>
+T allreduce_in_two_levels(hierarchy<C>& h, T value, const Op& op, stream s) {
+    return hierarchical::allreduce(h, std::move(value), op, s);
+}
+template <class C>
+void barrier_in_two_levels(hierarchy<C>& h, stream s) {
+    hierarchical::barrier(h, s);
+}
+
 }  // namespace csp::collectives

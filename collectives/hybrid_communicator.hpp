@@ -41,6 +41,7 @@
 #include "collectives/context_pool.hpp"
 #include "collectives/dispatch.hpp"
 #include "collectives/detail/peer_context.hpp"
+#include "collectives/hierarchy.hpp"
 #include "collectives/mailbox.hpp"
 #include "collectives/net_communicator.hpp"
 #include "collectives/tag.hpp"
@@ -103,7 +104,9 @@ public:
 
     // Runs body(comm) as each of this node's ranks, one process each, and
     // returns their results in local order. A rank that throws fails this
-    // node's other ranks' receives with its error.
+    // node's other ranks' receives with its error. With several nodes and
+    // more ranks than nodes, each communicator has two levels (two_levels()),
+    // made without a message from the layout every rank knows.
     template <class F>
     auto run(F&& body);
 
@@ -202,6 +205,10 @@ public:
     // Whether a receive from another node is served by the IO scheduler's
     // poll (net::node::receives_through_io); a one-node job receives none.
     bool receives_through_io() const { return job_->nodes() > 1 && job_->node_->receives_through_io(); }
+    // The ranks of each node, then one leader per node (two_levels.hpp:
+    // the table's two-level algorithms run on them), where a job of
+    // several nodes has more ranks than nodes; nullptr elsewhere.
+    hierarchy<hybrid_communicator>* two_levels() const noexcept { return levels_; }
 
     template <class T>
     void send(int to, tag t, T&& value) {
@@ -296,8 +303,10 @@ private:
         job_->ranks_[static_cast<std::size_t>(p.local)].box.deliver(rank(), hybrid_job::key(t.bits()), std::move(m));
     }
 
+    friend class hybrid_job;
     hybrid_job* job_;
     int local_;
+    hierarchy<hybrid_communicator>* levels_ = nullptr;  // run()'s, which outlives the body
 };
 
 template <class F>
@@ -305,7 +314,12 @@ auto hybrid_job::run(F&& body) {
     return csp::par_for(static_cast<std::size_t>(local_), [&](std::size_t i) {
         csp::this_process::set_name("rank " + std::to_string(first_rank(node_->rank()) + static_cast<int>(i)));
         hybrid_communicator comm(*this, static_cast<int>(i));
+        std::optional<hierarchy<hybrid_communicator>> levels;  // before the body's groups, gone after them
         try {
+            if (nodes() > 1 && size() > nodes()) {
+                levels.emplace(comm, first_);
+                comm.levels_ = &*levels;
+            }
             return body(comm);
         } catch (...) {
             fail_here(std::current_exception());

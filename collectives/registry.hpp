@@ -26,6 +26,7 @@
 #include "collectives/reduce_scatter.hpp"
 #include "collectives/scan.hpp"
 #include "collectives/scatter.hpp"
+#include "collectives/two_levels.hpp"
 #include "csp/error.hpp"
 
 namespace csp::collectives {
@@ -68,9 +69,11 @@ using broadcast = algorithm_list<broadcast_flat_fn, broadcast_binomial_fn, broad
 using reduce = algorithm_list<reduce_flat_in_order_fn, reduce_binomial_fn, reduce_binomial_parallel_fn, reduce_chain_fn,
                               reduce_arrival_fn, reduce_pipeline_fn, reduce_shared_memory_fn, reduce_host_memory_fn>;
 using allreduce = algorithm_list<allreduce_reduce_broadcast_fn, allreduce_butterfly_fn, allreduce_ring_fn,
-                                 allreduce_rabenseifner_fn, allreduce_shared_memory_fn, allreduce_host_memory_fn>;
+                                 allreduce_rabenseifner_fn, allreduce_shared_memory_fn, allreduce_host_memory_fn,
+                                 allreduce_two_levels_fn>;
 using barrier = algorithm_list<barrier_flat_sequential_fn, barrier_flat_parallel_fn, barrier_binomial_fn,
-                               barrier_dissemination_fn, barrier_shared_memory_fn, barrier_host_memory_fn>;
+                               barrier_dissemination_fn, barrier_shared_memory_fn, barrier_host_memory_fn,
+                               barrier_two_levels_fn>;
 using gather = algorithm_list<gather_sequential_fn, gather_parallel_fn>;
 using allgather = algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn, allgather_host_memory_fn>;
 using scatter = algorithm_list<scatter_sequential_fn, scatter_parallel_fn>;

@@ -77,7 +77,7 @@ void selection::no_algorithm(const request& r) {
 
 void selection::print_table(std::ostream& os) const {
     os << "collective      algorithm           ranks     bytes               level     job        "
-          "op                       ranks share memory\n";
+          "op                       needs\n";
     for (const auto& rule : default_rules) {
         std::ostringstream ranks, bytes;
         ranks << (rule.max_ranks == any_size ? std::string("any") : "<= " + std::to_string(rule.max_ranks));
@@ -97,7 +97,11 @@ void selection::print_table(std::ostream& os) const {
                                : a.needs_elementwise                       ? "element-wise"
                                                                            : "any";
         os << pad(rule.collective, 16) << pad(rule.algorithm, 20) << pad(ranks.str(), 10) << pad(bytes.str(), 20)
-           << pad(level, 10) << pad(job, 11) << (a.needs_shared_memory ? pad(op, 25) + "yes" : op) << '\n';
+           << pad(level, 10) << pad(job, 11)
+           << (a.needs_shared_memory ? pad(op, 25) + "one address space"
+               : a.needs_two_levels  ? pad(op, 25) + "two levels"
+                                     : op)
+           << '\n';
     }
     std::lock_guard lk(lock_);
     for (const auto& [c, a] : forced_) os << "forced: " << c << " = " << a << '\n';

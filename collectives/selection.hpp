@@ -79,7 +79,7 @@ inline constexpr std::size_t no_limit = std::numeric_limits<std::size_t>::max();
 // win: the butterfly and dissemination, as MPICH chooses them; those rules
 // were measured at two ranks only, the most this machine has a core for.
 // To tune for another machine: measure, then set CSP_COLLECTIVES.
-inline constexpr std::array<selection_rule, 51> default_rules{{
+inline constexpr std::array<selection_rule, 53> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -147,6 +147,16 @@ inline constexpr std::array<selection_rule, 51> default_rules{{
     // ranks than cores, but one meeting beats both (7.0 against 20.9 us at
     // 8 ranks, 2026-11-27).
     {"allreduce", "host_memory", any_size, 0, link_level::host},
+    // A communicator with levels of its own (a hybrid job: two_levels.hpp):
+    // each node's ranks fold first, one leader per node crosses the
+    // network. 2 processes x 4 fibers over TCP (collectives_rank hybrid 4,
+    // three runs 2026-12-07): 1 KiB / 16 KiB / 64 KiB / 256 KiB took
+    // 24.6-26.3 / 43.6-60.4 / 108-111 / 394-411 us against the flat
+    // table's choice (butterfly, then Rabenseifner's) 33.2-35.4 /
+    // 59.8-86.5 / 168-182 / 498-730; at 1 MiB the two levels took
+    // 1,496-3,456 against Rabenseifner's 1,346-2,666: there a leader's
+    // whole vector crossing alone loses to every rank carrying a part.
+    {"allreduce", "two_levels", any_size, 0, link_level::any, 1 << 20},
     // Vectors of 64 KiB and more with a built-in op: Rabenseifner's. Over
     // TCP (bench/collectives_vs_mpi, 2026-11-25, one run) at 64 KiB it took
     // 200 us at 4 ranks and 759 at 8, against the ring's 379 and 1,322 and
@@ -207,6 +217,9 @@ inline constexpr std::array<selection_rule, 51> default_rules{{
     {"allreduce", "butterfly"},
     {"barrier", "shared_memory"},
     {"barrier", "host_memory", any_size, 0, link_level::host},
+    // Levels of its own: each node's ranks report to their leader first
+    // (the same runs: 20.9-41.9 us against dissemination's 46.6-78.3).
+    {"barrier", "two_levels"},
     // Over TCP on this 2-core host (collectives_rank net beside OpenMPI's
     // MPI_Barrier, 2026-11-27, two runs): at 2 ranks dissemination's one
     // crossing took 4.8 us against a round trip's 8.7-9.1 (OpenMPI 7.1-7.3);
@@ -341,6 +354,7 @@ public:
         bool shared_memory = false;  // the ranks share one address space (shared_board.hpp)
         link_level level = link_level::network;  // where the messages go (link_level_of)
         bool crowded = false;  // the job's ranks outnumber their CPUs (crowded_of)
+        bool two_levels = false;  // the communicator has levels of its own (two_levels.hpp)
     };
 
     static selection& global();
@@ -348,7 +362,8 @@ public:
     static std::optional<algorithm_info> find(std::string_view collective, std::string_view name);
     static bool usable(const algorithm_info& a, const request& r) {
         return (r.commuting_op || !a.needs_commuting_op) && (r.elementwise || !a.needs_elementwise) &&
-               (r.shared_memory || !a.needs_shared_memory) && (r.level == link_level::host || !a.needs_host_level);
+               (r.shared_memory || !a.needs_shared_memory) && (r.level == link_level::host || !a.needs_host_level) &&
+               (r.two_levels || !a.needs_two_levels);
     }
 
     // "collective=algorithm,..." (the CSP_COLLECTIVES syntax); throws

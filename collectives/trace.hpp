@@ -81,6 +81,13 @@ public:
     {
         return inner_->board(s);
     }
+    // Its levels, likewise (two_levels.hpp): their steps are messages of
+    // the levels' groups, over the inner communicator.
+    auto* two_levels() const
+        requires requires(const C& c) { c.two_levels(); }
+    {
+        return inner_->two_levels();
+    }
     bool shares_memory() const
         requires requires(const C& c) { c.shares_memory(); }
     {

@@ -134,6 +134,25 @@ TEST(selection, forcing_by_name_runs_that_algorithm) {
               std::vector<std::string>{"allreduce shared_memory"});
 }
 
+// A communicator with levels of its own (a hybrid job's, two_levels.hpp):
+// its allreduce below 1 MiB and its barrier fold each node's ranks first;
+// without levels the table never takes them.
+TEST(selection, a_communicator_with_two_levels_gets_them_for_allreduce_below_1_MiB_and_barrier) {
+    auto& s = cc::selection::global();
+    auto levels = [](cc::selection::request r) {
+        r.two_levels = true;
+        return r;
+    };
+    EXPECT_EQ(s.choose(levels({"allreduce", 8, 8, true})), "two_levels");
+    EXPECT_EQ(s.choose(levels({"allreduce", 8, 512 * 1024, true, true})), "two_levels");
+    EXPECT_EQ(s.choose(levels({"allreduce", 8, 1 << 20, true, true})), "rabenseifner");
+    EXPECT_EQ(s.choose(levels({"barrier", 8, 0, true})), "two_levels");
+    for (int ranks : {2, 5, 64}) {
+        EXPECT_NE(s.choose({"allreduce", ranks, 8, true}), "two_levels");
+        EXPECT_NE(s.choose({"barrier", ranks, 0, true}), "two_levels");
+    }
+}
+
 // choose() skips the overrides without a lock while none is in force, so
 // the flag that says so must follow every force and unforce.
 TEST(selection, unforcing_one_collective_keeps_the_others_overrides) {
@@ -290,14 +309,15 @@ TEST(registry, names_are_unique_within_a_collective_and_dispatch_runs_each_by_na
     const auto table_allreduce = algorithms_run(5, allreduce), table_barrier = algorithms_run(5, barrier);
     for (const auto& a : cc::registry::allreduce::infos) {
         cc::selection::global().force("allreduce", a.name);
-        EXPECT_EQ(algorithms_run(5, allreduce), a.needs_host_level
+        EXPECT_EQ(algorithms_run(5, allreduce), a.needs_host_level || a.needs_two_levels
                                                     ? table_allreduce
                                                     : std::vector<std::string>{"allreduce " + std::string(a.name)});
     }
     for (const auto& a : cc::registry::barrier::infos) {
         cc::selection::global().force("barrier", a.name);
-        EXPECT_EQ(algorithms_run(5, barrier),
-                  a.needs_host_level ? table_barrier : std::vector<std::string>{"barrier " + std::string(a.name)});
+        EXPECT_EQ(algorithms_run(5, barrier), a.needs_host_level || a.needs_two_levels
+                                                  ? table_barrier
+                                                  : std::vector<std::string>{"barrier " + std::string(a.name)});
     }
     csp::run([] {
         cc::run_local(1, [](cc::local_communicator& c) {

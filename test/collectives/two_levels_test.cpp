@@ -1,0 +1,132 @@
+// The table's two-level algorithms (collectives/two_levels.hpp) on hybrid
+// jobs: a plain call folds each node's ranks first and gives what the flat
+// algorithms give; where the levels cannot serve, the flat ones run.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collectives/collectives.hpp"
+#include "collectives/hybrid_communicator.hpp"
+#include "collectives/trace.hpp"
+#include "csp/runtime.hpp"
+#include "net/net.hpp"
+#include "test/net/net_fixture.hpp"
+
+namespace cc = csp::collectives;
+
+namespace {
+
+// Runs body(comm) as every rank of a hybrid job whose node k holds
+// fibers[k] ranks, each node a runtime on a thread of its own.
+void hybrid_ranks(const std::string& job, const std::vector<int>& fibers,
+                  const std::function<void(cc::hybrid_communicator&)>& body) {
+    csp::net::nameserver ns;
+    net_test::run_nodes(ns, job, static_cast<int>(fibers.size()), [&](csp::net::node& self) {
+        {
+            cc::hybrid_job j(self, fibers[static_cast<std::size_t>(self.rank())]);
+            j.run([&](cc::hybrid_communicator& c) { body(c); });
+        }
+        self.close();
+    });
+}
+
+std::string table_choice(const cc::hybrid_communicator& c, const char* collective, std::size_t bytes) {
+    return std::string(cc::selection::global().choose(cc::detail::request_of(c, collective, bytes, true, true)));
+}
+
+}  // namespace
+
+// The call draws no tag of the whole communicator's stream (its steps are
+// the levels' own), which is how a rank can tell which way it went.
+TEST(two_levels, a_hybrid_jobs_plain_allreduce_and_barrier_run_on_its_levels_and_agree_with_the_flat_ones) {
+    hybrid_ranks("levels", {2, 3}, [](cc::hybrid_communicator& c) {
+        ASSERT_NE(c.two_levels(), nullptr);
+        EXPECT_EQ(table_choice(c, "allreduce", 8), "two_levels");
+        EXPECT_EQ(table_choice(c, "barrier", 0), "two_levels");
+        EXPECT_EQ(cc::allreduce(c, c.rank() + 1, cc::sum{}), 15);
+        cc::barrier(c);
+        const std::vector<double> v(8192, 0.5 + c.rank());  // 64 KiB
+        const auto total = cc::allreduce(c, v, cc::sum{});
+        EXPECT_EQ(total, std::vector<double>(8192, 0.5 * 5 + 10));
+        // An op that does not commute: still in rank order.
+        const auto order = cc::allreduce(c, std::to_string(c.rank()),
+                                         cc::ordered([](std::string a, std::string b) { return a + b; }));
+        EXPECT_EQ(order, "01234");
+        EXPECT_EQ(c.upcoming_tag(cc::stream{}).sequence(), 0u) << "a call ran flat at rank " << c.rank();
+        // Traced, the same: the trace names the algorithm (its steps are the
+        // levels' messages, which the trace does not see).
+        cc::trace_log log;
+        cc::traced tc(c, log);
+        EXPECT_EQ(cc::allreduce(tc, 1, cc::sum{}), 5);
+        EXPECT_EQ(log.algorithms(), std::vector<std::string>{"allreduce two_levels"});
+        // The flat algorithm by name, for comparison: the same answer.
+        EXPECT_EQ(cc::allreduce_butterfly(c, c.rank() + 1, cc::sum{}), 15);
+        EXPECT_EQ(c.upcoming_tag(cc::stream{}).sequence(), 1u);
+    });
+}
+
+// A hierarchy's levels take streams below 256 (context_pool.hpp).
+TEST(two_levels, a_call_of_a_stream_the_levels_do_not_have_runs_flat) {
+    hybrid_ranks("levels-stream", {3, 2}, [](cc::hybrid_communicator& c) {
+        const auto request = cc::detail::request_of(c, "allreduce", 8, true, false, cc::stream{300});
+        EXPECT_NE(cc::selection::global().choose(request), "two_levels");
+        EXPECT_EQ(cc::allreduce(c, c.rank() + 1, cc::sum{}, cc::stream{300}), 15);
+        cc::barrier(c, cc::stream{300});
+        EXPECT_EQ(c.upcoming_tag(cc::stream{300}).sequence(), 2u);
+        EXPECT_EQ(cc::allreduce(c, c.rank() + 1, cc::sum{}, cc::stream{255}), 15);
+        EXPECT_EQ(c.upcoming_tag(cc::stream{255}).sequence(), 0u);
+    });
+}
+
+// One node, or one rank per node: nothing to fold first.
+TEST(two_levels, a_job_of_one_node_or_of_one_rank_per_node_has_no_levels) {
+    for (const auto& fibers : {std::vector<int>{3}, std::vector<int>{1, 1, 1}}) {
+        hybrid_ranks("no-levels", fibers, [](cc::hybrid_communicator& c) {
+            EXPECT_EQ(c.two_levels(), nullptr);
+            EXPECT_NE(table_choice(c, "allreduce", 8), "two_levels");
+            EXPECT_NE(table_choice(c, "barrier", 0), "two_levels");
+            EXPECT_EQ(cc::allreduce(c, 2, cc::sum{}), 6);
+            // Forced, it runs its flat fallback.
+            EXPECT_EQ(cc::allreduce_two_levels(c, 2, cc::sum{}), 6);
+        });
+    }
+}
+
+// The levels hold the pool's first contexts, so the program's own groups
+// (and a hierarchy it makes itself) take others and never meet them.
+TEST(two_levels, a_programs_own_groups_and_hierarchy_work_beside_the_levels) {
+    hybrid_ranks("levels-groups", {2, 2, 2}, [](cc::hybrid_communicator& c) {
+        auto halves = cc::split(c, c.rank() % 2, c.rank());
+        ASSERT_TRUE(halves.has_value());
+        EXPECT_EQ(cc::allreduce(*halves, c.rank(), cc::sum{}), c.rank() % 2 == 0 ? 0 + 2 + 4 : 1 + 3 + 5);
+        cc::hierarchy h(c, "node" + std::to_string(c.node()));
+        EXPECT_EQ(cc::hierarchical::allreduce(h, c.rank(), cc::maximum{}), 5);
+        EXPECT_EQ(cc::allreduce(c, c.rank(), cc::sum{}), 15);
+        EXPECT_EQ(cc::allreduce(*halves, 1, cc::sum{}), 3);
+    });
+}
+
+// An op that throws at one rank ends the call at every rank, on both
+// levels: nobody waits for a fold that will not come.
+TEST(two_levels, an_op_that_throws_at_one_rank_fails_the_call_at_every_rank) {
+    std::atomic<int> failed{0};
+    hybrid_ranks("levels-throw", {2, 3}, [&](cc::hybrid_communicator& c) {
+        const auto picky = cc::ordered([](int a, int b) {
+            if (a == 99 || b == 99) throw std::runtime_error("cannot fold 99");
+            return a + b;
+        });
+        try {
+            cc::allreduce(c, c.rank() == 3 ? 99 : 1, picky);
+            ADD_FAILURE() << "rank " << c.rank() << " got an answer";
+        } catch (const std::exception&) {
+            ++failed;
+        }
+        // Another stream still works.
+        EXPECT_EQ(cc::allreduce(c, 1, cc::sum{}, cc::stream{1}), 5);
+    });
+    EXPECT_EQ(failed.load(), 5);
+}
