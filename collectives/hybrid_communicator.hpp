@@ -5,6 +5,7 @@
 //   cc::hybrid_job job(self, /*ranks here=*/4);       // collective over the nodes
 //   job.run([](cc::hybrid_communicator& c) {          // 4 processes, ranks of the job
 //       double s = cc::allreduce(c, x, cc::sum{});    // every collective, unchanged
+//                                                     // (allreduce, barrier: two levels)
 //       cc::hierarchy h(c);                           // ranks of my host, then leaders
 //   });
 //

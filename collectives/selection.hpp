@@ -150,12 +150,14 @@ inline constexpr std::array<selection_rule, 53> default_rules{{
     // A communicator with levels of its own (a hybrid job: two_levels.hpp):
     // each node's ranks fold first, one leader per node crosses the
     // network. 2 processes x 4 fibers over TCP (collectives_rank hybrid 4,
-    // three runs 2026-12-07): 1 KiB / 16 KiB / 64 KiB / 256 KiB took
-    // 24.6-26.3 / 43.6-60.4 / 108-111 / 394-411 us against the flat
-    // table's choice (butterfly, then Rabenseifner's) 33.2-35.4 /
-    // 59.8-86.5 / 168-182 / 498-730; at 1 MiB the two levels took
-    // 1,496-3,456 against Rabenseifner's 1,346-2,666: there a leader's
-    // whole vector crossing alone loses to every rank carrying a part.
+    // three quiet runs 2026-12-07): 8 B / 1 KiB / 16 KiB / 64 KiB /
+    // 256 KiB took 13.2-13.9 / 14.0-14.4 / 22.7-28.9 / 56-60 / 197-205 us
+    // against the flat table's choice (butterfly, then Rabenseifner's)
+    // 32.5-33.1 / 34.2-36.4 / 46.8-49.3 / 104-105 / 311-320. At 1 MiB
+    // they were close (890-909 against 952-984; with the machine busy,
+    // 1,496-3,456 against 1,346-2,666): there every rank carrying a part
+    // of Rabenseifner's across the network can beat one leader per node
+    // carrying the whole, so from 1 MiB the flat rules stay.
     {"allreduce", "two_levels", any_size, 0, link_level::any, 1 << 20},
     // Vectors of 64 KiB and more with a built-in op: Rabenseifner's. Over
     // TCP (bench/collectives_vs_mpi, 2026-11-25, one run) at 64 KiB it took
@@ -218,7 +220,7 @@ inline constexpr std::array<selection_rule, 53> default_rules{{
     {"barrier", "shared_memory"},
     {"barrier", "host_memory", any_size, 0, link_level::host},
     // Levels of its own: each node's ranks report to their leader first
-    // (the same runs: 20.9-41.9 us against dissemination's 46.6-78.3).
+    // (the same runs: 12.5-12.8 us against dissemination's 43.2-44.0).
     {"barrier", "two_levels"},
     // Over TCP on this 2-core host (collectives_rank net beside OpenMPI's
     // MPI_Barrier, 2026-11-27, two runs): at 2 ranks dissemination's one
