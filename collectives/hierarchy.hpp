@@ -73,6 +73,9 @@ public:
             first_of.push_back(f);
         }
         hosts_ = static_cast<int>(first.size());
+        std::map<int, std::vector<int>> by_first;  // in the leaders' order
+        for (int r = 0; r < comm.size(); ++r) by_first[first_of[static_cast<std::size_t>(r)]].push_back(r);
+        for (auto& [leader, ranks] : by_first) members_of_hosts_.push_back(std::move(ranks));
         local_.emplace(std::move(*split(comm, first_of[static_cast<std::size_t>(comm.rank())], comm.rank(), s)));
         local_->on_one_host();  // its collectives may meet in shared memory (group.hpp)
         leaders_ = split(comm, local_->rank() == 0 ? 0 : undefined, comm.rank(), s);
@@ -105,6 +108,7 @@ public:
         // Contexts 0, 1, 2, as three splits of a communicator without
         // groups would find them: the hosts' groups share one (they have no
         // member in common), the leaders' and the columns' one each.
+        for (std::size_t k = 0; k + 1 < firsts.size(); ++k) members_of_hosts_.push_back(ranks_of(k));
         local_.emplace(group<C>(comm, ranks_of(host), 0));
         local_->on_one_host();
         if (local_->rank() == 0) leaders_.emplace(group<C>(comm, {firsts.begin(), firsts.end() - 1}, 1));
@@ -131,12 +135,16 @@ public:
     // Whether every host holds consecutive ranks (so the two levels keep
     // rank order).
     bool contiguous() const noexcept { return contiguous_; }
+    // The ranks of every host, the hosts in the leaders' order: where a
+    // gather's parts from the leaders go, so the parts carry values alone.
+    const std::vector<std::vector<int>>& members_of_hosts() const noexcept { return members_of_hosts_; }
 
 private:
     C* all_;
     std::optional<group<C>> local_;
     std::optional<group<C>> leaders_;
     std::optional<group<C>> across_;
+    std::vector<std::vector<int>> members_of_hosts_;
     int hosts_ = 0;
     bool contiguous_ = true;
 };
@@ -187,11 +195,19 @@ int is_root_here(hierarchy<C>& h, int root) {
     return -1;
 }
 
-// The index, in the leaders' group, of the leader whose host holds `root`:
-// every leader learns it in one allreduce (maximum) over the leaders.
+// The index, in the leaders' group, of the leader whose host holds `root`,
+// at a leader. Where every host holds consecutive ranks, the leaders (each
+// its host's lowest rank, in rank order) split the ranks at their own, so
+// the root's is the last leader not above it, known without a message;
+// otherwise every leader learns it in one allreduce (maximum) over the
+// leaders.
 template <class C>
 int leader_index_of(hierarchy<C>& h, int root, stream s) {
     group<C>* leaders = h.leaders();
+    if (h.contiguous()) {
+        const auto& firsts = leaders->members();
+        return static_cast<int>(std::upper_bound(firsts.begin(), firsts.end(), root) - firsts.begin()) - 1;
+    }
     const int mine = is_root_here(h, root) >= 0 ? leaders->rank() : -1;
     return csp::collectives::allreduce(*leaders, mine, maximum{}, s);
 }
@@ -302,23 +318,24 @@ T broadcast(hierarchy<C>& h, T value, int root = 0, stream s = {}) {
 }
 
 namespace detail {
-// One host's part of a gather: its members' ranks and their values, in
-// local order.
-template <class T>
-using host_part = std::pair<std::vector<int>, std::vector<T>>;
-
-template <class T>
-std::vector<T> place_by_rank(std::vector<host_part<T>> parts, int n) {
-    std::vector<T> all(static_cast<std::size_t>(n));
-    for (auto& [ranks, values] : parts)
-        for (std::size_t i = 0; i < ranks.size(); ++i) all[static_cast<std::size_t>(ranks[i])] = std::move(values[i]);
+// Every host's values (in local order, the hosts in the leaders' order) in
+// rank order. The parts are the values alone, so a value the flat gather
+// can send (a plain struct as its bytes) crosses the leaders' level too.
+template <class C, class T>
+std::vector<T> place_by_rank(const hierarchy<C>& h, std::vector<std::vector<T>> parts) {
+    std::vector<T> all(static_cast<std::size_t>(h.all().size()));
+    const auto& members = h.members_of_hosts();
+    for (std::size_t k = 0; k < parts.size(); ++k)
+        for (std::size_t i = 0; i < parts[k].size(); ++i)
+            all[static_cast<std::size_t>(members[k][i])] = std::move(parts[k][i]);
     return all;
 }
 }  // namespace detail
 
 // Every rank's value at `root`, in rank order (nothing elsewhere): gathered
-// inside each host, then each leader's part (with its members' ranks) to
-// the leader of the root's host, which hands the whole to the root.
+// inside each host, then each leader's part (its host's values) to the
+// leader of the root's host, which puts them in rank order
+// (members_of_hosts) and hands the whole to the root.
 template <class C, class T>
 std::optional<std::vector<T>> gather(hierarchy<C>& h, T value, int root = 0, stream s = {}) {
     return detail::guarded_levels(h, s, "gather", [&]() -> std::optional<std::vector<T>> {
@@ -327,9 +344,8 @@ std::optional<std::vector<T>> gather(hierarchy<C>& h, T value, int root = 0, str
         std::optional<std::vector<T>> all;
         if (h.is_leader()) {
             const int to = detail::leader_index_of(h, root, s);
-            auto mine = detail::host_part<T>(h.local().members(), std::move(*here));
-            auto parts = csp::collectives::gather(*h.leaders(), std::move(mine), to, s);
-            if (parts) all = detail::place_by_rank(std::move(*parts), h.all().size());
+            auto parts = csp::collectives::gather(*h.leaders(), std::move(*here), to, s);
+            if (parts) all = detail::place_by_rank(h, std::move(*parts));
         }
         const int at = detail::is_root_here(h, root);
         if (at <= 0) return all;
@@ -347,9 +363,13 @@ std::vector<T> allgather(hierarchy<C>& h, T value, stream s = {}) {
         auto here = csp::collectives::gather(h.local(), std::move(value), 0, s);
         std::vector<T> all;
         if (h.is_leader()) {
-            auto mine = detail::host_part<T>(h.local().members(), std::move(*here));
-            auto parts = csp::collectives::allgather(*h.leaders(), std::move(mine), s);
-            all = detail::place_by_rank(std::move(parts), h.all().size());
+            // A gather and a broadcast rather than an allgather of the hosts'
+            // parts: every message is one host's values or all of them, never
+            // a vector of vectors, and neither step's algorithm depends on a
+            // part's size (the hosts' parts differ where their counts do).
+            auto parts = csp::collectives::gather(*h.leaders(), std::move(*here), 0, s);
+            if (parts) all = detail::place_by_rank(h, std::move(*parts));
+            all = csp::collectives::broadcast(*h.leaders(), std::move(all), 0, s);
         }
         return csp::collectives::broadcast(h.local(), std::move(all), 0, s);
     });
@@ -429,6 +449,18 @@ T allreduce_in_two_levels(hierarchy<C>& h, T value, const Op& op, stream s) {
 template <class C>
 void barrier_in_two_levels(hierarchy<C>& h, stream s) {
     hierarchical::barrier(h, s);
+}
+template <class C, class T, class Op>
+std::optional<T> reduce_in_two_levels(hierarchy<C>& h, T value, const Op& op, int root, stream s) {
+    return hierarchical::reduce(h, std::move(value), op, root, s);
+}
+template <class C, class T>
+std::optional<std::vector<T>> gather_in_two_levels(hierarchy<C>& h, T value, int root, stream s) {
+    return hierarchical::gather(h, std::move(value), root, s);
+}
+template <class C, class T>
+std::vector<T> allgather_in_two_levels(hierarchy<C>& h, T value, stream s) {
+    return hierarchical::allgather(h, std::move(value), s);
 }
 
 }  // namespace csp::collectives

@@ -195,6 +195,27 @@ TEST(hierarchy, collectives_match_the_flat_ones_for_every_layout_root_and_op) {
             }, threads);
 }
 
+// Where hosts hold consecutive ranks, the leaders find the root's leader
+// from their own ranks: a rooted call's leaders' step draws one tag of
+// their group (its own), where interleaved hosts need an allreduce first.
+TEST(hierarchy, a_rooted_call_on_hosts_of_consecutive_ranks_finds_the_roots_leader_without_a_message) {
+    for (const std::size_t which : {1u, 2u})
+        on_hosts(layouts[which], [&](cc::local_communicator& c, cc::hierarchy<cc::local_communicator>& h) {
+            const int root = c.size() - 2;  // on the last host but one (c) or the second (b)
+            const auto value = cc::hierarchical::broadcast(h, c.rank() == root ? 7 : 0, root);
+            EXPECT_EQ(value, 7);
+            const auto r = cc::hierarchical::reduce(h, c.rank() + 1, cc::sum{}, root);
+            EXPECT_EQ(r.has_value(), c.rank() == root);
+            if (r) {
+                EXPECT_EQ(*r, c.size() * (c.size() + 1) / 2);
+            }
+            if (h.is_leader()) {
+                EXPECT_EQ(h.leaders()->upcoming_tag(cc::stream{}).sequence(), which == 1 ? 2u : 4u)
+                    << "layout " << which << ", leader " << c.rank();
+            }
+        });
+}
+
 TEST(hierarchy, allreduce_across_splits_a_vector_over_the_ranks_of_hosts_of_equal_size) {
     const std::vector<std::vector<std::string>> uniform = {
         {"a", "a", "b", "b", "c", "c"},  // contiguous
