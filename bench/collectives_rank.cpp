@@ -25,6 +25,9 @@
 //   collectives_rank hybrid <f>     under csp-launch: f ranks as fibers per node
 //                                   (hybrid_communicator.hpp), allreduce flat
 //                                   by the table and two-level by node
+//   collectives_rank hybrid <f> rooted
+//                                   the same job: reduce, broadcast, gather
+//                                   and allgather, by the table and flat
 //   collectives_rank hosts <k>      under csp-launch: k processes per host, as
 //                                   on a cluster of n / k hosts (each node is
 //                                   told its host holds k ranks, and the
@@ -92,7 +95,7 @@ void report(C& comm, const char* collective, const char* algorithm, std::size_t 
 template <class C>
 std::string table_choice(C& comm, const char* collective, std::size_t bytes, bool elementwise) {
     return "table:" + std::string(cc::selection::global().choose(
-                          cc::detail::request_of(comm, collective, bytes, true, elementwise)));
+                          cc::detail::request_of(comm, collective, cc::stream{}, bytes, true, elementwise)));
 }
 
 // A loop body for a collective that takes a vector and returns its result
@@ -257,7 +260,7 @@ void small_set(C& comm) {
 // The algorithm the table takes for `collective` on a hybrid communicator
 // as if it had no levels of its own (two_levels.hpp).
 std::string flat_choice(cc::hybrid_communicator& c, const char* collective, std::size_t bytes, bool elementwise) {
-    auto request = cc::detail::request_of(c, collective, bytes, true, elementwise);
+    auto request = cc::detail::request_of(c, collective, cc::stream{}, bytes, true, elementwise);
     request.two_levels = false;
     return std::string(cc::selection::global().choose(request));
 }
@@ -292,6 +295,49 @@ void hybrid_set(cc::hybrid_communicator& c) {
     report(c, "barrier", chosen.c_str(), 0, time_per_op(c, k, [&] { cc::barrier(c); }));
     report(c, "barrier", ("hybrid_flat:" + flat).c_str(), 0,
            time_per_op(c, k, [&] { cc::registry::barrier::run(flat, c); }));
+}
+
+// A hybrid job's rooted collectives and allgather (root 0, a node's
+// leader, and the last rank, another node's last fiber): the table's
+// choice (on the job's levels where it takes them), the flat algorithm the
+// table takes without levels, and broadcast's hierarchical one by name. At
+// each size a shorter pass goes unreported first: the first loops of a
+// size paid for the heap's growth (up to 8 MiB results at a gather's root),
+// which made whichever ran first look slower.
+void hybrid_rooted_set(cc::hybrid_communicator& c) {
+    cc::hierarchy h(c, "node" + std::to_string(c.node()));
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{1024}, std::size_t{65536}, std::size_t{1} << 20}) {
+        const std::vector<double> v(bytes / sizeof(double), 1.0);
+        for (const bool counted : {false, true}) {
+            const int k = counted ? iterations_for(bytes) : iterations_for(bytes) / 4;
+            auto measure = [&](const char* collective, const std::string& name, auto op) {
+                const double us = time_per_op(c, k, op);
+                if (counted) report(c, collective, name.c_str(), bytes, us);
+            };
+            for (const int root : {0, c.size() - 1}) {
+                const std::string at = "_root" + std::to_string(root);
+                const std::string reduce_flat = flat_choice(c, "reduce", bytes, true);
+                measure("reduce", "hybrid_" + table_choice(c, "reduce", bytes, true) + at,
+                        [&] { (void)cc::reduce(c, v, cc::sum{}, root); });
+                measure("reduce", "hybrid_flat:" + reduce_flat + at,
+                        [&] { (void)cc::registry::reduce::run(reduce_flat, c, v, cc::sum{}, root); });
+                measure("broadcast", "hybrid_" + table_choice(c, "broadcast", 0, true) + at,
+                        [&] { (void)cc::broadcast(c, v, root); });
+                measure("broadcast", "hybrid_hierarchical" + at,
+                        [&] { (void)cc::hierarchical::broadcast(h, v, root); });
+                const std::string gather_flat = flat_choice(c, "gather", 0, false);
+                measure("gather", "hybrid_" + table_choice(c, "gather", 0, false) + at,
+                        [&] { (void)cc::gather(c, v, root); });
+                measure("gather", "hybrid_flat:" + gather_flat + at,
+                        [&] { (void)cc::registry::gather::run(gather_flat, c, v, root); });
+            }
+            const std::string allgather_flat = flat_choice(c, "allgather", bytes, false);
+            measure("allgather", "hybrid_" + table_choice(c, "allgather", bytes, false),
+                    [&] { (void)cc::allgather(c, v); });
+            measure("allgather", "hybrid_flat:" + allgather_flat,
+                    [&] { (void)cc::registry::allgather::run(allgather_flat, c, v); });
+        }
+    }
 }
 
 // k processes per host (see the header): the table's flat collectives over
@@ -329,8 +375,8 @@ void hosts_set(cc::net_communicator& comm, int k) {
 void local_set(cc::local_communicator& c) {
     constexpr int k = 20000;
     const double x = 1.0;
-    const std::string chosen =
-        "table:" + std::string(cc::selection::global().choose(cc::detail::request_of(c, "allreduce", 8, true, false)));
+    const auto request = cc::detail::request_of(c, "allreduce", cc::stream{}, 8, true, false);
+    const std::string chosen = "table:" + std::string(cc::selection::global().choose(request));
     report(c, "allreduce", chosen.c_str(), 8, time_per_op(c, k, [&] { cc::allreduce(c, x, cc::sum{}); }));
     report(c, "allreduce", "butterfly", 8, time_per_op(c, k, [&] { cc::allreduce_butterfly(c, x, cc::sum{}); }));
     report(c, "allreduce", "reduce_broadcast", 8,
@@ -400,12 +446,14 @@ int main(int argc, char** argv) {
             });
         } else if (mode == "hybrid") {
             const int fibers = argc > 2 ? std::atoi(argv[2]) : 4;
+            const bool rooted = argc > 3 && std::string(argv[3]) == "rooted";
             csp::run([&] {
                 csp::net::node self;
                 {
                     cc::hybrid_job job(self, fibers);
-                    job.run([](cc::hybrid_communicator& c) {
-                        hybrid_set(c);
+                    job.run([&](cc::hybrid_communicator& c) {
+                        if (rooted) hybrid_rooted_set(c);
+                        else hybrid_set(c);
                         cc::barrier(c);
                     });
                 }

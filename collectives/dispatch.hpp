@@ -35,24 +35,26 @@
 namespace csp::collectives {
 
 namespace detail {
-// What a call of `collective` on comm asks the table: its group size, the
-// value's bytes and op, and where the ranks are (shared memory, the host
-// level, a crowded job, levels of its own), each known alike at every rank.
+// What a call of `collective` on comm and stream s asks the table: its
+// group size, the value's bytes and op, and where the ranks are (shared
+// memory, the host level, a crowded job, levels of its own for this
+// stream), each known alike at every rank. The stream comes before the
+// optional parts so that no call can leave it out.
 template <class C>
-selection::request request_of(const C& comm, std::string_view collective, std::size_t bytes = 0,
-                              bool commuting = true, bool elementwise = false, stream s = {}) {
+selection::request request_of(const C& comm, std::string_view collective, stream s, std::size_t bytes = 0,
+                              bool commuting = true, bool elementwise = false) {
     return {collective,          comm.size(),         bytes,           commuting, elementwise,
             shares_memory(comm), link_level_of(comm), crowded_of(comm), has_two_levels(comm, s)};
 }
 
 // The algorithm of `List` (a registry list) the table chooses for this call.
 template <class List, class C>
-std::string_view choose(const C& comm, std::size_t bytes = 0, bool commuting = true, bool elementwise = false,
-                        stream s = {}) {
+std::string_view choose(const C& comm, stream s, std::size_t bytes = 0, bool commuting = true,
+                        bool elementwise = false) {
     static constexpr std::string_view collective = List::infos[0].collective;
     static constexpr rule_range rules = rules_of(collective);
     static_assert(rules.first < rules.last, "a collective without a rule in the selection table");
-    return selection::global().choose(request_of(comm, collective, bytes, commuting, elementwise, s), rules);
+    return selection::global().choose(request_of(comm, collective, s, bytes, commuting, elementwise), rules);
 }
 }  // namespace detail
 
@@ -61,8 +63,8 @@ T broadcast(C& comm, T value, int root = 0, stream s = {}) {
     // The size is the root's alone, so it cannot choose: the table picks by
     // group size, and whether the value is a vector (the same everywhere).
     return detail::guarded(comm, s, "broadcast", [&] {
-        return registry::broadcast::run(detail::choose<registry::broadcast>(comm, 0, true, detail::is_vector<T>::value),
-                                        comm, std::move(value), root, s);
+        const auto a = detail::choose<registry::broadcast>(comm, s, 0, true, detail::is_vector<T>::value);
+        return registry::broadcast::run(a, comm, std::move(value), root, s);
     });
 }
 
@@ -80,7 +82,7 @@ void broadcast_into(C& comm, std::span<E> data, int root = 0, stream s = {}) {
                   "broadcast_into: a writable buffer of plain elements");
     detail::guarded(comm, s, "broadcast", [&] {
         topology::check(comm.rank(), comm.size(), root);
-        const std::string_view a = detail::choose<registry::broadcast>(comm, data.size_bytes(), true, true);
+        const std::string_view a = detail::choose<registry::broadcast>(comm, s, data.size_bytes(), true, true);
         if (a == broadcast_host_memory.info.name && broadcast_host_memory.into(comm, data, root, s)) return;
         std::vector<E> v;
         if (comm.rank() == root) v.assign(data.begin(), data.end());
@@ -97,7 +99,7 @@ void broadcast_into(C& comm, std::span<E> data, int root = 0, stream s = {}) {
 template <class C, class T, class Op>
 std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
     return detail::guarded(comm, s, "reduce", [&] {
-        const auto a = detail::choose<registry::reduce>(comm, detail::byte_size(value), commutes(op),
+        const auto a = detail::choose<registry::reduce>(comm, s, detail::byte_size(value), commutes(op),
                                                         detail::is_vector<T>::value && acts_elementwise(op));
         return registry::reduce::run(a, comm, std::move(value), op, root, s);
     });
@@ -106,8 +108,8 @@ std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s =
 template <class C, class T, class Op>
 T allreduce(C& comm, T value, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "allreduce", [&] {
-        const auto a = detail::choose<registry::allreduce>(comm, detail::byte_size(value), commutes(op),
-                                                           detail::is_vector<T>::value && acts_elementwise(op), s);
+        const auto a = detail::choose<registry::allreduce>(comm, s, detail::byte_size(value), commutes(op),
+                                                           detail::is_vector<T>::value && acts_elementwise(op));
         return registry::allreduce::run(a, comm, std::move(value), op, s);
     });
 }
@@ -115,21 +117,21 @@ T allreduce(C& comm, T value, const Op& op, stream s = {}) {
 template <class C>
 void barrier(C& comm, stream s = {}) {
     detail::guarded(comm, s, "barrier", [&] {
-        registry::barrier::run(detail::choose<registry::barrier>(comm, 0, true, false, s), comm, s);
+        registry::barrier::run(detail::choose<registry::barrier>(comm, s), comm, s);
     });
 }
 
 template <class C, class T>
 std::optional<std::vector<T>> gather(C& comm, T value, int root = 0, stream s = {}) {
     return detail::guarded(comm, s, "gather", [&] {
-        return registry::gather::run(detail::choose<registry::gather>(comm), comm, std::move(value), root, s);
+        return registry::gather::run(detail::choose<registry::gather>(comm, s), comm, std::move(value), root, s);
     });
 }
 
 template <class C, class T>
 std::vector<T> allgather(C& comm, T value, stream s = {}) {
     return detail::guarded(comm, s, "allgather", [&] {
-        const auto a = detail::choose<registry::allgather>(comm, detail::byte_size(value));
+        const auto a = detail::choose<registry::allgather>(comm, s, detail::byte_size(value));
         return registry::allgather::run(a, comm, std::move(value), s);
     });
 }
@@ -137,21 +139,21 @@ std::vector<T> allgather(C& comm, T value, stream s = {}) {
 template <class C, class T>
 T scatter(C& comm, std::vector<T> values, int root = 0, stream s = {}) {
     return detail::guarded(comm, s, "scatter", [&] {
-        return registry::scatter::run(detail::choose<registry::scatter>(comm), comm, std::move(values), root, s);
+        return registry::scatter::run(detail::choose<registry::scatter>(comm, s), comm, std::move(values), root, s);
     });
 }
 
 template <class C, class T>
 std::vector<T> alltoall(C& comm, std::vector<T> values, stream s = {}) {
     return detail::guarded(comm, s, "alltoall", [&] {
-        return registry::alltoall::run(detail::choose<registry::alltoall>(comm), comm, std::move(values), s);
+        return registry::alltoall::run(detail::choose<registry::alltoall>(comm, s), comm, std::move(values), s);
     });
 }
 
 template <class C, class T, class Op>
 T scan(C& comm, T value, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "scan", [&] {
-        const auto a = detail::choose<registry::scan>(comm, detail::byte_size(value), commutes(op));
+        const auto a = detail::choose<registry::scan>(comm, s, detail::byte_size(value), commutes(op));
         return registry::scan::run(a, comm, std::move(value), op, s);
     });
 }
@@ -159,7 +161,7 @@ T scan(C& comm, T value, const Op& op, stream s = {}) {
 template <class C, class T, class Op>
 std::optional<T> exscan(C& comm, T value, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "exscan", [&] {
-        const auto a = detail::choose<registry::exscan>(comm, detail::byte_size(value), commutes(op));
+        const auto a = detail::choose<registry::exscan>(comm, s, detail::byte_size(value), commutes(op));
         return registry::exscan::run(a, comm, std::move(value), op, s);
     });
 }
@@ -169,7 +171,7 @@ std::optional<T> exscan(C& comm, T value, const Op& op, stream s = {}) {
 template <class C, class V, class Op>
 V reduce_scatter(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "reduce_scatter", [&] {
-        const auto a = detail::choose<registry::reduce_scatter>(comm, detail::byte_size(values), commutes(op));
+        const auto a = detail::choose<registry::reduce_scatter>(comm, s, detail::byte_size(values), commutes(op));
         return registry::reduce_scatter::run(a, comm, std::move(values), counts, op, s);
     });
 }
@@ -193,7 +195,7 @@ V reduce_scatter_block(C& comm, V values, const Op& op, stream s = {}) {
 template <class C, class T>
 T put_get(C& comm, T value, int from, stream s = {}) {
     return detail::guarded(comm, s, "put_get", [&] {
-        return registry::put_get::run(detail::choose<registry::put_get>(comm), comm, std::move(value), from, s);
+        return registry::put_get::run(detail::choose<registry::put_get>(comm, s), comm, std::move(value), from, s);
     });
 }
 

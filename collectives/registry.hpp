@@ -67,15 +67,17 @@ namespace registry {
 using broadcast = algorithm_list<broadcast_flat_fn, broadcast_binomial_fn, broadcast_pipeline_fn,
                                  broadcast_shared_memory_fn, broadcast_host_memory_fn>;
 using reduce = algorithm_list<reduce_flat_in_order_fn, reduce_binomial_fn, reduce_binomial_parallel_fn, reduce_chain_fn,
-                              reduce_arrival_fn, reduce_pipeline_fn, reduce_shared_memory_fn, reduce_host_memory_fn>;
+                              reduce_arrival_fn, reduce_pipeline_fn, reduce_shared_memory_fn, reduce_host_memory_fn,
+                              reduce_two_levels_fn>;
 using allreduce = algorithm_list<allreduce_reduce_broadcast_fn, allreduce_butterfly_fn, allreduce_ring_fn,
                                  allreduce_rabenseifner_fn, allreduce_shared_memory_fn, allreduce_host_memory_fn,
                                  allreduce_two_levels_fn>;
 using barrier = algorithm_list<barrier_flat_sequential_fn, barrier_flat_parallel_fn, barrier_binomial_fn,
                                barrier_dissemination_fn, barrier_shared_memory_fn, barrier_host_memory_fn,
                                barrier_two_levels_fn>;
-using gather = algorithm_list<gather_sequential_fn, gather_parallel_fn>;
-using allgather = algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn, allgather_host_memory_fn>;
+using gather = algorithm_list<gather_sequential_fn, gather_parallel_fn, gather_two_levels_fn>;
+using allgather =
+    algorithm_list<allgather_gather_broadcast_fn, allgather_ring_fn, allgather_host_memory_fn, allgather_two_levels_fn>;
 using scatter = algorithm_list<scatter_sequential_fn, scatter_parallel_fn>;
 using alltoall = algorithm_list<alltoall_parallel_fn>;
 using scan = algorithm_list<scan_recursive_doubling_fn, scan_pipeline_fn, scan_host_memory_fn>;

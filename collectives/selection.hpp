@@ -79,7 +79,7 @@ inline constexpr std::size_t no_limit = std::numeric_limits<std::size_t>::max();
 // win: the butterfly and dissemination, as MPICH chooses them; those rules
 // were measured at two ranks only, the most this machine has a core for.
 // To tune for another machine: measure, then set CSP_COLLECTIVES.
-inline constexpr std::array<selection_rule, 53> default_rules{{
+inline constexpr std::array<selection_rule, 56> default_rules{{
     // Ranks of one address space (a local communicator) meet on a shared
     // board: one barrier per call and no messages. 8 ranks as fibers on one
     // thread, allreduce of 8 B: see README, "Inside one host".
@@ -123,6 +123,15 @@ inline constexpr std::array<selection_rule, 53> default_rules{{
     {"reduce", "host_memory", any_size, 64 * 1024, link_level::host},
     {"reduce", "binomial_parallel", any_size, 0, link_level::host},
     {"reduce", "flat_in_order", 2},
+    // Levels of its own (a hybrid job, as allreduce's below): from 64 KiB,
+    // where a flat reduce takes the chain, whose every hop waits for the
+    // one before. 2 processes x 4 fibers over TCP (collectives_rank hybrid
+    // 4 rooted, three runs 2026-12-07), root 7 (root 0's loops came first
+    // at each size and paid for the heap's growth): at 64 KiB 35-38 us
+    // against the chain's 234-262; at 1 MiB 931-1,041 against the
+    // pipeline's 799-965, so from there the flat rules stay; at 8 B
+    // 1.4-2.3 against arrival's 1.0-1.2.
+    {"reduce", "two_levels", any_size, 64 * 1024, link_level::any, 1 << 20},
     // Vectors of 1 MiB and more with an element-wise op: the pipeline. Over
     // TCP (collectives_rank net beside mpi_collectives, 2026-11-27, one run)
     // 943 / 2,606 us at 4 / 8 ranks against chain's 1,157 / 3,107 and
@@ -235,6 +244,13 @@ inline constexpr std::array<selection_rule, 53> default_rules{{
     // A core per rank: dissemination's log2 n rounds of one message each,
     // MPICH's default at every size (measured here at two ranks only).
     {"barrier", "dissemination"},
+    // Levels of its own (a hybrid job): one message per node across the
+    // network. The size is each rank's own, so the rule cannot see it, and
+    // takes the levels at every size: the same runs, root 7, 64 KiB /
+    // 1 MiB 115-122 / 2,538-3,108 us against the flat parallel gather's
+    // 1,067-1,131 / 7,581-8,413, where 8 B / 1 KiB lose a few
+    // microseconds (7.2-7.6 / 7.6-8.9 against 5.1-5.6 / 2.7-4.4).
+    {"gather", "two_levels"},
     {"gather", "parallel"},
     // Processes of one host: the host board at every size and group size
     // (bench/collectives_rank over UCX, 2026-11-29, one run: 8 B / 64 KiB /
@@ -243,6 +259,13 @@ inline constexpr std::array<selection_rule, 53> default_rules{{
     // 168, 13.4 / 131 / 3,586, 56.7 / 508 / 10,698 and OpenMPI's shared
     // memory at 64 KiB and 1 MiB 11.4 / 129, 267 / 2,367, 234 / 9,457).
     {"allgather", "host_memory", any_size, 0, link_level::host},
+    // Levels of its own (a hybrid job), parts below 64 KiB: gathered in
+    // each node, exchanged by the leaders, handed out (the same runs: 8 B
+    // / 1 KiB 26.4-26.9 / 33.9-34.3 us against gather_broadcast's
+    // 41.1-43.6 / 42.7-43.9). From 64 KiB the ring's steps, most of them
+    // inside a node, beat one leader carrying every part (146-153 against
+    // 409-451 us at 64 KiB, 2,891-3,301 against 11,473-13,495 at 1 MiB).
+    {"allgather", "two_levels", any_size, 0, link_level::any, 64 * 1024},
     // Parts of 64 KiB and more (each rank's): the ring, n-1 steps in which
     // every rank sends one part to its neighbour, where gather_broadcast
     // sends all n parts through rank 0 and back out. Over TCP

@@ -35,7 +35,8 @@ void hybrid_ranks(const std::string& job, const std::vector<int>& fibers,
 }
 
 std::string table_choice(const cc::hybrid_communicator& c, const char* collective, std::size_t bytes) {
-    return std::string(cc::selection::global().choose(cc::detail::request_of(c, collective, bytes, true, true)));
+    const auto request = cc::detail::request_of(c, collective, cc::stream{}, bytes, true, true);
+    return std::string(cc::selection::global().choose(request));
 }
 
 }  // namespace
@@ -69,10 +70,89 @@ TEST(two_levels, a_hybrid_jobs_plain_allreduce_and_barrier_run_on_its_levels_and
     });
 }
 
+// Reduce (64 KiB to 1 MiB), gather (every size) and allgather (below
+// 64 KiB) run on the levels too, for every root, and give what the flat
+// algorithms give, in rank order; outside those sizes they run flat.
+TEST(two_levels, a_hybrid_jobs_plain_reduce_gather_and_allgather_run_on_its_levels_for_every_root) {
+    hybrid_ranks("levels-rooted", {2, 3}, [](cc::hybrid_communicator& c) {
+        const int n = c.size(), me = c.rank();
+        EXPECT_EQ(table_choice(c, "reduce", 8), "arrival");
+        EXPECT_EQ(table_choice(c, "reduce", 65536), "two_levels");
+        EXPECT_EQ(table_choice(c, "reduce", 1 << 20), "pipeline");
+        EXPECT_EQ(table_choice(c, "gather", 0), "two_levels");
+        EXPECT_EQ(table_choice(c, "allgather", 1024), "two_levels");
+        EXPECT_EQ(table_choice(c, "allgather", 65536), "ring");
+        std::vector<std::string> everyone;
+        for (int r = 0; r < n; ++r) everyone.push_back(std::string(1, static_cast<char>('a' + r)));
+        const auto concat = cc::ordered([](std::string a, std::string b) { return a + b; });
+        for (int root = 0; root < n; ++root) {
+            const std::vector<double> v(8192, 1.0 + me);  // 64 KiB
+            const auto total = cc::reduce(c, v, cc::sum{}, root);
+            ASSERT_EQ(total.has_value(), me == root) << "root " << root;
+            if (total) {
+                EXPECT_EQ(*total, std::vector<double>(8192, 15.0));
+            }
+            // 64 KiB of letters, folded in rank order.
+            const auto letters = std::string(65536, static_cast<char>('a' + me));
+            const auto order = cc::reduce(c, letters, concat, root);
+            if (order) {
+                ASSERT_EQ(order->size(), 5u * 65536);
+                for (int r = 0; r < n; ++r) EXPECT_EQ((*order)[static_cast<std::size_t>(r) * 65536], 'a' + r);
+            }
+            const auto g = cc::gather(c, everyone[static_cast<std::size_t>(me)], root);
+            ASSERT_EQ(g.has_value(), me == root);
+            if (g) {
+                EXPECT_EQ(*g, everyone) << "root " << root;
+            }
+        }
+        EXPECT_EQ(cc::allgather(c, everyone[static_cast<std::size_t>(me)]), everyone);
+        EXPECT_EQ(c.upcoming_tag(cc::stream{}).sequence(), 0u) << "a call ran flat at rank " << me;
+        // Outside the levels' sizes: the flat ones, on the whole communicator.
+        EXPECT_EQ(cc::reduce(c, me + 1, cc::sum{}, 4).value_or(0), me == 4 ? 15 : 0);
+        EXPECT_EQ(cc::allgather(c, std::vector<double>(8192, me)).size(), 5u);
+        EXPECT_EQ(c.upcoming_tag(cc::stream{}).sequence(), 2u);
+        cc::trace_log log;
+        cc::traced tc(c, log);
+        (void)cc::gather(tc, me, 2);
+        (void)cc::allgather(tc, me);
+        EXPECT_EQ(log.algorithms(), (std::vector<std::string>{"gather two_levels", "allgather two_levels"}));
+    });
+}
+
+// A plain struct travels as its bytes, with no serialize function; the
+// levels carry it so too (a first version put the hosts' parts in pairs
+// and vectors of vectors, which only a serialize function could encode, so
+// split(), whose allgather carries such a struct, stopped compiling).
+struct point {
+    int x;
+    double y;
+    bool operator==(const point&) const = default;
+};
+
+TEST(two_levels, a_plain_struct_without_a_serialize_function_crosses_the_levels) {
+    hybrid_ranks("levels-struct", {3, 1, 2}, [](cc::hybrid_communicator& c) {
+        std::vector<point> everyone;
+        for (int r = 0; r < c.size(); ++r) everyone.push_back({r, 0.5 * r});
+        const point mine = everyone[static_cast<std::size_t>(c.rank())];
+        EXPECT_EQ(cc::allgather(c, mine), everyone);
+        for (int root : {0, 3, 5}) {
+            const auto g = cc::gather(c, mine, root);
+            ASSERT_EQ(g.has_value(), c.rank() == root);
+            if (g) {
+                EXPECT_EQ(*g, everyone) << "root " << root;
+            }
+        }
+        EXPECT_EQ(c.upcoming_tag(cc::stream{}).sequence(), 0u) << "a call ran flat at rank " << c.rank();
+        auto halves = cc::split(c, c.rank() % 2, c.rank());
+        ASSERT_TRUE(halves.has_value());
+        EXPECT_EQ(halves->size(), 3);
+    });
+}
+
 // A hierarchy's levels take streams below 256 (context_pool.hpp).
 TEST(two_levels, a_call_of_a_stream_the_levels_do_not_have_runs_flat) {
     hybrid_ranks("levels-stream", {3, 2}, [](cc::hybrid_communicator& c) {
-        const auto request = cc::detail::request_of(c, "allreduce", 8, true, false, cc::stream{300});
+        const auto request = cc::detail::request_of(c, "allreduce", cc::stream{300}, 8, true, false);
         EXPECT_NE(cc::selection::global().choose(request), "two_levels");
         EXPECT_EQ(cc::allreduce(c, c.rank() + 1, cc::sum{}, cc::stream{300}), 15);
         cc::barrier(c, cc::stream{300});
