@@ -8,6 +8,7 @@
 // Calling an algorithm by its own name (reduce_chain, allreduce_butterfly,
 // ...) bypasses the table; the names are listed in registry.hpp.
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,6 +57,41 @@ std::string_view choose(const C& comm, stream s, std::size_t bytes = 0, bool com
     static_assert(rules.first < rules.last, "a collective without a rule in the selection table");
     return selection::global().choose(request_of(comm, collective, s, bytes, commuting, elementwise), rules);
 }
+
+// Whether a value's size, as the table measures it (byte_size), can differ
+// between ranks: a vector's or a string's; any other value counts as
+// sizeof(T), alike everywhere.
+template <class T>
+inline constexpr bool size_varies = is_std_vector<T>::value || std::is_same_v<T, std::string>;
+
+// The algorithm of `List` for a call whose value may have another size at
+// other ranks (`alike` false: an allgather's parts, a fold of vectors or
+// strings by an op that does not take equal sizes). The table chooses by
+// size, and ranks whose sizes lie on either side of a rule's bound would
+// run different algorithms and wait for each other for ever. So where the
+// choice could differ by size alone (selection::depends_on_bytes, which
+// every rank answers alike), the ranks first agree on the largest size in
+// one small allreduce of the call's stream, and all choose by it.
+template <class List, class C>
+std::string_view choose_by_size(C& comm, stream s, std::size_t bytes, bool alike, bool commuting = true,
+                                bool elementwise = false) {
+    static constexpr std::string_view collective = List::infos[0].collective;
+    static constexpr rule_range rules = rules_of(collective);
+    selection::request r = request_of(comm, collective, s, bytes, commuting, elementwise);
+    const selection& table = selection::global();
+    if (!alike && table.depends_on_bytes(r, rules)) {
+        const auto a = choose<registry::allreduce>(comm, s, sizeof(std::uint64_t));
+        r.bytes = static_cast<std::size_t>(registry::allreduce::run(a, comm, std::uint64_t{bytes}, maximum{}, s));
+    }
+    return table.choose(r, rules);
+}
+
+// Whether a fold's values have one size at every rank: a value the table
+// counts as sizeof(T), or an op that takes equal sizes (element-wise).
+template <class T, class Op>
+bool sizes_alike(const Op& op) {
+    return !size_varies<T> || takes_equal_sizes(op);
+}
 }  // namespace detail
 
 template <class C, class T>
@@ -99,8 +135,9 @@ void broadcast_into(C& comm, std::span<E> data, int root = 0, stream s = {}) {
 template <class C, class T, class Op>
 std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s = {}) {
     return detail::guarded(comm, s, "reduce", [&] {
-        const auto a = detail::choose<registry::reduce>(comm, s, detail::byte_size(value), commutes(op),
-                                                        detail::is_vector<T>::value && acts_elementwise(op));
+        const auto a = detail::choose_by_size<registry::reduce>(comm, s, detail::byte_size(value),
+                                                                detail::sizes_alike<T>(op), commutes(op),
+                                                                detail::is_vector<T>::value && acts_elementwise(op));
         return registry::reduce::run(a, comm, std::move(value), op, root, s);
     });
 }
@@ -108,8 +145,9 @@ std::optional<T> reduce(C& comm, T value, const Op& op, int root = 0, stream s =
 template <class C, class T, class Op>
 T allreduce(C& comm, T value, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "allreduce", [&] {
-        const auto a = detail::choose<registry::allreduce>(comm, s, detail::byte_size(value), commutes(op),
-                                                           detail::is_vector<T>::value && acts_elementwise(op));
+        const auto a = detail::choose_by_size<registry::allreduce>(
+            comm, s, detail::byte_size(value), detail::sizes_alike<T>(op), commutes(op),
+            detail::is_vector<T>::value && acts_elementwise(op));
         return registry::allreduce::run(a, comm, std::move(value), op, s);
     });
 }
@@ -131,7 +169,8 @@ std::optional<std::vector<T>> gather(C& comm, T value, int root = 0, stream s = 
 template <class C, class T>
 std::vector<T> allgather(C& comm, T value, stream s = {}) {
     return detail::guarded(comm, s, "allgather", [&] {
-        const auto a = detail::choose<registry::allgather>(comm, s, detail::byte_size(value));
+        const auto a = detail::choose_by_size<registry::allgather>(comm, s, detail::byte_size(value),
+                                                                   !detail::size_varies<T>);
         return registry::allgather::run(a, comm, std::move(value), s);
     });
 }
@@ -153,7 +192,8 @@ std::vector<T> alltoall(C& comm, std::vector<T> values, stream s = {}) {
 template <class C, class T, class Op>
 T scan(C& comm, T value, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "scan", [&] {
-        const auto a = detail::choose<registry::scan>(comm, s, detail::byte_size(value), commutes(op));
+        const auto a = detail::choose_by_size<registry::scan>(comm, s, detail::byte_size(value),
+                                                              detail::sizes_alike<T>(op), commutes(op));
         return registry::scan::run(a, comm, std::move(value), op, s);
     });
 }
@@ -161,7 +201,8 @@ T scan(C& comm, T value, const Op& op, stream s = {}) {
 template <class C, class T, class Op>
 std::optional<T> exscan(C& comm, T value, const Op& op, stream s = {}) {
     return detail::guarded(comm, s, "exscan", [&] {
-        const auto a = detail::choose<registry::exscan>(comm, s, detail::byte_size(value), commutes(op));
+        const auto a = detail::choose_by_size<registry::exscan>(comm, s, detail::byte_size(value),
+                                                                detail::sizes_alike<T>(op), commutes(op));
         return registry::exscan::run(a, comm, std::move(value), op, s);
     });
 }

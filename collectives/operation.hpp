@@ -151,6 +151,16 @@ constexpr bool acts_elementwise(const Op& op) {
     else return false;
 }
 
+// Whether `op`'s values are the same size at every rank by its contract
+// (as an element-wise op's vectors are; a shared-variable group's blocks,
+// shared_group.hpp): then the selection table may choose by this rank's
+// size alone (dispatch.hpp), with no agreement on sizes first.
+template <class Op>
+constexpr bool takes_equal_sizes(const Op& op) {
+    if constexpr (requires { op.equal_sizes; }) return static_cast<bool>(op.equal_sizes);
+    else return acts_elementwise(op);
+}
+
 // Whether `op` may be applied out of rank order.
 template <class Op>
 bool commutes(const Op& op) {

@@ -419,6 +419,22 @@ public:
         no_algorithm(r);
     }
 
+    // Whether r's choice could differ with its size alone: some size among
+    // the rules' bounds chooses otherwise than a size of 0. Depends only on
+    // what r holds besides its size, so it is alike at every rank even
+    // where their sizes differ (dispatch.hpp agrees on a size first then).
+    bool depends_on_bytes(request r, detail::rule_range rules) const {
+        r.bytes = 0;
+        const std::string_view smallest = choose(r, rules);
+        for (std::size_t i = rules.first; i < rules.last; ++i)
+            for (const std::size_t bound : {default_rules[i].min_bytes, default_rules[i].below_bytes}) {
+                if (bound == 0 || bound == no_limit) continue;
+                r.bytes = bound;
+                if (choose(r, rules) != smallest) return true;
+            }
+        return false;
+    }
+
     // The table and the overrides in force.
     void print_table(std::ostream& os) const;
 

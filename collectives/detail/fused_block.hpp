@@ -205,6 +205,9 @@ struct fold_run {
 struct fused_op {
     const std::vector<fold_run>* runs = nullptr;
     bool commutes = true;
+    // Every rank's block holds the same slots by the SPMD rule (blocks
+    // that differ fold into a mismatch block, above): one size everywhere.
+    static constexpr bool equal_sizes = true;
 
     block operator()(const block& a, const block& b) const {
         block out = a;

@@ -1,6 +1,7 @@
 // Algorithm selection: the table, forcing by name, the fallback, printing.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
@@ -328,17 +329,63 @@ TEST(registry, names_are_unique_within_a_collective_and_dispatch_runs_each_by_na
 
 // allgather() asked the table without the value's size, so the size rules
 // could not apply: each rank's part of 64 KiB goes round the ring, a small
-// one through rank 0.
+// one through rank 0. A vector's size may differ between ranks, so the
+// ranks agree on the largest first (one allreduce, on the shared board
+// here); a part of fixed size needs no agreement.
 TEST(selection, allgather_chooses_by_the_size_of_each_part) {
-    EXPECT_EQ(algorithms_run(3, [](auto& c) {
-                  const std::vector<double> part(8192, c.rank());
-                  const auto all = cc::allgather(c, part);
-                  ASSERT_EQ(all.size(), 3u);
-                  for (int r = 0; r < 3; ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], std::vector<double>(8192, r));
-              }),
-              std::vector<std::string>{"allgather ring"});
+    cc::trace_log log;
+    csp::run([&] {
+        cc::run_local(3, [&](cc::local_communicator& c) {
+            cc::traced tc(c, log);
+            const std::vector<double> part(8192, c.rank());
+            const auto all = cc::allgather(tc, part);
+            ASSERT_EQ(all.size(), 3u);
+            for (int r = 0; r < 3; ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], std::vector<double>(8192, r));
+        });
+    });
+    // Every rank's entries; each rank announces the allreduce before the
+    // meeting that every rank must reach, so all three come first.
+    EXPECT_EQ(log.algorithms(), (std::vector<std::string>{"allreduce shared_memory", "allreduce shared_memory",
+                                                          "allreduce shared_memory", "allgather ring",
+                                                          "allgather ring", "allgather ring"}));
     EXPECT_EQ(algorithms_run(3, [](auto& c) { EXPECT_EQ(cc::allgather(c, c.rank()).at(2), 2); }),
               std::vector<std::string>{"allgather gather_broadcast"});
+}
+
+// Parts of 60 and 70 KiB: by its own size half the ranks would take the
+// ring and half gather_broadcast, and each half waited for messages the
+// other never sent (the runtime's deadlock report). They agree on 70 KiB.
+TEST(selection, allgather_of_parts_whose_sizes_straddle_a_rules_bound_agrees_on_one_algorithm) {
+    const std::size_t small = 60 * 1024 / 8, large = 70 * 1024 / 8;
+    auto part = [&](int r) { return std::vector<double>(r < 2 ? small : large, r); };
+    std::atomic<int> right{0};
+    csp::run([&] {
+        cc::run_local(4, [&](cc::local_communicator& c) {
+            const auto all = cc::allgather(c, part(c.rank()));
+            ASSERT_EQ(all.size(), 4u);
+            for (int r = 0; r < 4; ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], part(r)) << "part " << r;
+            ++right;
+            // Strings likewise, around the same bound.
+            const auto words = cc::allgather(c, std::string(c.rank() % 2 == 0 ? 60000 : 70000, 'a'));
+            EXPECT_EQ(words.at(3).size(), 70000u);
+        });
+    });
+    EXPECT_EQ(right.load(), 4);
+}
+
+// Whether a request's choice could differ by its size alone: alike at
+// every rank, since it reads nothing else the ranks may not share.
+TEST(selection, a_choice_depends_on_the_size_only_where_a_rule_bound_splits_it) {
+    forced_guard guard;
+    auto& s = cc::selection::global();
+    const auto rules = cc::detail::rules_of("allgather");
+    EXPECT_TRUE(s.depends_on_bytes({"allgather", 8, 100, true}, rules));  // ring from 64 KiB
+    cc::selection::request host{"allgather", 8, 100, true};
+    host.level = cc::link_level::host;  // the host board at every size
+    EXPECT_FALSE(s.depends_on_bytes(host, rules));
+    EXPECT_FALSE(s.depends_on_bytes({"scatter", 8, 100, true}, cc::detail::rules_of("scatter")));
+    s.force("allgather", "ring");
+    EXPECT_FALSE(s.depends_on_bytes({"allgather", 8, 100, true}, rules));
 }
 
 TEST(selection, every_collective_by_plain_name) {

@@ -149,6 +149,32 @@ TEST(two_levels, a_plain_struct_without_a_serialize_function_crosses_the_levels)
     });
 }
 
+// Strings folded in rank order, 60 KiB at some ranks and 70 KiB at others:
+// by its own size a rank would take the levels or arrival's tree (and
+// below, the flat chain or arrival), so the ranks agree on the largest size
+// first and all run one algorithm.
+TEST(two_levels, a_fold_of_strings_whose_sizes_straddle_a_rules_bound_agrees_on_one_algorithm) {
+    for (const std::vector<int>& fibers : {std::vector<int>{2, 3}, std::vector<int>{1, 1, 1, 1, 1}}) {
+        hybrid_ranks("straddle", fibers, [](cc::hybrid_communicator& c) {
+            const auto concat = cc::ordered([](std::string a, std::string b) { return a + b; });
+            const auto mine = std::string(c.rank() % 2 == 0 ? 60000 : 70000, static_cast<char>('a' + c.rank()));
+            std::size_t expected = 0;
+            for (int r = 0; r < c.size(); ++r) expected += r % 2 == 0 ? 60000 : 70000;
+            for (int root : {0, c.size() - 1}) {
+                const auto total = cc::reduce(c, mine, concat, root);
+                ASSERT_EQ(total.has_value(), c.rank() == root);
+                if (total) {
+                    EXPECT_EQ(total->size(), expected);
+                    EXPECT_EQ(total->back(), 'a' + c.size() - 1);
+                }
+            }
+            EXPECT_EQ(cc::allreduce(c, mine, concat).size(), expected);
+            EXPECT_EQ(cc::scan(c, mine, concat).back(), 'a' + c.rank());
+            EXPECT_EQ(cc::allgather(c, mine).size(), static_cast<std::size_t>(c.size()));
+        });
+    }
+}
+
 // A hierarchy's levels take streams below 256 (context_pool.hpp).
 TEST(two_levels, a_call_of_a_stream_the_levels_do_not_have_runs_flat) {
     hybrid_ranks("levels-stream", {3, 2}, [](cc::hybrid_communicator& c) {
