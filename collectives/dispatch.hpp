@@ -87,10 +87,12 @@ std::string_view choose_by_size(C& comm, stream s, std::size_t bytes, bool alike
 }
 
 // Whether a fold's values have one size at every rank: a value the table
-// counts as sizeof(T), or an op that takes equal sizes (element-wise).
+// counts as sizeof(T), or vectors of an op that takes equal sizes
+// (element-wise). A string's size varies under every op (the maximum of
+// two strings is either).
 template <class T, class Op>
 bool sizes_alike(const Op& op) {
-    return !size_varies<T> || takes_equal_sizes(op);
+    return !size_varies<T> || (is_vector<T>::value && takes_equal_sizes(op));
 }
 }  // namespace detail
 
