@@ -64,28 +64,24 @@ public:
     explicit hierarchy(C& comm, const std::string& host = this_host(), stream s = {}) : all_(&comm) {
         const auto hosts = allgather(comm, host, s);
         // A host is named by its lowest rank (the same at every rank): that
-        // is its colour in the split, and its leader.
-        std::map<std::string, int> first;
+        // is its colour in the split, and its leader. Hosts come in the
+        // order of their lowest ranks, the leaders' order.
+        std::map<std::string, std::size_t, std::less<>> place_of;
         std::vector<int> first_of;  // per rank: the lowest rank of its host
         for (int r = 0; r < comm.size(); ++r) {
-            const int f = first.try_emplace(hosts[static_cast<std::size_t>(r)], r).first->second;
-            if (f != r && first_of.back() != f) contiguous_ = false;  // its host's run was broken
-            first_of.push_back(f);
+            const auto [at, fresh] = place_of.try_emplace(hosts[static_cast<std::size_t>(r)], members_of_hosts_.size());
+            if (fresh) members_of_hosts_.emplace_back();
+            auto& members = members_of_hosts_[at->second];
+            if (!members.empty() && members.back() != r - 1) contiguous_ = false;  // its host's run was broken
+            members.push_back(r);
+            first_of.push_back(members.front());
         }
-        hosts_ = static_cast<int>(first.size());
-        std::map<int, std::vector<int>> by_first;  // in the leaders' order
-        for (int r = 0; r < comm.size(); ++r) by_first[first_of[static_cast<std::size_t>(r)]].push_back(r);
-        for (auto& [leader, ranks] : by_first) members_of_hosts_.push_back(std::move(ranks));
         local_.emplace(std::move(*split(comm, first_of[static_cast<std::size_t>(comm.rank())], comm.rank(), s)));
         local_->on_one_host();  // its collectives may meet in shared memory (group.hpp)
         leaders_ = split(comm, local_->rank() == 0 ? 0 : undefined, comm.rank(), s);
         // With as many ranks on every host (known alike at every rank), the
         // ranks of one local index across the hosts form a group too.
-        std::map<int, int> per_host;
-        for (int f : first_of) ++per_host[f];
-        const int each = comm.size() / hosts_;
-        if (each > 1 && std::all_of(per_host.begin(), per_host.end(), [&](const auto& h) { return h.second == each; }))
-            across_ = split(comm, local_->rank(), comm.rank(), s);
+        if (hosts_of_equal_size()) across_ = split(comm, local_->rank(), comm.rank(), s);
     }
 
     // The same without a message, for a communicator whose ranks all know
@@ -97,7 +93,6 @@ public:
         const auto taken = comm.contexts().taken();
         if (std::any_of(taken.begin(), taken.end(), [](std::uint64_t w) { return w != 0; }))
             throw usage_error("hierarchy of a known layout: the communicator holds groups already");
-        hosts_ = static_cast<int>(firsts.size()) - 1;
         const auto host = static_cast<std::size_t>(std::upper_bound(firsts.begin(), firsts.end(), comm.rank()) -
                                                    firsts.begin() - 1);
         const auto ranks_of = [&](std::size_t k) {
@@ -112,10 +107,7 @@ public:
         local_.emplace(group<C>(comm, ranks_of(host), 0));
         local_->on_one_host();
         if (local_->rank() == 0) leaders_.emplace(group<C>(comm, {firsts.begin(), firsts.end() - 1}, 1));
-        const int each = firsts[1] - firsts[0];
-        bool even = each > 1;
-        for (std::size_t k = 0; k + 1 < firsts.size(); ++k) even = even && firsts[k + 1] - firsts[k] == each;
-        if (even) {
+        if (hosts_of_equal_size()) {
             std::vector<int> column;
             for (std::size_t k = 0; k + 1 < firsts.size(); ++k) column.push_back(firsts[k] + local_->rank());
             across_.emplace(group<C>(comm, std::move(column), 2));
@@ -131,7 +123,7 @@ public:
     // otherwise.
     group<C>* across() noexcept { return across_ ? &*across_ : nullptr; }
     bool is_leader() const noexcept { return leaders_.has_value(); }
-    int hosts() const noexcept { return hosts_; }
+    int hosts() const noexcept { return static_cast<int>(members_of_hosts_.size()); }
     // Whether every host holds consecutive ranks (so the two levels keep
     // rank order).
     bool contiguous() const noexcept { return contiguous_; }
@@ -144,8 +136,14 @@ private:
     std::optional<group<C>> local_;
     std::optional<group<C>> leaders_;
     std::optional<group<C>> across_;
+    // Whether every host holds as many ranks, more than one (so across()).
+    bool hosts_of_equal_size() const {
+        const std::size_t each = members_of_hosts_.front().size();
+        return each > 1 && std::all_of(members_of_hosts_.begin(), members_of_hosts_.end(),
+                                       [&](const std::vector<int>& m) { return m.size() == each; });
+    }
+
     std::vector<std::vector<int>> members_of_hosts_;
-    int hosts_ = 0;
     bool contiguous_ = true;
 };
 
