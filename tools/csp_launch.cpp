@@ -68,6 +68,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "csp/model/timeline_merge.hpp"
@@ -205,7 +206,20 @@ public:
         std::string partial;
     };
 
+    output_relay() = default;
+    output_relay(const output_relay&) = delete;
+    output_relay& operator=(const output_relay&) = delete;
+    ~output_relay() { abandon(); }
+
     void add(int fd, int rank, int to) { sources_.push_back({fd, rank, to, {}}); }
+
+    // Closes the pipes of a relay that never started (the job did not), so
+    // the descriptors are free again while the nodes started are stopped.
+    void abandon() {
+        if (thread_.joinable()) return;
+        for (auto& s : sources_)
+            if (s.fd >= 0) ::close(std::exchange(s.fd, -1));
+    }
 
     void start() {
         if (::pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
@@ -298,6 +312,14 @@ private:
     std::condition_variable done_cv_;
     bool done_ = false;
 };
+
+// A job that could not start every node: its pipes are closed before its
+// nodes are stopped. When a pipe could not be made, the descriptor table is
+// full; the nameserver's thread, still serving meanwhile, must have room.
+void stop_job(output_relay& relay, std::map<pid_t, int>& ranks) {
+    relay.abandon();
+    stop_started(ranks);
+}
 
 // The nodes' timelines into one; a node that wrote none (it was killed, or
 // made no node) is named and left out.
@@ -487,9 +509,13 @@ int main(int argc, char** argv) {
         if (prefix) {
             for (int k = 0; k < 2; ++k) {
                 if (::pipe2(pipes[k], O_CLOEXEC) != 0) {
+                    const int error = errno;
+                    posix_spawn_file_actions_destroy(&actions);
+                    for (int j = 0; j < k; ++j)
+                        for (int fd : pipes[j]) ::close(fd);
                     std::fprintf(stderr, "csp-launch: cannot make a pipe for rank %d: %s; stopping the %zu started\n",
-                                 r, std::strerror(errno), ranks.size());
-                    stop_started(ranks);
+                                 r, std::strerror(error), ranks.size());
+                    stop_job(relay, ranks);
                     return 1;
                 }
                 posix_spawn_file_actions_adddup2(&actions, pipes[k][1], k + 1);
@@ -516,7 +542,7 @@ int main(int argc, char** argv) {
             }
         if (e != 0) {
             std::fprintf(stderr, "csp-launch: cannot start %s: %s\n", argv[i], std::strerror(e));
-            stop_started(ranks);
+            stop_job(relay, ranks);
             return 127;
         }
         ranks[pid] = r;

@@ -344,6 +344,37 @@ TEST(net_launcher, a_job_that_cannot_start_every_node_stops_those_it_started) {
     EXPECT_TRUE(alive(dir.pids()).empty()) << alive(dir.pids()).size() << " nodes outlived their launcher: " << out;
 }
 
+// Regression: a launcher that could not make a node's pipes stopped the
+// nodes it had started with every descriptor still taken (the nodes'
+// output pipes, and the half-made pair leaked), so its nameserver's thread
+// ran out of them meanwhile. Each node counts the launcher's descriptors
+// when asked to stop: the output pipes are closed by then.
+TEST(net_launcher, a_launcher_out_of_descriptors_frees_them_before_it_stops_its_nodes) {
+    scratch dir;
+    std::string out;
+    const int limit = 64;
+    const std::string count = "ls /proc/$PPID/fd | wc -l > " + dir.path() + "/fds.$CSP_RANK; kill \\$!; exit 0";
+    const std::string script = "ulimit -n " + std::to_string(limit) + "\n" + CSP_LAUNCH + " --oversubscribe -n 60 " +
+                               dir.rank("sleep 60 & wait", "trap \"" + count + "\" TERM; ") +
+                               "\necho \"launcher status $?\"\n";
+    EXPECT_EQ(run_bash(dir, script, out), 0) << out;
+    EXPECT_NE(out.find("launcher status 1"), std::string::npos) << out;
+    EXPECT_NE(out.find("cannot make a pipe for rank"), std::string::npos) << out;
+    int counted = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+        if (e.path().filename().string().starts_with("fds.")) {
+            std::ifstream in(e.path());
+            int fds = -1;
+            ASSERT_TRUE(in >> fds) << e.path();
+            ++counted;
+            // The launcher's own: standard streams, the lifeline, the
+            // nameserver's listener and IO scheduler; no node's pipes.
+            EXPECT_LE(fds, limit / 4) << e.path() << ": " << out;
+        }
+    EXPECT_GT(counted, 0) << "no node counted the launcher's descriptors: " << out;
+    EXPECT_TRUE(alive(dir.pids()).empty()) << alive(dir.pids()).size() << " nodes outlived their launcher: " << out;
+}
+
 // Each rank's CPUs, from lines "<rank> <taskset's list>" that `command`
 // prints through csp-launch (one per rank).
 std::map<int, std::string> cpus_of_ranks(const std::string& options, std::string& out, const std::string& wrap = "") {
