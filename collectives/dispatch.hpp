@@ -22,6 +22,7 @@
 #include "collectives/alltoall.hpp"
 #include "collectives/barrier.hpp"
 #include "collectives/broadcast.hpp"
+#include "collectives/detail/part_or_size.hpp"
 #include "collectives/exchange.hpp"
 #include "collectives/gather.hpp"
 #include "collectives/operation.hpp"
@@ -65,8 +66,8 @@ template <class T>
 inline constexpr bool size_varies = is_std_vector<T>::value || std::is_same_v<T, std::string>;
 
 // The algorithm of `List` for a call whose value may have another size at
-// other ranks (`alike` false: an allgather's parts, a fold of vectors or
-// strings by an op that does not take equal sizes). The table chooses by
+// other ranks (`alike` false: a fold of vectors or strings by an op that
+// does not take equal sizes; an allgather's parts agree otherwise, below). The table chooses by
 // size, and ranks whose sizes lie on either side of a rule's bound would
 // run different algorithms and wait for each other for ever. So where the
 // choice could differ by size alone (selection::depends_on_bytes, which
@@ -84,6 +85,42 @@ std::string_view choose_by_size(C& comm, stream s, std::size_t bytes, bool alike
         r.bytes = static_cast<std::size_t>(registry::allreduce::run(a, comm, std::uint64_t{bytes}, maximum{}, s));
     }
     return table.choose(r, rules);
+}
+
+// A plain allgather of parts whose sizes may differ between ranks. Where
+// the table's choice depends on the size, agreeing on the largest size
+// first would cost a small collective on every call; instead the ranks run
+// the choice for small parts on each part with its size, the part left out
+// where it is not small (part_or_size.hpp). If every part is small, as
+// most are, that was the whole call; else every rank now knows the
+// largest size, all choose by it, and the call runs again on the parts.
+template <class C, class T>
+std::vector<T> allgather_of_sizes(C& comm, T value, stream s) {
+    static constexpr rule_range rules = rules_of("allgather");
+    const selection& table = selection::global();
+    const std::size_t bytes = byte_size(value);
+    selection::request r = request_of(comm, "allgather", s, bytes);
+    const std::size_t small = table.first_change(r, rules);
+    if (small == no_limit) return registry::allgather::run(table.choose(r, rules), comm, std::move(value), s);
+    r.bytes = 0;
+    part_or_size<T> mine{bytes, {}};
+    if (bytes < small) mine.part = std::move(value);
+    auto first = registry::allgather::run(table.choose(r, rules), comm, std::move(mine), s);
+    std::uint64_t largest = 0;
+    bool every_part = true;
+    for (const auto& p : first) {
+        largest = std::max(largest, p.size);
+        every_part = every_part && p.part.has_value();
+    }
+    std::vector<T> parts;
+    if (every_part) {
+        parts.reserve(first.size());
+        for (auto& p : first) parts.push_back(std::move(*p.part));
+        return parts;
+    }
+    if (bytes < small) value = std::move(*first[static_cast<std::size_t>(comm.rank())].part);
+    r.bytes = static_cast<std::size_t>(largest);
+    return registry::allgather::run(table.choose(r, rules), comm, std::move(value), s);
 }
 
 // Whether a fold's values have one size at every rank: a value the table
@@ -171,9 +208,12 @@ std::optional<std::vector<T>> gather(C& comm, T value, int root = 0, stream s = 
 template <class C, class T>
 std::vector<T> allgather(C& comm, T value, stream s = {}) {
     return detail::guarded(comm, s, "allgather", [&] {
-        const auto a = detail::choose_by_size<registry::allgather>(comm, s, detail::byte_size(value),
-                                                                   !detail::size_varies<T>);
-        return registry::allgather::run(a, comm, std::move(value), s);
+        if constexpr (detail::size_varies<T>) {
+            return detail::allgather_of_sizes(comm, std::move(value), s);
+        } else {
+            const auto a = detail::choose<registry::allgather>(comm, s, detail::byte_size(value));
+            return registry::allgather::run(a, comm, std::move(value), s);
+        }
     });
 }
 

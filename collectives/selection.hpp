@@ -419,20 +419,25 @@ public:
         no_algorithm(r);
     }
 
-    // Whether r's choice could differ with its size alone: some size among
-    // the rules' bounds chooses otherwise than a size of 0. Depends only on
-    // what r holds besides its size, so it is alike at every rank even
-    // where their sizes differ (dispatch.hpp agrees on a size first then).
-    bool depends_on_bytes(request r, detail::rule_range rules) const {
+    // The smallest size at which r's choice differs from its choice at a
+    // size of 0 (no_limit if none does): every size below it chooses alike.
+    // Depends only on what r holds besides its size, so it is alike at every
+    // rank even where their sizes differ (dispatch.hpp relies on it).
+    std::size_t first_change(request r, detail::rule_range rules) const {
         r.bytes = 0;
         const std::string_view smallest = choose(r, rules);
+        std::size_t first = no_limit;
         for (std::size_t i = rules.first; i < rules.last; ++i)
             for (const std::size_t bound : {default_rules[i].min_bytes, default_rules[i].below_bytes}) {
-                if (bound == 0 || bound == no_limit) continue;
+                if (bound == 0 || bound >= first) continue;
                 r.bytes = bound;
-                if (choose(r, rules) != smallest) return true;
+                if (choose(r, rules) != smallest) first = bound;
             }
-        return false;
+        return first;
+    }
+    // Whether r's choice could differ with its size alone.
+    bool depends_on_bytes(const request& r, detail::rule_range rules) const {
+        return first_change(r, rules) != no_limit;
     }
 
     // The table and the overrides in force.

@@ -28,6 +28,15 @@ std::vector<std::string> algorithms_run(int n, const std::function<void(cc::trac
     return {all.begin(), all.begin() + std::min<std::ptrdiff_t>(1, static_cast<std::ptrdiff_t>(all.size()))};
 }
 
+// The log's entries of one collective (an algorithm made of others, as
+// gather_broadcast is, logs theirs too).
+std::vector<std::string> entries_of(const cc::trace_log& log, const std::string& collective) {
+    std::vector<std::string> out;
+    for (auto& a : log.algorithms())
+        if (a.starts_with(collective + " ")) out.push_back(a);
+    return out;
+}
+
 // The request of a job whose ranks outnumber their CPUs (selection.hpp).
 cc::selection::request crowded(cc::selection::request r) {
     r.crowded = true;
@@ -343,13 +352,34 @@ TEST(selection, allgather_chooses_by_the_size_of_each_part) {
             for (int r = 0; r < 3; ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], std::vector<double>(8192, r));
         });
     });
-    // Every rank's entries; each rank announces the allreduce before the
-    // meeting that every rank must reach, so all three come first.
-    EXPECT_EQ(log.algorithms(), (std::vector<std::string>{"allreduce shared_memory", "allreduce shared_memory",
-                                                          "allreduce shared_memory", "allgather ring",
-                                                          "allgather ring", "allgather ring"}));
+    // Every rank's entries. A part of 64 KiB is not small: the choice for
+    // small parts carries only the sizes, then all take the ring by them.
+    // Each rank announces its first call before the meeting that every rank
+    // must reach, so all three come first.
+    EXPECT_EQ(entries_of(log, "allgather"), (std::vector<std::string>{"allgather gather_broadcast",
+                                                                      "allgather gather_broadcast",
+                                                                      "allgather gather_broadcast", "allgather ring",
+                                                                      "allgather ring", "allgather ring"}));
     EXPECT_EQ(algorithms_run(3, [](auto& c) { EXPECT_EQ(cc::allgather(c, c.rank()).at(2), 2); }),
               std::vector<std::string>{"allgather gather_broadcast"});
+}
+
+// Small parts whose sizes differ cost one call, as parts of one size do:
+// the first call, which carries each part with its size, was the whole
+// allgather (before, every such call first allreduced the largest size).
+TEST(selection, an_allgather_of_small_parts_of_different_sizes_is_one_call) {
+    cc::trace_log log;
+    csp::run([&] {
+        cc::run_local(3, [&](cc::local_communicator& c) {
+            cc::traced tc(c, log);
+            const auto all = cc::allgather(tc, std::vector<int>(static_cast<std::size_t>(c.rank()) * 100, c.rank()));
+            ASSERT_EQ(all.size(), 3u);
+            for (int r = 0; r < 3; ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], std::vector<int>(r * 100, r));
+            const auto words = cc::allgather(tc, std::string(static_cast<std::size_t>(c.rank()) + 1, 'w'));
+            EXPECT_EQ(words, (std::vector<std::string>{"w", "ww", "www"}));
+        });
+    });
+    EXPECT_EQ(entries_of(log, "allgather"), std::vector<std::string>(6, "allgather gather_broadcast"));
 }
 
 // Parts of 60 and 70 KiB: by its own size half the ranks would take the
@@ -380,9 +410,12 @@ TEST(selection, a_choice_depends_on_the_size_only_where_a_rule_bound_splits_it) 
     auto& s = cc::selection::global();
     const auto rules = cc::detail::rules_of("allgather");
     EXPECT_TRUE(s.depends_on_bytes({"allgather", 8, 100, true}, rules));  // ring from 64 KiB
+    EXPECT_EQ(s.first_change({"allgather", 8, 100, true}, rules), 64u * 1024);
+    EXPECT_EQ(s.first_change({"allgather", 8, 1 << 20, true}, rules), 64u * 1024);  // whatever the size asked
     cc::selection::request host{"allgather", 8, 100, true};
     host.level = cc::link_level::host;  // the host board at every size
     EXPECT_FALSE(s.depends_on_bytes(host, rules));
+    EXPECT_EQ(s.first_change(host, rules), cc::no_limit);
     EXPECT_FALSE(s.depends_on_bytes({"scatter", 8, 100, true}, cc::detail::rules_of("scatter")));
     s.force("allgather", "ring");
     EXPECT_FALSE(s.depends_on_bytes({"allgather", 8, 100, true}, rules));
