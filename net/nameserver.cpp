@@ -15,6 +15,7 @@
 #include "csp/deadline_after.hpp"
 #include "csp/runtime.hpp"
 #include "csp/process_group.hpp"
+#include "iosched/scheduler.hpp"
 #include "iosched/wait.hpp"
 #include "net/accept_loop.hpp"
 #include "net/errors.hpp"
@@ -204,6 +205,11 @@ struct nameserver::status_desk {
     std::mutex lock;
     std::vector<std::string> asked;  // jobs whose nodes are to be asked
     detail::registry* reg = nullptr;  // while serve() runs
+    std::string failure;              // why serve() ended, if it failed after it was ready
+
+    std::vector<std::string> stopped() const {
+        return {failure.empty() ? "the nameserver has stopped" : "the nameserver has stopped: " + failure};
+    }
 };
 
 void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::function<void(endpoint)>& ready,
@@ -211,6 +217,9 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
                        std::chrono::milliseconds probe_every, status_desk* desk) {
     endpoint bound;
     unique_fd listener = listen_on(bind, bound);
+    // The IO scheduler takes descriptors of its own: a process out of them
+    // fails here, before it says it is ready, not once clients rely on it.
+    (void)csp::io::this_scheduler();
     ready(bound);
     registry reg;
     detail::sheddable strangers;  // clients that have not registered
@@ -271,7 +280,7 @@ void nameserver::serve(const endpoint& bind, csp::reader<bool> stop, const std::
 std::vector<std::string> nameserver::status(const std::string& job, std::chrono::milliseconds patience) {
     {
         std::lock_guard lk(desk_->lock);
-        if (!desk_->reg) return {"the nameserver has stopped"};
+        if (!desk_->reg) return desk_->stopped();
         desk_->asked.push_back(job);
     }
     // The registry's answer for this question replaces the last one's once
@@ -282,7 +291,7 @@ std::vector<std::string> nameserver::status(const std::string& job, std::chrono:
         bool complete = false;
         {
             std::lock_guard lk(desk_->lock);
-            if (!desk_->reg) return {"the nameserver has stopped"};
+            if (!desk_->reg) return desk_->stopped();
             // Still in `asked`: the nodes have not been asked yet.
             if (std::find(desk_->asked.begin(), desk_->asked.end(), job) == desk_->asked.end())
                 lines = desk_->reg->status(job, complete);
@@ -294,23 +303,31 @@ std::vector<std::string> nameserver::status(const std::string& job, std::chrono:
 
 nameserver::nameserver(endpoint bind, std::chrono::milliseconds probe_every)
     : desk_(std::make_shared<status_desk>()) {
+    // `bound` lives on this constructor's frame: the thread touches it only
+    // until it has told the address, after which this frame may be gone.
     std::promise<endpoint> bound;
     auto ready = bound.get_future();
     thread_ = std::thread([this, bind, probe_every, &bound] {
+        bool told = false;
         try {
             csp::run([&] {
-                serve(bind, stop_.reader(), [&](endpoint e) { bound.set_value(e); },
+                serve(bind, stop_.reader(),
+                      [&](endpoint e) {
+                          told = true;
+                          bound.set_value(e);
+                      },
                       [this](const std::string& report) {
                           std::lock_guard lk(found_lock_);
                           found_.push_back(report);
                       },
                       probe_every, desk_.get());
             });
+        } catch (const std::exception& e) {
+            if (!told) bound.set_exception(std::current_exception());
+            else stopped_by(e.what());
         } catch (...) {
-            try {
-                bound.set_exception(std::current_exception());
-            } catch (...) {
-            }
+            if (!told) bound.set_exception(std::current_exception());
+            else stopped_by("an exception of unknown type");
         }
     });
     try {
@@ -329,6 +346,12 @@ std::chrono::milliseconds nameserver::probe_interval() {
 std::vector<std::string> nameserver::deadlocks() const {
     std::lock_guard lk(found_lock_);
     return found_;
+}
+
+void nameserver::stopped_by(const std::string& what) {
+    log_line("csp.net nameserver: stopped serving: " + what);
+    std::lock_guard lk(desk_->lock);
+    desk_->failure = what;
 }
 
 nameserver::~nameserver() {

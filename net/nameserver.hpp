@@ -62,6 +62,10 @@ public:
     static std::chrono::milliseconds probe_interval();
 
 private:
+    // A failure of the serving thread after it was ready: logged, and named
+    // by status() from then on.
+    void stopped_by(const std::string& what);
+
     mutable std::mutex found_lock_;
     std::vector<std::string> found_;
     std::shared_ptr<status_desk> desk_;

@@ -209,7 +209,11 @@ public:
     output_relay() = default;
     output_relay(const output_relay&) = delete;
     output_relay& operator=(const output_relay&) = delete;
-    ~output_relay() { abandon(); }
+    ~output_relay() {
+        abandon();
+        for (int& fd : wake_)
+            if (fd >= 0) ::close(std::exchange(fd, -1));
+    }
 
     void add(int fd, int rank, int to) { sources_.push_back({fd, rank, to, {}}); }
 
@@ -221,10 +225,12 @@ public:
             if (s.fd >= 0) ::close(std::exchange(s.fd, -1));
     }
 
-    void start() {
-        if (::pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
-        thread_ = std::thread([this] { run(); });
-    }
+    // The pipe that ends the relay is made before any node starts: made
+    // later, with the descriptor table full, finish() could not wake the
+    // relay, and a node's descendant that kept its output open would keep
+    // the launcher waiting for ever.
+    bool prepare() { return ::pipe2(wake_, O_CLOEXEC) == 0; }
+    void start() { thread_ = std::thread([this] { run(); }); }
     // Lets the relay drain what is buffered for up to `grace`, then ends it.
     void finish(std::chrono::milliseconds grace) {
         if (!thread_.joinable()) return;
@@ -234,8 +240,8 @@ public:
         }
         if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
         thread_.join();
-        for (int fd : wake_)
-            if (fd >= 0) ::close(fd);
+        for (int& fd : wake_)
+            if (fd >= 0) ::close(std::exchange(fd, -1));
     }
 
 private:
@@ -494,6 +500,10 @@ int main(int argc, char** argv) {
 
     std::map<pid_t, int> ranks;  // running children
     output_relay relay;
+    if (prefix && !relay.prepare()) {
+        std::fprintf(stderr, "csp-launch: cannot make a pipe for the nodes' output: %s\n", std::strerror(errno));
+        return 1;
+    }
     for (int r = 0; r < n && stop_signal.load() == 0; ++r) {
         std::vector<std::string> env = inherited;
         env.insert(env.end(), common.begin(), common.end());
