@@ -16,6 +16,7 @@
 #include <future>
 #include <thread>
 
+#include "descriptor_limit.hpp"
 #include "net_fixture.hpp"
 
 using namespace std::chrono_literals;
@@ -93,17 +94,6 @@ private:
     pid_t pid_ = -1;
     int release_ = -1;
 };
-
-// UndefinedBehaviorSanitizer's vptr check probes memory through a pipe of
-// its own, so at the descriptor limit it reports every virtual call as one
-// on an invalid object. The sanitizer build cannot run at the limit; the
-// Release build runs these tests.
-#if defined(__SANITIZE_ADDRESS__)
-#define SKIP_AT_THE_DESCRIPTOR_LIMIT_UNDER_SANITIZERS() \
-    GTEST_SKIP() << "the sanitizers need descriptors of their own at the limit"
-#else
-#define SKIP_AT_THE_DESCRIPTOR_LIMIT_UNDER_SANITIZERS() (void)0
-#endif
 
 template <class Pred>
 bool eventually(Pred p, std::chrono::milliseconds within = 10s) {

@@ -1,22 +1,13 @@
 // csp-launch at the descriptor limit: a job it cannot start, a limit too
-// low for anything. Skipped under the sanitizers, which need descriptors of
-// their own: UBSan's vptr check probes memory through a pipe, and with the
-// table full it reports whatever virtual call it meets, in any thread. The
-// Release build runs them (unsanitized_tests).
+// low for anything. Skipped under the sanitizers (descriptor_limit.hpp).
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "test/net/descriptor_limit.hpp"
 #include "test/net/launcher_fixture.hpp"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SKIP_AT_THE_DESCRIPTOR_LIMIT_UNDER_SANITIZERS() \
-    GTEST_SKIP() << "the sanitizers need descriptors of their own at the limit"
-#else
-#define SKIP_AT_THE_DESCRIPTOR_LIMIT_UNDER_SANITIZERS() (void)0
-#endif
 
 namespace {
 
