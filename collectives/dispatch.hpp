@@ -67,9 +67,10 @@ inline constexpr bool size_varies = is_std_vector<T>::value || std::is_same_v<T,
 
 // The algorithm of `List` for a call whose value may have another size at
 // other ranks (`alike` false: a fold of vectors or strings by an op that
-// does not take equal sizes; an allgather's parts agree otherwise, below). The table chooses by
-// size, and ranks whose sizes lie on either side of a rule's bound would
-// run different algorithms and wait for each other for ever. So where the
+// does not take equal sizes; an allgather's parts agree otherwise, below).
+// The table chooses by size, and ranks whose sizes lie on either side of a
+// rule's bound would run different algorithms and wait for each other for
+// ever. So where the
 // choice could differ by size alone (selection::depends_on_bytes, which
 // every rank answers alike), the ranks first agree on the largest size in
 // one small allreduce of the call's stream, and all choose by it.
@@ -112,8 +113,8 @@ std::vector<T> allgather_of_sizes(C& comm, T value, stream s) {
         largest = std::max(largest, p.size);
         every_part = every_part && p.part.has_value();
     }
-    std::vector<T> parts;
     if (every_part) {
+        std::vector<T> parts;
         parts.reserve(first.size());
         for (auto& p : first) parts.push_back(std::move(*p.part));
         return parts;
