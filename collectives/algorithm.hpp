@@ -4,6 +4,7 @@
 // object carrying this as `info` (broadcast.hpp, reduce.hpp, ...), and the
 // registry (registry.hpp) lists them; dispatch, the selection table,
 // csp-model --list, the tests and the benchmarks all iterate that list.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,11 @@ namespace csp::collectives {
 struct algorithm_info {
     std::string_view collective;
     std::string_view name;
+    // The algorithm's number among its collective's, from 1: its place in
+    // the registry's list (registry.hpp checks). A call's tags carry it
+    // (tag.hpp), so ranks that chose different algorithms for one call never
+    // take each other's messages.
+    std::uint8_t code = 0;
     // Can be used only with an op that commutes (it folds in arrival order).
     bool needs_commuting_op = false;
     // Can be used only on vectors (it cuts them into blocks), and, for a
@@ -35,5 +41,9 @@ struct algorithm_info {
     // "reduce/binomial", as reports and benchmarks print it.
     std::string qualified() const { return std::string(collective) + "/" + std::string(name); }
 };
+
+// The name of the algorithm of `collective` whose code is `code`; "" if it
+// has none (registry.cpp).
+std::string_view algorithm_name(std::string_view collective, std::uint8_t code);
 
 }  // namespace csp::collectives

@@ -67,7 +67,7 @@ void allgather_ring_in_place(C& comm, V& values, const std::vector<std::size_t>&
 }  // namespace detail
 
 struct allgather_gather_broadcast_fn {
-    static constexpr algorithm_info info{"allgather", "gather_broadcast"};
+    static constexpr algorithm_info info{.collective = "allgather", .name = "gather_broadcast", .code = 1};
 
     template <class C, class T>
     std::vector<T> operator()(C& comm, T value, stream s = {}) const {
@@ -79,7 +79,7 @@ struct allgather_gather_broadcast_fn {
 inline constexpr guarded_algorithm<allgather_gather_broadcast_fn> allgather_gather_broadcast{};
 
 struct allgather_ring_fn {
-    static constexpr algorithm_info info{"allgather", "ring"};
+    static constexpr algorithm_info info{.collective = "allgather", .name = "ring", .code = 2};
 
     template <class C, class T>
     std::vector<T> operator()(C& comm, T value, stream s = {}) const {
@@ -119,7 +119,8 @@ struct allgather_ring_fn {
 inline constexpr guarded_algorithm<allgather_ring_fn> allgather_ring{};
 
 struct allgather_host_memory_fn {
-    static constexpr algorithm_info info{"allgather", "host_memory", false, false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "allgather", .name = "host_memory", .code = 3, .needs_host_level = true};
 
     // The small board's meeting carries every value that fits a part and
     // every rank's type and size; all ranks see all parts, so a type that

@@ -87,7 +87,7 @@ void require_blockwise_op(const char* algorithm, const Op& op) {
 }  // namespace detail
 
 struct allreduce_reduce_broadcast_fn {
-    static constexpr algorithm_info info{"allreduce", "reduce_broadcast"};
+    static constexpr algorithm_info info{.collective = "allreduce", .name = "reduce_broadcast", .code = 1};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -99,7 +99,7 @@ struct allreduce_reduce_broadcast_fn {
 inline constexpr guarded_algorithm<allreduce_reduce_broadcast_fn> allreduce_reduce_broadcast{};
 
 struct allreduce_butterfly_fn {
-    static constexpr algorithm_info info{"allreduce", "butterfly"};
+    static constexpr algorithm_info info{.collective = "allreduce", .name = "butterfly", .code = 2};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -113,7 +113,8 @@ struct allreduce_butterfly_fn {
 inline constexpr guarded_algorithm<allreduce_butterfly_fn> allreduce_butterfly{};
 
 struct allreduce_ring_fn {
-    static constexpr algorithm_info info{"allreduce", "ring", true, true};
+    static constexpr algorithm_info info{
+        .collective = "allreduce", .name = "ring", .code = 3, .needs_commuting_op = true, .needs_elementwise = true};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -147,7 +148,11 @@ struct allreduce_ring_fn {
 inline constexpr guarded_algorithm<allreduce_ring_fn> allreduce_ring{};
 
 struct allreduce_rabenseifner_fn {
-    static constexpr algorithm_info info{"allreduce", "rabenseifner", true, true};
+    static constexpr algorithm_info info{.collective = "allreduce",
+                                         .name = "rabenseifner",
+                                         .code = 4,
+                                         .needs_commuting_op = true,
+                                         .needs_elementwise = true};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -263,7 +268,8 @@ struct allreduce_rabenseifner_fn {
 inline constexpr guarded_algorithm<allreduce_rabenseifner_fn> allreduce_rabenseifner{};
 
 struct allreduce_shared_memory_fn {
-    static constexpr algorithm_info info{"allreduce", "shared_memory", false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "allreduce", .name = "shared_memory", .code = 5, .needs_shared_memory = true};
 
     // Vectors from this many elements (with a built-in op): each rank folds
     // one block of the result (1/n of the work) and the ranks copy each
@@ -328,7 +334,8 @@ inline constexpr guarded_algorithm<allreduce_shared_memory_fn> allreduce_shared_
 
 
 struct allreduce_host_memory_fn {
-    static constexpr algorithm_info info{"allreduce", "host_memory", false, false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "allreduce", .name = "host_memory", .code = 6, .needs_host_level = true};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -463,7 +470,8 @@ inline constexpr guarded_algorithm<allreduce_host_memory_fn> allreduce_host_memo
 // meeting after the one that read it. Other values and communicators: the
 // binomial tree.
 struct reduce_host_memory_fn {
-    static constexpr algorithm_info info{"reduce", "host_memory", false, false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "reduce", .name = "host_memory", .code = 8, .needs_host_level = true};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {

@@ -17,7 +17,7 @@
 namespace csp::collectives {
 
 struct alltoall_parallel_fn {
-    static constexpr algorithm_info info{"alltoall", "parallel"};
+    static constexpr algorithm_info info{.collective = "alltoall", .name = "parallel", .code = 1};
 
     template <class C, class T>
     std::vector<T> operator()(C& comm, std::vector<T> values, stream s = {}) const {

@@ -32,8 +32,10 @@ rank_plan aspen_plan(const C& comm, const std::vector<int>& participants, const 
 }
 
 // Not in the registry (registry.hpp): it takes participants and receivers,
-// so no plain reduce call can select it.
-inline constexpr algorithm_info aspen_reduce_info{"reduce", "aspen", true};
+// so no plain reduce call can select it. Its code is the last one, which
+// the registry's list of reduces cannot reach.
+inline constexpr algorithm_info aspen_reduce_info{
+    .collective = "reduce", .name = "aspen", .code = 15, .needs_commuting_op = true};
 
 template <class C, class T, class Op>
 std::optional<T> aspen_reduce(C& comm, std::optional<T> contribution, const rank_plan& plan, const Op& op,

@@ -53,7 +53,7 @@ std::vector<int> all_but_zero(const C& comm) {
 }  // namespace detail
 
 struct barrier_flat_sequential_fn {
-    static constexpr algorithm_info info{"barrier", "flat_sequential"};
+    static constexpr algorithm_info info{.collective = "barrier", .name = "flat_sequential", .code = 1};
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
@@ -66,7 +66,7 @@ struct barrier_flat_sequential_fn {
 inline constexpr guarded_algorithm<barrier_flat_sequential_fn> barrier_flat_sequential{};
 
 struct barrier_flat_parallel_fn {
-    static constexpr algorithm_info info{"barrier", "flat_parallel"};
+    static constexpr algorithm_info info{.collective = "barrier", .name = "flat_parallel", .code = 2};
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
@@ -81,7 +81,7 @@ struct barrier_flat_parallel_fn {
 inline constexpr guarded_algorithm<barrier_flat_parallel_fn> barrier_flat_parallel{};
 
 struct barrier_binomial_fn {
-    static constexpr algorithm_info info{"barrier", "binomial"};
+    static constexpr algorithm_info info{.collective = "barrier", .name = "binomial", .code = 3};
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
@@ -98,7 +98,7 @@ struct barrier_binomial_fn {
 inline constexpr guarded_algorithm<barrier_binomial_fn> barrier_binomial{};
 
 struct barrier_dissemination_fn {
-    static constexpr algorithm_info info{"barrier", "dissemination"};
+    static constexpr algorithm_info info{.collective = "barrier", .name = "dissemination", .code = 4};
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
@@ -114,7 +114,8 @@ struct barrier_dissemination_fn {
 inline constexpr guarded_algorithm<barrier_dissemination_fn> barrier_dissemination{};
 
 struct barrier_shared_memory_fn {
-    static constexpr algorithm_info info{"barrier", "shared_memory", false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "barrier", .name = "shared_memory", .code = 5, .needs_shared_memory = true};
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
@@ -130,7 +131,8 @@ inline constexpr guarded_algorithm<barrier_shared_memory_fn> barrier_shared_memo
 // host's memory): one meeting on the host board (host_board.hpp), no
 // message unless a rank waits long enough to sleep. Elsewhere binomial.
 struct barrier_host_memory_fn {
-    static constexpr algorithm_info info{"barrier", "host_memory", false, false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "barrier", .name = "host_memory", .code = 6, .needs_host_level = true};
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {

@@ -46,7 +46,7 @@
 namespace csp::collectives {
 
 struct broadcast_flat_fn {
-    static constexpr algorithm_info info{"broadcast", "flat"};
+    static constexpr algorithm_info info{.collective = "broadcast", .name = "flat", .code = 1};
 
     template <class C, class T>
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
@@ -63,7 +63,7 @@ struct broadcast_flat_fn {
 inline constexpr guarded_algorithm<broadcast_flat_fn> broadcast_flat{};
 
 struct broadcast_binomial_fn {
-    static constexpr algorithm_info info{"broadcast", "binomial"};
+    static constexpr algorithm_info info{.collective = "broadcast", .name = "binomial", .code = 2};
 
     template <class C, class T>
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
@@ -81,7 +81,8 @@ struct broadcast_binomial_fn {
 inline constexpr guarded_algorithm<broadcast_binomial_fn> broadcast_binomial{};
 
 struct broadcast_pipeline_fn {
-    static constexpr algorithm_info info{"broadcast", "pipeline", false, true};
+    static constexpr algorithm_info info{
+        .collective = "broadcast", .name = "pipeline", .code = 3, .needs_elementwise = true};
     static constexpr std::size_t segment_bytes = 64 * 1024;
 
     template <class C, class T>
@@ -134,7 +135,8 @@ struct broadcast_pipeline_fn {
 inline constexpr guarded_algorithm<broadcast_pipeline_fn> broadcast_pipeline{};
 
 struct broadcast_shared_memory_fn {
-    static constexpr algorithm_info info{"broadcast", "shared_memory", false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "broadcast", .name = "shared_memory", .code = 4, .needs_shared_memory = true};
 
     template <class C, class T>
     T operator()(C& comm, T value, int root = 0, stream s = {}) const {
@@ -154,7 +156,11 @@ struct broadcast_shared_memory_fn {
 };
 inline constexpr guarded_algorithm<broadcast_shared_memory_fn> broadcast_shared_memory{};
 struct broadcast_host_memory_fn {
-    static constexpr algorithm_info info{"broadcast", "host_memory", false, true, false, true};
+    static constexpr algorithm_info info{.collective = "broadcast",
+                                         .name = "host_memory",
+                                         .code = 5,
+                                         .needs_elementwise = true,
+                                         .needs_host_level = true};
 
     // One meeting on the host board: the root copies its value into its
     // part, the others copy it out. A vector over a part: the meeting

@@ -82,13 +82,16 @@ void announce(C& comm, const algorithm_info& a, tag t) {
     if constexpr (requires { comm.record_algorithm(a, t); }) comm.record_algorithm(a, t);
 }
 
+// t marked with a's collective and a's code (tag.hpp: ranks that make
+// different collectives, or choose different algorithms, at one place of a
+// stream never take each other's messages).
+constexpr tag marked(tag t, const algorithm_info& a) { return t.of_call(call_code(a.collective)).of_algorithm(a.code); }
+
 // The tag of one call of algorithm `a` on stream s: the communicator's
-// next, marked with a's collective (tag.hpp: ranks that make different
-// collectives at one place of a stream never take each other's messages),
-// and announced.
+// next, marked, and announced.
 template <class C>
 tag begin_call(C& comm, const algorithm_info& a, stream s) {
-    const tag t = comm.next_tag(s).of_call(call_code(a.collective));
+    const tag t = marked(comm.next_tag(s), a);
     announce(comm, a, t);
     return t;
 }

@@ -58,7 +58,7 @@ inline void check_requests(const std::vector<int>& from, int size) {
 }  // namespace detail
 
 struct put_get_allgather_fn {
-    static constexpr algorithm_info info{"put_get", "allgather"};
+    static constexpr algorithm_info info{.collective = "put_get", .name = "allgather", .code = 1};
 
     template <class C, class T>
     T operator()(C& comm, T value, int from, stream s = {}) const {
@@ -74,7 +74,7 @@ struct put_get_allgather_fn {
 inline constexpr guarded_algorithm<put_get_allgather_fn> put_get_allgather{};
 
 struct put_get_requests_fn {
-    static constexpr algorithm_info info{"put_get", "requests"};
+    static constexpr algorithm_info info{.collective = "put_get", .name = "requests", .code = 2};
 
     template <class C, class T>
     T operator()(C& comm, T value, int from, stream s = {}) const {

@@ -50,7 +50,7 @@ std::optional<std::vector<T>> gather_with(C& comm, T value, int root, stream s, 
 }  // namespace detail
 
 struct gather_sequential_fn {
-    static constexpr algorithm_info info{"gather", "sequential"};
+    static constexpr algorithm_info info{.collective = "gather", .name = "sequential", .code = 1};
 
     template <class C, class T>
     std::optional<std::vector<T>> operator()(C& comm, T value, int root = 0, stream s = {}) const {
@@ -66,7 +66,7 @@ struct gather_sequential_fn {
 inline constexpr guarded_algorithm<gather_sequential_fn> gather_sequential{};
 
 struct gather_parallel_fn {
-    static constexpr algorithm_info info{"gather", "parallel"};
+    static constexpr algorithm_info info{.collective = "gather", .name = "parallel", .code = 2};
 
     template <class C, class T>
     std::optional<std::vector<T>> operator()(C& comm, T value, int root = 0, stream s = {}) const {

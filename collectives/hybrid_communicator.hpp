@@ -18,7 +18,7 @@
 // tag) as in net_communicator. A message to a rank of another node goes over
 // the node's link to that port; the sender's local index travels in the
 // tag's top sequence bits (so the sequence numbers of one stream wrap after
-// 2^24 calls, far beyond any message still waiting for its receive). A
+// 2^20 calls, far beyond any message still waiting for its receive). A
 // message to a rank of this node goes straight into that rank's mailbox,
 // encoded as over the network (a receive checks the type either way). A
 // node's failure or departure fails the receives from each of its ranks,
@@ -113,7 +113,7 @@ public:
 
 private:
     friend class hybrid_communicator;
-    static constexpr int fiber_shift = 32;  // the local index: the sequence's top 8 bits
+    static constexpr int fiber_shift = tag::algorithm_shift - 8;  // the local index: the sequence's top 8 bits
 
     // A local rank's port sink: what arrives into its mailbox, by source
     // rank; a node's failure or departure fails the receives from each of

@@ -266,7 +266,8 @@ public:
         const auto listed = describe_unclaimed(listed_at_most);
         for (std::size_t i = 0; i < listed.size(); ++i) line.append(i == 0 ? "" : ", ").append(listed[i]);
         if (listed.size() < n) line.append(", ...");
-        return line + " (a peer made a call this rank did not make, or the ranks named different roots for one call)";
+        return line + " (a peer made a call this rank did not make, or the ranks named different roots for one call or "
+                      "chose different algorithms for it)";
     }
 
     // Which tags may still come once the mailbox's owner has gone, and
@@ -345,7 +346,9 @@ private:
         }
     }
     // Ranks whose message for t's call came from another collective: the
-    // ranks' calls differ (tag.hpp). Then messages of earlier calls of t's
+    // ranks' calls differ (tag.hpp); or from another algorithm of the same
+    // collective: the ranks chose differently, which the table does only
+    // for values whose sizes differ between ranks. Then messages of earlier calls of t's
     // stream that no call took: when the ranks' calls draw different
     // numbers of tags (an allgather against a broadcast), the calls no
     // longer line up and the other collective's messages wait under an
@@ -355,7 +358,7 @@ private:
     // users are blocked, so it rarely is.
     void describe_other_calls(tag t, std::string& out) const {
         if (!lock_.try_lock()) return;
-        std::string found, earlier;
+        std::string found, chosen, earlier;
         std::size_t more = 0;
         const auto name = [](int source, tag u, std::string& into) {
             into.append(into.empty() ? "" : ", ")
@@ -363,12 +366,15 @@ private:
                 .append(std::to_string(source))
                 .append("'s ")
                 .append(u.call() != 0 ? call_name(u.call()) : std::string_view("message"));
+            if (u.call() != 0) by_algorithm(u, into);
         };
         for (const auto& [bits, arrived] : unexpected_) {
             const tag u = tag::from_bits(bits);
             if (u.stream_id() != t.stream_id()) continue;
             if (u.sequence() == t.sequence() && u.call() != t.call()) {
                 for (const envelope& e : arrived) name(e.source, u, found);
+            } else if (u.sequence() == t.sequence() && u.algorithm() != t.algorithm()) {
+                for (const envelope& e : arrived) name(e.source, u, chosen);
             } else if (u.sequence() < t.sequence()) {
                 for (const envelope& e : arrived) {
                     if (earlier.size() > 160) {
@@ -385,11 +391,23 @@ private:
             out.append("; for that call came ")
                 .append(found)
                 .append(" instead: every rank must make the same collective calls in the same order");
+        if (!chosen.empty()) {
+            out.append("; for that call came ").append(chosen).append(" instead of");
+            by_algorithm(t, out);
+            out.append(": the ranks chose different algorithms for one call, as they do where their values' sizes "
+                       "differ across a bound of the selection table (the vectors of an element-wise fold and the "
+                       "buffers of broadcast_into must have one length at every rank)");
+        }
         if (!earlier.empty()) {
             out.append("; no call took ").append(earlier);
             if (more != 0) out.append(" and ").append(std::to_string(more)).append(" more");
             out.append(": the ranks may have made different collective calls");
         }
+    }
+
+    // " by butterfly", the algorithm u's call was drawn by; nothing if none.
+    static void by_algorithm(tag u, std::string& out) {
+        if (const auto a = algorithm_name(call_name(u.call()), u.algorithm()); !a.empty()) out.append(" by ").append(a);
     }
 
     // The messages waiting with `tag`, in a map entry made for it if there

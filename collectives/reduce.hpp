@@ -72,7 +72,7 @@
 namespace csp::collectives {
 
 struct reduce_flat_in_order_fn {
-    static constexpr algorithm_info info{"reduce", "flat_in_order"};
+    static constexpr algorithm_info info{.collective = "reduce", .name = "flat_in_order", .code = 1};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
@@ -167,7 +167,7 @@ std::optional<T> reduce_binomial_tree(C& comm, T value, const Op& op, int root, 
 }  // namespace detail
 
 struct reduce_binomial_fn {
-    static constexpr algorithm_info info{"reduce", "binomial"};
+    static constexpr algorithm_info info{.collective = "reduce", .name = "binomial", .code = 2};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
@@ -177,7 +177,7 @@ struct reduce_binomial_fn {
 };
 inline constexpr guarded_algorithm<reduce_binomial_fn> reduce_binomial{};
 struct reduce_binomial_parallel_fn {
-    static constexpr algorithm_info info{"reduce", "binomial_parallel"};
+    static constexpr algorithm_info info{.collective = "reduce", .name = "binomial_parallel", .code = 3};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
@@ -186,7 +186,7 @@ struct reduce_binomial_parallel_fn {
 };
 inline constexpr guarded_algorithm<reduce_binomial_parallel_fn> reduce_binomial_parallel{};
 struct reduce_chain_fn {
-    static constexpr algorithm_info info{"reduce", "chain"};
+    static constexpr algorithm_info info{.collective = "reduce", .name = "chain", .code = 4};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
@@ -195,7 +195,8 @@ struct reduce_chain_fn {
 };
 inline constexpr guarded_algorithm<reduce_chain_fn> reduce_chain{};
 struct reduce_arrival_fn {
-    static constexpr algorithm_info info{"reduce", "arrival", true};
+    static constexpr algorithm_info info{
+        .collective = "reduce", .name = "arrival", .code = 5, .needs_commuting_op = true};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
@@ -208,7 +209,8 @@ struct reduce_arrival_fn {
 inline constexpr guarded_algorithm<reduce_arrival_fn> reduce_arrival{};
 
 struct reduce_pipeline_fn {
-    static constexpr algorithm_info info{"reduce", "pipeline", false, true};
+    static constexpr algorithm_info info{
+        .collective = "reduce", .name = "pipeline", .code = 6, .needs_elementwise = true};
     static constexpr std::size_t segment_bytes = 64 * 1024;
 
     template <class C, class T, class Op>
@@ -265,7 +267,8 @@ struct reduce_pipeline_fn {
 inline constexpr guarded_algorithm<reduce_pipeline_fn> reduce_pipeline{};
 
 struct reduce_shared_memory_fn {
-    static constexpr algorithm_info info{"reduce", "shared_memory", false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "reduce", .name = "shared_memory", .code = 7, .needs_shared_memory = true};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {

@@ -125,7 +125,7 @@ void reduce_scatter_ring_in_place(C& comm, V& values, const std::vector<std::siz
 }  // namespace detail
 
 struct reduce_scatter_reduce_then_scatter_fn {
-    static constexpr algorithm_info info{"reduce_scatter", "reduce_then_scatter"};
+    static constexpr algorithm_info info{.collective = "reduce_scatter", .name = "reduce_then_scatter", .code = 1};
 
     template <class C, class V, class Op>
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
@@ -147,7 +147,8 @@ struct reduce_scatter_reduce_then_scatter_fn {
 inline constexpr guarded_algorithm<reduce_scatter_reduce_then_scatter_fn> reduce_scatter_reduce_then_scatter{};
 
 struct reduce_scatter_ring_fn {
-    static constexpr algorithm_info info{"reduce_scatter", "ring", true};
+    static constexpr algorithm_info info{
+        .collective = "reduce_scatter", .name = "ring", .code = 2, .needs_commuting_op = true};
 
     template <class C, class V, class Op>
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {
@@ -187,7 +188,8 @@ struct reduce_scatter_ring_fn {
 inline constexpr guarded_algorithm<reduce_scatter_ring_fn> reduce_scatter_ring{};
 
 struct reduce_scatter_host_memory_fn {
-    static constexpr algorithm_info info{"reduce_scatter", "host_memory", false, false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "reduce_scatter", .name = "host_memory", .code = 3, .needs_host_level = true};
 
     template <class C, class V, class Op>
     V operator()(C& comm, V values, const std::vector<std::size_t>& counts, const Op& op, stream s = {}) const {

@@ -40,6 +40,16 @@ template <class... A>
 struct algorithm_list {
     static constexpr std::array<algorithm_info, sizeof...(A)> infos{A::info...};
 
+    // An algorithm's code is its place in the list, from 1, in a tag's four
+    // algorithm bits (tag.hpp); code 15 is left for an algorithm outside
+    // the registry (aspen_reduce.hpp).
+    static constexpr bool codes_are_places() {
+        for (std::size_t i = 0; i < infos.size(); ++i)
+            if (infos[i].code != i + 1 || infos[i].collective != infos[0].collective) return false;
+        return infos.size() < 15;
+    }
+    static_assert(codes_are_places(), "an algorithm's info.code must be its place in its registry list, from 1");
+
     // Calls f(algorithm) for each, in registration order.
     template <class F>
     static void for_each(F&& f) {

@@ -143,7 +143,7 @@ std::optional<std::optional<T>> exclusive_on_host(C& comm, const T& value, const
 }  // namespace detail
 
 struct scan_recursive_doubling_fn {
-    static constexpr algorithm_info info{"scan", "recursive_doubling"};
+    static constexpr algorithm_info info{.collective = "scan", .name = "recursive_doubling", .code = 1};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -153,7 +153,7 @@ struct scan_recursive_doubling_fn {
 };
 inline constexpr guarded_algorithm<scan_recursive_doubling_fn> scan_recursive_doubling{};
 struct scan_pipeline_fn {
-    static constexpr algorithm_info info{"scan", "pipeline"};
+    static constexpr algorithm_info info{.collective = "scan", .name = "pipeline", .code = 2};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -163,7 +163,7 @@ struct scan_pipeline_fn {
 };
 inline constexpr guarded_algorithm<scan_pipeline_fn> scan_pipeline{};
 struct exscan_recursive_doubling_fn {
-    static constexpr algorithm_info info{"exscan", "recursive_doubling"};
+    static constexpr algorithm_info info{.collective = "exscan", .name = "recursive_doubling", .code = 1};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -173,7 +173,7 @@ struct exscan_recursive_doubling_fn {
 };
 inline constexpr guarded_algorithm<exscan_recursive_doubling_fn> exscan_recursive_doubling{};
 struct exscan_pipeline_fn {
-    static constexpr algorithm_info info{"exscan", "pipeline"};
+    static constexpr algorithm_info info{.collective = "exscan", .name = "pipeline", .code = 2};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -184,7 +184,8 @@ struct exscan_pipeline_fn {
 inline constexpr guarded_algorithm<exscan_pipeline_fn> exscan_pipeline{};
 
 struct scan_host_memory_fn {
-    static constexpr algorithm_info info{"scan", "host_memory", false, false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "scan", .name = "host_memory", .code = 3, .needs_host_level = true};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -198,7 +199,8 @@ struct scan_host_memory_fn {
 };
 inline constexpr guarded_algorithm<scan_host_memory_fn> scan_host_memory{};
 struct exscan_host_memory_fn {
-    static constexpr algorithm_info info{"exscan", "host_memory", false, false, false, true};
+    static constexpr algorithm_info info{
+        .collective = "exscan", .name = "host_memory", .code = 3, .needs_host_level = true};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, stream s = {}) const {

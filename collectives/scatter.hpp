@@ -36,7 +36,7 @@ T scatter_with(C& comm, std::vector<T> values, int root, stream s, const algorit
 }  // namespace detail
 
 struct scatter_sequential_fn {
-    static constexpr algorithm_info info{"scatter", "sequential"};
+    static constexpr algorithm_info info{.collective = "scatter", .name = "sequential", .code = 1};
 
     template <class C, class T>
     T operator()(C& comm, std::vector<T> values, int root = 0, stream s = {}) const {
@@ -50,7 +50,7 @@ struct scatter_sequential_fn {
 inline constexpr guarded_algorithm<scatter_sequential_fn> scatter_sequential{};
 
 struct scatter_parallel_fn {
-    static constexpr algorithm_info info{"scatter", "parallel"};
+    static constexpr algorithm_info info{.collective = "scatter", .name = "parallel", .code = 2};
 
     template <class C, class T>
     T operator()(C& comm, std::vector<T> values, int root = 0, stream s = {}) const {

@@ -6,7 +6,9 @@
 //
 //   bits 63..45  stream     which sequence of calls (chosen by the caller)
 //   bits 44..40  call       which collective drew it (call_code), 0 if none
-//   bits 39..8   sequence   the call's number within its stream, per rank
+//   bits 39..36  algorithm  which of its algorithms (algorithm_info::code)
+//   bits 35..8   sequence   the call's number within its stream, per rank,
+//                           counted modulo 2^28
 //   bits  7..0   step       a phase inside one call (reduce, then broadcast)
 //
 // The rule that makes tags agree across ranks is MPI's: every rank of a
@@ -20,6 +22,10 @@
 // so neither takes the other's messages; the receive waits, and the
 // job-wide deadlock report (or the peer's departure) ends it, naming the
 // collective of the message that did arrive for that call (mailbox.hpp).
+// The same holds for ranks that make one collective but choose different
+// algorithms for it, as ranks whose values' sizes lie on either side of a
+// bound of the selection table do: the algorithm bits keep them apart, so
+// one never folds a block of another's as if it were a whole value.
 #include <atomic>
 #include <cstdint>
 #include <iterator>
@@ -63,12 +69,14 @@ constexpr std::string_view call_name(std::uint8_t code) {
 
 class tag {
 public:
-    static constexpr int stream_shift = 45, call_shift = 40;
+    static constexpr int stream_shift = 45, call_shift = 40, algorithm_shift = 36;
     static constexpr std::uint64_t call_mask = std::uint64_t{0x1f} << call_shift;
+    static constexpr std::uint64_t algorithm_mask = std::uint64_t{0xf} << algorithm_shift;
+    static constexpr std::uint32_t sequence_mask = (1u << (algorithm_shift - 8)) - 1;
 
     constexpr tag() = default;
     constexpr tag(std::uint32_t stream_id, std::uint32_t sequence, std::uint8_t step = 0)
-        : bits_((std::uint64_t{stream_id} << stream_shift) | (std::uint64_t{sequence} << 8) | step) {}
+        : bits_((std::uint64_t{stream_id} << stream_shift) | (std::uint64_t{sequence & sequence_mask} << 8) | step) {}
 
     // The same call's tag for phase `s`.
     constexpr tag step(std::uint8_t s) const { return from_bits((bits_ & ~std::uint64_t{0xff}) | s); }
@@ -76,13 +84,22 @@ public:
     constexpr tag of_call(std::uint8_t code) const {
         return from_bits((bits_ & ~call_mask) | (std::uint64_t{code} << call_shift & call_mask));
     }
+    // The same tag marked as drawn by that collective's algorithm `code`.
+    constexpr tag of_algorithm(std::uint8_t code) const {
+        return from_bits((bits_ & ~algorithm_mask) | (std::uint64_t{code} << algorithm_shift & algorithm_mask));
+    }
 
     constexpr std::uint64_t bits() const noexcept { return bits_; }
     constexpr std::uint32_t stream_id() const noexcept { return static_cast<std::uint32_t>(bits_ >> stream_shift); }
     constexpr std::uint8_t call() const noexcept {
         return static_cast<std::uint8_t>((bits_ & call_mask) >> call_shift);
     }
-    constexpr std::uint32_t sequence() const noexcept { return static_cast<std::uint32_t>(bits_ >> 8); }
+    constexpr std::uint8_t algorithm() const noexcept {
+        return static_cast<std::uint8_t>((bits_ & algorithm_mask) >> algorithm_shift);
+    }
+    constexpr std::uint32_t sequence() const noexcept {
+        return static_cast<std::uint32_t>(bits_ >> 8) & sequence_mask;
+    }
     constexpr std::uint8_t phase() const noexcept { return static_cast<std::uint8_t>(bits_); }
 
     static constexpr tag from_bits(std::uint64_t b) {

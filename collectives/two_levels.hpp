@@ -61,7 +61,7 @@ template <class C>
 auto* levels_for(C& comm, const algorithm_info& a, stream s) {
     auto* levels = levels_of(comm, s);
     if constexpr (has_upcoming_tag<C>)
-        if (levels) announce(comm, a, comm.upcoming_tag(s).of_call(call_code(a.collective)));
+        if (levels) announce(comm, a, marked(comm.upcoming_tag(s), a));
     return levels;
 }
 
@@ -77,7 +77,8 @@ decltype(auto) on_levels_or(C& comm, const algorithm_info& a, stream s, OnLevels
 }  // namespace detail
 
 struct allreduce_two_levels_fn {
-    static constexpr algorithm_info info{.collective = "allreduce", .name = "two_levels", .needs_two_levels = true};
+    static constexpr algorithm_info info{
+        .collective = "allreduce", .name = "two_levels", .code = 7, .needs_two_levels = true};
 
     template <class C, class T, class Op>
     T operator()(C& comm, T value, const Op& op, stream s = {}) const {
@@ -89,7 +90,8 @@ struct allreduce_two_levels_fn {
 inline constexpr guarded_algorithm<allreduce_two_levels_fn> allreduce_two_levels{};
 
 struct barrier_two_levels_fn {
-    static constexpr algorithm_info info{.collective = "barrier", .name = "two_levels", .needs_two_levels = true};
+    static constexpr algorithm_info info{
+        .collective = "barrier", .name = "two_levels", .code = 7, .needs_two_levels = true};
 
     template <class C>
     void operator()(C& comm, stream s = {}) const {
@@ -103,7 +105,8 @@ inline constexpr guarded_algorithm<barrier_two_levels_fn> barrier_two_levels{};
 // The fold at `root`: each node's at its leader, then the leaders' at the
 // root's node's leader, which hands it to the root.
 struct reduce_two_levels_fn {
-    static constexpr algorithm_info info{.collective = "reduce", .name = "two_levels", .needs_two_levels = true};
+    static constexpr algorithm_info info{
+        .collective = "reduce", .name = "two_levels", .code = 9, .needs_two_levels = true};
 
     template <class C, class T, class Op>
     std::optional<T> operator()(C& comm, T value, const Op& op, int root = 0, stream s = {}) const {
@@ -117,7 +120,8 @@ inline constexpr guarded_algorithm<reduce_two_levels_fn> reduce_two_levels{};
 // Every rank's value at `root`: each node's gathered at its leader, the
 // leaders' parts at the root's node's leader, the whole to the root.
 struct gather_two_levels_fn {
-    static constexpr algorithm_info info{.collective = "gather", .name = "two_levels", .needs_two_levels = true};
+    static constexpr algorithm_info info{
+        .collective = "gather", .name = "two_levels", .code = 3, .needs_two_levels = true};
 
     template <class C, class T>
     std::optional<std::vector<T>> operator()(C& comm, T value, int root = 0, stream s = {}) const {
@@ -131,7 +135,8 @@ inline constexpr guarded_algorithm<gather_two_levels_fn> gather_two_levels{};
 // Every rank's value at every rank: each node's gathered at its leader, the
 // leaders' parts exchanged among them, the whole handed out in each node.
 struct allgather_two_levels_fn {
-    static constexpr algorithm_info info{.collective = "allgather", .name = "two_levels", .needs_two_levels = true};
+    static constexpr algorithm_info info{
+        .collective = "allgather", .name = "two_levels", .code = 4, .needs_two_levels = true};
 
     template <class C, class T>
     std::vector<T> operator()(C& comm, T value, stream s = {}) const {

@@ -77,7 +77,7 @@ inline void refuse_other_call(const algorithm_info& info, const host_board::part
 template <class C>
 std::optional<host_meeting> meet_on_host(C& comm, stream s, const algorithm_info& info, std::uint32_t type,
                                          std::span<const std::byte> bytes, call_args args = {}) {
-    const tag t = comm.next_tag(s).of_call(call_code(info.collective));
+    const tag t = marked(comm.next_tag(s), info);
     host_board* board = comm.board_on_host(s, t);
     if (board == nullptr) return std::nullopt;
     announce(comm, info, t);

@@ -2,20 +2,22 @@
 // A peer's failure as a collective's send or receive throws it: the same
 // net::peer_error, its text followed by the message it ended ("node 1 has
 // left (it closed its node) while this rank waited for a message from rank
-// 1 with tag (stream 0, call 2 of allreduce, step 0)"). A rank whose peers
-// made fewer calls, or other ones, sees which of its calls they left it in.
+// 1 with tag (stream 0, call 2 of allreduce by butterfly, step 0)"). A rank
+// whose peers made fewer calls, or other ones, sees which of its calls
+// they left it in.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/context_pool.hpp"
 #include "collectives/tag.hpp"
 #include "net/errors.hpp"
 
 namespace csp::collectives::detail {
 
-// "(stream 0, call 2 of allreduce, step 0)"; "(stream 0, call 2, step 0)"
-// for a tag no collective drew. A sub-group's stream is named as its
+// "(stream 0, call 2 of allreduce by butterfly, step 0)"; "(stream 0, call
+// 2, step 0)" for a tag no collective drew. A sub-group's stream is named as its
 // program passed it, with the group's context (context_pool.hpp): "(stream
 // 0 of the group with context 1, ...)".
 inline void describe_tag(tag t, std::string& out) {
@@ -30,7 +32,10 @@ inline void describe_tag(tag t, std::string& out) {
             .append(std::to_string(in_groups / context_pool::streams_per_context));
     }
     out.append(", call ").append(std::to_string(t.sequence()));
-    if (t.call() != 0) out.append(" of ").append(call_name(t.call()));
+    if (t.call() != 0) {
+        out.append(" of ").append(call_name(t.call()));
+        if (const auto a = algorithm_name(call_name(t.call()), t.algorithm()); !a.empty()) out.append(" by ").append(a);
+    }
     out.append(", step ").append(std::to_string(t.phase())).append(")");
 }
 

@@ -835,6 +835,37 @@ int mismatched_calls_mode(const std::string& mode) {
     return 0;
 }
 
+// Vectors of an element-wise allreduce whose lengths differ between ranks
+// and lie on either side of a bound of the selection table, so that rank 0
+// chooses another algorithm than the others: argv[2] and argv[3] elements
+// (rank 0's, the others'), or one element against just past the table's
+// first bound for this job. Each rank prints "answer <size> <first>" or
+// "refused: <error>".
+int mismatched_sizes_mode(int argc, char** argv) {
+    const std::size_t given_first = argc > 3 ? std::stoul(argv[2]) : 0;
+    const std::size_t given_others = argc > 3 ? std::stoul(argv[3]) : 0;
+    csp::run([&] {
+        csp::net::node self;
+        cc::net_communicator comm(self);
+        const auto request = cc::detail::request_of(comm, "allreduce", cc::stream{}, 0, true, true);
+        const std::size_t bound = cc::selection::global().first_change(request, cc::detail::rules_of("allreduce"));
+        if (bound == cc::no_limit) {
+            std::printf("no bound\n");
+            return;
+        }
+        std::size_t elements = comm.rank() == 0 ? 1 : bound / sizeof(double) + 1;
+        if (given_first != 0) elements = comm.rank() == 0 ? given_first : given_others;
+        try {
+            auto v = cc::allreduce(comm, std::vector<double>(elements, 1.0), cc::sum{});
+            std::printf("answer %zu %g\n", v.size(), v.empty() ? 0.0 : v.front());
+        } catch (const std::exception& e) {
+            std::printf("refused: %s\n", e.what());
+        }
+        std::fflush(stdout);
+    });
+    return 0;
+}
+
 // One rank's bad input (net_test.cpp, revoked_stream): the root of a
 // scatter holds too few values (by its plain name, or its algorithm's),
 // rank 1 gives alltoall too many, or the root of a reduce_scatter folds
@@ -873,6 +904,7 @@ int bad_input_mode(const std::string& mode) {
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]).starts_with("mismatched-calls")) return mismatched_calls_mode(argv[1]);
+    if (argc > 1 && std::string(argv[1]) == "mismatched-sizes") return mismatched_sizes_mode(argc, argv);
     if (argc > 1 && std::string(argv[1]).starts_with("bad-input")) return bad_input_mode(argv[1]);
     if (argc > 1 && std::string(argv[1]) == "allreduce-forever") {
         csp::run([] {

@@ -135,8 +135,8 @@ TEST(net_mismatched_calls, different_collectives_at_one_place_give_no_answer_and
     EXPECT_EQ(count(r.output, "answer "), 0u) << r.output;
     EXPECT_EQ(count(r.output, "refused: "), 3u) << r.output;
     const bool named_by_messages =
-        count(r.output, "for that call came rank 0's broadcast instead: every rank must make the same collective "
-                        "calls in the same order") >= 1;
+        count(r.output, "for that call came rank 0's broadcast by ") >= 1 &&
+        count(r.output, " instead: every rank must make the same collective calls in the same order") >= 1;
     const bool named_on_board = count(r.output, "met this call with its call") >= 1;
     EXPECT_TRUE(named_by_messages || named_on_board) << r.output;
 }
@@ -156,6 +156,24 @@ TEST(net_mismatched_calls, an_allgather_against_an_allreduce_gives_no_answer) {
     const auto reported = count(r.output, "refused: deadlock in job");
     const bool deadlock = reported >= 1 && reported + count(r.output, "has left (it closed its node)") == 3;
     EXPECT_TRUE(on_board || deadlock) << r.output;
+}
+
+// Regression: ranks whose vectors for one element-wise allreduce had
+// lengths on either side of a bound of the selection table chose different
+// algorithms, and one algorithm took the other's blocks as whole values:
+// over TCP at 4 ranks, rank 0 with 16,384 doubles and the others with
+// 8,192, rank 2 printed "answer 8192 3" and the others waited. Now a tag
+// carries the algorithm, no rank gets an answer, and the job-wide deadlock
+// report says the ranks chose different algorithms and why. Both at the
+// sizes that were wrong and at the table's first bound for this job.
+TEST(net_mismatched_calls, ranks_whose_sizes_choose_different_algorithms_get_no_answer_and_are_told_why) {
+    for (const std::string sizes : {"16384 8192", ""}) {
+        auto r = launch(4, "CSP_TRANSPORT=tcp", "mismatched-sizes " + sizes);
+        EXPECT_EQ(count(r.output, "answer "), 0u) << r.output;
+        EXPECT_EQ(count(r.output, "refused: "), 4u) << r.output;
+        EXPECT_GE(count(r.output, " instead of by "), 1u) << r.output;
+        EXPECT_GE(count(r.output, "the ranks chose different algorithms for one call"), 1u) << r.output;
+    }
 }
 
 // Regression: input only one rank could see was wrong (a scatter root's

@@ -1,11 +1,13 @@
-// A tag's fields (collectives/tag.hpp): stream, call, sequence and step
-// read back as written; the call bits leave the rest alone; every
-// collective of the registry has a call code of its own.
+// A tag's fields (collectives/tag.hpp): stream, call, algorithm, sequence
+// and step read back as written; the call and algorithm bits leave the rest
+// alone; every collective of the registry has a call code of its own, and
+// every algorithm a code of its own within its collective.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "collectives/collectives.hpp"
 #include "collectives/detail/peer_context.hpp"
@@ -17,20 +19,57 @@ namespace {
 
 TEST(tag, fields_read_back_as_written_and_the_call_bits_touch_no_other) {
     const std::uint32_t last_stream = (1u << (64 - cc::tag::stream_shift)) - 1;
-    const cc::tag t(last_stream, 0xffffffffu, 0xff);
+    const std::uint32_t last_sequence = (1u << 28) - 1;
+    const cc::tag t(last_stream, last_sequence, 0xff);
     EXPECT_EQ(t.stream_id(), last_stream);
-    EXPECT_EQ(t.sequence(), 0xffffffffu);
+    EXPECT_EQ(t.sequence(), last_sequence);
     EXPECT_EQ(t.phase(), 0xff);
     EXPECT_EQ(t.call(), 0);
+    EXPECT_EQ(t.algorithm(), 0);
+    EXPECT_EQ(cc::tag(5, last_sequence + 1).sequence(), 0u);  // counted modulo 2^28, no other field touched
+    EXPECT_EQ(cc::tag(5, last_sequence + 1), cc::tag(5, 0));
     const cc::tag c = t.of_call(cc::call_code("allreduce"));
     EXPECT_EQ(c.call(), cc::call_code("allreduce"));
     EXPECT_EQ(c.stream_id(), last_stream);
-    EXPECT_EQ(c.sequence(), 0xffffffffu);
+    EXPECT_EQ(c.sequence(), last_sequence);
     EXPECT_EQ(c.phase(), 0xff);
     EXPECT_EQ(c.step(3).call(), c.call());  // a step of a call stays that call's
     EXPECT_NE(c, t.of_call(cc::call_code("broadcast")));
     EXPECT_EQ(c.of_call(0), t.of_call(cc::call_code("broadcast")).of_call(0));
     EXPECT_EQ(c.of_call(0), t);
+
+    const cc::tag a = c.of_algorithm(15);
+    EXPECT_EQ(a.algorithm(), 15);
+    EXPECT_EQ(a.call(), c.call());
+    EXPECT_EQ(a.stream_id(), last_stream);
+    EXPECT_EQ(a.sequence(), last_sequence);
+    EXPECT_EQ(a.step(3).algorithm(), 15);  // a step of a call stays that algorithm's
+    EXPECT_NE(a, c.of_algorithm(14));
+    EXPECT_EQ(a.of_algorithm(0), c);
+}
+
+// Regression (net_test.cpp, ranks_whose_sizes_choose_different_algorithms_...):
+// the tags of two algorithms of one collective were alike, so one could take
+// the other's messages. Every algorithm's code is its own within its
+// collective, and a tag drawn by it names it.
+TEST(tag, every_algorithm_has_a_code_of_its_own_that_its_tags_carry_and_name) {
+    std::set<std::pair<std::string, int>> codes;
+    for (const auto& a : cc::registry::every_algorithm) {
+        EXPECT_GT(a.code, 0) << a.qualified();
+        EXPECT_LT(a.code, 15) << a.qualified();
+        EXPECT_TRUE(codes.emplace(std::string(a.collective), a.code).second) << a.qualified();
+        EXPECT_EQ(cc::algorithm_name(a.collective, a.code), a.name);
+        const cc::tag t = cc::detail::marked(cc::tag(0, 9, 2), a);
+        EXPECT_EQ(t.algorithm(), a.code);
+        EXPECT_EQ(t.call(), cc::call_code(a.collective));
+        std::string text;
+        cc::detail::describe_tag(t, text);
+        EXPECT_EQ(text,
+                  "(stream 0, call 9 of " + std::string(a.collective) + " by " + std::string(a.name) + ", step 2)");
+    }
+    EXPECT_EQ(cc::algorithm_name("reduce", cc::aspen_reduce_info.code), "aspen");
+    EXPECT_EQ(cc::algorithm_name("allreduce", 0), "");
+    EXPECT_EQ(cc::algorithm_name("allreduce", 14), "");
 }
 
 TEST(tag, every_collective_of_the_registry_has_a_call_code_of_its_own) {
