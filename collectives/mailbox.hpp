@@ -92,7 +92,7 @@ public:
             return;
         }
         std::unique_lock lk(lock_);
-        if (tag::from_bits(tag).sequence() <= forgotten_latest_ && forgotten_.count(call_of(tag))) {
+        if (!forgotten_.empty() && forgotten_locked(tag::from_bits(tag))) {
             lk.unlock();
             return;  // expected, and nobody will take it (forget)
         }
@@ -220,7 +220,6 @@ public:
                 forgotten_.erase(forgotten_order_.front());
                 forgotten_order_.pop_front();
             }
-            forgotten_latest_ = std::max(forgotten_latest_, call.second);
         }
         for (auto it = unexpected_.begin(); it != unexpected_.end();) {
             const auto here = it++;
@@ -481,13 +480,39 @@ private:
     };
     std::map<std::uint32_t, revocation> revoked_;  // by stream id
     // Calls this rank is done with, whose late messages are dropped (forget),
-    // the oldest first in forgotten_order_; a delivery looks them up only
-    // when its call's sequence is at most the latest forgotten one's (most
-    // messages are of later calls than any forgotten).
+    // the oldest first in forgotten_order_.
     static constexpr std::size_t forgets_kept = 256;
     std::set<std::pair<std::uint32_t, std::uint32_t>> forgotten_;
     std::deque<std::pair<std::uint32_t, std::uint32_t>> forgotten_order_;
-    std::uint32_t forgotten_latest_ = 0;
+    // Sequences count modulo 2^28 (2^20 in a hybrid job: tag.hpp), so a
+    // forgotten call's number comes round again as a new call's. A message
+    // of its stream this many calls away from it, either way, says the
+    // ranks are far past it: no late message of it is still to come, and
+    // it is forgotten for good (else that new call's messages would be
+    // dropped, and it would wait for ever).
+    static constexpr std::uint32_t forgotten_for_good = 1u << 16;
+    // Whether t's call is forgotten; first forgets for good the calls of
+    // t's stream that t is far from (forgotten_for_good). In the stream's
+    // calls in order, those are at either end.
+    bool forgotten_locked(tag t) {
+        const std::uint32_t id = t.stream_id(), seq = t.sequence();
+        const auto far = [&](std::uint32_t f) { return (seq > f ? seq - f : f - seq) >= forgotten_for_good; };
+        for (auto it = forgotten_.lower_bound({id, 0}); it != forgotten_.end() && it->first == id && far(it->second);)
+            it = forget_for_good_locked(it);
+        for (auto it = forgotten_.upper_bound({id, tag::sequence_mask}); it != forgotten_.begin();) {
+            --it;
+            if (it->first != id || !far(it->second)) break;
+            it = forget_for_good_locked(it);
+        }
+        return forgotten_.count({id, seq}) != 0;
+    }
+    auto forget_for_good_locked(std::set<std::pair<std::uint32_t, std::uint32_t>>::iterator it) {
+        // Every call in forgotten_ is in forgotten_order_ (forget).
+        if (auto at = std::find(forgotten_order_.begin(), forgotten_order_.end(), *it); at != forgotten_order_.end())
+            forgotten_order_.erase(at);
+        return forgotten_.erase(it);
+    }
+
     // A tag's call: its stream and sequence.
     static std::pair<std::uint32_t, std::uint32_t> call_of(std::uint64_t bits) {
         const tag t = tag::from_bits(bits);

@@ -337,6 +337,39 @@ TEST(mailbox_forget, drops_a_forgotten_calls_messages_and_remembers_the_last_256
     EXPECT_EQ(box.take(2, cc::tag(0, 300).bits()).body, 9);
 }
 
+// Regression: a forgotten call was remembered until 256 more were
+// forgotten, however many calls the stream made meanwhile. Sequences count
+// modulo 2^28, and modulo 2^20 in a hybrid job (tag.hpp): a task graph run,
+// then about a million collective calls on the default stream, and the
+// call whose number came round to the run's had its messages dropped and
+// waited for ever. A message 2^16 calls or more from a forgotten call, on
+// either side (the hybrid job's numbers after they wrapped), forgets it for
+// good; one nearer does not.
+TEST(mailbox_forget, a_forgotten_calls_number_coming_round_again_is_a_new_call) {
+    constexpr std::uint32_t far = 1u << 16, hybrid_last = (1u << 20) - 3;
+    cc::mailbox<long> box;
+    box.forget(cc::tag(0, 5));
+    box.forget(cc::tag(1, 5));  // another stream
+    box.deliver(1, cc::tag(0, 5 + far - 1).bits(), 1);  // near call 5: it stays forgotten
+    box.deliver(2, cc::tag(0, 5).bits(), 2);             // dropped
+    EXPECT_EQ(box.unclaimed(), 1u);
+    box.deliver(1, cc::tag(0, 5 + far).bits(), 3);  // far from it: forgotten for good
+    box.deliver(2, cc::tag(0, 5).bits(), 4);         // a new call 5: kept
+    EXPECT_EQ(box.take(2, cc::tag(0, 5).bits()).body, 4);
+    EXPECT_EQ(box.unclaimed(), 2u);
+
+    box.forget(cc::tag(0, hybrid_last));
+    box.deliver(2, cc::tag(0, hybrid_last).bits(), 5);  // dropped
+    EXPECT_EQ(box.unclaimed(), 2u);
+    box.deliver(1, cc::tag(0, 2).bits(), 6);  // the numbers wrapped: far below it
+    box.deliver(2, cc::tag(0, hybrid_last).bits(), 7);  // a new call: kept
+    EXPECT_EQ(box.take(2, cc::tag(0, hybrid_last).bits()).body, 7);
+    EXPECT_EQ(box.unclaimed(), 3u);
+
+    box.deliver(2, cc::tag(1, 5).bits(), 8);  // stream 1's call 5 is still forgotten: dropped
+    EXPECT_EQ(box.unclaimed(), 3u);
+}
+
 // Messages of many calls waiting at once (ranks that ran ahead): each
 // receive gets its own (source, tag)'s, the first sent first; one from any
 // source gets the first of its tag to arrive; the count of waiting messages
