@@ -220,6 +220,7 @@ public:
                 forgotten_.erase(forgotten_order_.front());
                 forgotten_order_.pop_front();
             }
+            span_forgotten_locked();
         }
         for (auto it = unexpected_.begin(); it != unexpected_.end();) {
             const auto here = it++;
@@ -365,7 +366,7 @@ private:
                 .append(std::to_string(source))
                 .append("'s ")
                 .append(u.call() != 0 ? call_name(u.call()) : std::string_view("message"));
-            if (u.call() != 0) by_algorithm(u, into);
+            detail::describe_algorithm(u, into);
         };
         for (const auto& [bits, arrived] : unexpected_) {
             const tag u = tag::from_bits(bits);
@@ -392,7 +393,7 @@ private:
                 .append(" instead: every rank must make the same collective calls in the same order");
         if (!chosen.empty()) {
             out.append("; for that call came ").append(chosen).append(" instead of");
-            by_algorithm(t, out);
+            detail::describe_algorithm(t, out);
             out.append(": the ranks chose different algorithms for one call, as they do where their values' sizes "
                        "differ across a bound of the selection table (the vectors of an element-wise fold and the "
                        "buffers of broadcast_into must have one length at every rank)");
@@ -402,11 +403,6 @@ private:
             if (more != 0) out.append(" and ").append(std::to_string(more)).append(" more");
             out.append(": the ranks may have made different collective calls");
         }
-    }
-
-    // " by butterfly", the algorithm u's call was drawn by; nothing if none.
-    static void by_algorithm(tag u, std::string& out) {
-        if (const auto a = algorithm_name(call_name(u.call()), u.algorithm()); !a.empty()) out.append(" by ").append(a);
     }
 
     // The messages waiting with `tag`, in a map entry made for it if there
@@ -491,11 +487,21 @@ private:
     // it is forgotten for good (else that new call's messages would be
     // dropped, and it would wait for ever).
     static constexpr std::uint32_t forgotten_for_good = 1u << 16;
+    // The smallest and largest sequence in forgotten_, of any stream.
+    std::uint32_t forgotten_low_ = 0, forgotten_high_ = 0;
+    void span_forgotten_locked() {
+        forgotten_low_ = tag::sequence_mask, forgotten_high_ = 0;
+        for (const auto& [id, seq] : forgotten_)
+            forgotten_low_ = std::min(forgotten_low_, seq), forgotten_high_ = std::max(forgotten_high_, seq);
+    }
     // Whether t's call is forgotten; first forgets for good the calls of
     // t's stream that t is far from (forgotten_for_good). In the stream's
     // calls in order, those are at either end.
     bool forgotten_locked(tag t) {
         const std::uint32_t id = t.stream_id(), seq = t.sequence();
+        // Most deliveries are of a call after every forgotten one, and near
+        // all of them: none is t's, none is far.
+        if (seq > forgotten_high_ && seq - forgotten_low_ < forgotten_for_good) return false;
         const auto far = [&](std::uint32_t f) { return (seq > f ? seq - f : f - seq) >= forgotten_for_good; };
         for (auto it = forgotten_.lower_bound({id, 0}); it != forgotten_.end() && it->first == id && far(it->second);)
             it = forget_for_good_locked(it);
@@ -504,6 +510,7 @@ private:
             if (it->first != id || !far(it->second)) break;
             it = forget_for_good_locked(it);
         }
+        span_forgotten_locked();
         return forgotten_.count({id, seq}) != 0;
     }
     auto forget_for_good_locked(std::set<std::pair<std::uint32_t, std::uint32_t>>::iterator it) {

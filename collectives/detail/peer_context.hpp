@@ -16,6 +16,13 @@
 
 namespace csp::collectives::detail {
 
+// " by butterfly": the algorithm that drew t; nothing for a tag no
+// algorithm drew.
+inline void describe_algorithm(tag t, std::string& out) {
+    if (t.call() == 0) return;
+    if (const auto a = algorithm_name(call_name(t.call()), t.algorithm()); !a.empty()) out.append(" by ").append(a);
+}
+
 // "(stream 0, call 2 of allreduce by butterfly, step 0)"; "(stream 0, call
 // 2, step 0)" for a tag no collective drew. A sub-group's stream is named as its
 // program passed it, with the group's context (context_pool.hpp): "(stream
@@ -32,10 +39,8 @@ inline void describe_tag(tag t, std::string& out) {
             .append(std::to_string(in_groups / context_pool::streams_per_context));
     }
     out.append(", call ").append(std::to_string(t.sequence()));
-    if (t.call() != 0) {
-        out.append(" of ").append(call_name(t.call()));
-        if (const auto a = algorithm_name(call_name(t.call()), t.algorithm()); !a.empty()) out.append(" by ").append(a);
-    }
+    if (t.call() != 0) out.append(" of ").append(call_name(t.call()));
+    describe_algorithm(t, out);
     out.append(", step ").append(std::to_string(t.phase())).append(")");
 }
 
