@@ -246,6 +246,7 @@ private:
     template <bool Notice, class T>
     void send_as(int to, tag t, T&& value) {
         detail::check_rank(to, size(), "send to");
+        if constexpr (!Notice) mine().box.refuse_revoked_send(hybrid_job::key(t.bits()));
         const place p = where(to);
         if (p.node == node()) {
             deliver_here(p, t, detail::local_message(p.node, p.port, t.bits(), std::forward<T>(value)));
@@ -291,6 +292,7 @@ private:
     net::port_id my_port() const { return hybrid_job::port_base + static_cast<net::port_id>(local_); }
     // m's bytes and type to rank `to`, on this node or another.
     void pass(int to, tag t, const net::message& m) {
+        mine().box.refuse_revoked_send(hybrid_job::key(t.bits()));
         const place p = where(to);
         if (p.node == node()) deliver_here(p, t, detail::relayed_message(p.node, p.port, t.bits(), m));
         else try {

@@ -104,6 +104,7 @@ public:
     template <class T>
     void send(int to, tag t, T value) const {
         detail::check_rank(to, size(), "send to");
+        group_->box(rank_).refuse_revoked_send(t.bits());
         model::recorder* rec = model::recorder::active();
         {
             model::recorder::quiet_scope hide(rec);

@@ -19,10 +19,16 @@
 //     error, posted or not. What arrived before the failure is still
 //     received. A receive from any source `among` a set (a group's
 //     members) fails only for a source of the set.
+//   - a receive of a collective's call fails once a message for that call
+//     came that another collective, or another algorithm, drew (tag.hpp):
+//     the ranks' calls differ, and the call's own messages may never come
+//     (other_call_error). The message stays. Not on a revoked stream from
+//     its failed call on, whose calls no longer line up.
 //   - a revoked stream (revocation.hpp) stays revoked: every receive of it
 //     from the revoked call on that no message already here satisfies
 //     throws the revocation's error, from whichever source; the earliest
-//     call revoked counts. A revocation is not a message: no receive takes
+//     call revoked counts. So does this rank's send of such a call
+//     (refuse_revoked_send). A revocation is not a message: no receive takes
 //     it.
 // Channel writes happen after the lock is released; a posted receive's
 // channel holds one value, so the write never blocks.
@@ -35,6 +41,7 @@
 // from posted_; otherwise the slot is abandoned, still owned by slots_, and
 // a late write into it goes nowhere.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -46,6 +53,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -96,15 +104,32 @@ public:
             lk.unlock();
             return;  // expected, and nobody will take it (forget)
         }
+        bool refuses = false;
         for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-            if (it->tag != tag || (it->source != any_source && it->source != source)) continue;
+            if (it->tag != tag) {
+                refuses = refuses || other_kind(it->tag, tag);
+                continue;
+            }
+            if (it->source != any_source && it->source != source) continue;
             reply_slot* reply = it->reply;
             posted_.erase(it);
             lk.unlock();
             reply->out.write(envelope{source, tag, std::move(body), nullptr});
             return;
         }
+        // The message stays, for the reports of what came (describe_other_calls,
+        // unclaimed_report); a receive of the call it was drawn for differently
+        // throws (other_call_error).
         waiting_of_locked(tag).push_back(envelope{source, tag, std::move(body), nullptr});
+        if (!refuses) return;
+        std::vector<posted> woken;
+        std::erase_if(posted_, [&](const posted& p) {
+            if (!other_kind(p.tag, tag)) return false;
+            woken.push_back(p);
+            return true;
+        });
+        lk.unlock();
+        for (auto& p : woken) p.reply->out.write(envelope{source, p.tag, Body{}, other_call_error(p.tag, source, tag)});
     }
 
     // Blocks the calling process until a message from `source` (any_source:
@@ -126,6 +151,18 @@ public:
                 arrived.erase(it);
                 if (arrived.empty()) retire_locked(waiting);
                 return m;
+            }
+        }
+        // Ranks that made another call often finish and leave: that their
+        // calls differ is the cause, and is thrown before the departure. On
+        // a revoked stream the ranks' calls no longer line up (a rank that
+        // failed before its call drew a tag makes its next call under that
+        // number): there the revocation's error stands, below.
+        if (tag::from_bits(tag).call() != 0 && !unexpected_.empty() &&
+            (revoked_.empty() || !revocation_for(tag::from_bits(tag)))) {
+            if (auto e = other_call_here_locked(tag)) {
+                lk.unlock();
+                std::rethrow_exception(e);
             }
         }
         if (auto e = failure_for(source, among)) {
@@ -185,6 +222,9 @@ public:
         std::vector<posted> woken;
         {
             std::lock_guard lk(lock_);
+            // Relaxed: a process that heard of a revocation did so under
+            // lock_, which orders this store before its later sends.
+            revoked_any_.store(true, std::memory_order_relaxed);
             auto [it, fresh] = revoked_.try_emplace(t.stream_id(), revocation{t.sequence(), error});
             if (!fresh) {
                 if (t.sequence() >= it->second.from) return;  // an earlier call's revocation stands
@@ -198,6 +238,25 @@ public:
             });
         }
         for (auto& p : woken) p.reply->out.write(envelope{source, p.tag, Body{}, error});
+    }
+
+    // A send of a collective's call (a tag a collective drew) on a stream
+    // this rank knows revoked at or before that call throws the
+    // revocation's error, as a receive of it does. A rank that heard of a
+    // failure first goes on to its next call under a number at which
+    // others may still wait in the failed call (the ranks' calls no longer
+    // line up): its messages there would look like another collective's
+    // (other_call_error) before they heard of the failure too.
+    void refuse_revoked_send(std::uint64_t bits) const {
+        if (!revoked_any_.load(std::memory_order_relaxed)) return;
+        const tag t = tag::from_bits(bits);
+        if (t.call() == 0 || t.call() == revocation_code) return;
+        std::exception_ptr e;
+        {
+            std::lock_guard lk(lock_);
+            e = revocation_for(t);
+        }
+        if (e) std::rethrow_exception(e);
     }
 
     // This rank is done with the call whose tags share t's stream and
@@ -317,7 +376,7 @@ private:
     };
 
     // For deadlock reports: which message a blocked take waits for, and
-    // the messages of another collective that came for the same call.
+    // the messages of earlier calls that no call took.
     struct wanted_note {
         const mailbox* box;
         posted p;
@@ -329,9 +388,9 @@ private:
     }
 
     // A peer's failure, as this receive throws it: a peer_error names the
-    // receive it ended (detail/peer_context.hpp) and the messages of other
-    // calls that came instead, as a deadlock report does (peers that
-    // made other calls often finish and leave); any other error, and a
+    // receive it ended (detail/peer_context.hpp) and the messages of earlier
+    // calls no call took, as a deadlock report does (peers that made other
+    // calls often finish and leave); any other error, and a
     // revocation for a peer's failure (which names the receive it ended at
     // the rank that met it), is rethrown as it is. Called without the lock.
     [[noreturn]] void rethrow_waiting(const std::exception_ptr& e, int source, std::uint64_t bits) const {
@@ -345,64 +404,81 @@ private:
             detail::rethrow_receiving(x, source, tag::from_bits(bits), also);
         }
     }
-    // Ranks whose message for t's call came from another collective: the
-    // ranks' calls differ (tag.hpp); or from another algorithm of the same
-    // collective: the ranks chose differently, which the table does only
-    // for values whose sizes differ between ranks. Then messages of earlier calls of t's
-    // stream that no call took: when the ranks' calls draw different
-    // numbers of tags (an allgather against a broadcast), the calls no
-    // longer line up and the other collective's messages wait under an
-    // earlier number. (Such a message may also be one a call of this rank
-    // takes later, as a halo's rows wait for its finish(): hence "may".)
-    // Skipped if the lock is busy: a report is made while the mailbox's
-    // users are blocked, so it rarely is.
+    // Whether tags a and b are of one call (stream and sequence) that two
+    // collectives, or two algorithms, drew: tags no collective drew (a
+    // program's own, the unmarked ones of a call's board) are never.
+    static bool other_kind(std::uint64_t a, std::uint64_t b) {
+        constexpr std::uint64_t kind = tag::call_mask | tag::algorithm_mask, step = 0xff;
+        const std::uint64_t differ = a ^ b;
+        return (differ & ~(kind | step)) == 0 && (differ & kind) != 0 && (a & tag::call_mask) != 0 &&
+               (b & tag::call_mask) != 0;
+    }
+    // The error of a receive with tag `mine` whose call met `source`'s
+    // message with tag `theirs` (other_kind): "allreduce butterfly: rank 1
+    // met this call with allreduce by rabenseifner ...", in the words a
+    // host board's meeting uses for another call (host_meeting.hpp). No
+    // rank of the call gets an answer: this one throws, which revokes the
+    // stream at every rank (revocation.hpp), and those waiting for this
+    // rank's messages hear of it.
+    static std::exception_ptr other_call_error(std::uint64_t mine, int source, std::uint64_t theirs) {
+        const tag m = tag::from_bits(mine), t = tag::from_bits(theirs);
+        std::string what(call_name(m.call()));
+        if (const auto a = algorithm_name(call_name(m.call()), m.algorithm()); !a.empty()) what.append(" ").append(a);
+        what.append(": rank ").append(std::to_string(source)).append(" met this call with ");
+        if (t.call() != m.call()) what.append("a call of ").append(call_name(t.call()));
+        else what.append(call_name(t.call()));
+        detail::describe_algorithm(t, what);
+        what.append(" (its message with tag ");
+        detail::describe_tag(t, what);
+        what.append(t.call() != m.call()
+                        ? "): every rank must make the same collective calls in the same order"
+                        : "): the ranks chose different algorithms for one call, as they do where their values' sizes "
+                          "differ across a bound of the selection table (the vectors of an element-wise fold and the "
+                          "buffers of broadcast_into must have one length at every rank)");
+        return std::make_exception_ptr(usage_error(what));
+    }
+    // other_call_error for a message here of tag's call, or nullptr.
+    std::exception_ptr other_call_here_locked(std::uint64_t tag) const {
+        for (const auto& [bits, arrived] : unexpected_)
+            if (other_kind(tag, bits) && !arrived.empty()) return other_call_error(tag, arrived.front().source, bits);
+        return nullptr;
+    }
+
+    // Messages of earlier calls of t's stream that no call took: when the
+    // ranks' calls draw different numbers of tags (an allgather of vectors
+    // against a broadcast), the calls no longer line up, and the other
+    // collective's messages wait under earlier numbers. (Such a message may
+    // also be one a call of this rank takes later, as a halo's rows wait for
+    // its finish(): hence "may".) A message for t's call itself that another
+    // collective or algorithm drew is never here while t's receive waits: it
+    // failed the receive (other_call_error). Skipped if the lock is busy: a
+    // report is made while the mailbox's users are blocked, so it rarely is.
     void describe_other_calls(tag t, std::string& out) const {
         if (!lock_.try_lock()) return;
-        std::string found, chosen, earlier;
+        std::string earlier;
         std::size_t more = 0;
-        const auto name = [](int source, tag u, std::string& into) {
-            into.append(into.empty() ? "" : ", ")
-                .append("rank ")
-                .append(std::to_string(source))
-                .append("'s ")
-                .append(u.call() != 0 ? call_name(u.call()) : std::string_view("message"));
-            detail::describe_algorithm(u, into);
-        };
         for (const auto& [bits, arrived] : unexpected_) {
             const tag u = tag::from_bits(bits);
-            if (u.stream_id() != t.stream_id()) continue;
-            if (u.sequence() == t.sequence() && u.call() != t.call()) {
-                for (const envelope& e : arrived) name(e.source, u, found);
-            } else if (u.sequence() == t.sequence() && u.algorithm() != t.algorithm()) {
-                for (const envelope& e : arrived) name(e.source, u, chosen);
-            } else if (u.sequence() < t.sequence()) {
-                for (const envelope& e : arrived) {
-                    if (earlier.size() > 160) {
-                        ++more;
-                        continue;
-                    }
-                    name(e.source, u, earlier);
-                    earlier.append(" (call ").append(std::to_string(u.sequence())).append(")");
+            if (u.stream_id() != t.stream_id() || u.sequence() >= t.sequence()) continue;
+            for (const envelope& e : arrived) {
+                if (earlier.size() > 160) {
+                    ++more;
+                    continue;
                 }
+                earlier.append(earlier.empty() ? "" : ", ")
+                    .append("rank ")
+                    .append(std::to_string(e.source))
+                    .append("'s ")
+                    .append(u.call() != 0 ? call_name(u.call()) : std::string_view("message"));
+                detail::describe_algorithm(u, earlier);
+                earlier.append(" (call ").append(std::to_string(u.sequence())).append(")");
             }
         }
         lock_.unlock();
-        if (!found.empty())
-            out.append("; for that call came ")
-                .append(found)
-                .append(" instead: every rank must make the same collective calls in the same order");
-        if (!chosen.empty()) {
-            out.append("; for that call came ").append(chosen).append(" instead of");
-            detail::describe_algorithm(t, out);
-            out.append(": the ranks chose different algorithms for one call, as they do where their values' sizes "
-                       "differ across a bound of the selection table (the vectors of an element-wise fold and the "
-                       "buffers of broadcast_into must have one length at every rank)");
-        }
-        if (!earlier.empty()) {
-            out.append("; no call took ").append(earlier);
-            if (more != 0) out.append(" and ").append(std::to_string(more)).append(" more");
-            out.append(": the ranks may have made different collective calls");
-        }
+        if (earlier.empty()) return;
+        out.append("; no call took ").append(earlier);
+        if (more != 0) out.append(" and ").append(std::to_string(more)).append(" more");
+        out.append(": the ranks may have made different collective calls");
     }
 
     // The messages waiting with `tag`, in a map entry made for it if there
@@ -475,6 +551,7 @@ private:
         std::exception_ptr error;
     };
     std::map<std::uint32_t, revocation> revoked_;  // by stream id
+    std::atomic<bool> revoked_any_{false};         // !revoked_.empty(), read without lock_
     // Calls this rank is done with, whose late messages are dropped (forget),
     // the oldest first in forgotten_order_.
     static constexpr std::size_t forgets_kept = 256;

@@ -175,6 +175,7 @@ private:
     template <bool Notice, class T>
     void send_as(int to, tag t, T&& value) {
         detail::check_rank(to, size(), "send to");
+        if constexpr (!Notice) box_.refuse_revoked_send(t.bits());
         if (to == rank()) {
             box_.deliver(to, t.bits(), detail::local_message(to, port_id_, t.bits(), std::forward<T>(value)));
             return;
@@ -195,6 +196,7 @@ private:
     }
     // m's bytes and type to rank `to` (itself included) with tag t.
     void pass(int to, tag t, const net::message& m) {
+        box_.refuse_revoked_send(t.bits());
         if (to == rank()) box_.deliver(to, t.bits(), detail::relayed_message(to, port_id_, t.bits(), m));
         else try {
             node_->forward(to, port_id_, m, t.bits());

@@ -34,14 +34,16 @@
 // could pair the right messages: it stays revoked, as MPI's
 // MPI_Comm_revoke leaves a communicator. A program that catches the error
 // and goes on uses another stream (or a new communicator). A later call
-// that receives a message of the stream throws; one that only sends (a
-// broadcast's root) may return, and the board algorithms, which pair calls
-// without messages, either run (the shared board of ranks as fibers, which
-// pairs meetings in order) or refuse the meeting (a host board, which
-// compares the calls' numbers).
+// that sends or receives a message of the stream throws (a rank that knows
+// of the revocation sends nothing under numbers where others may still
+// wait in the failed call: mailbox::refuse_revoked_send), and the board
+// algorithms, which pair calls without messages, either run (the shared
+// board of ranks as fibers, which pairs meetings in order) or refuse the
+// meeting (a host board, which compares the calls' numbers).
 //
 // Cost: reading the stream's counter once per call (an atomic load for the
-// first streams, tag.hpp), and a branch in each delivery and each receive.
+// first streams, tag.hpp), a branch in each delivery and each receive, and
+// a relaxed atomic load in each send.
 #include <cstdint>
 #include <exception>
 #include <optional>

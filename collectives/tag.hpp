@@ -19,13 +19,15 @@
 //
 // A program that breaks the rule (rank 0 broadcasts where rank 1 reduces)
 // must not get an answer: the call code makes the two calls' tags differ,
-// so neither takes the other's messages; the receive waits, and the
-// job-wide deadlock report (or the peer's departure) ends it, naming the
-// collective of the message that did arrive for that call (mailbox.hpp).
-// The same holds for ranks that make one collective but choose different
-// algorithms for it, as ranks whose values' sizes lie on either side of a
-// bound of the selection table do: the algorithm bits keep them apart, so
-// one never folds a block of another's as if it were a whole value.
+// so neither takes the other's messages, and a receive of a call for which
+// the other collective's message came throws a usage_error naming both
+// (mailbox.hpp), which revokes the stream at every rank. The same holds
+// for ranks that make one collective but choose different algorithms for
+// it, as ranks whose values' sizes lie on either side of a bound of the
+// selection table do: the algorithm bits keep them apart, so one never
+// folds a block of another's as if it were a whole value. Calls that no
+// longer line up (they drew different numbers of tags) wait, and the
+// job-wide deadlock report (or a peer's departure) ends them.
 #include <atomic>
 #include <cstdint>
 #include <iterator>

@@ -66,11 +66,12 @@ TEST(collective_departures, an_allreduce_with_a_member_that_left_fails_on_every_
 // failed with "node 1 has left (it closed its node)" and nothing more, where
 // the user needs to see that the others were done while it was still in a
 // gather, or in an allreduce. The error now names the receive, or the send,
-// it ended.
+// it ended. The gather's failure revokes its stream, whose later calls are
+// refused at their first send.
 TEST(collective_departures, a_rank_that_makes_calls_more_hears_which_call_the_others_left_it_in) {
     csp::net::nameserver ns;
     constexpr int n = 2;
-    std::string receiving, sending;
+    std::string receiving, sending, revoked;
     std::vector<double> results(n);
     std::vector<std::thread> ranks;
     for (int r = 0; r < n; ++r)
@@ -88,12 +89,19 @@ TEST(collective_departures, a_rank_that_makes_calls_more_hears_which_call_the_ot
                             EXPECT_EQ(e.peer(), 1);
                             receiving = e.what();
                         }
-                        try {
-                            (void)cc::allreduce_butterfly(comm, 1.0, cc::sum{});  // sends first
+                        try {  // the gather's failure revoked stream 0 (revocation.hpp)
+                            (void)cc::allreduce_butterfly(comm, 1.0, cc::sum{}, cc::stream{1});  // sends first
                             ADD_FAILURE() << "rank 0's extra allreduce returned";
                         } catch (const csp::net::peer_error& e) {
                             EXPECT_EQ(e.peer(), 1);
                             sending = e.what();
+                        }
+                        try {
+                            (void)cc::allreduce_butterfly(comm, 1.0, cc::sum{});
+                            ADD_FAILURE() << "rank 0's allreduce on a revoked stream returned";
+                        } catch (const cc::revoked_by_peer_error& e) {
+                            EXPECT_EQ(e.peer(), 1);
+                            revoked = e.what();
                         }
                     }
                 }
@@ -108,10 +116,17 @@ TEST(collective_departures, a_rank_that_makes_calls_more_hears_which_call_the_ot
             << what;
     EXPECT_NE(receiving.find(" while this rank waited for a message from "), std::string::npos) << receiving;
     EXPECT_NE(receiving.find(" with tag (stream 0, call 1 of gather by "), std::string::npos) << receiving;
-    EXPECT_NE(sending.find(" while this rank sent rank 1 a message with tag (stream 0, call 2 of allreduce by "),
+    EXPECT_NE(sending.find(" while this rank sent rank 1 a message with tag (stream 1, call 0 of allreduce by "),
               std::string::npos)
         << sending;
     EXPECT_NE(sending.find(", step 0)"), std::string::npos) << sending;
+    // A later call of the revoked stream sends nothing: its first send
+    // throws the revocation (mailbox::refuse_revoked_send).
+    EXPECT_EQ(revoked.rfind("rank 0's gather (call 1 of stream 0) failed: node 1 of job 'departure-extra-call' has "
+                            "left (it closed its node) while this rank waited for ",
+                            0),
+              0u)
+        << revoked;
 }
 
 // Regression: the reduce that folds its children's parts in arrival order

@@ -115,6 +115,45 @@ TEST(revoked_stream, an_algorithm_called_by_its_name_fails_every_rank_as_its_pla
     chain.expect_later_calls_refused_or_right();
 }
 
+// Regression: a call of a revoked stream that only sent (a broadcast's
+// root) returned, and a rank that heard of a failure first sent its next
+// call's messages under numbers at which others still waited in the failed
+// call: over TCP, a reduce_scatter's rank 3 took rank 2's next allreduce
+// for another collective's call before rank 0's revocation reached it. A
+// rank that knows its stream revoked now sends nothing of a later call:
+// the send throws the revocation, at every rank, under one and two worker
+// threads; another stream goes on.
+TEST(revoked_stream, a_rank_that_knows_of_the_failure_sends_nothing_of_a_later_call_of_the_stream) {
+    for (std::size_t threads : {1u, 2u}) {
+        std::atomic<int> refused{0}, sums{0};
+        csp::run(
+            [&] {
+                cc::run_local(4, [&](cc::local_communicator& c) {
+                    try {
+                        (void)cc::scatter(c, std::vector<int>(c.rank() == 0 ? 3 : 0, 5), 0);
+                        ADD_FAILURE() << "the scatter returned";
+                    } catch (const cc::stream_revoked&) {
+                    } catch (const csp::usage_error&) {
+                        EXPECT_EQ(c.rank(), 0);
+                    }
+                    try {
+                        (void)cc::broadcast_binomial(c, 1.5, c.rank());  // every rank only sends
+                        ADD_FAILURE() << "rank " << c.rank() << "'s broadcast returned";
+                    } catch (const cc::stream_revoked& e) {
+                        EXPECT_TRUE(names(e.what(), "rank 0's scatter (call 0 of stream 0) failed: scatter: the root "
+                                                    "holds 3 values for 4 ranks"))
+                            << e.what();
+                        ++refused;
+                    }
+                    sums += cc::allreduce(c, 1, cc::sum{}, cc::stream{1});
+                });
+            },
+            {.threads = threads});
+        EXPECT_EQ(refused.load(), 4) << threads << " threads";
+        EXPECT_EQ(sums.load(), 16) << threads << " threads";
+    }
+}
+
 // Regression: one rank's alltoall with a value too many; the others waited
 // for its values.
 TEST(revoked_stream, one_ranks_alltoall_with_too_many_values_fails_every_rank) {
