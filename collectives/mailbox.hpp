@@ -158,8 +158,7 @@ public:
         // a revoked stream the ranks' calls no longer line up (a rank that
         // failed before its call drew a tag makes its next call under that
         // number): there the revocation's error stands, below.
-        if (tag::from_bits(tag).call() != 0 && !unexpected_.empty() &&
-            (revoked_.empty() || !revocation_for(tag::from_bits(tag)))) {
+        if (tag::from_bits(tag).call() != 0 && !unexpected_.empty() && !revocation_for(tag::from_bits(tag))) {
             if (auto e = other_call_here_locked(tag)) {
                 lk.unlock();
                 std::rethrow_exception(e);
@@ -430,11 +429,12 @@ private:
         detail::describe_algorithm(t, what);
         what.append(" (its message with tag ");
         detail::describe_tag(t, what);
-        what.append(t.call() != m.call()
-                        ? "): every rank must make the same collective calls in the same order"
-                        : "): the ranks chose different algorithms for one call, as they do where their values' sizes "
-                          "differ across a bound of the selection table (the vectors of an element-wise fold and the "
-                          "buffers of broadcast_into must have one length at every rank)");
+        what.append("): ").append(t.call() != m.call()
+                                      ? same_calls_rule
+                                      : "the ranks chose different algorithms for one call, as they do where their "
+                                        "values' sizes differ across a bound of the selection table (the vectors of "
+                                        "an element-wise fold and the buffers of broadcast_into must have one length "
+                                        "at every rank)");
         return std::make_exception_ptr(usage_error(what));
     }
     // other_call_error for a message here of tag's call, or nullptr.

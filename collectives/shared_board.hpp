@@ -124,7 +124,7 @@ private:
             if (heads[q].call != call)
                 throw usage_error(std::string(collective) + ": rank " + std::to_string(q) +
                                   " met this call with a call of " + std::string(call_name(heads[q].call)) +
-                                  ": every rank must make the same collective calls in the same order");
+                                  ": " + std::string(same_calls_rule));
         for (const head& h : heads)
             if (*h.type != typeid(T))
                 throw detail::agreed_error("a collective received a value of type " + csp::type_name(*h.type) +

@@ -63,6 +63,9 @@ constexpr std::uint8_t call_code(std::string_view collective) {
 // from that call on. No collective draws it.
 inline constexpr std::uint8_t revocation_code = 30;
 
+// What an error says of ranks whose calls break the rule above.
+inline constexpr std::string_view same_calls_rule = "every rank must make the same collective calls in the same order";
+
 // The collective a call code names ("" for 0, "a collective" for 31).
 constexpr std::string_view call_name(std::uint8_t code) {
     if (code == 0) return "";

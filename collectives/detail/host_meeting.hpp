@@ -65,8 +65,7 @@ inline void refuse_other_call(const algorithm_info& info, const host_board::part
                                  : "its call " + std::to_string(theirs.sequence) + " of the stream (this is call " +
                                        std::to_string(mine.sequence) + ")";
     throw usage_error(std::string(info.collective) + " " + std::string(info.name) + ": rank " + std::to_string(q) +
-                      " met this call with " + what +
-                      ": every rank must make the same collective calls in the same order");
+                      " met this call with " + what + ": " + std::string(same_calls_rule));
 }
 
 // The call's tag and, when the stream has a host board (every rank alike),
